@@ -1,0 +1,3 @@
+from authsvc import create_app
+
+app = create_app()

@@ -1,0 +1,76 @@
+"""gunicorn settings, read from the environment (Procfile: ``gunicorn -c config/gunicorn.py app:app``)."""
+
+import glob
+import multiprocessing
+import os
+import shutil
+import tempfile
+
+# Web workers run no migrations (the Procfile's release command does): create_app
+# leaves Flask-Migrate and Alembic out of them, which saves memory in every worker.
+os.environ["AUTHSVC_WEB_WORKER"] = "1"
+
+bind = f"0.0.0.0:{os.environ.get('PORT', '5000')}"
+
+# Without REDIS_URL the store lives inside one process: a second worker
+# would not see the first one's sessions and codes, so run one, with threads.
+_embedded_store = not os.environ.get("REDIS_URL")
+workers = 1 if _embedded_store else int(os.environ.get("WEB_CONCURRENCY", min(4, multiprocessing.cpu_count() * 2)))
+threads = int(os.environ.get("GUNICORN_THREADS", "4" if _embedded_store else "1"))
+
+timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
+graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "20"))
+keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))
+
+# Request line and header limits: an oversized request gets 4xx before Flask sees it.
+limit_request_line = int(os.environ.get("AUTHSVC_MAX_REQUEST_LINE", "8190"))
+limit_request_fields = int(os.environ.get("AUTHSVC_MAX_HEADERS", "100"))
+limit_request_field_size = int(os.environ.get("AUTHSVC_MAX_HEADER_BYTES", "8190"))
+
+# Logs: JSON lines on stdout, through the app's formatter. The access log is
+# built from chosen fields only (authsvc.logs): never the query string (the
+# spec's code exchange carries the code there, and bearer_token / api-key may
+# be sent that way too), cookies or the Authorization header.
+accesslog = "-" if os.environ.get("AUTHSVC_ACCESS_LOG", "1") != "0" else None
+access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(B)s %(M)sms'
+errorlog = "-"
+loglevel = os.environ.get("AUTHSVC_LOG_LEVEL", "info").lower()
+logconfig_dict = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "authsvc.logs.JsonFormatter"}},
+    "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}},
+    "root": {"level": loglevel.upper(), "handlers": ["json"]},
+    "loggers": {
+        "gunicorn.error": {"level": loglevel.upper(), "handlers": [], "propagate": True},
+        "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": True},
+    },
+}
+
+# gunicorn's control socket sits at one fixed path per user, which several
+# instances on one machine (tests, benchmarks) would fight over; not needed.
+control_socket_disable = True
+
+# Prometheus: each worker writes its samples to files in this directory and
+# /metrics adds them up. It must be set before a worker imports
+# prometheus_client, hence here, in the master, before any worker starts.
+_own_metrics_dir = not os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+if _own_metrics_dir:
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="authsvc-metrics-")
+
+
+def on_starting(server: object) -> None:
+    # Samples of an earlier run in a configured directory would be added to this one's.
+    for path in glob.glob(os.path.join(os.environ["PROMETHEUS_MULTIPROC_DIR"], "*.db")):
+        os.remove(path)
+
+
+def child_exit(server: object, worker: object) -> None:
+    from prometheus_client import multiprocess
+
+    multiprocess.mark_process_dead(worker.pid)
+
+
+def on_exit(server: object) -> None:
+    if _own_metrics_dir:
+        shutil.rmtree(os.environ["PROMETHEUS_MULTIPROC_DIR"], ignore_errors=True)

@@ -1,0 +1,160 @@
+"""Settings read from the environment, Heroku-style.
+
+Everything the service reads from the environment is named here, so the
+README's configuration table and this file can be checked against each other.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+INSTANCE_DIR = Path(os.environ.get("AUTHSVC_INSTANCE_DIR", Path(__file__).resolve().parent.parent / "instance"))
+
+
+class ConfigError(RuntimeError):
+    """The environment does not describe a service that may start."""
+
+
+def _bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    if value.lower() in ("1", "true", "yes", "on"):
+        return True
+    if value.lower() in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{name} must be true or false, not {value!r}")
+
+
+def _int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be an integer, not {value!r}") from None
+
+
+def _float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        return float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, not {value!r}") from None
+
+
+def _rate(name: str, default: str) -> str:
+    """A rate limit in Flask-Limiter's notation ("30/minute", "5 per second; 100/hour")."""
+    from limits import parse_many
+
+    value = os.environ.get(name) or default
+    try:
+        parse_many(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a rate such as '30/minute', not {value!r}") from None
+    return value
+
+
+def database_url(url: str | None) -> str:
+    """Return a SQLAlchemy URL; Heroku's ``postgres://`` means psycopg 3."""
+    if not url:
+        INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+        return f"sqlite:///{INSTANCE_DIR / 'authsvc.sqlite3'}"
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def _development_secret_key() -> str:
+    # Shared by every worker of a local run and kept across restarts, so that
+    # signed cookies survive; never used in production.
+    INSTANCE_DIR.mkdir(parents=True, exist_ok=True)
+    path = INSTANCE_DIR / "secret_key"
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+def from_environment() -> dict[str, Any]:
+    """Build the Flask configuration from ``os.environ``."""
+    env = os.environ
+    # A service given a database is a deployment unless told otherwise; the
+    # embedded defaults (no DATABASE_URL) are a developer's machine.
+    environment = env.get("AUTHSVC_ENV") or ("production" if env.get("DATABASE_URL") else "development")
+    if environment not in ("production", "development"):
+        raise ConfigError("AUTHSVC_ENV must be 'production' or 'development'")
+    production = environment == "production"
+
+    secret_key = env.get("SECRET_KEY")
+    if not secret_key:
+        if production:
+            raise ConfigError(
+                "SECRET_KEY is not set. Production refuses to start without it "
+                "(set SECRET_KEY, or AUTHSVC_ENV=development for a local run)."
+            )
+        secret_key = _development_secret_key()
+
+    cookie_secure = _bool("AUTHSVC_COOKIE_SECURE", True)
+    samesite = (env.get("AUTHSVC_COOKIE_SAMESITE") or "Lax").capitalize()
+    if samesite not in ("Lax", "Strict", "None"):
+        raise ConfigError("AUTHSVC_COOKIE_SAMESITE must be Lax, Strict or None")
+    if samesite == "None" and not cookie_secure:
+        # Browsers drop SameSite=None cookies that are not Secure.
+        raise ConfigError("AUTHSVC_COOKIE_SAMESITE=None requires AUTHSVC_COOKIE_SECURE=true")
+
+    return {
+        "AUTHSVC_ENV": environment,
+        "SECRET_KEY": secret_key,
+        "SQLALCHEMY_DATABASE_URI": database_url(env.get("DATABASE_URL")),
+        # No pool_pre_ping: a round trip on every request. models.ping_after_idle pings only
+        # connections that sat idle, and a disconnect met in use invalidates the whole pool.
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_recycle": 1800},
+        "REDIS_URL": env.get("REDIS_URL") or None,
+        "AUTHSVC_DEFAULT_DOMAIN": (env.get("AUTHSVC_DEFAULT_DOMAIN") or "").lower() or None,
+        "AUTHSVC_COOKIE_SECURE": cookie_secure,
+        "AUTHSVC_COOKIE_SAMESITE": samesite,
+        "AUTHSVC_SESSION_TTL": _int("AUTHSVC_SESSION_TTL", 24 * 3600),
+        "AUTHSVC_ACCESS_TOKEN_TTL": _int("AUTHSVC_ACCESS_TOKEN_TTL", 7200),
+        "AUTHSVC_REFRESH_TOKEN_TTL": _int("AUTHSVC_REFRESH_TOKEN_TTL", 30 * 24 * 3600),
+        "AUTHSVC_REFRESH_IDLE_TTL": _int("AUTHSVC_REFRESH_IDLE_TTL", 14 * 24 * 3600),
+        "AUTHSVC_REFRESH_REUSE_GRACE": _int("AUTHSVC_REFRESH_REUSE_GRACE", 10),
+        "AUTHSVC_CODE_TTL": _int("AUTHSVC_CODE_TTL", 300),
+        "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
+        "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
+        "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
+        "AUTHSVC_SSO_FLOW_TTL": _int("AUTHSVC_SSO_FLOW_TTL", 600),
+        "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
+        # Form bodies: no more fields than any of our forms could use.
+        "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),
+        "AUTHSVC_LOG_LEVEL": (env.get("AUTHSVC_LOG_LEVEL") or "INFO").upper(),
+        # Dependencies that do not answer fail the request fast (503), not after a long hang.
+        "AUTHSVC_REDIS_TIMEOUT": _float("AUTHSVC_REDIS_TIMEOUT", 1.0),
+        "AUTHSVC_DATABASE_TIMEOUT": _int("AUTHSVC_DATABASE_TIMEOUT", 5),
+        "AUTHSVC_RETRY_AFTER": _int("AUTHSVC_RETRY_AFTER", 5),
+        # Request rates (Flask-Limiter, counted in Redis).
+        "AUTHSVC_SIGNIN_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute"),
+        "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute"),
+        "AUTHSVC_TOKEN_RATE_LIMIT": _rate("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute"),
+        # Lockouts after failed sign-ins: the window doubles with every failure past the threshold.
+        "AUTHSVC_LOCKOUT_THRESHOLD": _int("AUTHSVC_LOCKOUT_THRESHOLD", 5),
+        "AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD": _int("AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD", 20),
+        "AUTHSVC_LOCKOUT_BASE": _int("AUTHSVC_LOCKOUT_BASE", 30),
+        "AUTHSVC_LOCKOUT_MAX": _int("AUTHSVC_LOCKOUT_MAX", 3600),
+        "AUTHSVC_FAILURE_MEMORY": _int("AUTHSVC_FAILURE_MEMORY", 3600),
+        # Deployment behind a TLS-terminating proxy.
+        "AUTHSVC_PROXY_HOPS": _int("AUTHSVC_PROXY_HOPS", 0),
+        "AUTHSVC_HSTS_MAX_AGE": _int("AUTHSVC_HSTS_MAX_AGE", 365 * 24 * 3600),
+        "AUTHSVC_METRICS_TOKEN": env.get("AUTHSVC_METRICS_TOKEN") or None,
+    }
