@@ -1,0 +1,69 @@
+"""authsvc: an OAuth 2.0 authorisation service issuing opaque bearer tokens."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from flask import Flask
+
+__all__ = ["create_app"]
+
+# Set by config/gunicorn.py: a web worker runs no migrations, so it does not
+# carry Flask-Migrate, Alembic, Mako and Pygments (about 12 MB per worker).
+NO_MIGRATIONS_ENV = "AUTHSVC_WEB_WORKER"
+
+
+def create_app(config: dict[str, Any] | None = None) -> Flask:
+    """Build the application: settings from the environment, then ``config`` on top."""
+    from authsvc import cli, deployment, endpoints, errors, limits, logs, metrics, oauth2, security, store, views
+    from authsvc.models import db, ping_after_idle
+    from config.settings import from_environment
+
+    app = Flask(__name__, instance_relative_config=False)
+    app.config.update(from_environment())
+    if config:
+        app.config.update(config)
+    # Flask's own (signed) session cookie only carries the forms' CSRF token;
+    # sign-in sessions are the ``user`` cookie, kept in Redis.
+    app.config.update(
+        SESSION_COOKIE_NAME="authsvc_csrf",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE=app.config["AUTHSVC_COOKIE_SAMESITE"],
+        SESSION_COOKIE_SECURE=app.config["AUTHSVC_COOKIE_SECURE"],
+    )
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        # A database that does not answer fails the request (503) instead of hanging it.
+        options = app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
+        options.setdefault("connect_args", {}).setdefault("connect_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
+    app.json.sort_keys = False
+
+    # First in, so that the request id and the clock are there for every
+    # answer, including a 429 from the limiter's own before_request.
+    logs.init_app(app)
+    metrics.init_app(app)
+    deployment.init_app(app)
+    security.configure_passwords(app.config["AUTHSVC_BCRYPT_ROUNDS"])
+    security.configure_encryption(app.config["AUTHSVC_ENCRYPTION_KEYS"], app.config["SECRET_KEY"])
+    db.init_app(app)
+    with app.app_context():
+        for engine in db.engines.values():
+            ping_after_idle(engine)
+    if not os.environ.get(NO_MIGRATIONS_ENV):
+        from flask_migrate import Migrate
+
+        Migrate(app, db, directory=str(_migrations_dir()), render_as_batch=True)
+    store.init_app(app)
+    limits.init_app(app)
+    oauth2.init_app(app)
+    endpoints.init_app(app)
+    errors.init_app(app)
+    views.init_app(app)
+    cli.init_app(app)
+    return app
+
+
+def _migrations_dir():
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent / "migrations"

@@ -1,0 +1,16 @@
+"""``flask --app app ...`` commands: one JSON object on stdout each (DESIGN.md, CLI contract)."""
+
+from __future__ import annotations
+
+from flask import Flask
+
+from authsvc.cli.demo import seed_demo
+from authsvc.cli.sso import sso
+from authsvc.cli.tenants import apps, domains
+from authsvc.cli.tokens import tokens
+from authsvc.cli.users import api_keys, users
+
+
+def init_app(app: Flask) -> None:
+    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso):
+        app.cli.add_command(command)

@@ -1,0 +1,67 @@
+"""``seed-demo``: the demo data ``scripts/run`` starts with."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from pathlib import Path
+
+import click
+from flask.cli import with_appcontext
+from sqlalchemy import select
+
+from authsvc.cli.common import emit
+from authsvc.models import DEFAULT_DOMAIN_SCOPES, Application, Domain, User, db
+
+
+@click.command("seed-demo")
+@with_appcontext
+@click.option("--host", default="localhost", show_default=True)
+def seed_demo(host: str) -> None:
+    """Create a demo domain, application and service account once; print their credentials.
+
+    The generated password is kept in ``instance/demo.json`` (mode 0600) so
+    that later runs can print it again; only its bcrypt hash is in the database.
+    """
+    from config.settings import INSTANCE_DIR
+
+    path = Path(INSTANCE_DIR) / "demo.json"
+    saved = json.loads(path.read_text()) if path.exists() else {}
+    domain = db.session.scalar(select(Domain).where(Domain.host == host))
+    if domain is None:
+        domain = Domain(name="Demo", host=host, scopes=DEFAULT_DOMAIN_SCOPES)
+        db.session.add(domain)
+        db.session.flush()
+    application = db.session.scalar(select(Application).where(Application.domain_id == domain.id))
+    if application is None:
+        application = Application(
+            domain_id=domain.id,
+            name="Demo application",
+            client_id=secrets.token_urlsafe(24),
+            redirect_uris=["http://localhost:8080/callback"],
+            scopes="public mqtt.read",
+        )
+        db.session.add(application)
+    email = saved.get("email", f"service@{host}")
+    user = db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email))
+    if user is None or "password" not in saved:
+        saved = {"email": email, "password": secrets.token_urlsafe(12)}
+        if user is None:
+            user = User(domain_id=domain.id, email=email, name="Demo service account", service_account=True)
+            db.session.add(user)
+        user.set_password(saved["password"])
+    db.session.commit()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(saved, f)
+    emit(
+        {
+            "domain": domain.host,
+            "client_id": application.client_id,
+            "redirect_uri": application.redirect_uris[0],
+            "username": user.email,
+            "password": saved["password"],
+        }
+    )

@@ -1,0 +1,167 @@
+"""``sso``: single sign-on providers of a domain (SPEC 4.3, 5.4)."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+import click
+from flask.cli import AppGroup
+from sqlalchemy import select
+
+from authsvc import security, validation
+from authsvc import sso as sso_flow
+from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
+from authsvc.models import Domain, SsoProvider, db
+
+sso = AppGroup("sso", help="Single sign-on providers of a domain.")
+
+
+def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        key, sep, rest = value.partition("=")
+        if not sep or not key.strip():
+            raise click.ClickException(f"{what} must look like NAME=VALUE, not {value!r}")
+        pairs[key.strip()] = rest.strip()
+    return pairs
+
+
+def validate_provider_url(url: str | None, what: str) -> str | None:
+    try:
+        url = validation.provider_url(url, what)
+    except validation.Invalid as exc:
+        raise click.ClickException(str(exc)) from None
+    return url.rstrip("/") if url and what == "--issuer" else url
+
+
+@sso.command("create")
+@click.option("--domain", "host", required=True)
+@click.option("--name", required=True, help="Shown on the sign-in button.")
+@click.option("--client-id", required=True, help="Our client id at the provider.")
+@click.option("--client-secret", required=True, help="Our client secret at the provider (stored encrypted).")
+@click.option("--issuer", help="OpenID Connect issuer; endpoints come from its discovery document.")
+@click.option("--authorize-url")
+@click.option("--token-url")
+@click.option("--userinfo-url")
+@click.option("--jwks-url", help="JSON Web Key Set of an OIDC provider (else from discovery).")
+@click.option("--scope", "scopes", help='Default: "openid email profile" (OIDC) or "email profile".')
+@click.option("--preset", type=click.Choice(["microsoft"]), help="Fill endpoints, scopes and mappings.")
+@click.option("--tenant", help="Microsoft Entra tenant (id or domain) for --preset microsoft.")
+@click.option("--auth-method", type=click.Choice(["client_secret_post", "client_secret_basic"]))
+@click.option("--param", "params", multiple=True, help="Extra authorise parameter NAME=VALUE (e.g. prompt=login).")
+@click.option("--map", "maps", multiple=True, help="Profile mapping FIELD=claim1,claim2 (fields: uid email name ...).")
+@click.option("--match", "matches", multiple=True, help="Match rule CLAIM=value1,value2 (or email_domain=...).")
+@click.option("--trust-email", is_flag=True, help="Link to an existing user by e-mail even if not verified.")
+@click.option("--required-scope", "required", help="Scopes that must be granted (sso check).")
+def create_sso(
+    host: str,
+    name: str,
+    client_id: str,
+    client_secret: str,
+    issuer: str | None,
+    authorize_url: str | None,
+    token_url: str | None,
+    userinfo_url: str | None,
+    jwks_url: str | None,
+    scopes: str | None,
+    preset: str | None,
+    tenant: str | None,
+    auth_method: str | None,
+    params: tuple[str, ...],
+    maps: tuple[str, ...],
+    matches: tuple[str, ...],
+    trust_email: bool,
+    required: str | None,
+) -> None:
+    domain = domain_by_host(host)
+    fields: dict[str, Any] = {}
+    if preset == "microsoft":
+        if not tenant or not re.match(r"^[A-Za-z0-9.-]{1,100}$", tenant):
+            raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
+        fields = sso_flow.microsoft_preset(tenant)
+    elif tenant:
+        raise click.ClickException("--tenant goes with --preset microsoft")
+    elif issuer:
+        fields = {"kind": "oidc"}
+    elif authorize_url and token_url and userinfo_url:
+        fields = {"kind": "oauth2"}
+    else:
+        raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
+    for key, value in (
+        ("issuer", validate_provider_url(issuer, "--issuer")),
+        ("authorize_url", validate_provider_url(authorize_url, "--authorize-url")),
+        ("token_url", validate_provider_url(token_url, "--token-url")),
+        ("userinfo_url", validate_provider_url(userinfo_url, "--userinfo-url")),
+        ("jwks_url", validate_provider_url(jwks_url, "--jwks-url")),
+        ("token_endpoint_auth_method", auth_method),
+        ("required_scopes", required),
+    ):
+        if value:
+            fields[key] = value
+    if scopes:
+        fields["scopes"] = validate_scopes(scopes)
+    fields.setdefault("scopes", "openid email profile" if fields["kind"] == "oidc" else "email profile")
+    mappings = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(maps, "--map").items()}
+    rules = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(matches, "--match").items()}
+    problem = sso_flow.email_trust_problem(tenant, trust_email, rules)
+    if problem:
+        raise click.ClickException(f"--trust-email: {problem} (--match tid=<tenant id>)")
+    provider = SsoProvider(
+        id=secrets.token_hex(8),
+        domain_id=domain.id,
+        name=name,
+        client_id=client_id,
+        client_secret_encrypted=security.encrypt(client_secret),
+        authorize_params=_pairs(params, "--param"),
+        match_rules=rules,
+        trust_email=trust_email,
+        **{**fields, "profile_mappings": {**fields.get("profile_mappings", {}), **mappings}},
+    )
+    db.session.add(provider)
+    commit_or_fail("that SSO provider")
+    out = {"id": provider.id, "callback_url": _callback_url(domain)}
+    consent = sso_flow.admin_consent_url(provider, out["callback_url"])
+    if consent:
+        out["admin_consent_url"] = consent
+    emit(out)
+
+
+def _callback_url(domain: Domain) -> str:
+    return f"https://{domain.host}/auth/oauth2/callback"
+
+
+def _provider(provider_id: str) -> SsoProvider:
+    provider = db.session.get(SsoProvider, provider_id) if len(provider_id) <= 32 else None
+    if provider is None:
+        raise click.ClickException(f"no SSO provider with id {provider_id!r}")
+    return provider
+
+
+@sso.command("list")
+@click.option("--domain", "host", help="Only this domain's providers.")
+def list_sso(host: str | None) -> None:
+    query = select(SsoProvider).order_by(SsoProvider.created_at, SsoProvider.id)
+    if host:
+        query = query.where(SsoProvider.domain_id == domain_by_host(host).id)
+    emit({"sso": [p.as_json() for p in db.session.scalars(query)]})
+
+
+@sso.command("show")
+@click.argument("provider_id")
+def show_sso(provider_id: str) -> None:
+    provider = _provider(provider_id)
+    domain = db.session.get(Domain, provider.domain_id)
+    out = provider.as_json() | {"callback_url": _callback_url(domain)}
+    consent = sso_flow.admin_consent_url(provider, out["callback_url"])
+    if consent:
+        out["admin_consent_url"] = consent
+    emit(out)
+
+
+@sso.command("check")
+@click.argument("provider_id")
+def check_sso(provider_id: str) -> None:
+    """List the required permissions the latest sign-in was not granted (admin consent missing)."""
+    emit(sso_flow.check(_provider(provider_id)))

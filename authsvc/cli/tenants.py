@@ -1,0 +1,177 @@
+"""``domains`` (and their scopes) and ``apps``: the tenants and their client applications."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import click
+from flask.cli import AppGroup
+from sqlalchemy import select
+
+from authsvc import security
+from authsvc.cli.common import (
+    TTL,
+    application_by_client_id,
+    commit_or_fail,
+    domain_by_host,
+    emit,
+    validate_host,
+    validate_redirect_uri,
+    validate_scopes,
+)
+from authsvc.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain, db
+
+domains = AppGroup("domains", help="Domains (tenants), found by Host.")
+domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")
+domains.add_command(domain_scopes)
+apps = AppGroup("apps", help="Client applications of a domain.")
+
+
+@domains.command("create")
+@click.option("--name", required=True)
+@click.option("--host", required=True, help="Host name requests for this domain carry.")
+@click.option("--scopes", default=DEFAULT_DOMAIN_SCOPES, show_default=True, help="Scopes known to the domain.")
+def create_domain(name: str, host: str, scopes: str) -> None:
+    domain = Domain(name=name, host=validate_host(host), scopes=validate_scopes(scopes))
+    db.session.add(domain)
+    commit_or_fail(f"a domain with host {domain.host!r}")
+    emit({"id": str(domain.id), "name": domain.name, "host": domain.host})
+
+
+@domains.command("list")
+def list_domains() -> None:
+    emit({"domains": [d.as_json() for d in db.session.scalars(select(Domain).order_by(Domain.id))]})
+
+
+def _scopes_out(domain: Domain) -> dict[str, Any]:
+    return {"id": str(domain.id), "host": domain.host, "scopes": domain.scope_list}
+
+
+@domain_scopes.command("list")
+@click.option("--domain", "host", required=True)
+def list_domain_scopes(host: str) -> None:
+    """List a domain's scopes."""
+    emit(_scopes_out(domain_by_host(host)))
+
+
+@domain_scopes.command("add")
+@click.option("--domain", "host", required=True)
+@click.argument("names", nargs=-1, required=True)
+def add_domain_scopes(host: str, names: tuple[str, ...]) -> None:
+    """Add scopes to a domain, such as PlaceOS resource scopes."""
+    domain = domain_by_host(host)
+    added = validate_scopes(" ".join(names)).split()
+    domain.scopes = " ".join(dict.fromkeys(domain.scope_list + added))
+    db.session.commit()
+    emit(_scopes_out(domain))
+
+
+@domain_scopes.command("remove")
+@click.option("--domain", "host", required=True)
+@click.argument("names", nargs=-1, required=True)
+def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
+    """Remove scopes that no application or live API key of the domain still has."""
+    domain = domain_by_host(host)
+    removed = set(names)
+    if "public" in removed:
+        raise click.ClickException("'public' is the scope of every request that names none; it stays")
+    unknown = removed - set(domain.scope_list)
+    if unknown:
+        raise click.ClickException(f"the domain has no scope {' '.join(sorted(unknown))}")
+    in_use = [
+        f"application {a.client_id}"
+        for a in db.session.scalars(select(Application).where(Application.domain_id == domain.id))
+        if removed & set(a.scope_list)
+    ] + [
+        f"API key {k.id}"
+        for k in db.session.scalars(select(ApiKey).where(ApiKey.domain_id == domain.id, ApiKey.revoked_at.is_(None)))
+        if removed & set(k.scopes.split())
+    ]
+    if in_use:
+        raise click.ClickException(f"still in use by {', '.join(in_use)}; change those first")
+    domain.scopes = " ".join(s for s in domain.scope_list if s not in removed)
+    db.session.commit()
+    emit(_scopes_out(domain))
+
+
+@apps.command("create")
+@click.option("--domain", "host", required=True, help="The domain's host.")
+@click.option("--name", required=True)
+@click.option("--redirect-uri", "redirect_uris", multiple=True, required=True)
+@click.option("--scopes", default="public", show_default=True)
+@click.option("--confidential", is_flag=True, help="Issue a client secret; the client must authenticate.")
+@click.option("--consent", is_flag=True, help="Ask the user before issuing a code.")
+@click.option("--require-pkce", is_flag=True, help="Refuse authorisation requests without code_challenge.")
+@click.option("--access-token-ttl", type=TTL, help="Seconds; default AUTHSVC_ACCESS_TOKEN_TTL.")
+@click.option(
+    "--refresh-token-ttl", type=TTL, help="Seconds a grant may be refreshed; default AUTHSVC_REFRESH_TOKEN_TTL."
+)
+def create_app_command(
+    host: str,
+    name: str,
+    redirect_uris: tuple[str, ...],
+    scopes: str,
+    confidential: bool,
+    consent: bool,
+    require_pkce: bool,
+    access_token_ttl: int | None,
+    refresh_token_ttl: int | None,
+) -> None:
+    domain = domain_by_host(host)
+    uris = list(dict.fromkeys(validate_redirect_uri(uri) for uri in redirect_uris))
+    secret = security.new_secret() if confidential else None
+    application = Application(
+        domain_id=domain.id,
+        name=name,
+        client_id=secrets.token_urlsafe(24),
+        client_secret_digest=security.digest(secret) if secret else None,
+        redirect_uris=uris,
+        scopes=validate_scopes(scopes, domain.scope_list),
+        consent=consent,
+        require_pkce=require_pkce,
+        access_token_ttl=access_token_ttl or None,
+        refresh_token_ttl=refresh_token_ttl or None,
+    )
+    db.session.add(application)
+    commit_or_fail("that application")
+    out = {"id": str(application.id), "client_id": application.client_id}
+    if secret:
+        out["client_secret"] = secret
+    emit(out)
+
+
+@apps.command("update")
+@click.option("--client-id", required=True)
+@click.option("--name")
+@click.option("--scopes", help="The application's whole scope list, among the domain's.")
+@click.option("--access-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_ACCESS_TOKEN_TTL.")
+@click.option("--refresh-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_REFRESH_TOKEN_TTL.")
+def update_app(
+    client_id: str,
+    name: str | None,
+    scopes: str | None,
+    access_token_ttl: int | None,
+    refresh_token_ttl: int | None,
+) -> None:
+    """Change an application; lifetimes apply to tokens issued from now on."""
+    application = application_by_client_id(client_id)
+    if name is not None:
+        application.name = name
+    if scopes is not None:
+        application.scopes = validate_scopes(scopes, application.domain.scope_list)
+    if access_token_ttl is not None:
+        application.access_token_ttl = access_token_ttl or None
+    if refresh_token_ttl is not None:
+        application.refresh_token_ttl = refresh_token_ttl or None
+    db.session.commit()
+    emit(application.as_json())
+
+
+@apps.command("list")
+@click.option("--domain", "host", help="Only this domain's applications.")
+def list_apps(host: str | None) -> None:
+    query = select(Application).order_by(Application.id)
+    if host:
+        query = query.where(Application.domain_id == domain_by_host(host).id)
+    emit({"apps": [a.as_json() for a in db.session.scalars(query)]})

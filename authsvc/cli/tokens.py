@@ -1,0 +1,38 @@
+"""``tokens``: maintenance of the issued tokens."""
+
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from authsvc.cli.common import emit
+from authsvc.models import Token, db, now
+
+tokens = AppGroup("tokens", help="Issued access and refresh tokens.")
+
+
+@tokens.command("purge")
+@click.option(
+    "--older-than",
+    "days",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Keep rows that expired or were revoked less than DAYS ago.",
+)
+@click.option("--batch-size", type=click.IntRange(min=1, max=100_000), default=1000, show_default=True)
+def purge_tokens(days: int, batch_size: int) -> None:
+    """Delete expired and revoked tokens, one short transaction per batch."""
+    before = now() - days * 86400
+    expired = revoked = batches = 0
+    while True:
+        batch_expired, batch_revoked = Token.purge_batch(before, batch_size)
+        db.session.commit()
+        if not batch_expired + batch_revoked:
+            break
+        batches += 1
+        expired += batch_expired
+        revoked += batch_revoked
+        if batch_expired + batch_revoked < batch_size:
+            break
+    emit({"deleted": expired + revoked, "expired": expired, "revoked": revoked, "batches": batches, "before": before})

@@ -1,0 +1,220 @@
+"""Credential lookup for API requests: bearer tokens and API keys.
+
+RFC 6750 2.1-2.3 places for a bearer token (header, query, cookie; the last as
+the spec asks); API keys in ``X-API-Key``, ``api-key`` query or cookie.
+Nothing is cached: a revoked credential fails on its next use, on every worker.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from authlib.oauth2.rfc6750 import InvalidTokenError
+from flask import request
+from sqlalchemy import bindparam, or_, select, update
+
+from authsvc import security, validation
+from authsvc.errors import ApiError
+from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions, db, now
+
+# An API key's last_used_at moves at most once per this many seconds: a busy
+# key costs no write per request, and the column still says "in use lately".
+LAST_USED_RESOLUTION = 60
+
+
+@dataclass
+class Claimant:
+    """The user fields the claims need, read in the same statement as the credential."""
+
+    id: int
+    name: str
+    email: str
+    groups: list[str]
+
+
+@dataclass
+class Credential:
+    kind: str  # "token" or "api_key"
+    claimant: Claimant
+    scopes: list[str]
+    issued_at: int
+    expires_at: int | None
+    permissions: int  # PlaceOS bits: 1 support, 2 admin
+    client_id: str | None = None
+    api_key_id: str | None = None
+
+    @property
+    def admin(self) -> bool:
+        return bool(self.permissions & 2)
+
+    @cached_property
+    def user(self) -> User:
+        """The user as a model, loaded only for the callers that act on it (inspect needs none)."""
+        return db.session.get(User, self.claimant.id)
+
+
+def _invalid(description: str) -> InvalidTokenError:
+    return InvalidTokenError(description=description, realm="authsvc")
+
+
+def _presented_bearer() -> str | None:
+    header = request.headers.get("Authorization")
+    if header:
+        scheme, _, value = header.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise _invalid("The Authorization header is not 'Bearer <token>'.")
+        return value.strip()
+    return request.args.get("bearer_token") or request.cookies.get("bearer_token")
+
+
+def _presented_api_key() -> str | None:
+    return request.headers.get("X-API-Key") or request.args.get("api-key") or request.cookies.get("api-key")
+
+
+def presented() -> bool:
+    """Whether the request carries a bearer token or an API key (valid or not).
+
+    A ``Basic`` Authorization header is a client's, not a user credential.
+    """
+    header = request.headers.get("Authorization", "")
+    if header and not header.lower().startswith("basic "):
+        return True
+    return bool(request.args.get("bearer_token") or request.cookies.get("bearer_token") or _presented_api_key())
+
+
+def presented_token(domain: Domain) -> Token | None:
+    """The live access token of ``domain`` presented with the request, if any; no error otherwise."""
+    try:
+        value = _presented_bearer()
+    except InvalidTokenError:
+        return None
+    token = Token.find_by_access_token(value) if value else None
+    return token if token is not None and token.is_active() and token.application.domain_id == domain.id else None
+
+
+def authenticate(domain: Domain) -> Credential:
+    """The credential presented with the request, valid for ``domain``; else InvalidTokenError (401)."""
+    bearer = _presented_bearer()
+    if bearer:
+        return _token_credential(domain, bearer)
+    api_key = _presented_api_key()
+    if api_key:
+        return _api_key_credential(domain, api_key)
+    # RFC 6750 3.1: a request with no credential gets no error code in the challenge.
+    raise ApiError(
+        401,
+        "invalid_token",
+        "No bearer token or API key was presented.",
+        headers={"WWW-Authenticate": 'Bearer realm="authsvc"'},
+    )
+
+
+# One statement per credential, on the tables (no ORM entities): the token or
+# key, the columns of the claims, and the user, who must be enabled. Expiry is
+# checked here against the clock of this request; nothing is cached.
+_token, _application, _user, _api_key = Token.__table__, Application.__table__, User.__table__, ApiKey.__table__
+_USER_COLUMNS = (_user.c.id, _user.c.name, _user.c.email, _user.c.groups, _user.c.admin, _user.c.support)
+_TOKEN_CLAIMS = (
+    select(_token.c.scope, _token.c.issued_at, _token.c.expires_in, _application.c.client_id, *_USER_COLUMNS)
+    .select_from(
+        _token.join(_application, _application.c.id == _token.c.application_id).join(
+            _user, _user.c.id == _token.c.user_id
+        )
+    )
+    .where(
+        _token.c.access_token_digest == bindparam("digest"),
+        _token.c.revoked_at.is_(None),
+        _application.c.domain_id == bindparam("domain_id"),
+        _user.c.disabled.is_(False),
+    )
+)
+_API_KEY_CLAIMS = (
+    select(
+        _api_key.c.secret_digest,
+        _api_key.c.scopes,
+        _api_key.c.created_at,
+        _api_key.c.expires_at,
+        _api_key.c.revoked_at,
+        _api_key.c.permission,
+        _api_key.c.last_used_at,
+        _api_key.c.domain_id,
+        _user.c.disabled,
+        *_USER_COLUMNS,
+    )
+    .select_from(_api_key.join(_user, _user.c.id == _api_key.c.user_id))
+    .where(_api_key.c.id == bindparam("key_id"))
+)
+
+
+def _claimant(row: Any) -> Claimant:
+    return Claimant(id=row.id, name=row.name, email=row.email, groups=list(row.groups or []))
+
+
+def _user_permissions(row: Any) -> int:
+    return (1 if row.support else 0) | (2 if row.admin else 0)
+
+
+def _token_credential(domain: Domain, value: str) -> Credential:
+    row = (
+        db.session.connection()
+        .execute(_TOKEN_CLAIMS, {"digest": security.digest(value), "domain_id": domain.id})
+        .one_or_none()
+    )
+    if row is None or now() >= row.issued_at + row.expires_in:
+        raise _invalid("The access token is invalid, expired or revoked.")
+    return Credential(
+        kind="token",
+        claimant=_claimant(row),
+        scopes=row.scope.split(),
+        issued_at=row.issued_at,
+        expires_at=row.issued_at + row.expires_in,
+        permissions=_user_permissions(row),
+        client_id=row.client_id,
+    )
+
+
+def _api_key_credential(domain: Domain, value: str) -> Credential:
+    key_id, _, secret = value.partition(".")
+    well_formed = bool(secret) and validation.text_id(key_id)
+    row = db.session.connection().execute(_API_KEY_CLAIMS, {"key_id": key_id}).one_or_none() if well_formed else None
+    # Compare even when the key is unknown, so that timing does not tell.
+    matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
+    moment = now()
+    if (
+        row is None
+        or not matches
+        or row.revoked_at is not None
+        or (row.expires_at is not None and moment >= row.expires_at)
+        or row.domain_id != domain.id
+        or row.disabled
+    ):
+        raise _invalid("The API key is invalid, expired or revoked.")
+    _note_use(key_id, row.last_used_at, moment)
+    return Credential(
+        kind="api_key",
+        claimant=_claimant(row),
+        scopes=row.scopes.split(),
+        issued_at=row.created_at,
+        expires_at=row.expires_at,
+        permissions=capped_permissions(row.permission, _user_permissions(row)),
+        api_key_id=key_id,
+    )
+
+
+def _note_use(key_id: str, last_used_at: int | None, moment: int) -> None:
+    """Record that the key was used, at most once per LAST_USED_RESOLUTION.
+
+    The row just read says whether a write is due; the UPDATE's own condition
+    settles a race between workers, so at most one of them writes.
+    """
+    stale = moment - LAST_USED_RESOLUTION
+    if last_used_at is not None and last_used_at > stale:
+        return
+    db.session.execute(
+        update(ApiKey)
+        .where(ApiKey.id == key_id, or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= stale))
+        .values(last_used_at=moment)
+    )
+    db.session.commit()

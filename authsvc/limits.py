@@ -1,0 +1,228 @@
+"""Brute-force limits: request rates (Flask-Limiter) and lockouts after failed sign-ins.
+
+Two layers, both counted in Redis under ``authsvc:`` so that every worker and
+instance shares them:
+
+- Request rates: password attempts (``/auth/signin``, the sign-in page, the
+  password grant) per client address and per account, and token requests per
+  client. Over the rate, a request gets 429 before any password is checked.
+- Lockouts: each failed password attempt counts against the account and the
+  client address. At the threshold the account (or address) is locked for
+  ``AUTHSVC_LOCKOUT_BASE`` seconds, and every further failure doubles that, up
+  to ``AUTHSVC_LOCKOUT_MAX``. While locked, even the right password is refused,
+  with the time to wait. A successful sign-in clears the account's count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Flask, current_app, request
+from flask_limiter import Limit, Limiter
+
+from authsvc import audit, metrics, security, store
+from authsvc.errors import ApiError
+from authsvc.models import Domain, User
+
+# Endpoints where a password is checked.
+PASSWORD_ENDPOINTS = {"auth.signin", "auth.login"}
+TOKEN_ENDPOINT = "oauth.token"
+# Nothing else is rate limited, so nothing else depends on the limiter's storage
+# (inspect must keep answering from SQL while Redis is down).
+LIMITED_ENDPOINTS = PASSWORD_ENDPOINTS | {TOKEN_ENDPOINT}
+
+PREFIX = f"{store.PREFIX}limits"
+
+
+class LockedOut(ApiError):
+    """429: too many failed sign-ins for this account or address; says when to retry."""
+
+    def __init__(self, retry_after: int):
+        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        super().__init__(
+            429,
+            "too_many_attempts",
+            f"Too many failed sign-in attempts. Retry in {retry_after} s (after {until}).",
+            headers={"Retry-After": str(retry_after)},
+            extra={"retry_after": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+# Request rates -----------------------------------------------------------
+
+
+def client_address() -> str:
+    """The client's address (the proxy's view of it behind AUTHSVC_PROXY_HOPS)."""
+    return request.remote_addr or "unknown"
+
+
+def _parameter(name: str) -> str | None:
+    """A request parameter as the views will read it, or None; never an error.
+
+    Same precedence as the views: the body first, then the query string; at
+    the token endpoint only the names it reads from the query. Otherwise a
+    decoy ``?username=`` would be counted while the body's account is tried.
+    Limits run before the view, on input nobody has validated yet: a body the
+    view will refuse must not make the limiter fail.
+    """
+    from authsvc.oauth2 import QUERY_PARAMETERS
+
+    try:
+        if request.mimetype == "application/json":
+            body = request.get_json(silent=True)
+            value = body.get(name) if isinstance(body, dict) else None
+        else:
+            value = request.form.get(name)
+        if value is None and (request.endpoint != TOKEN_ENDPOINT or name in QUERY_PARAMETERS):
+            value = request.args.get(name)
+    except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _password_attempt() -> bool:
+    if request.endpoint in PASSWORD_ENDPOINTS:
+        return request.method == "POST"
+    return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+
+
+def _attempted_account() -> str:
+    name = "username" if request.endpoint == TOKEN_ENDPOINT else "email"
+    email = (_parameter(name) or "").strip().lower()
+    # A digest keeps e-mail addresses out of Redis; the host keeps domains apart.
+    return security.digest(f"{request.host.lower()} {email}") if email else ""
+
+
+def _requesting_client() -> str:
+    try:
+        basic = request.authorization
+    except Exception:  # noqa: BLE001 - a garbled header is the view's to refuse
+        basic = None
+    if basic is not None and basic.type == "basic" and basic.username:
+        client_id = basic.username
+    else:
+        client_id = _parameter("client_id")
+    return f"client:{client_id[:100]}" if client_id else f"address:{client_address()}"
+
+
+def _setting(name: str) -> Any:
+    return lambda: current_app.config[name]
+
+
+def _limits() -> list[Limit]:
+    return [
+        Limit(
+            _setting("AUTHSVC_SIGNIN_RATE_LIMIT"),
+            key_function=client_address,
+            scope="signin-address",
+            shared=True,
+            exempt_when=lambda: not _password_attempt(),
+        ),
+        Limit(
+            _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT"),
+            key_function=_attempted_account,
+            scope="signin-account",
+            shared=True,
+            exempt_when=lambda: not _password_attempt() or not _attempted_account(),
+        ),
+        Limit(
+            _setting("AUTHSVC_TOKEN_RATE_LIMIT"),
+            key_function=_requesting_client,
+            scope="token-client",
+            shared=True,
+            exempt_when=lambda: request.endpoint != TOKEN_ENDPOINT,
+        ),
+    ]
+
+
+def init_app(app: Flask) -> None:
+    url = app.config.get("REDIS_URL")
+    options: dict[str, Any] = {}
+    if url:
+        # The store's connection pool, with its short timeouts.
+        options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}
+    limiter = Limiter(
+        key_func=client_address,
+        default_limits=_limits(),
+        storage_uri=url or "memory://",
+        storage_options=options,
+        strategy="sliding-window-counter",
+        # Redis down: count in this process instead, and never fail a request
+        # because the counter could not be reached.
+        in_memory_fallback_enabled=True,
+        swallow_errors=True,
+    )
+    limiter.request_filter(lambda: request.endpoint not in LIMITED_ENDPOINTS)
+    limiter.init_app(app)
+    app.extensions["authsvc.limiter"] = limiter
+
+
+def retry_after() -> int:
+    """Seconds until the rate limit this request broke lets a request through again."""
+    try:
+        breached = current_app.extensions["authsvc.limiter"].current_limit
+        return max(1, math.ceil(breached.reset_at - time.time()))
+    except Exception:  # noqa: BLE001 - the counter may be unreachable; a minute is a safe answer
+        return 60
+
+
+# Lockouts ------------------------------------------------------------------
+
+
+def _subjects(domain: Domain, email: str) -> list[tuple[str, str, int]]:
+    """(scope, key suffix, threshold) of what a password attempt counts against."""
+    config = current_app.config
+    account = security.digest(f"{domain.id} {email.strip().lower()}")
+    return [
+        ("account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
+        ("address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
+    ]
+
+
+def refuse_if_locked_out(domain: Domain, email: str) -> None:
+    """Raise LockedOut while the account or the client address is locked, whatever the password."""
+    pipe = store.client().pipeline(transaction=False)
+    for scope, subject, _ in _subjects(domain, email):
+        pipe.pttl(f"{PREFIX}:lock:{scope}:{subject}")
+    wait_ms = max(pipe.execute())
+    if wait_ms > 0:
+        metrics.RATE_LIMITED.labels(reason="lockout").inc()
+        raise LockedOut(math.ceil(wait_ms / 1000))
+
+
+def note_failure(domain: Domain, email: str, user: User | None) -> None:
+    """Count a failed password attempt; lock what reached its threshold, for a doubling time."""
+    config = current_app.config
+    client = store.client()
+    for scope, subject, threshold in _subjects(domain, email):
+        key = f"{PREFIX}:failures:{scope}:{subject}"
+        pipe = client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, config["AUTHSVC_FAILURE_MEMORY"])
+        failures = pipe.execute()[0]
+        if threshold <= 0 or failures < threshold:
+            continue
+        doubled = config["AUTHSVC_LOCKOUT_BASE"] * 2 ** min(failures - threshold, 30)
+        seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
+        client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
+        if scope == "account":
+            target = f"user:{user.id}" if user is not None else None
+        else:
+            target = f"address:{subject}"
+        audit.record(
+            "account.locked",
+            domain_id=domain.id,
+            target=target,
+            details={"scope": scope, "failures": failures, "seconds": seconds},
+        )
+
+
+def forget_failures(domain: Domain, email: str) -> None:
+    """A successful sign-in clears the account's count (not the address's: one good account must
+    not wipe the record of guesses at others)."""
+    scope, subject, _ = _subjects(domain, email)[0]
+    store.client().delete(f"{PREFIX}:failures:{scope}:{subject}")

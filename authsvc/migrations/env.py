@@ -1,0 +1,39 @@
+"""Alembic environment, run through Flask-Migrate (``flask --app app db ...``)."""
+
+import logging
+
+from alembic import context
+from flask import current_app
+
+log = logging.getLogger("alembic.env")
+
+config = context.config
+db = current_app.extensions["migrate"].db
+config.set_main_option("sqlalchemy.url", db.engine.url.render_as_string(hide_password=False).replace("%", "%%"))
+
+
+def run_migrations_offline() -> None:
+    context.configure(url=config.get_main_option("sqlalchemy.url"), target_metadata=db.metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    def process_revision_directives(context, revision, directives) -> None:  # noqa: ANN001
+        # An autogenerate run that finds no change writes no empty revision.
+        if getattr(config.cmd_opts, "autogenerate", False) and directives[0].upgrade_ops.is_empty():
+            directives[:] = []
+            log.info("No changes in schema detected.")
+
+    conf_args = dict(current_app.extensions["migrate"].configure_args)
+    conf_args.setdefault("process_revision_directives", process_revision_directives)
+    with db.engine.connect() as connection:
+        context.configure(connection=connection, target_metadata=db.metadata, **conf_args)
+        with context.begin_transaction():
+            context.run_migrations()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

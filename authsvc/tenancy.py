@@ -1,0 +1,31 @@
+"""Which domain a request belongs to, decided from its Host header."""
+
+from __future__ import annotations
+
+from flask import current_app, g, request
+from sqlalchemy import select
+
+from authsvc.errors import ApiError
+from authsvc.models import Domain, db
+
+
+def request_host() -> str:
+    """The request's host name: lower-cased, port dropped."""
+    host = request.host.lower()
+    if host.startswith("["):
+        return host[1:].split("]", 1)[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def current_domain() -> Domain:
+    """The domain whose ``host`` is the request's, or the configured default; else 404."""
+    domain = g.get("authsvc_domain")
+    if domain is None:
+        domain = db.session.scalar(select(Domain).where(Domain.host == request_host()))
+        default = current_app.config.get("AUTHSVC_DEFAULT_DOMAIN")
+        if domain is None and default:
+            domain = db.session.scalar(select(Domain).where(Domain.host == default))
+        if domain is None:
+            raise ApiError(404, "unknown_domain", "No domain is configured for this host.")
+        g.authsvc_domain = domain
+    return domain

@@ -1,0 +1,136 @@
+"""Input rules shared by the CLI, the admin API and the console: one place each.
+
+Every function returns the normalised value or raises ``Invalid`` with a
+message fit to show the operator.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import ip_address
+from urllib.parse import urlsplit
+
+HOST_PATTERN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
+EMAIL_PATTERN = re.compile(r"^[^@\s\x00-\x1f]+@[^@\s\x00-\x1f]+$")
+MAX_TTL = 10 * 365 * 24 * 3600
+
+
+class Invalid(ValueError):
+    """A value an operator gave that cannot be used; the message says why."""
+
+
+def host(value: str) -> str:
+    value = value.strip().lower()
+    if not HOST_PATTERN.match(value):
+        try:
+            ip_address(value)
+        except ValueError:
+            raise Invalid(f"{value!r} is not a host name") from None
+    return value
+
+
+def scopes(value: str, known: list[str] | None = None) -> str:
+    items = list(dict.fromkeys(value.split()))
+    if not items:
+        raise Invalid("at least one scope is needed")
+    for scope in items:
+        if not SCOPE_PATTERN.match(scope):
+            raise Invalid(f"{scope!r} is not a valid scope name")
+        if known is not None and scope not in known:
+            raise Invalid(f"unknown scope {scope!r}; the domain knows: {' '.join(known)}")
+    return " ".join(items)
+
+
+def is_loopback(value: str) -> bool:
+    if value == "localhost":
+        return True
+    try:
+        return ip_address(value).is_loopback
+    except ValueError:
+        return False
+
+
+def redirect_uri(uri: str) -> str:
+    """An absolute URI without fragment; plain http only for loopback (RFC 8252 7.3, RFC 9700 2.6)."""
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise Invalid(f"{uri!r} is not a valid URI") from None
+    if any(ord(c) <= 0x20 or ord(c) >= 0x7F or c in '"\\<>' for c in uri):
+        raise Invalid(f"{uri!r} has characters a URI cannot hold")
+    if not parts.scheme or parts.fragment or "#" in uri:
+        raise Invalid(f"{uri!r} must be an absolute URI without a fragment")
+    scheme = parts.scheme.lower()
+    if scheme in ("javascript", "data", "file", "vbscript", "about", "blob"):
+        raise Invalid(f"{uri!r} uses a scheme that cannot be a redirect URI")
+    if scheme in ("http", "https") and not parts.hostname:
+        raise Invalid(f"{uri!r} has no host")
+    if scheme == "http" and not is_loopback(parts.hostname or ""):
+        raise Invalid(f"{uri!r}: plain http is allowed only for localhost and loopback addresses")
+    return uri
+
+
+def email(value: str) -> str:
+    value = value.strip().lower()
+    if len(value) > 320 or not EMAIL_PATTERN.match(value):
+        raise Invalid(f"{value!r} is not an e-mail address")
+    return value
+
+
+def password(value: str) -> str:
+    if len(value) < 8:
+        raise Invalid("the password must have at least 8 characters")
+    if len(value) > 1024:
+        raise Invalid("the password must have at most 1024 characters")
+    return value
+
+
+def ttl(value: int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_TTL:
+        raise Invalid(f"a lifetime is a whole number of seconds from 0 to {MAX_TTL}")
+    return value or None
+
+
+def provider_url(url: str | None, what: str) -> str | None:
+    if url is None:
+        return None
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise Invalid(f"{what} {url!r} is not a valid URL") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
+        raise Invalid(f"{what} {url!r} must be an absolute http(s) URL")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise Invalid(f"{what} {url!r}: plain http is allowed only for loopback addresses")
+    return url
+
+
+# The largest value of SQL's INTEGER, the type of every id and moment column.
+MAX_INTEGER = 2**31 - 1
+
+
+def record_id(value: str | None, max_digits: int = 10) -> int | None:
+    """A numeric id (or count) from a path or query, or None when no record can have it.
+
+    ASCII digits only: ``str.isdigit()`` also takes "²" (which ``int()``
+    refuses) and "١" (which ``int()`` reads as 1, another record). Within
+    INTEGER: PostgreSQL refuses a larger number rather than finding nothing.
+    """
+    if value and value.isascii() and value.isdigit() and len(value) <= max_digits:
+        number = int(value)
+        return number if number <= MAX_INTEGER else None
+    return None
+
+
+def text_id(value: str | None) -> bool:
+    """Whether ``value`` could be an API key's or SSO provider's id (hex, at most 32 characters).
+
+    Anything else is no record and never reaches the database: PostgreSQL
+    refuses NUL in a query parameter.
+    """
+    return bool(value) and len(value) <= 32 and value.isascii() and value.isalnum()

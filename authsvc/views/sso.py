@@ -1,0 +1,81 @@
+"""Single sign-on (SPEC 4.3): GET /auth/oauth2?id= starts it, the callback finishes it."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, current_app, redirect, request, url_for
+
+from authsvc import accounts, security, sso
+from authsvc.pages import page
+from authsvc.security import safe_continue
+from authsvc.tenancy import current_domain, request_host
+
+bp = Blueprint("sso", __name__, url_prefix="/auth/oauth2")
+
+# Binds a flow to the browser that started it; read only by the callback.
+FLOW_COOKIE = "authsvc_sso"
+
+
+def callback_url() -> str:
+    return url_for("sso.callback", _external=True)
+
+
+@bp.get("")
+def start() -> Response:
+    domain = current_domain()
+    provider = sso.find_provider(domain, request.args.get("id"))
+    if provider is None:
+        return page(
+            "message.html", 404, domain=domain, title="Unknown sign-in provider",
+            message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
+        )  # fmt: skip
+    continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
+    browser = security.new_secret()
+    try:
+        target = sso.start(provider, callback_url(), continue_url, browser)
+    except sso.SsoError as exc:
+        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
+                    link=url_for("auth.login_page"))  # fmt: skip
+    response = redirect(target, 302)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it.
+    response.set_cookie(
+        FLOW_COOKIE,
+        browser,
+        max_age=current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        path=bp.url_prefix,
+        httponly=True,
+        secure=current_app.config["AUTHSVC_COOKIE_SECURE"],
+        samesite="Lax",
+    )
+    return response
+
+
+@bp.get("/callback")
+def callback() -> Response:
+    domain = current_domain()
+    try:
+        signed_in = sso.finish(
+            domain,
+            request.args.get("state"),
+            request.args.get("code"),
+            request.args.get("error"),
+            request.cookies.get(FLOW_COOKIE),
+        )
+    except sso.ProviderRefused as exc:
+        # Back to the sign-in page, which words the message itself: nothing
+        # the provider sent is shown to the user.
+        code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
+        return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
+    except sso.SsoError as exc:
+        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
+                    link=url_for("auth.login_page"))  # fmt: skip
+    response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    accounts.start_session(response, signed_in.user, domain)
+    response.delete_cookie(FLOW_COOKIE, path=bp.url_prefix)
+    return response
