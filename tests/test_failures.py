@@ -1,0 +1,162 @@
+"""When Redis or the database goes away: 503 JSON with Retry-After where they are needed, inspect
+from SQL while Redis is down, and recovery without a restart.
+
+A loopback proxy (tests/proxy.py) sits between the app and the real
+servers; the tests cut and restore it, and never touch the servers.
+"""
+
+import os
+import time
+from urllib.parse import urlsplit
+
+import pytest
+from sqlalchemy import func, select
+
+from authsvc.models import Token
+from tests.conftest import DATABASE_URL, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
+from tests.proxy import TcpProxy
+
+REAL_REDIS = os.environ.get("AUTHSVC_TEST_REAL_REDIS_URL") or os.environ.get("TEST_REDIS_URL")
+
+
+def proxy_for(url: str) -> TcpProxy:
+    parts = urlsplit(url)
+    return TcpProxy(parts.hostname, parts.port)
+
+
+def assert_unavailable(response):
+    assert response.status_code == 503, response.get_data(as_text=True)
+    assert response.mimetype == "application/json"
+    assert response.get_json()["error"] == "temporarily_unavailable"
+    assert int(response.headers["Retry-After"]) > 0
+    assert "Traceback" not in response.get_data(as_text=True)
+
+
+def signin(client):
+    return client.post("/auth/signin", json={"email": "person@example.com", "password": PASSWORD}, headers=headers())
+
+
+def password_grant(client, client_id):
+    return client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": client_id,
+        },
+        headers=headers(),
+    )
+
+
+def exchange(client, client_id, code):
+    query = {"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": REDIRECT_URI}
+    return client.post("/auth/oauth/token", query_string=query, headers=headers())
+
+
+def authorize(client, client_id):
+    query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI}
+    return client.get("/auth/oauth/authorize", query_string=query, headers=headers())
+
+
+def inspect(client, **where):
+    return client.get("/api/engine/v2/api_keys/inspect", headers=headers(**where.get("headers", {})),
+                      query_string=where.get("query"))  # fmt: skip
+
+
+def timed(call):
+    started = time.monotonic()
+    response = call()
+    return response, time.monotonic() - started
+
+
+@pytest.fixture
+def redis_proxy():
+    if not REAL_REDIS:
+        pytest.skip("needs a real Redis (scripts/test provides AUTHSVC_TEST_REAL_REDIS_URL)")
+    proxy = proxy_for(REAL_REDIS)
+    yield proxy
+    proxy.close()
+
+
+def test_while_redis_is_down_flows_answer_503_inspect_works_and_all_recovers(make_app, setup, world, redis_proxy):
+    app = make_app(REDIS_URL=redis_proxy.url_for(REAL_REDIS))
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    client_id = setup.public_app.client_id
+    api_key = world.api_key(setup.person)
+    assert signin(client).status_code == 202
+    code = get_code(client, client_id)
+    bearer = password_grant(client, client_id).get_json()["access_token"]
+
+    redis_proxy.cut()
+    for call in (
+        lambda: signin(client),
+        lambda: authorize(client, client_id),
+        lambda: exchange(client, client_id, code),
+    ):
+        response, took = timed(call)
+        assert_unavailable(response)
+        assert took < 3, "a dead Redis must fail the request fast"
+    # Bearer tokens and API keys are SQL: inspect does not need Redis.
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    assert inspect(client, query={"api-key": api_key}).status_code == 200
+    assert inspect(client, query={"bearer_token": bearer}).status_code == 200
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.get_json()["checks"] == {"database": "ok", "redis": "unreachable"}
+    assert client.get("/healthz").status_code == 200
+
+    redis_proxy.restore()
+    # The code was never claimed while Redis was away: it still works, once.
+    exchanged = exchange(client, client_id, code)
+    assert exchanged.status_code == 200, exchanged.get_json()
+    assert signin(client).status_code == 202
+    assert client.get("/readyz").status_code == 200
+    # Nothing half-written: the password grant and the exchange, nothing else.
+    assert world.query(select(func.count()).select_from(Token)) == [2]
+
+
+@pytest.mark.postgresql
+def test_while_the_database_is_down_everything_answers_503_and_recovers(make_app, setup, world):
+    url = urlsplit(DATABASE_URL.replace("postgresql+psycopg://", "postgresql://"))
+    proxy = TcpProxy(url.hostname, url.port or 5432)
+    try:
+        app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL))
+        app.test_client_class = HttpsClient
+        client = app.test_client()
+        client_id = setup.public_app.client_id
+        api_key = world.api_key(setup.person)
+        assert signin(client).status_code == 202
+        code = get_code(client, client_id)
+        bearer = password_grant(client, client_id).get_json()["access_token"]
+
+        proxy.cut()
+        calls = [
+            lambda: signin(client),
+            lambda: authorize(client, client_id),
+            lambda: exchange(client, client_id, code),
+            lambda: password_grant(client, client_id),
+            lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}),
+            lambda: inspect(client, query={"api-key": api_key}),
+            lambda: client.get("/.well-known/oauth-authorization-server", headers=headers()),
+            lambda: client.post("/auth/oauth/revoke", data={"token": bearer, "client_id": client_id}),
+        ]
+        for call in calls:
+            response, took = timed(call)
+            assert_unavailable(response)
+            assert took < 6
+        ready = client.get("/readyz")
+        assert ready.status_code == 503
+        assert ready.get_json()["checks"] == {"database": "unreachable", "redis": "ok"}
+        assert client.get("/healthz").status_code == 200
+
+        proxy.restore()
+        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+        exchanged = exchange(client, client_id, code)
+        assert exchanged.status_code == 200, exchanged.get_json()
+        assert signin(client).status_code == 202
+        assert client.get("/readyz").status_code == 200
+        assert world.query(select(func.count()).select_from(Token)) == [2]
+    finally:
+        proxy.close()

@@ -1,0 +1,165 @@
+"""SPEC 4.6 and 5.1: presenting a bearer token or an API key to the inspect endpoint."""
+
+import pytest
+from sqlalchemy import select
+
+from authsvc.models import ApiKey, Token, User, now
+from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
+
+INSPECT = "/api/engine/v2/api_keys/inspect"
+
+
+@pytest.fixture
+def token(client, setup):
+    body = client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+            "scope": "public mqtt.read",
+        },
+        headers=headers(),
+    ).get_json()
+    return body["access_token"]
+
+
+def present(client, where, value, name="bearer_token"):
+    if where == "header":
+        return client.get(INSPECT, headers=headers(Authorization=f"Bearer {value}"))
+    if where == "x-api-key":
+        return client.get(INSPECT, headers=headers(**{"X-API-Key": value}))
+    if where == "query":
+        return client.get(INSPECT, query_string={name: value}, headers=headers())
+    client.set_cookie(name, value, domain=HOST)
+    return client.get(INSPECT, headers=headers())
+
+
+@pytest.mark.parametrize("where", ["header", "query", "cookie"])
+def test_a_bearer_token_is_accepted_in_each_place(client, setup, token, where):
+    response = present(client, where, token)
+    assert response.status_code == 200
+    claims = response.get_json()
+    assert claims["sub"] == str(setup.service.id)
+    assert claims["aud"] == HOST
+    assert claims["scope"] == ["public", "mqtt.read"]
+    assert claims["client_id"] == setup.public_app.client_id
+    assert claims["u"] == {"n": "Service", "e": "service@example.com", "p": 0, "r": []}
+    assert claims["exp"] - claims["iat"] == 7200
+    assert claims["iss"] == f"https://{HOST}"
+
+
+@pytest.mark.parametrize("where", ["x-api-key", "query", "cookie"])
+def test_an_api_key_is_accepted_in_each_place(client, setup, world, where):
+    key = world.api_key(setup.person, scopes="public")
+    response = present(client, where, key, name="api-key")
+    assert response.status_code == 200
+    claims = response.get_json()
+    assert claims["api_key"] == key.split(".")[0]
+    assert claims["sub"] == str(setup.person.id)
+    assert claims["scope"] == ["public"]
+    assert "client_id" not in claims
+
+
+def test_permission_bits_and_groups_are_in_the_claims(client, setup, world):
+    world.update(User, setup.person.id, admin=True, support=True, groups=["facilities"])
+    key = world.api_key(setup.person, permission="admin")
+    claims = present(client, "x-api-key", key).get_json()
+    assert claims["u"]["p"] == 3
+    assert claims["u"]["r"] == ["facilities"]
+
+
+@pytest.mark.parametrize("permission,bits", [("user", 0), ("support", 1), ("admin", 3)])
+def test_an_api_keys_permission_level_caps_the_users_bits(client, setup, world, permission, bits):
+    world.update(User, setup.person.id, admin=True, support=True)
+    key = world.api_key(setup.person, permission=permission)
+    assert present(client, "x-api-key", key).get_json()["u"]["p"] == bits
+
+
+def test_an_admin_key_of_a_user_who_is_no_longer_admin_carries_no_admin_bit(client, setup, world):
+    world.update(User, setup.person.id, admin=True)
+    key = world.api_key(setup.person, permission="admin")
+    world.update(User, setup.person.id, admin=False)
+    assert present(client, "x-api-key", key).get_json()["u"]["p"] == 0
+
+
+def assert_invalid_token(response):
+    assert response.status_code == 401
+    assert response.get_json()["error"] == "invalid_token"
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert 'error="invalid_token"' in response.headers["WWW-Authenticate"]
+
+
+@pytest.mark.parametrize("value", ["unknown-token", "", "Bearer", "x" * 5000, "\u00e9t\u00e9"])
+def test_unknown_or_malformed_tokens_are_401(client, setup, value):
+    response = client.get(INSPECT, query_string={"bearer_token": value or "  "}, headers=headers())
+    assert_invalid_token(response)
+
+
+@pytest.mark.parametrize("header", ["Basic abc", "Bearer", "Bearer ", "Token abc"])
+def test_malformed_authorization_headers_are_401(client, setup, header):
+    assert_invalid_token(client.get(INSPECT, headers=headers(Authorization=header)))
+
+
+def test_no_credential_is_401_with_a_bare_challenge(client, setup):
+    response = client.get(INSPECT, headers=headers())
+    assert response.status_code == 401
+    assert response.headers["WWW-Authenticate"] == 'Bearer realm="authsvc"'
+
+
+def test_revoked_token_is_401(client, setup, world, token):
+    [row] = world.query(select(Token))
+    world.update(Token, row.id, revoked_at=now())
+    assert_invalid_token(present(client, "header", token))
+
+
+def test_expired_token_is_401(client, setup, world, token):
+    [row] = world.query(select(Token))
+    world.update(Token, row.id, issued_at=now() - 7201)
+    assert_invalid_token(present(client, "header", token))
+
+
+def test_token_of_a_disabled_user_is_401(client, setup, world, token):
+    world.update(User, setup.service.id, disabled=True)
+    assert_invalid_token(present(client, "header", token))
+
+
+def test_token_from_another_domain_is_401(client, setup, world, token):
+    world.domain(OTHER_HOST)
+    response = client.get(INSPECT, headers=headers(OTHER_HOST, Authorization=f"Bearer {token}"))
+    assert_invalid_token(response)
+
+
+@pytest.mark.parametrize("change", [{"revoked_at": 1}, {"expires_at": 1}])
+def test_revoked_or_expired_api_key_is_401(client, setup, world, change):
+    key = world.api_key(setup.person)
+    world.update(ApiKey, key.split(".")[0], **change)
+    assert_invalid_token(present(client, "x-api-key", key))
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda k: k + "x",
+        lambda k: k.split(".")[0],
+        lambda k: "nokey." + k.split(".")[1],
+        lambda k: "." + k,
+        lambda k: "a" * 40 + ".b",
+    ],
+)
+def test_wrong_api_keys_are_401(client, setup, world, mangle):
+    key = world.api_key(setup.person)
+    assert_invalid_token(present(client, "x-api-key", mangle(key)))
+
+
+def test_api_key_of_another_domain_is_401(client, setup, world):
+    other = world.domain(OTHER_HOST)
+    elsewhere = world.user(other, "elsewhere@example.com")
+    key = world.api_key(elsewhere)
+    assert_invalid_token(present(client, "x-api-key", key))
+    assert client.get(INSPECT, headers=headers(OTHER_HOST, **{"X-API-Key": key})).status_code == 200
+
+
+def test_the_answer_is_not_cached(client, setup, token):
+    assert present(client, "header", token).headers["Cache-Control"] == "no-store"

@@ -1,0 +1,265 @@
+"""Observability: request ids, JSON logs without secrets, health and readiness, metrics across workers."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import socket
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from prometheus_client.parser import text_string_to_metric_families
+
+from authsvc.logs import JsonFormatter
+from tests.conftest import BACKEND, headers
+from tests.servers import running_service
+
+# Request ids --------------------------------------------------------------
+
+
+def test_every_answer_carries_a_generated_request_id(client, setup):
+    first = client.get("/healthz").headers["X-Request-Id"]
+    second = client.get("/no/such/path", headers=headers()).headers["X-Request-Id"]
+    assert len(first) == 32 and first != second
+
+
+def test_a_well_formed_incoming_request_id_is_kept(client, setup):
+    response = client.get("/healthz", headers={"X-Request-Id": "trace-0123456789abcdef"})
+    assert response.headers["X-Request-Id"] == "trace-0123456789abcdef"
+
+
+@pytest.mark.parametrize("incoming", ["short", "has space inside it", "x" * 200, "line\\nbreak-123", 'quote"d-12345'])
+def test_a_malformed_incoming_request_id_is_replaced(client, setup, incoming):
+    response = client.get("/healthz", headers={"X-Request-Id": incoming})
+    assert response.headers["X-Request-Id"] != incoming
+    assert len(response.headers["X-Request-Id"]) == 32
+
+
+def test_log_lines_are_json_with_the_request_id(make_app):
+    app = make_app()
+
+    @app.get("/test-logs")
+    def logs_something():
+        logging.getLogger("authsvc.test").warning("inside %s", "the request")
+        return ""
+
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(JsonFormatter())
+    logging.getLogger().addHandler(handler)
+    try:
+        response = app.test_client().get("/test-logs", headers={"X-Request-Id": "req-123456789"})
+    finally:
+        logging.getLogger().removeHandler(handler)
+    [line] = [json.loads(text) for text in lines.getvalue().splitlines() if "authsvc.test" in text]
+    assert line["request_id"] == response.headers["X-Request-Id"] == "req-123456789"
+    assert (line["level"], line["logger"], line["message"]) == ("warning", "authsvc.test", "inside the request")
+    assert line["ts"].endswith("+00:00")
+
+
+def test_secrets_in_log_arguments_are_scrubbed(caplog):
+    with caplog.at_level(logging.DEBUG):
+        logging.getLogger("authlib.test").debug("Issue token %r", {"access_token": "AT-SECRET", "scope": "public"})
+    assert "AT-SECRET" not in caplog.text
+    assert "[redacted]" in caplog.text
+
+
+# Health -----------------------------------------------------------------------
+
+
+def test_healthz_and_readyz_answer_without_a_domain(client):
+    assert client.get("/healthz").get_json() == {"status": "ok"}
+    ready = client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.get_json() == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+
+
+def test_metrics_can_be_kept_behind_a_token(make_app):
+    app = make_app(AUTHSVC_METRICS_TOKEN="metrics-secret")
+    client = app.test_client()
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", headers={"Authorization": "Bearer wrong"}).status_code == 401
+    answer = client.get("/metrics", headers={"Authorization": "Bearer metrics-secret"})
+    assert answer.status_code == 200
+    assert answer.mimetype == "text/plain"
+
+
+# The real service: metrics over several workers, and what its logs hold ----------
+
+
+@pytest.fixture(scope="module")
+def service(schema, tmp_path_factory):
+    with running_service(tmp_path_factory.mktemp("instance"), AUTHSVC_LOG_LEVEL="DEBUG") as svc:
+        svc.cli("domains", "create", "--name", "Obs", "--host", "127.0.0.1")
+        svc.app = svc.cli(
+            "apps", "create", "--domain", "127.0.0.1", "--name", "Obs app",
+            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read",
+        )  # fmt: skip
+        svc.confidential = svc.cli(
+            "apps", "create", "--domain", "127.0.0.1", "--name", "Resource server",
+            "--redirect-uri", "http://127.0.0.1:9/rs", "--confidential",
+        )  # fmt: skip
+        svc.passwords = {"robot@example.com": "robot's password 1", "person@example.com": "person's password 2"}
+        svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com",
+                "--password", svc.passwords["robot@example.com"], "--service-account")  # fmt: skip
+        svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "person@example.com",
+                "--password", svc.passwords["person@example.com"])  # fmt: skip
+        svc.key = svc.cli("api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "o")
+        yield svc
+
+
+def request_counts(service) -> tuple[float, dict]:
+    text = requests.get(service.url + "/metrics", timeout=10).text
+    families = {family.name: family for family in text_string_to_metric_families(text)}
+    total = sum(s.value for s in families["authsvc_http_requests"].samples if s.name.endswith("_total"))
+    return total, families
+
+
+def sample(families, name, **labels) -> float:
+    if name not in families:
+        return 0
+    return sum(
+        s.value
+        for s in families[name].samples
+        if s.name.endswith("_total") and all(s.labels.get(k) == v for k, v in labels.items())
+    )
+
+
+def healthz_workers(service) -> set[int]:
+    """The worker processes that have logged a /healthz request."""
+    return {
+        line["process"] for line in map(json.loads, service.output().splitlines()) if line.get("path") == "/healthz"
+    }
+
+
+def test_metrics_add_up_across_the_workers(service):
+    before, families_before = request_counts(service)
+    workers = 2 if BACKEND == "postgresql" else 1
+    sent = 0
+    # With Redis there are two sync workers, each serving one connection at a
+    # time. Hold one on a half-sent request: the kernel must then hand every new
+    # connection to the other, so both answer /healthz whatever the scheduler does.
+    port = int(service.url.rsplit(":", 1)[1])
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as held:
+        held.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        time.sleep(0.5)  # let a worker accept it before the others arrive
+        for _ in range(10):
+            assert requests.get(service.url + "/healthz", timeout=10).status_code == 200
+            sent += 1
+        held.sendall(b"Connection: close\r\n\r\n")
+        assert held.makefile("rb").readline().split()[1] == b"200"
+        sent += 1
+    for _ in range(4):
+        response = requests.post(
+            service.url + "/auth/oauth/token",
+            json={"grant_type": "password", "username": "robot@example.com",
+                  "password": service.passwords["robot@example.com"], "client_id": service.app["client_id"]},
+            timeout=10,
+        )  # fmt: skip
+        assert response.status_code == 200
+        sent += 1
+    for _ in range(6):
+        # Unknown accounts lock out too: five failures, then a 429.
+        requests.post(service.url + "/auth/signin", json={"email": "ghost@example.com", "password": "x"}, timeout=10)
+        sent += 1
+    after, families = request_counts(service)
+    # The first scrape counts itself once it has answered.
+    assert after - before == sent + 1
+    tokens = sample(families, "authsvc_tokens_issued", grant_type="password")
+    assert tokens - sample(families_before, "authsvc_tokens_issued", grant_type="password") == 4
+    assert sample(families, "authsvc_signin_failures", via="signin") >= 5
+    assert sample(families, "authsvc_rate_limited", reason="lockout") >= 1
+    assert sample(families, "authsvc_http_requests", endpoint="health.healthz", status="200") >= 10
+    histogram = families["authsvc_http_request_duration_seconds"]
+    assert any(s.name.endswith("_count") and s.value >= 10 for s in histogram.samples)
+    assert len(healthz_workers(service)) == workers
+
+
+def test_the_logs_of_a_full_flow_hold_no_secret(service):
+    """Every flow, at DEBUG, then a scan of the service's whole output for every secret used."""
+    url, client_id = service.url, service.app["client_id"]
+    inspect = url + "/api/engine/v2/api_keys/inspect"
+    robot, person = "robot@example.com", "person@example.com"
+    key = service.key["key"]
+    secrets = [service.passwords[robot], service.passwords[person], key, key.split(".", 1)[1],
+               service.confidential["client_secret"], "wrong password 3"]  # fmt: skip
+
+    grant = requests.post(
+        url + "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": robot,
+            "password": service.passwords[robot],
+            "client_id": client_id,
+        },
+        timeout=10,
+    ).json()
+    secrets += [grant["access_token"], grant["refresh_token"]]
+    assert (
+        requests.post(
+            url + "/auth/signin", params={"email": person, "password": "wrong password 3"}, timeout=10
+        ).status_code
+        == 401
+    )
+    signed_in = requests.post(
+        url + "/auth/signin", params={"email": person, "password": service.passwords[person]}, timeout=10
+    )
+    cookie = signed_in.cookies["user"]
+    secrets.append(cookie)
+    redirect_uri = "http://127.0.0.1:9/callback"
+    authorised = requests.get(
+        url + "/auth/oauth/authorize",
+        params={"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s"},
+        cookies={"user": cookie}, allow_redirects=False, timeout=10,
+    )  # fmt: skip
+    code = parse_qs(urlsplit(authorised.headers["Location"]).query)["code"][0]
+    secrets.append(code)
+    token = requests.post(
+        url + "/auth/oauth/token",
+        params={"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": redirect_uri},
+        timeout=10,
+    ).json()
+    secrets += [token["access_token"], token["refresh_token"]]
+    refreshed = requests.post(
+        url + "/auth/oauth/token",
+        data={"grant_type": "refresh_token", "refresh_token": token["refresh_token"], "client_id": client_id},
+        timeout=10,
+    ).json()
+    secrets += [refreshed["access_token"], refreshed["refresh_token"]]
+    access = refreshed["access_token"]
+    assert requests.get(inspect, headers={"Authorization": f"Bearer {access}"}, timeout=10).status_code == 200
+    assert requests.get(inspect, params={"bearer_token": access}, timeout=10).status_code == 200
+    assert requests.get(inspect, cookies={"bearer_token": access}, timeout=10).status_code == 200
+    assert requests.get(inspect, params={"api-key": service.key["key"]}, timeout=10).status_code == 200
+    assert requests.get(inspect, headers={"X-API-Key": service.key["key"]}, timeout=10).status_code == 200
+    introspected = requests.post(
+        url + "/auth/oauth/introspect", data={"token": access},
+        auth=(service.confidential["client_id"], service.confidential["client_secret"]), timeout=10,
+    )  # fmt: skip
+    assert introspected.json()["active"] is True
+    # Replays and reuse are logged as warnings: still without the values.
+    requests.post(
+        url + "/auth/oauth/token",
+        params={"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": redirect_uri},
+        timeout=10,
+    )  # fmt: skip
+    revoked = requests.post(
+        url + "/auth/oauth/revoke", data={"token": grant["refresh_token"], "client_id": client_id}, timeout=10
+    )
+    assert revoked.status_code == 200
+    requests.get(url + "/auth/logout", cookies={"user": cookie}, allow_redirects=False, timeout=10)
+
+    output = service.output()
+    leaked = [secret for secret in secrets if secret in output]
+    assert leaked == [], "secrets in the logs"
+    lines = output.splitlines()
+    assert len(lines) > 50, "DEBUG logging of every flow"
+    parsed = [json.loads(line) for line in lines]
+    access_lines = [line for line in parsed if line["logger"] == "gunicorn.access"]
+    assert {"/auth/oauth/token", "/auth/signin", "/auth/oauth/authorize"} <= {line["path"] for line in access_lines}
+    assert all(len(line["request_id"]) == 32 for line in access_lines)
+    in_requests = [line for line in parsed if line["logger"].startswith("authsvc") and line.get("request_id")]
+    assert in_requests, "the app's own lines carry the request id"

@@ -1,0 +1,308 @@
+"""The OpenAPI document: valid, complete, and true of the running app (schemathesis)."""
+
+import json
+import re
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from openapi_spec_validator import validate
+from schemathesis import GenerationMode
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from authsvc.views.api import OPENAPI_DOCUMENT
+from tests.conftest import PASSWORD, headers
+
+
+@pytest.fixture
+def document(client, setup):
+    response = client.get("/api/engine/v2/openapi.json", headers=headers())
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    return response.get_json()
+
+
+def test_the_document_is_valid_openapi_3_1(document):
+    assert document["openapi"].startswith("3.1")
+    validate(document)
+
+
+def test_every_route_of_the_app_is_described(app, document):
+    # Static files (the app's "static" and each blueprint's, e.g. "auth.static")
+    # are not operations. Flask's <converter:name> is OpenAPI's {name}.
+    routes = {
+        (re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule.rule), method.lower())
+        for rule in app.url_map.iter_rules()
+        if rule.endpoint.rpartition(".")[2] != "static"
+        # The console's routes are HTML pages for people, not API.
+        and not rule.endpoint.startswith("console.")
+        for method in rule.methods - {"HEAD", "OPTIONS"}
+    }
+    described = {(path, method) for path, item in document["paths"].items() for method in item}
+    assert routes == described
+
+
+def test_the_served_document_is_the_file(document):
+    assert document == json.loads(OPENAPI_DOCUMENT.read_text())
+
+
+# Schemathesis against the app, through WSGI. Its client sends Host: localhost.
+# (Its pytest loader, schemathesis.pytest.from_fixture, relies on a pytest
+# internal that pytest 9 removed; the operations' Hypothesis strategies are
+# its documented way to be used from plain tests.)
+
+DOCUMENT = json.loads(OPENAPI_DOCUMENT.read_text())
+OPERATIONS = [(path, method) for path, item in DOCUMENT["paths"].items() for method in item]
+# Negative data needs something to break: operations without any input have none.
+WITH_INPUT = [
+    (path, method)
+    for path, method in OPERATIONS
+    if {"parameters", "requestBody", "security"} & set(DOCUMENT["paths"][path][method])
+]
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+
+@pytest.fixture
+def api_schema(app, world):
+    domain = world.domain("localhost")
+    world.application(domain, scopes="public mqtt.read")
+    world.application(domain, confidential=True, name="Resource server")
+    service = world.user(domain, "service@localhost", service_account=True)
+    world.user(domain, "person@localhost", admin=True)
+    world.api_key(service)
+    return schemathesis.openapi.from_wsgi("/api/engine/v2/openapi.json", app)
+
+
+@pytest.mark.parametrize(
+    "path,method,mode",
+    [(*op, GenerationMode.POSITIVE) for op in OPERATIONS] + [(*op, GenerationMode.NEGATIVE) for op in WITH_INPUT],
+)
+def test_the_app_answers_as_the_document_says(api_schema, path, method, mode):
+    operation = api_schema[path][method]
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=20,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def answers_as_documented(case):
+        case.call_and_validate(checks=CHECKS)
+
+    answers_as_documented()
+
+
+# The admin API behind a credential: fuzzing finds none, so give every case a
+# system admin's API key (in place of the credentials it generated), and the
+# bodies and parameters reach the admin verbs.
+ADMIN_OPERATIONS = [(path, method) for path, method in OPERATIONS if "admin" in DOCUMENT["paths"][path][method]["tags"]]
+CREDENTIALS = {"Authorization", "X-API-Key", "bearer_token", "api-key"}
+
+
+@pytest.mark.parametrize(
+    "path,method,mode",
+    [(*op, GenerationMode.POSITIVE) for op in ADMIN_OPERATIONS]
+    + [(*op, GenerationMode.NEGATIVE) for op in ADMIN_OPERATIONS],
+)
+def test_the_admin_api_answers_an_admin_as_the_document_says(api_schema, world, path, method, mode):
+    from sqlalchemy import select
+
+    from authsvc.models import Domain
+
+    [domain] = world.query(select(Domain).where(Domain.host == "localhost"))
+    root = world.user(domain, "root@localhost", admin=True, system_admin=True)
+    key = world.api_key(root, permission="admin")
+    operation = api_schema[path][method]
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=20,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def answers_as_documented(case):
+        for carrier in (case.headers, case.query, case.cookies):
+            for name in CREDENTIALS & set(carrier or {}):
+                del carrier[name]
+        case.call_and_validate(headers={"X-API-Key": key}, checks=CHECKS)
+
+    answers_as_documented()
+
+
+def test_a_real_token_response_conforms_too(client, world, document):
+    """Fuzzing rarely finds valid credentials: check the success bodies with real ones."""
+    from jsonschema import Draft202012Validator
+
+    domain = world.domain("localhost")
+    application, _ = world.application(domain)
+    world.user(domain, "service@localhost", service_account=True)
+    token = client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "service@localhost",
+            "password": PASSWORD,
+            "client_id": application.client_id,
+        },
+        headers=headers("localhost"),
+    ).get_json()
+    claims = client.get(
+        "/api/engine/v2/api_keys/inspect", headers=headers("localhost", Authorization=f"Bearer {token['access_token']}")
+    ).get_json()
+    for name, body in (("TokenResponse", token), ("Claims", claims)):
+        schema_ = {**document["components"]["schemas"][name], "components": document["components"]}
+        Draft202012Validator(schema_).validate(body)
+
+
+def test_real_answers_to_a_credential_conform_too(client, world, document):
+    """The same for the operations that need a user: approvals, resource tokens, signing out everywhere."""
+    from jsonschema import Draft202012Validator
+
+    from authsvc.models import Consent
+
+    domain = world.domain("localhost")
+    application, _ = world.application(domain, consent=True)
+    service = world.user(domain, "service@localhost", service_account=True)
+    world.save(Consent(user_id=service.id, application_id=application.id, scopes="public"))
+    client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "service@localhost",
+            "password": PASSWORD,
+            "client_id": application.client_id,
+        },
+        headers=headers("localhost"),
+    )
+    key = headers("localhost", **{"X-API-Key": world.api_key(service)})
+    calls = [
+        ("get", "/auth/oauth/authorized_applications", "/auth/oauth/authorized_applications", 200),
+        ("post", "/api/engine/v2/users/resource_token", "/api/engine/v2/users/resource_token", 404),
+        ("delete", "/api/engine/v2/users/resource_token", "/api/engine/v2/users/resource_token", 200),
+        (
+            "delete",
+            "/auth/oauth/authorized_applications/{client_id}",
+            f"/auth/oauth/authorized_applications/{application.client_id}",
+            200,
+        ),
+        ("post", "/auth/logout/all", "/auth/logout/all", 200),
+    ]
+    for method, template, path, status in calls:
+        response = getattr(client, method)(path, headers=key)
+        assert response.status_code == status, (path, response.get_data(as_text=True))
+        answer = document["paths"][template][method]["responses"][str(status)]
+        schema_ = answer["content"][response.mimetype]["schema"]
+        Draft202012Validator({**schema_, "components": document["components"]}).validate(response.get_json())
+    assert response.get_json() == {"revoked_tokens": 0}, "withdrawing the approval revoked the token already"
+
+
+def test_real_admin_answers_conform_too(client, world, document):
+    """Every admin operation, with real admin credentials: its success answers, and the usual failures."""
+    from jsonschema import Draft202012Validator
+
+    from authsvc.models import now
+
+    domain = world.domain("localhost")
+    public, _ = world.application(domain, name="Public")
+    admin_user = world.user(domain, "admin@localhost", admin=True)
+    root = world.user(domain, "root@localhost", admin=True, system_admin=True)
+    support = world.user(domain, "support@localhost", support=True)
+    admin_key = headers("localhost", **{"X-API-Key": world.api_key(admin_user, permission="admin")})
+    root_key = headers("localhost", **{"X-API-Key": world.api_key(root, permission="admin")})
+    support_key = headers("localhost", **{"X-API-Key": world.api_key(support, permission="support")})
+    api = "/api/engine/v2"
+    succeeded = set()
+
+    def call(method, template, status, *, record_id=None, key=admin_key, **kwargs):
+        path = api + template.format(record_id=record_id)
+        response = getattr(client, method)(path, headers=key, **kwargs)
+        assert response.status_code == status, (method, path, response.get_data(as_text=True))
+        answer = document["paths"][api + template][method]["responses"][str(status)]
+        if "$ref" in answer:
+            answer = document["components"]["responses"][answer["$ref"].rpartition("/")[2]]
+        schema_ = answer["content"][response.mimetype]["schema"]
+        Draft202012Validator({**schema_, "components": document["components"]}).validate(response.get_json())
+        if status < 300:
+            assert response.headers["Cache-Control"] == "no-store", path
+            succeeded.add((api + template, method))
+        return response.get_json()
+
+    # Create: the secrets are in these answers only.
+    second = call("post", "/domains", 201, key=root_key, json={"name": "Second", "host": "second.example"})
+    confidential = call("post", "/oauth_apps", 201, json={
+        "name": "Backend", "redirect_uris": ["https://backend.example/cb"], "scopes": "public mqtt.read",
+        "confidential": True, "access_token_ttl": 600})  # fmt: skip
+    assert confidential["client_secret"]
+    kiosk = call("post", "/users", 201, json={
+        "email": "kiosk@localhost", "password": "a long password", "name": "Kiosk", "service_account": True,
+        "groups": ["lobby"]})  # fmt: skip
+    key = call("post", "/api_keys", 201, json={
+        "user": "kiosk@localhost", "name": "lobby", "permission": "user", "expires_at": now() + 3600})  # fmt: skip
+    assert key["key"].startswith(key["id"] + ".")
+    entra = call("post", "/sso", 201, json={
+        "name": "Entra", "client_id": "cid", "client_secret": "s", "preset": "microsoft",
+        "tenant": "contoso.example"})  # fmt: skip
+    assert entra["admin_consent_url"] and entra["missing_scopes"] is None
+    oidc = call("post", "/sso", 201, json={
+        "name": "IdP", "client_id": "cid", "client_secret": "s", "issuer": "https://idp.example",
+        "profile_mappings": {"email": ["mail"]}, "match_rules": {"email_domain": ["example.com"]},
+        "authorize_params": {"prompt": "login"}})  # fmt: skip
+
+    # List, get, change (PATCH and PUT alike).
+    records = {
+        "/domains": (domain.id, {"session_ttl": 3600}, {"name": "Local"}),
+        "/oauth_apps": (confidential["id"], {"require_pkce": True}, {"redirect_uris": ["https://backend.example/2"]}),
+        "/users": (kiosk["id"], {"groups": ["lobby", "hall"]}, {"disabled": True}),
+        "/api_keys": (key["id"], {"scopes": "public mqtt.read"}, {"expires_at": None}),
+        "/sso": (oidc["id"], {"trust_email": True}, {"client_secret": "rotated"}),
+    }
+    for collection, (record_id, patch, put) in records.items():
+        listed = call("get", collection, 200, query_string={"per_page": 2})
+        assert listed["total"] >= 1 and listed["per_page"] == 2
+        fetched = call("get", collection + "/{record_id}", 200, record_id=record_id)
+        assert not {"client_secret", "key", "password"} & set(fetched), "secrets are shown once, on create"
+        call("patch", collection + "/{record_id}", 200, record_id=record_id, json=patch)
+        call("put", collection + "/{record_id}", 200, record_id=record_id, json=put)
+    assert call("get", "/sso", 200, query_string={"q": "entra"})["items"][0]["callback_url"]
+
+    # Regenerate, revoke, delete.
+    regenerated = call("post", "/oauth_apps/{record_id}/regenerate", 200, record_id=confidential["id"])
+    assert regenerated["client_secret"] != confidential["client_secret"]
+    call("post", "/oauth_apps/{record_id}/regenerate", 409, record_id=public.id)
+    assert call("post", "/users/{record_id}/revoke", 200, record_id=kiosk["id"]) == {"revoked_tokens": 0}
+    assert call("delete", "/api_keys/{record_id}", 200, record_id=key["id"])["revoked"] is True
+    call("delete", "/sso/{record_id}", 200, record_id=entra["id"])
+    call("delete", "/users/{record_id}", 200, record_id=kiosk["id"])
+    call("delete", "/oauth_apps/{record_id}", 200, record_id=confidential["id"])
+    call("delete", "/domains/{record_id}", 409, record_id=domain.id, key=root_key)
+    call("delete", "/domains/{record_id}", 200, record_id=second["id"], key=root_key)
+
+    # The audit log of all that, whole and filtered.
+    log = call("get", "/audit", 200)
+    assert {"domain.updated", "application.secret_regenerated", "user.tokens_revoked"} <= {
+        r["event"] for r in log["items"]
+    }
+    assert call("get", "/audit", 200, query_string={"event": "sso.*", "since": 0})["total"] == 5, (
+        "2 created, 2 updated, 1 deleted"
+    )
+
+    # The usual failures, as documented.
+    call("get", "/users", 401, key=headers("localhost"))
+    call("patch", "/users/{record_id}", 403, record_id=support.id, key=support_key, json={"name": "x"})
+    call("post", "/domains", 403, json={"name": "Third", "host": "third.example"})
+    call("get", "/oauth_apps/{record_id}", 404, record_id=confidential["id"])
+    call("get", "/audit", 400, query_string={"per_page": 0})
+    call("post", "/oauth_apps", 400, data=b"{nope", content_type="application/json")
+    call("post", "/users", 415, data="email=x@localhost", content_type="application/x-www-form-urlencoded")
+    invalid = call("post", "/oauth_apps", 422, json={"name": "", "redirect_uris": ["javascript:alert(1)"]})
+    assert set(invalid["fields"]) == {"name", "redirect_uris"}
+    call("delete", "/users/{record_id}", 409, record_id=admin_user.id)
+
+    assert succeeded == set(ADMIN_OPERATIONS), "every admin operation answered at least once"

@@ -1,0 +1,562 @@
+"""Single sign-on (SPEC 4.3, 5.4) against real providers on loopback."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from authsvc import sso
+from authsvc.models import ExternalIdentity, SsoProvider, User
+from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
+from tests.providers import Provider
+
+PERSON = {"sub": "ext-42", "email": "ada@example.com", "email_verified": True, "name": "Ada Lovelace"}
+
+
+@pytest.fixture
+def oidc():
+    with Provider("oidc") as provider:
+        provider.sign_in_as(**PERSON)
+        yield provider
+
+
+@pytest.fixture
+def oauth2():
+    with Provider("oauth2") as provider:
+        provider.sign_in_as(id="u-7", email="grace@example.com", name="Grace Hopper")
+        yield provider
+
+
+def create_provider(runner, *args) -> dict:
+    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
+                                 "--client-secret", "provider-secret", *args])  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+@pytest.fixture
+def oidc_id(runner, setup, oidc):
+    return create_provider(runner, "--issuer", oidc.url)["id"]
+
+
+@pytest.fixture
+def oauth2_id(runner, setup, oauth2):
+    return create_provider(
+        runner, "--authorize-url", oauth2.url + "/authorize", "--token-url", oauth2.url + "/token",
+        "--userinfo-url", oauth2.url + "/userinfo", "--map", "uid=id",
+    )["id"]  # fmt: skip
+
+
+def sign_in(client, provider_id, continue_url=None, host=HOST):
+    """Follow the browser's path: us -> provider -> our callback. Returns (start, callback) responses."""
+    query = {"id": provider_id}
+    if continue_url:
+        query["continue"] = continue_url
+    start = client.get("/auth/oauth2", query_string=query, headers=headers(host))
+    assert start.status_code == 302, start.get_data(as_text=True)
+    at_provider = requests.get(start.headers["Location"], allow_redirects=False, timeout=10)
+    back = urlsplit(at_provider.headers["Location"])
+    callback = client.get(back.path, query_string=back.query, headers=headers(host))
+    return start, callback
+
+
+def test_start_redirects_to_the_provider_with_state_pkce_and_nonce(client, app, oidc, oidc_id):
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 302
+    location = urlsplit(response.headers["Location"])
+    assert f"{location.scheme}://{location.netloc}" == oidc.url
+    query = {k: v[0] for k, v in parse_qs(location.query).items()}
+    assert query["client_id"] == "authsvc"
+    assert query["redirect_uri"] == f"https://{HOST}/auth/oauth2/callback"
+    assert query["code_challenge_method"] == "S256"
+    assert len(query["code_challenge"]) == 43
+    assert query["state"] and query["nonce"]
+    assert query["scope"] == "openid email profile"
+    with app.app_context():
+        [key] = sso.store.client().keys("authsvc:sso:*")
+        assert 0 < sso.store.client().ttl(key) <= 600
+        assert query["state"] not in key
+
+
+def test_a_plain_oauth2_provider_gets_no_nonce(client, oauth2_id):
+    response = client.get("/auth/oauth2", query_string={"id": oauth2_id}, headers=headers())
+    assert "nonce" not in parse_qs(urlsplit(response.headers["Location"]).query)
+
+
+@pytest.mark.parametrize("provider_id", ["no-such-id", "", "x" * 300])
+def test_an_unknown_provider_is_a_404_page(client, setup, provider_id):
+    response = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers())
+    assert response.status_code == 404
+    assert response.mimetype == "text/html"
+    assert "Unknown sign-in provider" in response.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("provider_id", ["\x00", "ab\x00cd", "\u00e9t\u00e9", "a b"])
+def test_a_provider_id_no_provider_can_have_is_a_404_page_not_a_500(client, setup, provider_id):
+    """NUL reached PostgreSQL (which refuses it) and was a 500; schemathesis found it."""
+    response = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers())
+    assert response.status_code == 404
+    assert "Unknown sign-in provider" in response.get_data(as_text=True)
+
+
+def test_a_provider_of_another_domain_is_a_404_page(client, world, oidc_id):
+    world.domain(OTHER_HOST)
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers(OTHER_HOST))
+    assert response.status_code == 404
+
+
+def test_oidc_sign_in_creates_the_user_and_a_session(client, world, oidc, oidc_id):
+    _, callback = sign_in(client, oidc_id, continue_url="/auth/oauth/authorize?x=1")
+    assert callback.status_code == 303
+    assert callback.headers["Location"] == "/auth/oauth/authorize?x=1"
+    assert client.get_cookie("user", domain=HOST) is not None
+    [user] = world.query(select(User).where(User.email == "ada@example.com"))
+    assert user.name == "Ada Lovelace"
+    assert user.password_hash is None
+    [identity] = world.query(select(ExternalIdentity))
+    assert (identity.subject, identity.user_id, identity.provider_id) == ("ext-42", user.id, oidc_id)
+    access_token = next(iter(oidc.tokens))
+    assert access_token not in identity.access_token_encrypted, "stored encrypted"
+    assert identity.refresh_token_encrypted and identity.expires_at > time.time() + 3000
+    page = client.get("/auth/login", headers=headers())
+    assert "ada@example.com" in page.get_data(as_text=True)
+
+
+def test_a_second_sign_in_uses_the_existing_link(client, world, oidc, oidc_id):
+    sign_in(client, oidc_id)
+    oidc.sign_in_as(**{**PERSON, "email": "changed@example.com"})
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 303
+    assert len(world.query(select(User))) == 3  # setup's person and service, plus Ada
+    assert len(world.query(select(ExternalIdentity))) == 1
+
+
+def test_oauth2_provider_reads_the_userinfo_url(client, world, oauth2, oauth2_id):
+    _, callback = sign_in(client, oauth2_id)
+    assert callback.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert identity.subject == "u-7"
+    [user] = world.query(select(User).where(User.id == identity.user_id))
+    assert user.email == "grace@example.com"
+
+
+@pytest.mark.parametrize("state", ["forged-state", ""])
+def test_a_forged_state_is_a_400_page(client, oidc_id, state):
+    response = client.get("/auth/oauth2/callback", query_string={"state": state, "code": "x"}, headers=headers())
+    assert response.status_code == 400
+    assert "Sign-in expired" in response.get_data(as_text=True)
+
+
+def test_a_reused_state_is_a_400_page_and_creates_nothing_more(client, world, oidc, oidc_id):
+    start = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    first = client.get(back.path, query_string=back.query, headers=headers())
+    second = client.get(back.path, query_string=back.query, headers=headers())
+    assert (first.status_code, second.status_code) == (303, 400)
+    assert len(world.query(select(ExternalIdentity))) == 1
+
+
+def test_an_expired_state_is_a_400_page(make_app, setup, runner, oidc):
+    app = make_app(AUTHSVC_SSO_FLOW_TTL=1)
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    client = app.test_client()
+    start = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(), base_url=f"https://{HOST}")
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    time.sleep(2.1)
+    late = client.get(back.path, query_string=back.query, headers=headers(), base_url=f"https://{HOST}")
+    assert late.status_code == 400
+
+
+@pytest.mark.parametrize("fault", ["bad_signature", "wrong_aud", "wrong_nonce", "wrong_iss", "expired"])
+def test_an_id_token_that_fails_verification_signs_nobody_in(client, world, oidc, oidc_id, fault):
+    oidc.fault = fault
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 502
+    assert "did not answer properly" in callback.get_data(as_text=True)
+    assert client.get_cookie("user", domain=HOST) is None
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+def test_a_cancel_at_the_provider_goes_back_to_sign_in_with_a_message(client, oidc, oidc_id):
+    oidc.fault = "deny"
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 303
+    assert callback.headers["Location"] == "/auth/login?sso_error=access_denied"
+    page = client.get(callback.headers["Location"], headers=headers())
+    assert "Sign-in with your organisation was cancelled." in page.get_data(as_text=True)
+
+
+@pytest.mark.parametrize("fault", ["garbage", "error500"])
+def test_a_provider_answering_garbage_is_a_502_page(client, world, oidc, oidc_id, fault):
+    oidc.fault = fault
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 502
+    assert callback.mimetype == "text/html"
+    assert world.query(select(ExternalIdentity)) == []
+
+
+def test_a_slow_provider_times_out_as_a_502(make_app, setup, oidc):
+    app = make_app(AUTHSVC_SSO_TIMEOUT=1)
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    oidc.fault, oidc.slow_seconds = "slow", 2.5
+    client = app.test_client()
+    start = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(), base_url=f"https://{HOST}")
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    callback = client.get(back.path, query_string=back.query, headers=headers(), base_url=f"https://{HOST}")
+    assert callback.status_code == 502
+
+
+def test_an_unreachable_provider_is_a_502_page(client, runner, setup):
+    with Provider("oidc") as gone:
+        url = gone.url
+    provider_id = create_provider(runner, "--issuer", url)["id"]
+    response = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers())
+    assert response.status_code == 502
+    assert "cannot be reached" in response.get_data(as_text=True)
+
+
+def test_a_verified_email_links_the_existing_user(client, world, setup, oidc, oidc_id):
+    oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert identity.user_id == setup.person.id
+
+
+def test_an_unverified_email_does_not_take_over_an_existing_user(client, world, setup, oidc, oidc_id):
+    oidc.sign_in_as(sub="ext-1", email="person@example.com")
+    _, callback = sign_in(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=email_in_use"
+    assert world.query(select(ExternalIdentity)) == []
+    assert client.get_cookie("user", domain=HOST) is None
+
+
+def test_trust_email_links_an_unverified_email(client, world, runner, setup, oauth2):
+    oauth2.sign_in_as(id="u-1", email="person@example.com")
+    provider_id = create_provider(
+        runner, "--authorize-url", oauth2.url + "/authorize", "--token-url", oauth2.url + "/token",
+        "--userinfo-url", oauth2.url + "/userinfo", "--trust-email",
+    )["id"]  # fmt: skip
+    _, callback = sign_in(client, provider_id)
+    assert callback.status_code == 303
+    assert world.query(select(ExternalIdentity))[0].user_id == setup.person.id
+
+
+def test_match_rules_refuse_accounts_outside_them(client, world, runner, setup, oidc):
+    provider_id = create_provider(runner, "--issuer", oidc.url, "--match", "email_domain=corp.example")["id"]
+    _, callback = sign_in(client, provider_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=not_allowed"
+    oidc.sign_in_as(**{**PERSON, "email": "ada@corp.example"})
+    assert sign_in(client, provider_id)[1].status_code == 303
+
+
+def test_concurrent_first_sign_ins_leave_one_user_and_one_identity(app, world, oidc, oidc_id):
+    def run():
+        client = app.test_client()
+        sign_in(client, oidc_id)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(world.query(select(User).where(User.email == "ada@example.com"))) == 1
+    assert len(world.query(select(ExternalIdentity))) == 1
+
+
+def test_the_sign_in_page_has_a_button_per_provider(client, oidc_id, oauth2_id):
+    html = client.get("/auth/login", query_string={"continue": "/x"}, headers=headers()).get_data(as_text=True)
+    assert html.count("Sign in with Corp") == 2
+    assert f'href="/auth/oauth2?id={oidc_id}&amp;continue=/x"' in html
+
+
+# Delegated tokens
+
+
+@pytest.fixture
+def ada_token(client, world, setup, oidc, oidc_id):
+    sign_in(client, oidc_id)
+    code = parse_qs(
+        urlsplit(
+            client.get(
+                "/auth/oauth/authorize",
+                query_string={
+                    "response_type": "code",
+                    "client_id": setup.public_app.client_id,
+                    "redirect_uri": "https://app.example.com/callback",
+                },
+                headers=headers(),
+            ).headers["Location"]
+        ).query
+    )["code"][0]
+    token = client.post(
+        "/auth/oauth/token",
+        query_string={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": setup.public_app.client_id,
+            "redirect_uri": "https://app.example.com/callback",
+        },
+        headers=headers(),
+    ).get_json()
+    return token["access_token"]  # fmt: skip
+
+
+def resource_token(client, token, path="/api/engine/v2/users/resource_token", method="post"):
+    return getattr(client, method)(path, headers=headers(Authorization=f"Bearer {token}"))
+
+
+def test_resource_token_returns_the_providers_access_token(client, oidc, ada_token):
+    response = resource_token(client, ada_token)
+    assert response.status_code == 200
+    body = response.get_json()
+    assert body["token"] in oidc.tokens
+    assert body["expires"] > time.time() + 3000
+    assert oidc.refreshes == 0
+
+
+def test_a_token_near_expiry_is_refreshed_and_the_new_pair_saved(client, world, oidc, oidc_id, setup):
+    oidc.expires_in = 120
+    sign_in(client, oidc_id)
+    [identity] = world.query(select(ExternalIdentity))
+    user = world.query(select(User).where(User.id == identity.user_id))[0]
+    world.update(User, user.id, admin=False)
+    key = world.api_key(user)
+    first = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key})).get_json()
+    assert oidc.refreshes == 1
+    oidc.expires_in = 3600
+    assert first["token"] in oidc.tokens
+    [after] = world.query(select(ExternalIdentity))
+    assert after.refresh_token_encrypted != identity.refresh_token_encrypted
+    oidc.expires_in = 3600
+    second = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key})).get_json()
+    assert oidc.refreshes == 2, "120 s is inside the 5-minute margin, so it refreshes again"
+    assert second["token"] != first["token"]
+
+
+def test_a_refused_refresh_is_a_409_and_marks_the_identity(client, world, oidc, oidc_id, setup):
+    oidc.expires_in = 60
+    sign_in(client, oidc_id)
+    [identity] = world.query(select(ExternalIdentity))
+    key = world.api_key(world.query(select(User).where(User.id == identity.user_id))[0])
+    oidc.fault = "refuse_refresh"
+    response = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key}))
+    assert response.status_code == 409
+    assert response.get_json()["error"] == "reauthentication_required"
+    assert world.query(select(ExternalIdentity))[0].needs_reauth is True
+    oidc.fault = None
+    sign_in(client, oidc_id)
+    assert world.query(select(ExternalIdentity))[0].needs_reauth is False
+
+
+def test_an_admin_gets_and_clears_a_users_resource_token(client, world, setup, oidc, oidc_id, ada_token):
+    [identity] = world.query(select(ExternalIdentity))
+    admin_key = world.api_key(setup.person, permission="admin")
+    path = f"/api/engine/v2/users/{identity.user_id}/resource_token"
+    assert client.post(path, headers=headers(**{"X-API-Key": admin_key})).status_code == 403
+    world.update(User, setup.person.id, admin=True)
+    response = client.post(path, headers=headers(**{"X-API-Key": admin_key}))
+    assert response.status_code == 200
+    assert response.get_json()["token"] in oidc.tokens
+    cleared = client.delete(path, headers=headers(**{"X-API-Key": admin_key}))
+    assert cleared.get_json() == {"cleared": 1}
+    again = client.post(path, headers=headers(**{"X-API-Key": admin_key}))
+    assert again.status_code == 404
+    assert again.get_json()["error"] == "no_resource_token"
+    missing = client.post("/api/engine/v2/users/999999/resource_token", headers=headers(**{"X-API-Key": admin_key}))
+    assert missing.status_code == 404
+
+
+def test_resource_token_picks_a_provider_and_an_odd_provider_id_has_none(client, oidc, oidc_id, ada_token):
+    def ask(provider):
+        return client.post(
+            "/api/engine/v2/users/resource_token",
+            query_string={"provider": provider},
+            headers=headers(Authorization=f"Bearer {ada_token}"),
+        )
+
+    assert ask(oidc_id).get_json()["token"] in oidc.tokens
+    for provider in ("\x00", "ab\x00cd", "no-such-id"):
+        response = ask(provider)
+        assert response.status_code == 404, "NUL reached PostgreSQL and was a 500"
+        assert response.get_json()["error"] == "no_resource_token"
+
+
+@pytest.mark.parametrize("method", ["post", "delete"])
+def test_an_admin_names_a_user_by_ascii_digits_only(client, world, setup, method):
+    """ "²" was a 500 (int() refuses it) and Arabic-Indic digits named the user with that number."""
+    world.update(User, setup.person.id, admin=True)
+    admin_key = world.api_key(setup.person, permission="admin")
+    arabic_indic = "".join(chr(0x660 + int(d)) for d in str(setup.service.id))
+    # 2147483648 is past SQL's INTEGER, which PostgreSQL refused (a 500).
+    for user_id in ("\u00b2", arabic_indic, f"{setup.service.id}\u00b2", "2147483648"):
+        response = getattr(client, method)(
+            f"/api/engine/v2/users/{user_id}/resource_token", headers=headers(**{"X-API-Key": admin_key})
+        )
+        assert response.status_code == 404, user_id
+        assert response.get_json()["error"] == "not_found"
+
+
+def test_resource_token_needs_a_credential(client, setup):
+    assert client.post("/api/engine/v2/users/resource_token", headers=headers()).status_code == 401
+
+
+def test_a_password_user_has_no_resource_token(client, world, setup):
+    key = world.api_key(setup.person)
+    response = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key}))
+    assert response.status_code == 404
+
+
+# Provider records and the Microsoft preset
+
+
+def test_sso_create_list_and_show_keep_the_secret_encrypted(runner, world, setup, oidc):
+    created = create_provider(runner, "--issuer", oidc.url, "--param", "prompt=login", "--map", "name=nickname,name")
+    assert created["callback_url"] == f"https://{HOST}/auth/oauth2/callback"
+    [stored] = world.query(select(SsoProvider))
+    assert "provider-secret" not in stored.client_secret_encrypted
+    listed = json.loads(runner.invoke(args=["sso", "list"]).stdout)["sso"]
+    shown = json.loads(runner.invoke(args=["sso", "show", created["id"]]).stdout)
+    assert listed[0]["id"] == shown["id"] == created["id"]
+    assert "provider-secret" not in json.dumps(listed) + json.dumps(shown)
+    assert shown["authorize_params"] == {"prompt": "login"}
+    assert shown["profile_mappings"] == {"name": ["nickname", "name"]}
+    assert shown["kind"] == "oidc"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ([], "give --issuer"),
+        (["--issuer", "ftp://x.example"], "absolute http(s) URL"),
+        (["--issuer", "http://idp.example.com"], "loopback"),
+        (["--preset", "microsoft"], "needs --tenant"),
+        (["--issuer", "https://idp.example.com", "--map", "novalue"], "NAME=VALUE"),
+    ],
+)
+def test_sso_create_refuses_bad_input(runner, setup, args, message):
+    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
+                                 "--client-secret", "s", *args])  # fmt: skip
+    assert result.exit_code != 0
+    assert message in result.stderr
+
+
+def test_microsoft_preset_asks_for_every_delegated_permission(runner, world, setup):
+    created = create_provider(runner, "--preset", "microsoft", "--tenant", "contoso.onmicrosoft.com")
+    assert created["admin_consent_url"].startswith(
+        "https://login.microsoftonline.com/contoso.onmicrosoft.com/v2.0/adminconsent?client_id=authsvc"
+    )
+    assert "redirect_uri=https%3A%2F%2Fauth.example.com%2Fauth%2Foauth2%2Fcallback" in created["admin_consent_url"]
+    shown = json.loads(runner.invoke(args=["sso", "show", created["id"]]).stdout)
+    assert shown["scopes"].split() == [
+        "openid", "profile", "email", "offline_access", "Place.Read.All", "Calendars.ReadWrite",
+        "Calendars.ReadWrite.Shared", "Contacts.Read", "Group.Read.All", "User.Read.All",
+    ]  # fmt: skip
+    assert shown["authorize_url"] == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize"
+    assert shown["token_url"] == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token"
+    assert shown["userinfo_url"] == "https://graph.microsoft.com/v1.0/me"
+    assert shown["profile_mappings"]["email"] == ["mail", "userPrincipalName"]
+    assert shown["profile_mappings"]["first_name"] == ["givenName"]
+    assert shown["profile_mappings"]["last_name"] == ["surname"]
+    assert shown["profile_mappings"]["uid"] == ["id", "oid"]
+    check = json.loads(runner.invoke(args=["sso", "check", created["id"]]).stdout)
+    assert check["missing"] is None and "nobody has signed in" in check["note"]
+
+
+def test_sso_check_lists_the_permissions_admin_consent_did_not_grant(client, runner, world, setup, oidc):
+    # The Microsoft preset, pointed at the loopback provider standing in for Entra and Graph.
+    created = create_provider(
+        runner, "--preset", "microsoft", "--tenant", "contoso", "--issuer", oidc.url,
+        "--authorize-url", oidc.url + "/authorize", "--token-url", oidc.url + "/token",
+        "--userinfo-url", oidc.url + "/userinfo", "--jwks-url", oidc.url + "/jwks",
+    )  # fmt: skip
+    oidc.sign_in_as(sub="pairwise-sub", tid="contoso")
+    oidc.userinfo = {"id": "graph-id-1", "mail": "Megan@Contoso.example", "givenName": "Megan", "surname": "Bowen",
+                     "displayName": "Megan Bowen", "sub": "pairwise-sub"}  # fmt: skip
+    oidc.granted_scope = "openid profile email https://graph.microsoft.com/Calendars.ReadWrite User.Read.All"
+    _, callback = sign_in(client, created["id"])
+    assert callback.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert identity.subject == "graph-id-1"
+    [user] = world.query(select(User).where(User.id == identity.user_id))
+    assert (user.email, user.name) == ("megan@contoso.example", "Megan Bowen")
+    check = json.loads(runner.invoke(args=["sso", "check", created["id"]]).stdout)
+    assert check["missing"] == ["Place.Read.All", "Calendars.ReadWrite.Shared", "Contacts.Read", "Group.Read.All"]
+    assert "offline_access" in check["granted"]
+    oidc.granted_scope = None
+    sign_in(client, created["id"])
+    assert json.loads(runner.invoke(args=["sso", "check", created["id"]]).stdout)["missing"] == []
+
+
+def test_a_disabled_user_cannot_sign_in_through_sso(client, world, oidc, oidc_id):
+    sign_in(client, oidc_id)
+    [identity] = world.query(select(ExternalIdentity))
+    world.update(User, identity.user_id, disabled=True)
+    client.delete_cookie("user", domain=HOST)
+    _, callback = sign_in(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=account_disabled"
+
+
+def test_password_sign_in_still_works_beside_sso(client, setup, oidc_id):
+    response = client.post("/auth/signin", json={"email": "person@example.com", "password": PASSWORD},
+                           headers=headers())  # fmt: skip
+    assert response.status_code == 202
+
+
+def test_an_sso_sign_in_is_audited(client, world, oidc, oidc_id):
+    from authsvc.models import AuditRecord
+
+    sign_in(client, oidc_id)
+    [user] = world.query(select(User).where(User.email == "ada@example.com"))
+    [record] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.signin"))
+    assert (record.actor, record.target, record.details) == (
+        f"user:{user.id}",
+        f"user:{user.id}",
+        {"provider": oidc_id},
+    )
+
+
+def test_a_callback_in_another_browser_is_refused(app, client, world, oidc, oidc_id):
+    # Login CSRF: an attacker starts a flow, signs in at the provider, and hands
+    # the callback URL to a victim; the victim's browser lacks the flow cookie.
+    start = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    victim = app.test_client()
+    response = victim.get(back.path, query_string=back.query, headers=headers(), base_url=f"https://{HOST}")
+    assert response.status_code == 400
+    assert victim.get_cookie("user", domain=HOST) is None
+    assert world.query(select(ExternalIdentity)) == []
+
+
+def test_an_answer_without_expires_in_signs_in_and_keeps_the_tokens(client, world, oidc, oidc_id):
+    oidc.expires_in = None
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert identity.access_token_encrypted is not None
+    assert identity.expires_at is None
+
+
+def test_a_garbled_expires_in_is_a_502_and_creates_nothing(client, world, oidc, oidc_id):
+    oidc.expires_in = "soon"
+    _, callback = sign_in(client, oidc_id)
+    assert callback.status_code == 502
+    assert world.query(select(ExternalIdentity)) == []
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+def test_trusting_email_from_any_entra_tenant_needs_a_tenant_rule(runner, setup):
+    args = ["--preset", "microsoft", "--tenant", "organizations", "--trust-email"]
+    refused = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
+                                  "--client-secret", "s", *args])  # fmt: skip
+    assert refused.exit_code != 0
+    assert "tid match rule" in refused.stderr
+    pinned = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
+                                 "--client-secret", "s", *args, "--match", "tid=contoso-tenant-id"])  # fmt: skip
+    assert pinned.exit_code == 0, pinned.stderr
