@@ -1,0 +1,228 @@
+"""The table, the targets of issue 8, and the JSON written beside them.
+
+Each scenario was measured in rounds interleaved with the others. Its req/s is
+the total of its rounds; p50 and p99 are the medians of the rounds'; ``±%`` is
+half the spread between its slowest and fastest round. A ratio is the median
+over rounds of (scenario's req/s / its baseline's req/s in the same round), so
+that a burst of other work on the machine cancels out.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.load import Result
+from bench.noise import CpuUse
+
+RSS_LIMIT_MB = 80.0
+
+
+def tokens_label(n: int) -> str:
+    if n >= 1_000_000 and n % 1_000_000 == 0:
+        return f"{n // 1_000_000}M"
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    return str(n)
+
+
+@dataclass
+class Row:
+    label: str
+    key: str
+    baseline: str | None = None  # key of the baseline row
+    minimum: float | None = None  # target ratio, where issue 8 sets one
+    short: str = ""  # how the row is named in the "vs" column
+
+
+def rows(token_counts: list[int]) -> list[Row]:
+    first = f"inspect_bearer_{token_counts[0]}"
+    out = [Row("bare Flask route (ceiling)", "bare", short="bare route")]
+    for i, n in enumerate(token_counts):
+        label = f"inspect, bearer header, {tokens_label(n)} tokens"
+        if i == 0:
+            out.append(Row(label, first, "bare", 0.7, short=f"inspect {tokens_label(n)}"))
+        else:
+            minimum = 0.9 if n == token_counts[-1] else None
+            out.append(Row(label, f"inspect_bearer_{n}", first, minimum, short=f"inspect {tokens_label(n)}"))
+    out += [
+        Row("inspect, X-API-Key header", "inspect_api_key", "bare"),
+        Row("code flow, authorise + exchange", "code_flow", "bare", 0.4),
+        Row("refresh grant (rotating)", "refresh", "bare"),
+        Row("bcrypt checkpw (floor)", "bcrypt", short="bcrypt"),
+        Row("password grant", "password_grant", "bcrypt", 0.9),
+        Row("sign-in", "signin", "bcrypt"),
+    ]
+    return out
+
+
+def summarise(results: list[Result]) -> dict[str, Any]:
+    duration = sum(r.duration for r in results)
+    ok = sum(r.ok for r in results)
+    statuses: dict[str, int] = {}
+    for r in results:
+        for status, n in r.statuses.items():
+            statuses[status] = statuses.get(status, 0) + n
+    per_round = [r.rps for r in results]
+    rps = ok / duration if duration else 0.0
+    return {
+        "rps": round(rps, 2),
+        "spread_pct": round(50 * (max(per_round) - min(per_round)) / rps, 1) if rps else None,
+        "p50_ms": round(statistics.median(r.p50_ms for r in results), 2),
+        "p99_ms": round(statistics.median(r.p99_ms for r in results), 2),
+        "requests": sum(r.requests for r in results),
+        "ok": ok,
+        "socket_errors": sum(r.socket_errors for r in results),
+        "statuses": statuses,
+        "duration": round(duration, 2),
+        "generator": results[0].generator,
+        "connections": results[0].connections,
+        "rounds_rps": [round(x, 2) for x in per_round],
+    }
+
+
+def paired_ratio(results: list[Result], baseline: list[Result]) -> float | None:
+    if len(results) == len(baseline):
+        pairs = [r.rps / b.rps for r, b in zip(results, baseline, strict=True) if b.rps]
+        return statistics.median(pairs) if pairs else None
+    base = sum(b.ok for b in baseline) / sum(b.duration for b in baseline)
+    return (sum(r.ok for r in results) / sum(r.duration for r in results)) / base if base else None
+
+
+def cpu_per_request_ms(results: list[Result], use: list[CpuUse]) -> float | None:
+    ok = sum(r.ok for r in results)
+    cpu = sum(u.server_cpu_s for u in use)
+    return 1000 * cpu / ok if ok and cpu else None
+
+
+def build(
+    rounds: dict[str, list[Result]],
+    cpu: dict[str, list[CpuUse]],
+    token_counts: list[int],
+    memory: dict[str, list[dict]],
+    revocation: dict[str, Any],
+    settings: dict[str, Any],
+) -> dict[str, Any]:
+    """Everything the run found, as the JSON written to bench/results/."""
+    table = []
+    targets = []
+    all_rows = rows(token_counts)
+    short = {r.key: r.short or r.label for r in all_rows}
+    for row in all_rows:
+        if row.key not in rounds:
+            continue
+        ratio = paired_ratio(rounds[row.key], rounds[row.baseline]) if row.baseline in rounds else None
+        cost = cpu_per_request_ms(rounds[row.key], cpu.get(row.key, [])) if row.key != "bcrypt" else None
+        base_cost = (
+            cpu_per_request_ms(rounds[row.baseline], cpu.get(row.baseline, []))
+            if row.baseline in rounds and row.baseline != "bcrypt"
+            else None
+        )
+        entry = {
+            "scenario": row.label,
+            "key": row.key,
+            **summarise(rounds[row.key]),
+            "noise_cores": round(
+                statistics.mean(u.others_cores for u in cpu.get(row.key, [])) if row.key in cpu else 0.0, 2
+            ),
+            "cpu_ms_per_request": None if cost is None else round(cost, 3),
+            # The same comparison made with CPU cost (baseline's / this one's): what the req/s ratio
+            # would be on a quiet machine with every core busy serving.
+            "cpu_ratio": None if cost is None or base_cost is None else round(base_cost / cost, 3),
+            "baseline": row.baseline,
+            "vs": short.get(row.baseline or "", ""),
+            "ratio": None if ratio is None else round(ratio, 3),
+            "target": row.minimum,
+            "met": None if row.minimum is None or ratio is None else ratio >= row.minimum,
+        }
+        if row.key.startswith("inspect_bearer") and row.baseline != "bare" and "bare" in rounds:
+            entry["ratio_to_bare"] = round(paired_ratio(rounds[row.key], rounds["bare"]) or 0, 3)
+        table.append(entry)
+        if row.minimum is not None:
+            targets.append(
+                {
+                    "target": f"{row.label} >= {row.minimum} x {short[row.baseline]}",
+                    "value": entry["ratio"],
+                    "met": entry["met"],
+                }
+            )
+    worker_rss = [w["rss_mb"] for group, ws in memory.items() if "service" in group for w in ws if w["rss_mb"]]
+    if worker_rss:
+        targets.append(
+            {
+                "target": f"resident memory per service worker < {RSS_LIMIT_MB:.0f} MB",
+                "value": round(max(worker_rss), 1),
+                "met": max(worker_rss) < RSS_LIMIT_MB,
+            }
+        )
+    if revocation:
+        targets.append(
+            {
+                "target": "revocation immediate on every worker (no cache lets a revoked credential pass)",
+                "value": "immediate" if revocation["immediate"] else "NOT immediate",
+                "met": revocation["immediate"],
+            }
+        )
+    return {"settings": settings, "table": table, "targets": targets, "memory": memory, "revocation": revocation}
+
+
+def _fmt(value: float | None, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(report: dict[str, Any]) -> str:
+    s = report["settings"]
+    lines = [
+        f"authsvc benchmark {s['started']}, commit {s['commit']}: generator {s['generator']}, "
+        f"{s['workers']} gunicorn workers, {s['connections']} connections ({s['bcrypt_connections']} for "
+        f"bcrypt-bound), {s['duration']:.0f} s per scenario in {s['rounds']} rounds, bcrypt cost {s['bcrypt_rounds']}, "
+        f"{s.get('waited_for_quiet_s', 0):.0f} s spent waiting for a quiet machine"
+        + (f", priority +{s['priority']}" if s.get("priority") else ""),
+        "",
+    ]
+    header = (
+        f"{'scenario':<34} {'req/s':>8} {'±%':>4} {'p50 ms':>7} {'p99 ms':>7} {'noise':>5} {'cpu ms':>6}  "
+        f"{'vs':<11} {'ratio':>5} {'cpu':>5}  {'target':<7} result"
+    )
+    lines += [header, "-" * len(header)]
+    for r in report["table"]:
+        result = "" if r["met"] is None else ("met" if r["met"] else "NOT MET")
+        target = f">= {r['target']}" if r["target"] is not None else ""
+        failed = r["requests"] - r["ok"] + r["socket_errors"]
+        warn = f"  ({failed} of {r['requests'] + r['socket_errors']} failed)" if failed else ""
+        lines.append(
+            f"{r['scenario']:<34} {r['rps']:>8.1f} {_fmt(r['spread_pct'], '.0f'):>4} {r['p50_ms']:>7.1f} "
+            f"{r['p99_ms']:>7.1f} {r['noise_cores']:>5.2f} {_fmt(r['cpu_ms_per_request'], '.2f'):>6}  {r['vs']:<11} "
+            f"{_fmt(r['ratio'], '.2f'):>5} {_fmt(r['cpu_ratio'], '.2f'):>5}  {target:<7} {result}{warn}"
+        )
+    lines += [
+        "",
+        "±%: half the spread between rounds; noise: cores that other processes used meanwhile; cpu ms: server",
+        "CPU (workers, Redis, PostgreSQL backends) per request; ratio: req/s over the baseline's, median of",
+        "rounds; cpu: the baseline's cpu ms over this one's (the ratio a quiet machine would show). The code",
+        "flow counts authorise and exchange as one request each. See bench/README.md.",
+        "",
+    ]
+    for group, workers in report["memory"].items():
+        rss = ", ".join(f"{w['rss_mb']:.1f}" for w in workers if w["rss_mb"] is not None)
+        lines.append(f"resident memory per {group} worker after the run (MB): {rss}")
+    for check in report["revocation"].get("instances", []):
+        lines.append(f"revocation, {check['summary']}")
+    lines += ["", "targets (issue 8):"]
+    for t in report["targets"]:
+        mark = "met    " if t["met"] else "NOT MET"
+        lines.append(f"  {mark}  {t['target']}: {t['value']}")
+    return "\n".join(lines)
+
+
+def write(report: dict[str, Any], directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(report, indent=2)
+    latest = directory / "latest.json"
+    latest.write_text(text)
+    stamp = report["settings"]["started"].replace(":", "").replace("-", "")
+    (directory / f"run-{stamp}.json").write_text(text)
+    return latest

@@ -1,0 +1,175 @@
+"""The data a run needs: records through the CLI, tokens in bulk through COPY.
+
+Only rows are added; the schema is the one the migrations build.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import random
+import subprocess
+import time
+from dataclasses import dataclass
+from urllib.parse import quote
+
+import psycopg
+
+from bench.services import REPO, BenchError, procfile_command, tool
+
+HOST = "127.0.0.1"
+REDIRECT_URI = "http://127.0.0.1/callback"
+SERVICE_EMAIL = "service@bench.test"
+PERSON_EMAIL = "person@bench.test"
+PASSWORD = "bench-password-1234"
+# Bulk tokens stay valid for the whole run.
+BULK_TOKEN_TTL = 7 * 24 * 3600
+REFRESH_TTL = 30 * 24 * 3600
+
+COPY_COLUMNS = (
+    "application_id, user_id, access_token_digest, refresh_token_digest, family, grant_type, scope, "
+    "issued_at, expires_in, refresh_expires_at, grant_expires_at, purgeable_at"
+)
+
+
+@dataclass
+class Seed:
+    """What the load needs to know about the seeded records."""
+
+    client_id: str
+    application_id: int
+    service_user_id: int
+    api_key: str
+    api_key_id: str
+    password_hash: str
+
+    @property
+    def bcrypt_rounds(self) -> int:
+        # "$2b$12$...": the cost the service hashed the password with.
+        return int(self.password_hash.split("$")[2])
+
+    def authorize_path(self) -> str:
+        return (
+            f"/auth/oauth/authorize?response_type=code&client_id={quote(self.client_id)}"
+            f"&redirect_uri={quote(REDIRECT_URI, safe='')}&scope=public"
+        )
+
+    def exchange_path_prefix(self) -> str:
+        """The code exchange in the query string, as SPEC 4.5 sends it; the code goes last."""
+        return (
+            f"/auth/oauth/token?grant_type=authorization_code&client_id={quote(self.client_id)}"
+            f"&redirect_uri={quote(REDIRECT_URI, safe='')}&code="
+        )
+
+
+def flask(env: dict[str, str], *args: str) -> dict:
+    """Run ``flask --app app ARGS`` as the CLI contract says and return its JSON."""
+    result = subprocess.run(
+        [tool("flask"), "--app", "app", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-3:])
+        raise BenchError(f"flask {' '.join(args[:2])} failed:\n{tail}")
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    return json.loads(lines[-1]) if lines else {}
+
+
+def migrate(env: dict[str, str]) -> None:
+    """The Procfile's release command."""
+    result = subprocess.run(procfile_command("release"), cwd=REPO, env=env, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-3:])
+        raise BenchError(f"migrations failed:\n{tail}")
+
+
+def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
+    flask(env, "domains", "create", "--name", "Bench", "--host", HOST)
+    application = flask(
+        env, "apps", "create", "--domain", HOST, "--name", "Bench", "--redirect-uri", REDIRECT_URI, "--scopes", "public"
+    )
+    service = flask(
+        env,
+        "users",
+        "create",
+        "--domain",
+        HOST,
+        "--email",
+        SERVICE_EMAIL,
+        "--password",
+        PASSWORD,
+        "--name",
+        "Bench service",
+        "--service-account",
+    )
+    flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
+    key = flask(env, "api-keys", "create", "--domain", HOST, "--user", SERVICE_EMAIL, "--name", "bench")
+    password_hash = db.execute('SELECT password_hash FROM "user" WHERE id = %s', (int(service["id"]),)).fetchone()[0]
+    return Seed(
+        client_id=application["client_id"],
+        application_id=int(application["id"]),
+        service_user_id=int(service["id"]),
+        api_key=key["key"],
+        api_key_id=key["id"],
+        password_hash=password_hash,
+    )
+
+
+def _secret(raw: bytes) -> str:
+    # The shape of security.new_secret(): 256 bits, URL-safe base64 without padding.
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("ascii")).hexdigest()
+
+
+def insert_tokens(db: psycopg.Connection, seed: Seed, count: int, keep: int, *, refresh: bool = False) -> list[str]:
+    """COPY ``count`` live tokens of the bench application into ``token``.
+
+    Returns the secrets of ``keep`` of them, picked at random over the batch:
+    access tokens, or refresh tokens when ``refresh`` is set.
+    """
+    if count <= 0:
+        return []
+    kept_rows = set(random.sample(range(count), min(keep, count)))
+    kept: list[str] = []
+    issued = int(time.time())
+    refresh_expires = issued + REFRESH_TTL
+    prefix = f"{seed.application_id}\t{seed.service_user_id}\t"
+    chunk = 20_000
+    with db.cursor() as cur, cur.copy(f"COPY token ({COPY_COLUMNS}) FROM STDIN") as copy:  # noqa: S608
+        for start in range(0, count, chunk):
+            n = min(chunk, count - start)
+            randomness = os.urandom(64 * n)
+            lines = []
+            for i in range(n):
+                access = _secret(randomness[64 * i : 64 * i + 32])
+                family = _secret(randomness[64 * i + 32 : 64 * i + 64])
+                if refresh:
+                    secret = _secret(hashlib.sha256(randomness[64 * i : 64 * i + 64]).digest())
+                    lines.append(
+                        f"{prefix}{digest(access)}\t{digest(secret)}\t{family}\tpassword\tpublic\t"
+                        f"{issued}\t{BULK_TOKEN_TTL}\t{refresh_expires}\t{refresh_expires}\t{refresh_expires}\n"
+                    )
+                else:
+                    secret = access
+                    lines.append(
+                        f"{prefix}{digest(access)}\t\\N\t{family}\tpassword\tpublic\t{issued}\t{BULK_TOKEN_TTL}\t\\N\t\\N\t"
+                        f"{issued + BULK_TOKEN_TTL}\n"
+                    )
+                if start + i in kept_rows:
+                    kept.append(secret)
+            copy.write("".join(lines))
+    random.shuffle(kept)
+    return kept
+
+
+def vacuum_analyze(db: psycopg.Connection) -> None:
+    """What autovacuum does in a steady state: statistics and the visibility map (index-only scans)."""
+    db.execute("VACUUM (ANALYZE) token")
+
+
+def token_count(db: psycopg.Connection) -> int:
+    return db.execute("SELECT count(*) FROM token").fetchone()[0]
