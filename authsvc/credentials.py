@@ -12,12 +12,13 @@ from functools import cached_property
 from typing import Any
 
 from authlib.oauth2.rfc6750 import InvalidTokenError
-from flask import request
-from sqlalchemy import bindparam, or_, select, update
+from flask import current_app, request
+from sqlalchemy import String, bindparam, func, or_, select, update
 
 from authsvc import security, validation
 from authsvc.errors import ApiError
-from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions, db, now
+from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions, db, now, read_one
+from authsvc.tenancy import current_domain, request_host
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -42,6 +43,7 @@ class Credential:
     issued_at: int
     expires_at: int | None
     permissions: int  # PlaceOS bits: 1 support, 2 admin
+    audience: str  # the host of the credential's domain
     client_id: str | None = None
     api_key_id: str | None = None
 
@@ -94,14 +96,21 @@ def presented_token(domain: Domain) -> Token | None:
     return token if token is not None and token.is_active() and token.application.domain_id == domain.id else None
 
 
-def authenticate(domain: Domain) -> Credential:
-    """The credential presented with the request, valid for ``domain``; else InvalidTokenError (401)."""
+def authenticate(domain: Domain | None = None) -> Credential:
+    """The credential presented with the request, valid for its domain; else InvalidTokenError (401).
+
+    ``domain``: the request's, when the caller has it already. Without it (inspect)
+    the domain is matched by the request's host in the credential's own statement,
+    which saves a round trip; an unknown host is still a 404.
+    """
     bearer = _presented_bearer()
     if bearer:
         return _token_credential(domain, bearer)
     api_key = _presented_api_key()
     if api_key:
         return _api_key_credential(domain, api_key)
+    if domain is None:
+        current_domain()
     # RFC 6750 3.1: a request with no credential gets no error code in the challenge.
     raise ApiError(
         401,
@@ -112,21 +121,36 @@ def authenticate(domain: Domain) -> Credential:
 
 
 # One statement per credential, on the tables (no ORM entities): the token or
-# key, the columns of the claims, and the user, who must be enabled. Expiry is
-# checked here against the clock of this request; nothing is cached.
+# key, the columns of the claims, the user, who must be enabled, and the
+# domain, chosen as tenancy.current_domain chooses it: the one whose host is
+# the request's, else the configured default. Expiry is checked here against
+# the clock of this request; nothing is cached.
 _token, _application, _user, _api_key = Token.__table__, Application.__table__, User.__table__, ApiKey.__table__
+_domain = Domain.__table__
+_host_domain = _domain.alias("host_domain")
+_REQUEST_DOMAIN = _domain.c.host == func.coalesce(
+    select(_host_domain.c.host).where(_host_domain.c.host == bindparam("host")).scalar_subquery(),
+    bindparam("default_host", type_=String),
+)
 _USER_COLUMNS = (_user.c.id, _user.c.name, _user.c.email, _user.c.groups, _user.c.admin, _user.c.support)
 _TOKEN_CLAIMS = (
-    select(_token.c.scope, _token.c.issued_at, _token.c.expires_in, _application.c.client_id, *_USER_COLUMNS)
+    select(
+        _token.c.scope,
+        _token.c.issued_at,
+        _token.c.expires_in,
+        _application.c.client_id,
+        _domain.c.host.label("aud"),
+        *_USER_COLUMNS,
+    )  # fmt: skip
     .select_from(
-        _token.join(_application, _application.c.id == _token.c.application_id).join(
-            _user, _user.c.id == _token.c.user_id
-        )
+        _token.join(_application, _application.c.id == _token.c.application_id)
+        .join(_domain, _domain.c.id == _application.c.domain_id)
+        .join(_user, _user.c.id == _token.c.user_id)
     )
     .where(
         _token.c.access_token_digest == bindparam("digest"),
         _token.c.revoked_at.is_(None),
-        _application.c.domain_id == bindparam("domain_id"),
+        _REQUEST_DOMAIN,
         _user.c.disabled.is_(False),
     )
 )
@@ -139,13 +163,21 @@ _API_KEY_CLAIMS = (
         _api_key.c.revoked_at,
         _api_key.c.permission,
         _api_key.c.last_used_at,
-        _api_key.c.domain_id,
+        _domain.c.host.label("aud"),
         _user.c.disabled,
         *_USER_COLUMNS,
     )
-    .select_from(_api_key.join(_user, _user.c.id == _api_key.c.user_id))
-    .where(_api_key.c.id == bindparam("key_id"))
+    .select_from(
+        _api_key.join(_user, _user.c.id == _api_key.c.user_id).join(_domain, _domain.c.id == _api_key.c.domain_id)
+    )
+    .where(_api_key.c.id == bindparam("key_id"), _REQUEST_DOMAIN)
 )
+
+
+def _domain_parameters(domain: Domain | None) -> dict[str, str | None]:
+    if domain is not None:
+        return {"host": domain.host, "default_host": None}
+    return {"host": request_host(), "default_host": current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None}
 
 
 def _claimant(row: Any) -> Claimant:
@@ -156,14 +188,17 @@ def _user_permissions(row: Any) -> int:
     return (1 if row.support else 0) | (2 if row.admin else 0)
 
 
-def _token_credential(domain: Domain, value: str) -> Credential:
-    row = (
-        db.session.connection()
-        .execute(_TOKEN_CLAIMS, {"digest": security.digest(value), "domain_id": domain.id})
-        .one_or_none()
-    )
+def _refuse(domain: Domain | None, description: str) -> InvalidTokenError:
+    # No row: an unknown host is told apart (404) only now, off the path of valid credentials.
+    if domain is None:
+        current_domain()
+    return _invalid(description)
+
+
+def _token_credential(domain: Domain | None, value: str) -> Credential:
+    row = read_one(_TOKEN_CLAIMS, {"digest": security.digest(value), **_domain_parameters(domain)})
     if row is None or now() >= row.issued_at + row.expires_in:
-        raise _invalid("The access token is invalid, expired or revoked.")
+        raise _refuse(domain, "The access token is invalid, expired or revoked.")
     return Credential(
         kind="token",
         claimant=_claimant(row),
@@ -171,14 +206,15 @@ def _token_credential(domain: Domain, value: str) -> Credential:
         issued_at=row.issued_at,
         expires_at=row.issued_at + row.expires_in,
         permissions=_user_permissions(row),
+        audience=row.aud,
         client_id=row.client_id,
     )
 
 
-def _api_key_credential(domain: Domain, value: str) -> Credential:
+def _api_key_credential(domain: Domain | None, value: str) -> Credential:
     key_id, _, secret = value.partition(".")
     well_formed = bool(secret) and validation.text_id(key_id)
-    row = db.session.connection().execute(_API_KEY_CLAIMS, {"key_id": key_id}).one_or_none() if well_formed else None
+    row = read_one(_API_KEY_CLAIMS, {"key_id": key_id, **_domain_parameters(domain)}) if well_formed else None
     # Compare even when the key is unknown, so that timing does not tell.
     matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
     moment = now()
@@ -187,10 +223,9 @@ def _api_key_credential(domain: Domain, value: str) -> Credential:
         or not matches
         or row.revoked_at is not None
         or (row.expires_at is not None and moment >= row.expires_at)
-        or row.domain_id != domain.id
         or row.disabled
     ):
-        raise _invalid("The API key is invalid, expired or revoked.")
+        raise _refuse(domain, "The API key is invalid, expired or revoked.")
     _note_use(key_id, row.last_used_at, moment)
     return Credential(
         kind="api_key",
@@ -199,6 +234,7 @@ def _api_key_credential(domain: Domain, value: str) -> Credential:
         issued_at=row.created_at,
         expires_at=row.expires_at,
         permissions=capped_permissions(row.permission, _user_permissions(row)),
+        audience=row.aud,
         api_key_id=key_id,
     )
 

@@ -14,12 +14,12 @@ from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint as _IntrospectionEndpoint
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
-from flask import Flask, request
+from flask import Flask
 
 from authsvc import audit, credentials
 from authsvc.models import Application, Domain, Token, db
 from authsvc.oauth2 import AUTH_METHODS, authorization
-from authsvc.tenancy import current_domain
+from authsvc.tenancy import current_domain, issuer
 
 # Resource servers introspect as confidential clients; a public client has
 # nothing to prove who it is, so it may not read other clients' tokens.
@@ -175,11 +175,6 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
 def _client_authenticates(request: OAuth2Request) -> bool:
     header = request.headers.get("Authorization", "")
     return header.lower().startswith("basic ") or "client_secret" in request.payload.data
-
-
-def issuer() -> str:
-    """The issuer: the scheme, host and port the request came in on (RFC 8414 3.3)."""
-    return request.host_url.rstrip("/")
 
 
 def server_metadata(domain: Domain) -> AuthorizationServerMetadata:

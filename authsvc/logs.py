@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import logging
 import re
+import secrets
 import sys
-import uuid
 from datetime import UTC, datetime
 from typing import Any
 
@@ -45,7 +45,7 @@ def request_id() -> str | None:
     rid = g.get("authsvc_request_id")
     if rid is None:
         incoming = request.headers.get(REQUEST_ID_HEADER, "")
-        rid = incoming if _VALID_REQUEST_ID.fullmatch(incoming) else uuid.uuid4().hex
+        rid = incoming if _VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
         g.authsvc_request_id = rid
     return rid
 

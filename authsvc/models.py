@@ -21,6 +21,7 @@ from sqlalchemy import (
     ForeignKey,
     Index,
     Integer,
+    Select,
     String,
     Text,
     UniqueConstraint,
@@ -30,7 +31,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
 from authsvc import security
@@ -81,6 +82,57 @@ def without_transaction() -> None:
     """
     if not db.session().in_transaction():
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
+# The SQL of the statements read_one has run on PostgreSQL. They are
+# module-level constants, so this holds a handful for the process's life.
+_COMPILED: dict[Select, str] = {}
+
+
+def read_one(statement: Select, params: dict[str, Any]) -> Any:
+    """The first row of a read-only ``statement`` (attribute access by column name), or None.
+
+    For the lookups on every API request (inspect). On PostgreSQL the statement
+    runs on a pooled connection in autocommit (no BEGIN or ROLLBACK round trip)
+    as a server-side prepared statement, which psycopg keeps per connection:
+    one round trip, neither parsed nor planned again, and no ORM session or
+    Core result machinery around it. The pool's checkout events (the ping after
+    idle) still apply, and a failure surfaces as SQLAlchemy's DBAPIError, so the
+    503 handling is the same as elsewhere. On other databases: the session.
+    """
+    engine = db.engine
+    if engine.dialect.name != "postgresql":
+        return db.session.connection().execute(statement, params).one_or_none()
+    sql = _COMPILED.get(statement)
+    if sql is None:
+        sql = _COMPILED[statement] = str(statement.compile(dialect=engine.dialect))
+    import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
+    from psycopg.rows import namedtuple_row
+
+    try:
+        connection = engine.raw_connection()
+    except psycopg.Error as exc:  # cannot connect: the pool wraps nothing here, unlike engine.connect()
+        raise DBAPIError.instance(sql, params, exc, psycopg.Error, dialect=engine.dialect) from exc
+    try:
+        driver = connection.driver_connection
+        driver.autocommit = True
+        try:
+            with driver.cursor(row_factory=namedtuple_row) as cursor:
+                cursor.execute(sql, params, prepare=True)
+                row = cursor.fetchone()
+            driver.autocommit = False
+        except psycopg.Error as exc:
+            invalidated = driver.closed or engine.dialect.is_disconnect(exc, driver, None)
+            if invalidated:
+                connection.invalidate(exc)
+            else:
+                driver.autocommit = False
+            raise DBAPIError.instance(
+                sql, params, exc, psycopg.Error, connection_invalidated=invalidated, dialect=engine.dialect
+            ) from exc
+        return row
+    finally:
+        connection.close()
 
 
 class Domain(db.Model):

@@ -17,6 +17,13 @@ def request_host() -> str:
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
 
 
+def issuer() -> str:
+    """The scheme, host and port the request came in on: the issuer (RFC 8414 3.3) and ``iss``."""
+    # Not request.host_url: it converts the URL to an IRI on every call, and
+    # the issuer is a URL (a punycode host stays as the client sent it).
+    return f"{request.scheme}://{request.host}"
+
+
 def current_domain() -> Domain:
     """The domain whose ``host`` is the request's, or the configured default; else 404."""
     domain = g.get("authsvc_domain")

@@ -16,7 +16,11 @@
 #     find_or_start_postgres  -> SVC_PG_URL     (empty if none could be had)
 #     find_or_start_redis     -> SVC_REDIS_URL  (empty if none could be had)
 
-SVC_DB_NAME=authsvc_test
+# One database per run (the shell's pid in its name), dropped on exit: two
+# runs on one machine (two checkouts, a CI run beside a developer's) must not
+# empty each other's tables.
+SVC_DB_NAME=authsvc_test_$$
+SVC_DB_SHARED=    # "host port" of a server not ours, where SVC_DB_NAME was created
 SVC_PG_URL=
 SVC_REDIS_URL=
 
@@ -45,6 +49,11 @@ svc_tmpdir() {
 
 # Stop what we started, remove the temp dir. Safe to call more than once.
 svc_cleanup() {
+	if [ -n "$SVC_DB_SHARED" ]; then
+		# shellcheck disable=SC2086 # "host port", split on purpose
+		pg_admin $SVC_DB_SHARED "DROP DATABASE IF EXISTS \"$SVC_DB_NAME\" WITH (FORCE)" 2>/dev/null || true
+		SVC_DB_SHARED=
+	fi
 	if [ -n "$SVC_REDIS_PID" ]; then
 		kill "$SVC_REDIS_PID" 2>/dev/null || true
 		wait "$SVC_REDIS_PID" 2>/dev/null || true
@@ -92,26 +101,32 @@ pg_answers() {
 	fi
 }
 
-# (Re)create an empty database $SVC_DB_NAME on host:port, as user postgres.
-pg_recreate_db() {
-	local host=$1 port=$2 db=$SVC_DB_NAME
+# Run SQL statements on host:port's postgres database, as user postgres,
+# outside a transaction (CREATE/DROP DATABASE need that).
+pg_admin() {
+	local host=$1 port=$2
+	shift 2
 	if have_pg_tool psql; then
-		# -X: ignore the developer's ~/.psqlrc. WITH (FORCE) (PostgreSQL
-		# 13+) kicks out sessions a killed earlier run may have left.
+		# -X: ignore the developer's ~/.psqlrc.
+		local args=() statement
+		for statement in "$@"; do args+=(-c "$statement"); done
 		psql -X -q -v ON_ERROR_STOP=1 -h "$host" -p "$port" -U postgres -d postgres \
-			-c "SET client_min_messages = warning" \
-			-c "DROP DATABASE IF EXISTS $db WITH (FORCE)" \
-			-c "CREATE DATABASE $db" >/dev/null
+			-c "SET client_min_messages = warning" "${args[@]}" >/dev/null
 	else
-		"$PY" - "postgresql://postgres@$host:$port/postgres" "$db" <<-'EOF'
+		"$PY" - "postgresql://postgres@$host:$port/postgres" "$@" <<-'EOF'
 			import sys, psycopg
-			url, db = sys.argv[1], sys.argv[2]
-			# CREATE/DROP DATABASE cannot run inside a transaction.
-			with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
-			    conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-			    conn.execute(f'CREATE DATABASE "{db}"')
+			with psycopg.connect(sys.argv[1], autocommit=True, connect_timeout=5) as conn:
+			    for statement in sys.argv[2:]:
+			        conn.execute(statement)
 		EOF
 	fi
+}
+
+# (Re)create an empty database $SVC_DB_NAME on host:port. WITH (FORCE)
+# (PostgreSQL 13+) kicks out sessions a killed earlier run may have left.
+pg_recreate_db() {
+	local host=$1 port=$2 db=$SVC_DB_NAME
+	pg_admin "$host" "$port" "DROP DATABASE IF EXISTS \"$db\" WITH (FORCE)" "CREATE DATABASE \"$db\""
 }
 
 # Directory holding both initdb and pg_ctl: PATH first, then Debian's
@@ -212,6 +227,7 @@ find_or_start_postgres() {
 	#    machine, CI): a fresh database on it is the cheapest option.
 	if pg_answers 127.0.0.1 5432; then
 		if pg_recreate_db 127.0.0.1 5432; then
+			SVC_DB_SHARED="127.0.0.1 5432"
 			SVC_PG_URL=postgresql://postgres@127.0.0.1:5432/$SVC_DB_NAME
 			say "PostgreSQL: using the server on 127.0.0.1:5432, fresh database $SVC_DB_NAME"
 			return 0

@@ -8,8 +8,8 @@ from flask import Blueprint, Response, jsonify, request
 
 from authsvc import credentials, delegated, validation
 from authsvc.errors import ApiError
-from authsvc.models import User, db, without_transaction
-from authsvc.tenancy import current_domain
+from authsvc.models import User, db
+from authsvc.tenancy import current_domain, issuer
 
 bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
 
@@ -17,16 +17,15 @@ bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
 @bp.get("/api_keys/inspect")
 def inspect() -> Response:
     """Describe the credential presented, in the claims shape PlaceOS clients read."""
-    # Reads only (and at most the API key's last-use UPDATE): no transaction around them.
-    without_transaction()
-    domain = current_domain()
-    credential = credentials.authenticate(domain)
+    # On every API request of the platform: one statement finds the domain,
+    # the credential and its user together (credentials.authenticate).
+    credential = credentials.authenticate()
     user = credential.claimant
     claims = {
-        "iss": request.host_url.rstrip("/"),
+        "iss": issuer(),
         "iat": credential.issued_at,
         "exp": credential.expires_at,
-        "aud": domain.host,
+        "aud": credential.audience,
         "sub": str(user.id),
         "scope": credential.scopes,
         "u": {"n": user.name, "e": user.email, "p": credential.permissions, "r": list(user.groups)},
