@@ -15,7 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from authsvc.errors import ApiError
 from authsvc.pages import PAGE_HEADERS
-from authsvc.security import forged_cross_site_request
+from authsvc.security import UNSAFE_METHODS, forged_cross_site_request
 from authsvc.tenancy import request_host
 
 
@@ -27,7 +27,9 @@ def init_app(app: Flask) -> None:
 
     @app.before_request
     def refuse_forged_cross_site_requests() -> None:
-        if forged_cross_site_request(request.method, request.endpoint, request.headers, request_host()):
+        if request.method in UNSAFE_METHODS and forged_cross_site_request(
+            request.method, request.endpoint, request.headers, request_host()
+        ):
             raise ApiError(403, "cross_site_request", "State-changing requests from another site's pages are refused.")
 
     @app.after_request
