@@ -40,7 +40,20 @@ class Service(Flask):
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
-    from authsvc import cli, deployment, endpoints, errors, limits, logs, metrics, oauth2, security, store, views
+    from authsvc import (
+        cli,
+        deployment,
+        endpoints,
+        errors,
+        fastpath,
+        limits,
+        logs,
+        metrics,
+        oauth2,
+        security,
+        store,
+        views,
+    )
     from authsvc.models import db, ping_after_idle
     from config.settings import from_environment
 
@@ -66,6 +79,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # answer, including a 429 from the limiter's own before_request.
     logs.init_app(app)
     metrics.init_app(app)
+    # Before deployment: its ProxyFix must wrap the fast path too.
+    fastpath.init_app(app)
     deployment.init_app(app)
     security.configure_passwords(app.config["AUTHSVC_BCRYPT_ROUNDS"])
     security.configure_encryption(app.config["AUTHSVC_ENCRYPTION_KEYS"], app.config["SECRET_KEY"])

@@ -13,7 +13,7 @@ from typing import Any
 
 from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import current_app, request
-from sqlalchemy import String, bindparam, func, or_, select, update
+from sqlalchemy import Engine, String, bindparam, func, or_, select, update
 
 from authsvc import security, validation
 from authsvc.errors import ApiError
@@ -46,6 +46,7 @@ class Credential:
     audience: str  # the host of the credential's domain
     client_id: str | None = None
     api_key_id: str | None = None
+    last_used_at: int | None = None  # an API key's, as read
 
     @property
     def admin(self) -> bool:
@@ -103,12 +104,24 @@ def authenticate(domain: Domain | None = None) -> Credential:
     the domain is matched by the request's host in the credential's own statement,
     which saves a round trip; an unknown host is still a 404.
     """
+    if domain is not None:
+        host, default_host = domain.host, None
+    else:
+        host, default_host = request_host(), current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
     bearer = _presented_bearer()
     if bearer:
-        return _token_credential(domain, bearer)
+        credential = find_token(bearer, host, default_host)
+        if credential is None:
+            raise _refuse(domain, "The access token is invalid, expired or revoked.")
+        return credential
     api_key = _presented_api_key()
     if api_key:
-        return _api_key_credential(domain, api_key)
+        credential = find_api_key(api_key, host, default_host)
+        if credential is None:
+            raise _refuse(domain, "The API key is invalid, expired or revoked.")
+        if use_to_note(credential):
+            _note_use(credential)
+        return credential
     if domain is None:
         current_domain()
     # RFC 6750 3.1: a request with no credential gets no error code in the challenge.
@@ -118,6 +131,32 @@ def authenticate(domain: Domain | None = None) -> Credential:
         "No bearer token or API key was presented.",
         headers={"WWW-Authenticate": 'Bearer realm="authsvc"'},
     )
+
+
+def _refuse(domain: Domain | None, description: str) -> InvalidTokenError:
+    # No row: an unknown host is told apart (404) only now, off the path of valid credentials.
+    if domain is None:
+        current_domain()
+    return _invalid(description)
+
+
+def claims(credential: Credential, issuer: str) -> dict[str, Any]:
+    """What inspect answers about ``credential``: the claims shape PlaceOS clients read."""
+    user = credential.claimant
+    answer: dict[str, Any] = {
+        "iss": issuer,
+        "iat": credential.issued_at,
+        "exp": credential.expires_at,
+        "aud": credential.audience,
+        "sub": str(user.id),
+        "scope": credential.scopes,
+        "u": {"n": user.name, "e": user.email, "p": credential.permissions, "r": list(user.groups)},
+    }
+    if credential.kind == "token":
+        answer["client_id"] = credential.client_id
+    else:
+        answer["api_key"] = credential.api_key_id
+    return answer
 
 
 # One statement per credential, on the tables (no ORM entities): the token or
@@ -174,12 +213,6 @@ _API_KEY_CLAIMS = (
 )
 
 
-def _domain_parameters(domain: Domain | None) -> dict[str, str | None]:
-    if domain is not None:
-        return {"host": domain.host, "default_host": None}
-    return {"host": request_host(), "default_host": current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None}
-
-
 def _claimant(row: Any) -> Claimant:
     return Claimant(id=row.id, name=row.name, email=row.email, groups=list(row.groups or []))
 
@@ -188,17 +221,17 @@ def _user_permissions(row: Any) -> int:
     return (1 if row.support else 0) | (2 if row.admin else 0)
 
 
-def _refuse(domain: Domain | None, description: str) -> InvalidTokenError:
-    # No row: an unknown host is told apart (404) only now, off the path of valid credentials.
-    if domain is None:
-        current_domain()
-    return _invalid(description)
+# The lookups below need no Flask request: inspect's WSGI fast path
+# (authsvc.fastpath) calls them too, with the engine it holds.
 
 
-def _token_credential(domain: Domain | None, value: str) -> Credential:
-    row = read_one(_TOKEN_CLAIMS, {"digest": security.digest(value), **_domain_parameters(domain)})
+def find_token(value: str, host: str, default_host: str | None, engine: Engine | None = None) -> Credential | None:
+    """The live access token ``value`` of the domain of ``host`` (else ``default_host``), or None."""
+    row = read_one(
+        _TOKEN_CLAIMS, {"digest": security.digest(value), "host": host, "default_host": default_host}, engine
+    )
     if row is None or now() >= row.issued_at + row.expires_in:
-        raise _refuse(domain, "The access token is invalid, expired or revoked.")
+        return None
     return Credential(
         kind="token",
         claimant=_claimant(row),
@@ -211,22 +244,22 @@ def _token_credential(domain: Domain | None, value: str) -> Credential:
     )
 
 
-def _api_key_credential(domain: Domain | None, value: str) -> Credential:
+def find_api_key(value: str, host: str, default_host: str | None, engine: Engine | None = None) -> Credential | None:
+    """The live API key ``value`` (``<id>.<secret>``) of the domain of ``host`` (else ``default_host``), or None."""
     key_id, _, secret = value.partition(".")
     well_formed = bool(secret) and validation.text_id(key_id)
-    row = read_one(_API_KEY_CLAIMS, {"key_id": key_id, **_domain_parameters(domain)}) if well_formed else None
+    parameters = {"key_id": key_id, "host": host, "default_host": default_host}
+    row = read_one(_API_KEY_CLAIMS, parameters, engine) if well_formed else None
     # Compare even when the key is unknown, so that timing does not tell.
     matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
-    moment = now()
     if (
         row is None
         or not matches
         or row.revoked_at is not None
-        or (row.expires_at is not None and moment >= row.expires_at)
+        or (row.expires_at is not None and now() >= row.expires_at)
         or row.disabled
     ):
-        raise _refuse(domain, "The API key is invalid, expired or revoked.")
-    _note_use(key_id, row.last_used_at, moment)
+        return None
     return Credential(
         kind="api_key",
         claimant=_claimant(row),
@@ -236,21 +269,30 @@ def _api_key_credential(domain: Domain | None, value: str) -> Credential:
         permissions=capped_permissions(row.permission, _user_permissions(row)),
         audience=row.aud,
         api_key_id=key_id,
+        last_used_at=row.last_used_at,
     )
 
 
-def _note_use(key_id: str, last_used_at: int | None, moment: int) -> None:
-    """Record that the key was used, at most once per LAST_USED_RESOLUTION.
+def use_to_note(credential: Credential) -> bool:
+    """Whether an API key's ``last_used_at`` is due to move (at most once per LAST_USED_RESOLUTION)."""
+    last = credential.last_used_at
+    return credential.kind == "api_key" and (last is None or last <= now() - LAST_USED_RESOLUTION)
 
-    The row just read says whether a write is due; the UPDATE's own condition
-    settles a race between workers, so at most one of them writes.
+
+def _note_use(credential: Credential) -> None:
+    """Record that the API key was used.
+
+    The row just read said a write is due; the UPDATE's own condition settles
+    a race between workers, so at most one of them writes.
     """
+    moment = now()
     stale = moment - LAST_USED_RESOLUTION
-    if last_used_at is not None and last_used_at > stale:
-        return
     db.session.execute(
         update(ApiKey)
-        .where(ApiKey.id == key_id, or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= stale))
+        .where(
+            ApiKey.id == credential.api_key_id,
+            or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= stale),
+        )
         .values(last_used_at=moment)
     )
     db.session.commit()

@@ -19,6 +19,15 @@ from authsvc.security import UNSAFE_METHODS, forged_cross_site_request
 from authsvc.tenancy import request_host
 
 
+def protective_header_values(secure: bool, hsts_max_age: int) -> list[tuple[str, str]]:
+    """The headers every answer carries, whatever it is."""
+    values = [("X-Content-Type-Options", "nosniff")]
+    if secure and hsts_max_age > 0:
+        # Only over https: a browser ignores it on http, and a local http run must stay reachable.
+        values.append(("Strict-Transport-Security", f"max-age={hsts_max_age}; includeSubDomains"))
+    return values
+
+
 def init_app(app: Flask) -> None:
     hops = app.config["AUTHSVC_PROXY_HOPS"]
     if hops > 0:
@@ -34,10 +43,8 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def protective_headers(response: Response) -> Response:
-        response.headers["X-Content-Type-Options"] = "nosniff"
-        if request.is_secure and hsts_max_age > 0:
-            # Only over https: a browser ignores it on http, and a local http run must stay reachable.
-            response.headers["Strict-Transport-Security"] = f"max-age={hsts_max_age}; includeSubDomains"
+        for name, value in protective_header_values(request.is_secure, hsts_max_age):
+            response.headers[name] = value
         if response.mimetype == "text/html":
             # Every HTML answer gets the pages' policy, whoever rendered it.
             for name in ("Content-Security-Policy", "X-Frame-Options"):

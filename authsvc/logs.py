@@ -44,10 +44,13 @@ def request_id() -> str | None:
         return None
     rid = g.get("authsvc_request_id")
     if rid is None:
-        incoming = request.headers.get(REQUEST_ID_HEADER, "")
-        rid = incoming if _VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
-        g.authsvc_request_id = rid
+        rid = g.authsvc_request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER, ""))
     return rid
+
+
+def choose_request_id(incoming: str) -> str:
+    """``incoming`` (a client's ``X-Request-Id``) if well formed, else a new id."""
+    return incoming if _VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
 
 
 class JsonFormatter(logging.Formatter):

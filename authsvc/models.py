@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections import namedtuple
+from dataclasses import dataclass
 from typing import Any
 
 from flask_sqlalchemy import SQLAlchemy
@@ -84,12 +86,29 @@ def without_transaction() -> None:
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 
-# The SQL of the statements read_one has run on PostgreSQL. They are
-# module-level constants, so this holds a handful for the process's life.
-_COMPILED: dict[Select, str] = {}
+@dataclass(frozen=True)
+class _Prepared:
+    """A read-only statement as read_one sends it to PostgreSQL: ``$n`` placeholders, rows as named tuples."""
+
+    sql: str
+    parameters: tuple[str, ...]
+    row: type
+
+    @classmethod
+    def of(cls, statement: Select, dialect: Any) -> _Prepared:
+        # psycopg's RawCursor takes $n placeholders and a tuple, and so skips
+        # converting %(name)s placeholders and a dictionary on every execution.
+        compiled = statement.compile(dialect=type(dialect)(paramstyle="numeric_dollar"))
+        names = [column.key for column in statement.selected_columns]
+        return cls(compiled.string, tuple(compiled.positiontup or ()), namedtuple("Row", names))
 
 
-def read_one(statement: Select, params: dict[str, Any]) -> Any:
+# The statements read_one has run on PostgreSQL. They are module-level
+# constants, so this holds a handful for the process's life.
+_PREPARED: dict[Select, _Prepared] = {}
+
+
+def read_one(statement: Select, params: dict[str, Any], engine: Engine | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
     For the lookups on every API request (inspect). On PostgreSQL the statement
@@ -99,26 +118,27 @@ def read_one(statement: Select, params: dict[str, Any]) -> Any:
     Core result machinery around it. The pool's checkout events (the ping after
     idle) still apply, and a failure surfaces as SQLAlchemy's DBAPIError, so the
     503 handling is the same as elsewhere. On other databases: the session.
+    ``engine``: for a caller outside an app context (authsvc.fastpath).
     """
-    engine = db.engine
+    engine = engine or db.engine
     if engine.dialect.name != "postgresql":
         return db.session.connection().execute(statement, params).one_or_none()
-    sql = _COMPILED.get(statement)
-    if sql is None:
-        sql = _COMPILED[statement] = str(statement.compile(dialect=engine.dialect))
+    prepared = _PREPARED.get(statement)
+    if prepared is None:
+        prepared = _PREPARED[statement] = _Prepared.of(statement, engine.dialect)
+    values = tuple(params[name] for name in prepared.parameters)
     import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
-    from psycopg.rows import namedtuple_row
 
     try:
         connection = engine.raw_connection()
     except psycopg.Error as exc:  # cannot connect: the pool wraps nothing here, unlike engine.connect()
-        raise DBAPIError.instance(sql, params, exc, psycopg.Error, dialect=engine.dialect) from exc
+        raise DBAPIError.instance(prepared.sql, values, exc, psycopg.Error, dialect=engine.dialect) from exc
     try:
         driver = connection.driver_connection
         driver.autocommit = True
         try:
-            with driver.cursor(row_factory=namedtuple_row) as cursor:
-                cursor.execute(sql, params, prepare=True)
+            with psycopg.RawCursor(driver) as cursor:
+                cursor.execute(prepared.sql, values, prepare=True)
                 row = cursor.fetchone()
             driver.autocommit = False
         except psycopg.Error as exc:
@@ -128,9 +148,9 @@ def read_one(statement: Select, params: dict[str, Any]) -> Any:
             else:
                 driver.autocommit = False
             raise DBAPIError.instance(
-                sql, params, exc, psycopg.Error, connection_invalidated=invalidated, dialect=engine.dialect
+                prepared.sql, values, exc, psycopg.Error, connection_invalidated=invalidated, dialect=engine.dialect
             ) from exc
-        return row
+        return prepared.row._make(row) if row is not None else None
     finally:
         connection.close()
 

@@ -11,7 +11,12 @@ from authsvc.models import Domain, db
 
 def request_host() -> str:
     """The request's host name: lower-cased, port dropped."""
-    host = request.host.lower()
+    return host_name(request.host)
+
+
+def host_name(host: str) -> str:
+    """``host`` (a Host header's value, as werkzeug reads it) lower-cased, port dropped."""
+    host = host.lower()
     if host.startswith("["):
         return host[1:].split("]", 1)[0]
     return host.rsplit(":", 1)[0] if host.count(":") == 1 else host

@@ -163,3 +163,81 @@ def test_api_key_of_another_domain_is_401(client, setup, world):
 
 def test_the_answer_is_not_cached(client, setup, token):
     assert present(client, "header", token).headers["Cache-Control"] == "no-store"
+
+
+# The WSGI fast path (authsvc.fastpath), PostgreSQL only. The tests above go
+# through it wherever the credential is in a header; these show what it
+# answers itself and what it leaves to Flask.
+
+
+def passed_on(environ, start_response):
+    """Stands in for Flask behind the fast path: says that the request reached it."""
+    start_response("418 I'm a teapot", [("Content-Type", "text/plain")])
+    return [b"reached flask"]
+
+
+def through_fast_path(app, **request):
+    from werkzeug.test import Client
+    from werkzeug.wrappers import Response
+
+    from authsvc.fastpath import InspectFastPath
+
+    return Client(InspectFastPath(app, passed_on), Response).get(INSPECT, base_url=f"https://{HOST}", **request)
+
+
+@pytest.mark.postgresql
+def test_the_fast_path_answers_a_valid_header_credential_itself(app, setup, world, token):
+    key = world.api_key(setup.person, scopes="public")
+    with app.app_context():
+        # A key used just now: no last-use write is due, so no reason to pass it on.
+        world.update(ApiKey, key.split(".")[0], last_used_at=now())
+    for credential in ({"Authorization": f"Bearer {token}"}, {"X-API-Key": key}):
+        response = through_fast_path(app, headers=credential)
+        assert response.status_code == 200
+        assert response.get_json()["aud"] == HOST
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize(
+    "request_",
+    [
+        {"query_string": {"bearer_token": "T"}},  # the query and the cookie are Flask's
+        {"headers": {"Cookie": "bearer_token=T"}},
+        {"headers": {"Authorization": "Bearer T", "X-Request-Id": "r"}, "query_string": {"x": "1"}},
+        {"headers": {"Authorization": "Bearer unknown"}},  # every miss: Flask finds the right error
+        {"headers": {"Authorization": "Basic abc"}},
+        {"headers": {"Authorization": "Bearer T", "Host": "unknown.example.com"}},
+        {"headers": {"X-API-Key": "nokey.secret"}},
+        {},
+    ],
+)
+def test_the_fast_path_leaves_everything_else_to_flask(app, setup, token, request_):
+    request_ = {
+        key: {k: (token if v == "T" else v) for k, v in value.items()} if isinstance(value, dict) else value
+        for key, value in request_.items()
+    }
+    response = through_fast_path(app, **request_)
+    assert (response.status_code, response.get_data()) == (418, b"reached flask")
+
+
+@pytest.mark.postgresql
+def test_the_fast_path_leaves_a_due_last_use_write_to_flask(app, client, setup, world):
+    key = world.api_key(setup.person, scopes="public")  # never used: its first use is recorded
+    assert through_fast_path(app, headers={"X-API-Key": key}).status_code == 418
+    assert present(client, "x-api-key", key).status_code == 200
+    assert world.query(select(ApiKey.last_used_at).where(ApiKey.id == key.split(".")[0]))[0] is not None
+    assert through_fast_path(app, headers={"X-API-Key": key}).status_code == 200
+
+
+def test_the_header_and_the_query_string_get_the_same_answer(client, setup, token):
+    """On PostgreSQL the header goes through the fast path and the query through Flask."""
+    by_header = present(client, "header", token)
+    by_query = present(client, "query", token)
+    assert by_header.status_code == by_query.status_code == 200
+    assert by_header.get_data() == by_query.get_data()
+
+    def comparable(response):
+        return sorted((k, v) for k, v in response.headers.items() if k != "X-Request-Id")
+
+    assert comparable(by_header) == comparable(by_query)
+    assert by_header.headers["Strict-Transport-Security"].startswith("max-age=")

@@ -1,0 +1,119 @@
+"""Inspect's fast path: a bearer token or API key in a header, answered below Flask.
+
+``GET /api/engine/v2/api_keys/inspect`` is on the path of every API request
+of the platform. Flask's request machinery and the app's hooks cost several
+times the one prepared lookup that answers it, so this WSGI layer, inside
+ProxyFix and in front of Flask, answers the common case itself: a header
+credential that is valid. It reads the same statement (credentials.find_token
+or find_api_key), builds the same claims (credentials.claims) and sends the
+headers every answer carries (request id, no-store, nosniff, HSTS), and it
+counts the request in the same metrics.
+
+Everything else goes to Flask untouched, which then answers as it always
+does: a query string or cookie credential, any miss (unknown, expired or
+revoked credential, unknown host: Flask tells 401 from 404), an API key whose
+last use is due to be recorded, a database error (Flask answers 503). The
+database is read on every request; nothing is cached.
+
+Only on PostgreSQL: the embedded SQLite default serves inspect through Flask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from flask import Flask
+from werkzeug.sansio.utils import get_host
+
+from authsvc import credentials, deployment, logs, metrics
+from authsvc.tenancy import host_name
+
+PATH = "/api/engine/v2/api_keys/inspect"
+ENDPOINT = "api.inspect"
+
+log = logging.getLogger(__name__)
+
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class InspectFastPath:
+    """WSGI middleware: answers a valid header credential at inspect, else passes the request on."""
+
+    def __init__(self, app: Flask, wsgi_app: Wsgi):
+        self.flask_app = app
+        self.wsgi_app = wsgi_app
+        self.default_host = app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
+        self.hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
+        self._engine: Any = None
+        # The samples every answer of this path adds to, looked up once.
+        self._answered = metrics.REQUESTS.labels(endpoint=ENDPOINT, method="GET", status="200")
+        self._latency = metrics.LATENCY.labels(endpoint=ENDPOINT)
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") == PATH and environ.get("REQUEST_METHOD") == "GET":
+            started = time.perf_counter()
+            try:
+                answer = self._answer(environ)
+            except Exception:  # noqa: BLE001 - Flask answers instead, and logs what it meets
+                log.debug("inspect fast path passed a request on after an error", exc_info=True)
+                answer = None
+            if answer is not None:
+                body, headers = answer
+                start_response("200 OK", headers)
+                self._answered.inc()
+                self._latency.observe(time.perf_counter() - started)
+                return [body]
+        return self.wsgi_app(environ, start_response)
+
+    def _answer(self, environ: dict[str, Any]) -> tuple[bytes, list[tuple[str, str]]] | None:
+        if environ.get("QUERY_STRING") or not environ.get("HTTP_HOST"):
+            return None
+        authorization = environ.get("HTTP_AUTHORIZATION")
+        api_key = environ.get("HTTP_X_API_KEY")
+        if authorization is None and not api_key:
+            return None
+        scheme = environ["wsgi.url_scheme"]
+        # werkzeug's own reading of the host, as request.host gives it to Flask.
+        host = get_host(scheme, environ["HTTP_HOST"], None)
+        if authorization is not None:
+            kind, _, value = authorization.partition(" ")
+            value = value.strip()
+            if kind.lower() != "bearer" or not value:
+                return None
+            credential = credentials.find_token(value, host_name(host), self.default_host, self.engine)
+        else:
+            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.engine)
+            if credential is not None and credentials.use_to_note(credential):
+                return None  # Flask records the use
+        if credential is None:
+            return None
+        # As Flask's jsonify writes it (compact, ASCII, a final newline), so that both paths send the same bytes.
+        claims = credentials.claims(credential, f"{scheme}://{host}")
+        body = (json.dumps(claims, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+        headers = [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),
+            (logs.REQUEST_ID_HEADER, logs.choose_request_id(environ.get("HTTP_X_REQUEST_ID", ""))),
+            *deployment.protective_header_values(scheme == "https", self.hsts_max_age),
+        ]
+        return body, headers
+
+    @property
+    def engine(self) -> Any:
+        if self._engine is None:
+            from authsvc.models import db
+
+            with self.flask_app.app_context():
+                self._engine = db.engine
+        return self._engine
+
+
+def init_app(app: Flask) -> None:
+    """Put the fast path in front of Flask, when the database is PostgreSQL."""
+    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+        app.wsgi_app = InspectFastPath(app, app.wsgi_app)  # type: ignore[method-assign]
