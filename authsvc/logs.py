@@ -108,6 +108,9 @@ def install() -> None:
         return record
 
     logging.setLogRecordFactory(scrubbed_record)
+    # Alembic 1.17 announces each of its plugins at INFO on every command,
+    # seven lines of noise around every CLI command's answer.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     root = logging.getLogger()
     if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
