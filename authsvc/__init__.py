@@ -54,7 +54,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         store,
         views,
     )
-    from authsvc.models import db, ping_after_idle
+    from authsvc.database import db, ping_after_idle
     from config.settings import from_environment
 
     app = Service(__name__, instance_relative_config=False)

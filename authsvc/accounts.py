@@ -8,7 +8,8 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import select
 
 from authsvc import audit, limits, metrics, store
-from authsvc.models import Domain, Token, User, db
+from authsvc.database import db
+from authsvc.models import Domain, Token, User
 
 SESSION_COOKIE = "user"
 

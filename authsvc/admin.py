@@ -15,6 +15,7 @@ from flask import has_request_context, url_for
 from sqlalchemy import delete, func, or_, select
 
 from authsvc import accounts, audit, security, sso, validation
+from authsvc.database import db, now
 from authsvc.models import (
     API_KEY_PERMISSIONS,
     DEFAULT_DOMAIN_SCOPES,
@@ -26,8 +27,6 @@ from authsvc.models import (
     SsoProvider,
     Token,
     User,
-    db,
-    now,
 )
 
 

@@ -16,8 +16,9 @@ from flask import current_app, request
 from sqlalchemy import Engine, String, bindparam, func, or_, select, update
 
 from authsvc import security, validation
+from authsvc.database import db, now, read_one
 from authsvc.errors import ApiError
-from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions, db, now, read_one
+from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.tenancy import current_domain, request_host
 
 # An API key's last_used_at moves at most once per this many seconds: a busy

@@ -13,7 +13,8 @@ from flask import current_app
 from sqlalchemy import false, select
 
 from authsvc import security, sso
-from authsvc.models import ExternalIdentity, User, db, now
+from authsvc.database import db, now
+from authsvc.models import ExternalIdentity, User
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,8 @@ from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from flask import Flask
 
 from authsvc import audit, credentials
-from authsvc.models import Application, Domain, Token, db
+from authsvc.database import db
+from authsvc.models import Application, Domain, Token
 from authsvc.oauth2 import AUTH_METHODS, authorization
 from authsvc.tenancy import current_domain, issuer
 

@@ -76,7 +76,7 @@ def _http_error_name(exc: HTTPException) -> str:
 
 
 def _forget_failed_transaction() -> None:
-    from authsvc.models import db
+    from authsvc.database import db
 
     try:
         db.session.rollback()

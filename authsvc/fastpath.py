@@ -106,7 +106,7 @@ class InspectFastPath:
     @property
     def engine(self) -> Any:
         if self._engine is None:
-            from authsvc.models import db
+            from authsvc.database import db
 
             with self.flask_app.app_context():
                 self._engine = db.engine

@@ -33,7 +33,8 @@ from flask import request as flask_request
 from sqlalchemy import select, update
 
 from authsvc import accounts, audit, metrics, security, store
-from authsvc.models import Application, Token, User, db, now
+from authsvc.database import db, now
+from authsvc.models import Application, Token, User
 from authsvc.tenancy import current_domain
 
 log = logging.getLogger(__name__)

@@ -20,7 +20,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from authsvc import audit, security, store, validation
-from authsvc.models import Domain, ExternalIdentity, SsoProvider, User, db, now
+from authsvc.database import db, now
+from authsvc.models import Domain, ExternalIdentity, SsoProvider, User
 
 if TYPE_CHECKING:
     from authlib.integrations.requests_client import OAuth2Session

@@ -5,8 +5,9 @@ from __future__ import annotations
 from flask import current_app, g, request
 from sqlalchemy import select
 
+from authsvc.database import db
 from authsvc.errors import ApiError
-from authsvc.models import Domain, db
+from authsvc.models import Domain
 
 
 def request_host() -> str:

@@ -25,7 +25,8 @@ for _name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "AUTHSVC_ENV", "AUTHSVC
     os.environ.pop(_name, None)
 
 from authsvc import create_app, security  # noqa: E402
-from authsvc.models import ApiKey, Application, Domain, User, db  # noqa: E402
+from authsvc.database import db  # noqa: E402
+from authsvc.models import ApiKey, Application, Domain, User  # noqa: E402
 
 BACKEND = os.environ.get("AUTHSVC_TEST_BACKEND") or ("postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite")
 HOST = "auth.example.com"

@@ -64,7 +64,7 @@ class Service:
 
 _EMPTY_TABLES_AND_STORE = """
 from authsvc import create_app, store
-from authsvc.models import db
+from authsvc.database import db
 app = create_app()
 with app.app_context():
     for table in reversed(db.metadata.sorted_tables):

@@ -5,7 +5,8 @@ import json
 from sqlalchemy import select
 
 from authsvc import audit, store
-from authsvc.models import AuditRecord, Domain, db
+from authsvc.database import db
+from authsvc.models import AuditRecord, Domain
 
 
 def test_a_record_is_stored_and_published_after_commit(app, world):

@@ -3,7 +3,8 @@
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import ApiKey, Token, User, now
+from authsvc.database import now
+from authsvc.models import ApiKey, Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"

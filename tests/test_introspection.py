@@ -5,7 +5,8 @@ import base64
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import Token, User, now
+from authsvc.database import now
+from authsvc.models import Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INTROSPECT = "/auth/oauth/introspect"

@@ -343,7 +343,7 @@ def test_sessions_of_a_disabled_user_are_refused(client, setup, world):
 def test_sessions_from_before_a_password_change_are_refused(client, setup, app):
     signin(client)
     with app.app_context():
-        from authsvc.models import db
+        from authsvc.database import db
 
         user = db.session.get(User, setup.person.id)
         user.set_password("a new password")

@@ -9,7 +9,8 @@ from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
 from authsvc import security
-from authsvc.models import Application, Token, db, now
+from authsvc.database import db, now
+from authsvc.models import Application, Token
 from tests.conftest import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"

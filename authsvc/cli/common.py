@@ -11,7 +11,8 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from authsvc import accounts, validation
-from authsvc.models import Application, Domain, User, db
+from authsvc.database import db
+from authsvc.models import Application, Domain, User
 
 
 def emit(data: dict[str, Any]) -> None:

@@ -13,7 +13,8 @@ from sqlalchemy import select
 from authsvc import security, validation
 from authsvc import sso as sso_flow
 from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
-from authsvc.models import Domain, SsoProvider, db
+from authsvc.database import db
+from authsvc.models import Domain, SsoProvider
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 

@@ -20,7 +20,8 @@ from authsvc.cli.common import (
     validate_redirect_uri,
     validate_scopes,
 )
-from authsvc.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain, db
+from authsvc.database import db
+from authsvc.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
 domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")

@@ -18,7 +18,8 @@ from authsvc.cli.common import (
     validate_email,
     validate_scopes,
 )
-from authsvc.models import API_KEY_PERMISSIONS, ApiKey, User, db, now
+from authsvc.database import db, now
+from authsvc.models import API_KEY_PERMISSIONS, ApiKey, User
 
 users = AppGroup("users", help="Users of a domain.")
 api_keys = AppGroup("api-keys", help="API keys of a user.")

@@ -15,8 +15,9 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
 from authsvc import admin, credentials, validation
+from authsvc.database import db
 from authsvc.errors import ApiError
-from authsvc.models import ApiKey, Application, AuditRecord, Domain, SsoProvider, User, db
+from authsvc.models import ApiKey, Application, AuditRecord, Domain, SsoProvider, User
 from authsvc.tenancy import current_domain
 
 bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")

@@ -7,8 +7,9 @@ from pathlib import Path
 from flask import Blueprint, Response, jsonify, request
 
 from authsvc import credentials, delegated, validation
+from authsvc.database import db
 from authsvc.errors import ApiError
-from authsvc.models import User, db
+from authsvc.models import User
 from authsvc.tenancy import current_domain, issuer
 
 bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")

@@ -7,9 +7,10 @@ import json
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
 from authsvc import accounts, audit, credentials, limits
+from authsvc.database import db
 from authsvc.errors import ApiError
 from authsvc.forms import LoginForm, LogoutAllForm
-from authsvc.models import Domain, Token, db
+from authsvc.models import Domain, Token
 from authsvc.pages import page
 from authsvc.security import safe_continue
 from authsvc.sso import providers_of

@@ -20,6 +20,7 @@ from flask_wtf import FlaskForm
 from sqlalchemy import select
 
 from authsvc import accounts, admin, validation
+from authsvc.database import db, now
 from authsvc.forms import (
     ApiKeyForm,
     ApplicationForm,
@@ -30,7 +31,7 @@ from authsvc.forms import (
     PasswordForm,
     UserForm,
 )
-from authsvc.models import ApiKey, Application, Domain, SsoProvider, User, db, now
+from authsvc.models import ApiKey, Application, Domain, SsoProvider, User
 from authsvc.pages import page
 from authsvc.tenancy import current_domain
 

@@ -9,8 +9,8 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from sqlalchemy import text
 
 from authsvc import metrics, store
+from authsvc.database import db
 from authsvc.errors import REDIS_DOWN, json_error
-from authsvc.models import db
 
 bp = Blueprint("health", __name__)
 

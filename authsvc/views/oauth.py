@@ -10,9 +10,10 @@ from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
 
 from authsvc import accounts, audit, credentials
+from authsvc.database import db, without_transaction
 from authsvc.errors import ApiError
 from authsvc.forms import ConsentForm
-from authsvc.models import Application, Consent, Domain, Token, User, db, without_transaction
+from authsvc.models import Application, Consent, Domain, Token, User
 from authsvc.oauth2 import authorization
 from authsvc.pages import page
 from authsvc.tenancy import current_domain
