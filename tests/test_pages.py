@@ -265,6 +265,35 @@ def test_logout_ends_the_session_deletes_the_cookie_and_revokes_a_presented_toke
     assert authorize(client, setup.public_app.client_id).status_code == 303
 
 
+@pytest.mark.parametrize(
+    "fetch",
+    [
+        {"Sec-Fetch-Mode": "no-cors", "Sec-Fetch-Dest": "image"},  # <img src=".../auth/logout">
+        {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # fetch() from another site's script
+        {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"},  # a hidden frame
+    ],
+)
+def test_another_sites_page_cannot_sign_a_user_out_unseen(client, setup, fetch):
+    signin(client)
+    token = password_token(client, setup)
+    client.set_cookie("bearer_token", token, domain=HOST)
+    response = client.get("/auth/logout", headers=headers(**{"Sec-Fetch-Site": "cross-site", **fetch}))
+    assert response.status_code == 403
+    assert response.get_json()["error"] == "cross_site_request"
+    assert "Set-Cookie" not in response.headers
+    # The session and the token are untouched.
+    assert authorize(client, setup.public_app.client_id).status_code == 302
+    assert client.get(INSPECT, headers=headers(Authorization=f"Bearer {token}")).status_code == 200
+
+
+def test_a_sign_out_link_on_another_site_still_signs_out(client, setup):
+    signin(client)
+    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
+    response = client.get("/auth/logout", headers=headers(**fetch))
+    assert response.status_code == 303
+    assert authorize(client, setup.public_app.client_id).status_code == 303
+
+
 def test_logout_ignores_a_foreign_continue(client, setup):
     response = client.get("/auth/logout", query_string={"continue": "//evil.example.net"}, headers=headers())
     assert response.headers["Location"] == "/auth/login"

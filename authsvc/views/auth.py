@@ -12,7 +12,7 @@ from authsvc.errors import ApiError
 from authsvc.forms import LoginForm, LogoutAllForm
 from authsvc.models import Domain, Token
 from authsvc.pages import page
-from authsvc.security import safe_continue
+from authsvc.security import embedded_cross_site_request, safe_continue
 from authsvc.sso import providers_of
 from authsvc.tenancy import current_domain, request_host
 
@@ -134,6 +134,8 @@ def login() -> Response:
 def logout() -> Response:
     """End the session and revoke a bearer token presented with the request."""
     domain = current_domain()
+    if embedded_cross_site_request(request.headers):
+        raise ApiError(403, "cross_site_request", "Sign-out from another site must be a link the user follows.")
     token = credentials.presented_token(domain)
     if token is not None:
         Token.revoke_where(Token.id == token.id)
