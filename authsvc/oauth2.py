@@ -7,7 +7,6 @@ and DESIGN.md add on top of the RFCs.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import defaultdict
@@ -32,7 +31,7 @@ from flask import Flask, current_app
 from flask import request as flask_request
 from sqlalchemy import select, update
 
-from authsvc import accounts, audit, metrics, security, store
+from authsvc import accounts, audit, metrics, security, store, validation
 from authsvc.database import db, now
 from authsvc.models import Application, Token, User
 from authsvc.tenancy import current_domain
@@ -89,11 +88,9 @@ def read_parameters() -> dict[str, list[str]]:
             values[name].extend(flask_request.args.getlist(name))
     if flask_request.mimetype == "application/json":
         try:
-            body = json.loads(flask_request.get_data(cache=True) or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            raise InvalidRequestError("The body is not valid JSON.") from None
-        if not isinstance(body, dict):
-            raise InvalidRequestError("The JSON body must be an object.")
+            body = validation.json_object(flask_request.get_data(cache=True))
+        except validation.Invalid as exc:
+            raise InvalidRequestError(str(exc)) from None
         for name, value in body.items():
             if not isinstance(value, str):
                 raise InvalidRequestError(f"{_quoted(name)} must be a string.")

@@ -1,4 +1,4 @@
-"""Input rules shared by the CLI, the admin API and the console: one place each.
+"""Input rules shared by the CLI, the admin API, the console and the request parsers: one place each.
 
 Every function returns the normalised value or raises ``Invalid`` with a
 message fit to show the operator.
@@ -6,6 +6,7 @@ message fit to show the operator.
 
 from __future__ import annotations
 
+import json
 import re
 from ipaddress import ip_address
 from urllib.parse import urlsplit
@@ -134,3 +135,23 @@ def text_id(value: str | None) -> bool:
     refuses NUL in a query parameter.
     """
     return bool(value) and len(value) <= 32 and value.isascii() and value.isalnum()
+
+
+def json_body(data: bytes, empty: object = None) -> object:
+    """The JSON document a request body holds; ``empty`` when the body is empty."""
+    if not data:
+        return empty
+    try:
+        return json.loads(data)
+    except ValueError:  # UnicodeDecodeError too: bytes that are no UTF-8, -16 or -32
+        raise Invalid("The body is not valid JSON.") from None
+    except RecursionError:  # "[[[[..." a few thousand deep fits in any body size limit
+        raise Invalid("The JSON body is nested too deeply.") from None
+
+
+def json_object(data: bytes) -> dict:
+    """A request body that must be a JSON object (an empty body is an empty one)."""
+    body = json_body(data, {})
+    if not isinstance(body, dict):
+        raise Invalid("The JSON body must be an object.")
+    return body

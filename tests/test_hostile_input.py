@@ -73,7 +73,7 @@ def requests_to(draw: st.DrawFn, rule: str, method: str) -> dict:
     elif query_kind == "raw":
         raw = draw(st.binary(max_size=60))
         request["environ_overrides"] = {"QUERY_STRING": raw.decode("latin-1")}
-    body_kind = draw(st.sampled_from(["none", "json", "typed_json", "form", "bytes", "huge"]))
+    body_kind = draw(st.sampled_from(["none", "json", "typed_json", "form", "bytes", "huge", "deep"]))
     if body_kind == "json":
         request["data"] = json.dumps(draw(JSON_VALUES))
         request["content_type"] = "application/json"
@@ -91,6 +91,9 @@ def requests_to(draw: st.DrawFn, rule: str, method: str) -> dict:
             st.sampled_from(["application/json", "application/x-www-form-urlencoded", "multipart/form-data",
                              "multipart/form-data; boundary=x", "text/plain; charset=utf-16", "application/xml"])
         )  # fmt: skip
+    elif body_kind == "deep":
+        request["data"] = draw(st.sampled_from([b"[", b'{"a":'])) * 5000
+        request["content_type"] = "application/json"
     elif body_kind == "huge":
         request["data"] = b"a=" + b"x" * (70 * 1024)
         request["content_type"] = draw(st.sampled_from(["application/json", "application/x-www-form-urlencoded"]))
@@ -130,3 +133,14 @@ def test_every_route_answers_hostile_input_with_a_4xx_never_a_500(hostile_client
             assert response.mimetype == "text/html", (response.status_code, response.mimetype, body[:200])
 
     answers_cleanly()
+
+
+@pytest.mark.parametrize("path", ["/auth/signin", "/auth/oauth/token", "/auth/oauth/revoke", "/api/engine/v2/domains"])
+@pytest.mark.parametrize("opening", [b"[", b'{"a":'])
+def test_json_nested_too_deeply_is_a_400(hostile_client, path, opening):
+    # Small enough for the body limit, deep enough to exhaust Python's recursion limit in json.loads.
+    response = hostile_client.post(
+        path, data=opening * 5000, content_type="application/json", headers={"Host": HOST, "X-API-Key": "a.b"}
+    )
+    assert response.status_code in (400, 401), response.get_data(as_text=True)[:300]
+    assert response.is_json

@@ -6,7 +6,6 @@ audit record of every change, are decided there.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -64,9 +63,9 @@ def body() -> Any:
     if request.mimetype != "application/json":
         raise ApiError(415, "unsupported_media_type", "Send a JSON body (Content-Type: application/json).")
     try:
-        return json.loads(request.get_data() or b"null")
-    except (ValueError, UnicodeDecodeError):
-        raise ApiError(400, "invalid_request", "The body is not valid JSON.") from None
+        return validation.json_body(request.get_data())
+    except validation.Invalid as exc:
+        raise ApiError(400, "invalid_request", str(exc)) from None
 
 
 def _int_arg(name: str, default: int, low: int, high: int) -> int:

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
-from authsvc import accounts, audit, credentials, limits
+from authsvc import accounts, audit, credentials, limits, validation
 from authsvc.database import db
 from authsvc.errors import ApiError
 from authsvc.forms import LoginForm, LogoutAllForm
@@ -26,11 +24,9 @@ def _signin_parameters() -> dict[str, str]:
     values: dict[str, str] = {}
     if request.mimetype == "application/json":
         try:
-            body = json.loads(request.get_data() or b"{}")
-        except (ValueError, UnicodeDecodeError):
-            raise ApiError(400, "invalid_request", "The body is not valid JSON.") from None
-        if not isinstance(body, dict):
-            raise ApiError(400, "invalid_request", "The JSON body must be an object.")
+            body = validation.json_object(request.get_data())
+        except validation.Invalid as exc:
+            raise ApiError(400, "invalid_request", str(exc)) from None
     else:
         body = request.form
     for name in ("email", "password", "continue"):
