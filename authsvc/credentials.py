@@ -109,7 +109,12 @@ def authenticate(domain: Domain | None = None) -> Credential:
         host, default_host = domain.host, None
     else:
         host, default_host = request_host(), current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
-    bearer = _presented_bearer()
+    try:
+        bearer = _presented_bearer()
+    except InvalidTokenError:
+        if domain is None:
+            current_domain()  # an unknown host is a 404 whatever the header
+        raise
     if bearer:
         credential = find_token(bearer, host, default_host)
         if credential is None:

@@ -47,7 +47,17 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE) -> None:
     @event.listens_for(engine.pool, "checkout")
     def ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
         since = record.info.get("authsvc_idle_since")
-        if since is not None and time.monotonic() - since > idle and not engine.dialect.do_ping(dbapi_connection):
+        if since is None or time.monotonic() - since <= idle:
+            return
+        dialect = engine.dialect
+        try:
+            alive = dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            # psycopg raises on a dead connection rather than answering False.
+            if not dialect.is_disconnect(exc, dbapi_connection, None):
+                raise
+            alive = False
+        if not alive:
             # The pool replaces the connection and tries again.
             raise DisconnectionError("the connection died while idle")
 
@@ -95,10 +105,15 @@ def read_one(statement: Select, params: dict[str, Any], engine: Engine | None = 
     one round trip, neither parsed nor planned again, and no ORM session or
     Core result machinery around it. The pool's checkout events (the ping after
     idle) still apply, and a failure surfaces as SQLAlchemy's DBAPIError, so the
-    503 handling is the same as elsewhere. On other databases: the session.
+    503 handling is the same as elsewhere. On other databases, or when the
+    request's session is in a transaction already: the session's connection.
     ``engine``: for a caller outside an app context (authsvc.fastpath).
     """
-    engine = engine or db.engine
+    if engine is None:
+        engine = db.engine
+        if db.session().in_transaction():
+            # The request holds a connection already: use it, not a second one.
+            return db.session.connection().execute(statement, params).one_or_none()
     if engine.dialect.name != "postgresql":
         return db.session.connection().execute(statement, params).one_or_none()
     prepared = _PREPARED.get(statement)
@@ -111,23 +126,28 @@ def read_one(statement: Select, params: dict[str, Any], engine: Engine | None = 
         connection = engine.raw_connection()
     except psycopg.Error as exc:  # cannot connect: the pool wraps nothing here, unlike engine.connect()
         raise DBAPIError.instance(prepared.sql, values, exc, psycopg.Error, dialect=engine.dialect) from exc
+    driver = connection.driver_connection
+    returned = False
     try:
-        driver = connection.driver_connection
         driver.autocommit = True
-        try:
-            with psycopg.RawCursor(driver) as cursor:
-                cursor.execute(prepared.sql, values, prepare=True)
-                row = cursor.fetchone()
-            driver.autocommit = False
-        except psycopg.Error as exc:
-            invalidated = driver.closed or engine.dialect.is_disconnect(exc, driver, None)
-            if invalidated:
-                connection.invalidate(exc)
-            else:
-                driver.autocommit = False
-            raise DBAPIError.instance(
-                prepared.sql, values, exc, psycopg.Error, connection_invalidated=invalidated, dialect=engine.dialect
-            ) from exc
+        with psycopg.RawCursor(driver) as cursor:
+            cursor.execute(prepared.sql, values, prepare=True)
+            row = cursor.fetchone()
+        driver.autocommit = False
+        returned = True
         return prepared.row._make(row) if row is not None else None
+    except psycopg.Error as exc:
+        disconnected = driver.closed or engine.dialect.is_disconnect(exc, driver, None)
+        if disconnected:
+            # As Core does on a disconnect: every connection the pool holds
+            # is as dead as this one (a database restart), so all are replaced.
+            engine.pool._invalidate(connection, exc)
+        raise DBAPIError.instance(
+            prepared.sql, values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=engine.dialect
+        ) from exc
     finally:
+        if not returned and connection.dbapi_connection is not None:
+            # Whatever stopped it (an error, a timeout, an interrupt), this
+            # connection may be in autocommit or mid-statement: never reuse it.
+            connection.invalidate()
         connection.close()

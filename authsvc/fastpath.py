@@ -12,8 +12,10 @@ counts the request in the same metrics.
 Everything else goes to Flask untouched, which then answers as it always
 does: a query string or cookie credential, any miss (unknown, expired or
 revoked credential, unknown host: Flask tells 401 from 404), an API key whose
-last use is due to be recorded, a database error (Flask answers 503). The
-database is read on every request; nothing is cached.
+last use is due to be recorded or that comes with a ``bearer_token`` cookie
+(which Flask takes first). After a database error Flask raises the same error
+(503) without a second try. The database is read on every request; nothing
+is cached.
 
 Only on PostgreSQL: the embedded SQLite default serves inspect through Flask.
 """
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from flask import Flask
+from sqlalchemy.exc import DBAPIError
 from werkzeug.sansio.utils import get_host
 
 from authsvc import credentials, deployment, logs, metrics
@@ -34,6 +37,8 @@ from authsvc.tenancy import host_name
 
 PATH = "/api/engine/v2/api_keys/inspect"
 ENDPOINT = "api.inspect"
+# Where the fast path leaves a database error for Flask's view to raise.
+DATABASE_ERROR = "authsvc.fastpath.database_error"
 
 log = logging.getLogger(__name__)
 
@@ -58,8 +63,13 @@ class InspectFastPath:
             started = time.perf_counter()
             try:
                 answer = self._answer(environ)
-            except Exception:  # noqa: BLE001 - Flask answers instead, and logs what it meets
-                log.debug("inspect fast path passed a request on after an error", exc_info=True)
+            except DBAPIError as exc:
+                # Flask answers (503), without trying the database a second time.
+                environ[DATABASE_ERROR] = exc
+                answer = None
+            except Exception:
+                # A fault here: Flask still answers, but it must not pass unseen.
+                log.exception("inspect fast path failed; Flask answers instead")
                 answer = None
             if answer is not None:
                 body, headers = answer
@@ -86,6 +96,8 @@ class InspectFastPath:
                 return None
             credential = credentials.find_token(value, host_name(host), self.default_host, self.engine)
         else:
+            if "bearer_token" in environ.get("HTTP_COOKIE", ""):
+                return None  # Flask takes a bearer token in a cookie before an API key
             credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.engine)
             if credential is not None and credentials.use_to_note(credential):
                 return None  # Flask records the use

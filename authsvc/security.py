@@ -182,14 +182,15 @@ def forged_cross_site_request(method: str, endpoint: str | None, headers: Any, h
 
 
 def embedded_cross_site_request(headers: Any) -> bool:
-    """Whether another site's page made the browser fetch this as a resource, not a page.
+    """Whether another origin's page made the browser fetch this as a resource, not a page.
 
     For GET /auth/logout, which a GET must serve (DESIGN.md): an application's
     "sign out" link is a top-level navigation (``Sec-Fetch-Mode: navigate``,
     ``Sec-Fetch-Dest: document``) and passes; an image, script, fetch or frame
-    on another site's page would sign the user out unseen. Clients that send
-    no ``Sec-Fetch-*`` headers are not browsers and pass.
+    on a page of another site, or of a sibling subdomain (``same-site``, where
+    SameSite=Lax cookies go along), would sign the user out unseen. Clients
+    that send no ``Sec-Fetch-*`` headers are not browsers and pass.
     """
-    if headers.get("Sec-Fetch-Site") != "cross-site":
+    if headers.get("Sec-Fetch-Site") not in ("cross-site", "same-site"):
         return False
     return headers.get("Sec-Fetch-Mode") != "navigate" or headers.get("Sec-Fetch-Dest", "document") != "document"

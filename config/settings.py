@@ -118,7 +118,7 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_ENV": environment,
         "SECRET_KEY": secret_key,
         "SQLALCHEMY_DATABASE_URI": database_url(env.get("DATABASE_URL")),
-        # No pool_pre_ping: a round trip on every request. models.ping_after_idle pings only
+        # No pool_pre_ping: a round trip on every request. database.ping_after_idle pings only
         # connections that sat idle, and a disconnect met in use invalidates the whole pool.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_recycle": 1800},
         "REDIS_URL": env.get("REDIS_URL") or None,

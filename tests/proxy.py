@@ -44,6 +44,12 @@ class TcpProxy:
             listener, self._listener = self._listener, None
             sockets, self._sockets = self._sockets, set()
         if listener is not None:
+            # shutdown wakes the thread blocked in accept(); close alone leaves
+            # the port listening until it returns, and restore() could not bind.
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
             listener.close()
         for sock in sockets:
             try:

@@ -6,12 +6,14 @@ servers; the tests cut and restore it, and never touch the servers.
 """
 
 import os
+import socket
 import time
 from urllib.parse import urlsplit
 
 import pytest
 from sqlalchemy import func, select
 
+from authsvc.database import PING_AFTER_IDLE
 from authsvc.models import Token
 from tests.conftest import DATABASE_URL, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
 from tests.proxy import TcpProxy
@@ -160,3 +162,46 @@ def test_while_the_database_is_down_everything_answers_503_and_recovers(make_app
         assert world.query(select(func.count()).select_from(Token)) == [2]
     finally:
         proxy.close()
+
+
+@pytest.mark.postgresql
+def test_connections_that_died_while_idle_are_replaced_without_a_failure(make_app, setup):
+    """A database restart while the service is idle: the next requests just work."""
+    url = urlsplit(DATABASE_URL.replace("postgresql+psycopg://", "postgresql://"))
+    proxy = TcpProxy(url.hostname, url.port or 5432)
+    try:
+        app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL))
+        app.test_client_class = HttpsClient
+        client = app.test_client()
+        bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+        proxy.cut()  # every pooled connection dies, as in a restart
+        proxy.restore()
+        time.sleep(PING_AFTER_IDLE + 0.5)
+        # Idle long enough to be pinged: the dead connection is found and replaced.
+        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+        assert signin(client).status_code == 202
+    finally:
+        proxy.close()
+
+
+@pytest.mark.postgresql
+def test_a_database_that_does_not_answer_costs_inspect_one_timeout_not_two(make_app, setup):
+    # Accepts connections (the kernel's backlog) and never says a word.
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)
+    try:
+        port = silent.getsockname()[1]
+        url = urlsplit(DATABASE_URL)
+        app = make_app(
+            SQLALCHEMY_DATABASE_URI=url._replace(netloc=f"{url.username}@127.0.0.1:{port}").geturl(),
+            AUTHSVC_DATABASE_TIMEOUT=2,  # libpq's least
+        )
+        app.test_client_class = HttpsClient
+        response, took = timed(lambda: inspect(app.test_client(), headers={"Authorization": "Bearer abc"}))
+        assert_unavailable(response)
+        # One connection attempt (2 s), not the fast path's and then Flask's.
+        assert 1.9 < took < 3.5
+    finally:
+        silent.close()

@@ -183,7 +183,8 @@ def through_fast_path(app, **request):
 
     from authsvc.fastpath import InspectFastPath
 
-    return Client(InspectFastPath(app, passed_on), Response).get(INSPECT, base_url=f"https://{HOST}", **request)
+    client = Client(InspectFastPath(app, passed_on), Response, use_cookies=False)  # so a Cookie header goes through
+    return client.get(INSPECT, base_url=f"https://{HOST}", **request)
 
 
 @pytest.mark.postgresql
@@ -209,13 +210,16 @@ def test_the_fast_path_answers_a_valid_header_credential_itself(app, setup, worl
         {"headers": {"Authorization": "Basic abc"}},
         {"headers": {"Authorization": "Bearer T", "Host": "unknown.example.com"}},
         {"headers": {"X-API-Key": "nokey.secret"}},
+        {"headers": {"X-API-Key": "K", "Cookie": "bearer_token=T"}},  # Flask takes the cookie's token first
         {},
     ],
 )
-def test_the_fast_path_leaves_everything_else_to_flask(app, setup, token, request_):
+def test_the_fast_path_leaves_everything_else_to_flask(app, setup, world, token, request_):
+    key = world.api_key(setup.person, scopes="public", last_used_at=now())
+    values = {"T": token, "K": key, "bearer_token=T": f"bearer_token={token}"}
     request_ = {
-        key: {k: (token if v == "T" else v) for k, v in value.items()} if isinstance(value, dict) else value
-        for key, value in request_.items()
+        name: {k: values.get(v, v) for k, v in value.items()} if isinstance(value, dict) else value
+        for name, value in request_.items()
     }
     response = through_fast_path(app, **request_)
     assert (response.status_code, response.get_data()) == (418, b"reached flask")

@@ -265,6 +265,7 @@ def test_logout_ends_the_session_deletes_the_cookie_and_revokes_a_presented_toke
     assert authorize(client, setup.public_app.client_id).status_code == 303
 
 
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
 @pytest.mark.parametrize(
     "fetch",
     [
@@ -273,11 +274,11 @@ def test_logout_ends_the_session_deletes_the_cookie_and_revokes_a_presented_toke
         {"Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "iframe"},  # a hidden frame
     ],
 )
-def test_another_sites_page_cannot_sign_a_user_out_unseen(client, setup, fetch):
+def test_another_sites_page_cannot_sign_a_user_out_unseen(client, setup, site, fetch):
     signin(client)
     token = password_token(client, setup)
     client.set_cookie("bearer_token", token, domain=HOST)
-    response = client.get("/auth/logout", headers=headers(**{"Sec-Fetch-Site": "cross-site", **fetch}))
+    response = client.get("/auth/logout", headers=headers(**{"Sec-Fetch-Site": site, **fetch}))
     assert response.status_code == 403
     assert response.get_json()["error"] == "cross_site_request"
     assert "Set-Cookie" not in response.headers
@@ -286,9 +287,15 @@ def test_another_sites_page_cannot_sign_a_user_out_unseen(client, setup, fetch):
     assert client.get(INSPECT, headers=headers(Authorization=f"Bearer {token}")).status_code == 200
 
 
-def test_a_sign_out_link_on_another_site_still_signs_out(client, setup):
+@pytest.mark.parametrize(
+    "fetch",
+    [
+        {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"},
+        {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # our own pages
+    ],
+)
+def test_a_sign_out_link_or_our_own_page_still_signs_out(client, setup, fetch):
     signin(client)
-    fetch = {"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
     response = client.get("/auth/logout", headers=headers(**fetch))
     assert response.status_code == 303
     assert authorize(client, setup.public_app.client_id).status_code == 303

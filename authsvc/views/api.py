@@ -6,7 +6,7 @@ from pathlib import Path
 
 from flask import Blueprint, Response, jsonify, request
 
-from authsvc import credentials, delegated, validation
+from authsvc import credentials, delegated, fastpath, validation
 from authsvc.database import db
 from authsvc.errors import ApiError
 from authsvc.models import User
@@ -21,6 +21,9 @@ def inspect() -> Response:
     # On every API request of the platform: one statement finds the domain,
     # the credential and its user together. A bearer token or API key in a
     # header usually never gets here: authsvc.fastpath answers it first.
+    failed = request.environ.pop(fastpath.DATABASE_ERROR, None)
+    if failed is not None:
+        raise failed
     claims = credentials.claims(credentials.authenticate(), issuer())
     response = jsonify(claims)
     response.headers["Cache-Control"] = "no-store"
