@@ -178,7 +178,8 @@ def render(report: dict[str, Any]) -> str:
     lines = [
         f"authsvc benchmark {s['started']}, commit {s['commit']}: generator {s['generator']}, "
         f"{s['workers']} gunicorn workers, {s['connections']} connections ({s['bcrypt_connections']} for "
-        f"bcrypt-bound), {s['duration']:.0f} s per scenario in {s['rounds']} rounds, bcrypt cost {s['bcrypt_rounds']}, "
+        f"bcrypt-bound), {s['duration']:.0f} s per scenario ({s.get('bcrypt_duration', s['duration']):.0f} s if "
+        f"bcrypt-bound) in {s['rounds']} rounds, bcrypt cost {s['bcrypt_rounds']}, "
         f"{s.get('waited_for_quiet_s', 0):.0f} s spent waiting for a quiet machine"
         + (f", priority +{s['priority']}" if s.get("priority") else ""),
         "",
