@@ -26,6 +26,22 @@ def proxy_for(url: str) -> TcpProxy:
     return TcpProxy(parts.hostname, parts.port)
 
 
+@pytest.fixture
+def database_proxy():
+    """A cuttable proxy in front of the test database."""
+    url = urlsplit(DATABASE_URL.replace("postgresql+psycopg://", "postgresql://"))
+    proxy = TcpProxy(url.hostname, url.port or 5432)
+    yield proxy
+    proxy.close()
+
+
+def client_through(make_app, proxy: TcpProxy):
+    """A test client of an app that reaches the database through ``proxy``."""
+    app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL))
+    app.test_client_class = HttpsClient
+    return app.test_client()
+
+
 def assert_unavailable(response):
     assert response.status_code == 503, response.get_data(as_text=True)
     assert response.mimetype == "application/json"
@@ -120,69 +136,57 @@ def test_while_redis_is_down_flows_answer_503_inspect_works_and_all_recovers(mak
 
 
 @pytest.mark.postgresql
-def test_while_the_database_is_down_everything_answers_503_and_recovers(make_app, setup, world):
-    url = urlsplit(DATABASE_URL.replace("postgresql+psycopg://", "postgresql://"))
-    proxy = TcpProxy(url.hostname, url.port or 5432)
-    try:
-        app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL))
-        app.test_client_class = HttpsClient
-        client = app.test_client()
-        client_id = setup.public_app.client_id
-        api_key = world.api_key(setup.person)
-        assert signin(client).status_code == 202
-        code = get_code(client, client_id)
-        bearer = password_grant(client, client_id).get_json()["access_token"]
+def test_while_the_database_is_down_everything_answers_503_and_recovers(make_app, setup, world, database_proxy):
+    proxy = database_proxy
+    client = client_through(make_app, proxy)
+    client_id = setup.public_app.client_id
+    api_key = world.api_key(setup.person)
+    assert signin(client).status_code == 202
+    code = get_code(client, client_id)
+    bearer = password_grant(client, client_id).get_json()["access_token"]
 
-        proxy.cut()
-        calls = [
-            lambda: signin(client),
-            lambda: authorize(client, client_id),
-            lambda: exchange(client, client_id, code),
-            lambda: password_grant(client, client_id),
-            lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}),
-            lambda: inspect(client, query={"api-key": api_key}),
-            lambda: client.get("/.well-known/oauth-authorization-server", headers=headers()),
-            lambda: client.post("/auth/oauth/revoke", data={"token": bearer, "client_id": client_id}),
-        ]
-        for call in calls:
-            response, took = timed(call)
-            assert_unavailable(response)
-            assert took < 6
-        ready = client.get("/readyz")
-        assert ready.status_code == 503
-        assert ready.get_json()["checks"] == {"database": "unreachable", "redis": "ok"}
-        assert client.get("/healthz").status_code == 200
+    proxy.cut()
+    calls = [
+        lambda: signin(client),
+        lambda: authorize(client, client_id),
+        lambda: exchange(client, client_id, code),
+        lambda: password_grant(client, client_id),
+        lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}),
+        lambda: inspect(client, query={"api-key": api_key}),
+        lambda: client.get("/.well-known/oauth-authorization-server", headers=headers()),
+        lambda: client.post("/auth/oauth/revoke", data={"token": bearer, "client_id": client_id}),
+    ]
+    for call in calls:
+        response, took = timed(call)
+        assert_unavailable(response)
+        assert took < 6
+    ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.get_json()["checks"] == {"database": "unreachable", "redis": "ok"}
+    assert client.get("/healthz").status_code == 200
 
-        proxy.restore()
-        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
-        exchanged = exchange(client, client_id, code)
-        assert exchanged.status_code == 200, exchanged.get_json()
-        assert signin(client).status_code == 202
-        assert client.get("/readyz").status_code == 200
-        assert world.query(select(func.count()).select_from(Token)) == [2]
-    finally:
-        proxy.close()
+    proxy.restore()
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    exchanged = exchange(client, client_id, code)
+    assert exchanged.status_code == 200, exchanged.get_json()
+    assert signin(client).status_code == 202
+    assert client.get("/readyz").status_code == 200
+    assert world.query(select(func.count()).select_from(Token)) == [2]
 
 
 @pytest.mark.postgresql
-def test_connections_that_died_while_idle_are_replaced_without_a_failure(make_app, setup):
+def test_connections_that_died_while_idle_are_replaced_without_a_failure(make_app, setup, database_proxy):
     """A database restart while the service is idle: the next requests just work."""
-    url = urlsplit(DATABASE_URL.replace("postgresql+psycopg://", "postgresql://"))
-    proxy = TcpProxy(url.hostname, url.port or 5432)
-    try:
-        app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL))
-        app.test_client_class = HttpsClient
-        client = app.test_client()
-        bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
-        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
-        proxy.cut()  # every pooled connection dies, as in a restart
-        proxy.restore()
-        time.sleep(PING_AFTER_IDLE + 0.5)
-        # Idle long enough to be pinged: the dead connection is found and replaced.
-        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
-        assert signin(client).status_code == 202
-    finally:
-        proxy.close()
+    proxy = database_proxy
+    client = client_through(make_app, proxy)
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    proxy.cut()  # every pooled connection dies, as in a restart
+    proxy.restore()
+    time.sleep(PING_AFTER_IDLE + 0.5)
+    # Idle long enough to be pinged: the dead connection is found and replaced.
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    assert signin(client).status_code == 202
 
 
 @pytest.mark.postgresql
