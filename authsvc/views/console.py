@@ -135,15 +135,17 @@ def _confirm(
     title: str, message: str, button: str, cancel: str, action: Callable[[], Response], warning: str | None = None
 ) -> Response:
     """A destructive action's two steps: GET shows what will happen, POST (with CSRF) does it."""
-    form = ConfirmForm()
-    context = {"form": form, "title": title, "message": message, "warning": warning, "button": button}
+    context = {"title": title, "message": message, "warning": warning, "button": button, "cancel": cancel}
+    return _form_page(ConfirmForm(), "console/confirm.html", action, **context)
+
+
+def _form_page(form: FlaskForm, template: str, action: Callable[[], Response], **context: Any) -> Response:
+    """GET shows ``form`` on ``template``; POST runs ``action`` on a valid submission, else shows it again."""
 
     def again(status: int, error: str | None) -> Response:
-        return _render("console/confirm.html", status, cancel=cancel, error=error, **context)
+        return _render(template, status, form=form, error=error, **context)
 
-    if request.method == "GET":
-        return again(200, None)
-    return _submit(form, action, again)
+    return again(200, None) if request.method == "GET" else _submit(form, action, again)
 
 
 def _listing(actor: admin.Actor, model: type, domain: Domain | None) -> dict[str, Any]:
@@ -185,9 +187,6 @@ def new_application(actor: admin.Actor, domain: Domain) -> Response:
     _require_change(actor, domain)
     form = NewApplicationForm(data={"scopes": "public"})
 
-    def again(status: int, error: str | None) -> Response:
-        return _render("console/application_new.html", status, form=form, error=error)
-
     def create() -> Response:
         application, secret = admin.create_application(actor, form.values() | {"domain": str(domain.id)})
         if secret:
@@ -195,7 +194,7 @@ def new_application(actor: admin.Actor, domain: Domain) -> Response:
         flash(f"Application {application.name} created.")
         return redirect(url_for("console.application", domain_id=domain.id, record_id=application.id), 303)
 
-    return again(200, None) if request.method == "GET" else _submit(form, create, again)
+    return _form_page(form, "console/application_new.html", create)
 
 
 @bp.route("/domains/<domain_id>/applications/<record_id>", methods=["GET", "POST"])
@@ -204,18 +203,14 @@ def application(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
     record: Application = _record(actor, Application, record_id, domain)
     form = ApplicationForm(data=record.as_json() | {"redirect_uris": "\n".join(record.redirect_uris)})
 
-    def again(status: int, error: str | None) -> Response:
-        return _render("console/application.html", status, record=record, form=form, error=error)
-
     def save() -> Response:
         admin.update_application(actor, record, form.values())
         flash("Changes saved.")
         return redirect(url_for("console.application", domain_id=domain.id, record_id=record.id), 303)
 
-    if request.method == "GET":
-        return again(200, None)
-    _require_change(actor, domain)
-    return _submit(form, save, again)
+    if request.method == "POST":
+        _require_change(actor, domain)  # support users may look
+    return _form_page(form, "console/application.html", save, record=record)
 
 
 @bp.route("/domains/<domain_id>/applications/<record_id>/regenerate", methods=["GET", "POST"])
@@ -275,15 +270,12 @@ def new_user(actor: admin.Actor, domain: Domain) -> Response:
     _require_change(actor, domain)
     form = NewUserForm()
 
-    def again(status: int, error: str | None) -> Response:
-        return _render("console/user_new.html", status, form=form, error=error)
-
     def create() -> Response:
         user = admin.create_user(actor, form.values() | {"domain": str(domain.id)})
         flash(f"User {user.email} created.")
         return redirect(url_for("console.user", domain_id=domain.id, record_id=user.id), 303)
 
-    return again(200, None) if request.method == "GET" else _submit(form, create, again)
+    return _form_page(form, "console/user_new.html", create)
 
 
 def _user_page(record: User, status: int = 200, error: str | None = None, **forms: FlaskForm) -> Response:
@@ -426,15 +418,12 @@ def new_sso_provider(actor: admin.Actor, domain: Domain) -> Response:
     _require_change(actor, domain)
     form = MicrosoftSsoForm(data={"tenant": "organizations"})
 
-    def again(status: int, error: str | None) -> Response:
-        return _render("console/sso_new.html", status, form=form, error=error)
-
     def create() -> Response:
         provider = admin.create_sso_provider(actor, form.values() | {"domain": str(domain.id)})
         flash(f"SSO provider {provider.name} created. Register its callback URL at Microsoft, then grant consent.")
         return redirect(url_for("console.sso_provider", domain_id=domain.id, record_id=provider.id), 303)
 
-    return again(200, None) if request.method == "GET" else _submit(form, create, again)
+    return _form_page(form, "console/sso_new.html", create)
 
 
 @bp.get("/domains/<domain_id>/sso/<record_id>")
