@@ -50,17 +50,12 @@ def init_app(app: Flask) -> None:
 
     @app.after_request
     def count(response: Response) -> Response:
+        endpoint = _endpoint()
+        REQUESTS.labels(endpoint=endpoint, method=request.method, status=str(response.status_code)).inc()
         started = g.get("authsvc_started")
-        duration = time.perf_counter() - started if started is not None else None
-        count_request(_endpoint(), request.method, response.status_code, duration)
+        if started is not None:
+            LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
         return response
-
-
-def count_request(endpoint: str, method: str, status: int, seconds: float | None) -> None:
-    """Count one answered request (and its duration, when known)."""
-    REQUESTS.labels(endpoint=endpoint, method=method, status=str(status)).inc()
-    if seconds is not None:
-        LATENCY.labels(endpoint=endpoint).observe(seconds)
 
 
 def exposition() -> tuple[bytes, str]:
