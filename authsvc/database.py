@@ -8,7 +8,10 @@ trip on every checkout with a ping only after idleness.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
+import weakref
 from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
@@ -96,17 +99,16 @@ class _Prepared:
 _PREPARED: dict[Select, _Prepared] = {}
 
 
-def read_one(statement: Select, params: dict[str, Any], engine: Engine | None = None) -> Any:
+def read_one(statement: Select, params: dict[str, str | None], engine: Engine | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
-    For the lookups on every API request (inspect). On PostgreSQL the statement
-    runs on a pooled connection in autocommit (no BEGIN or ROLLBACK round trip)
-    as a server-side prepared statement, which psycopg keeps per connection:
-    one round trip, neither parsed nor planned again, and no ORM session or
-    Core result machinery around it. The pool's checkout events (the ping after
-    idle) still apply, and a failure surfaces as SQLAlchemy's DBAPIError, so the
-    503 handling is the same as elsewhere. On other databases, or when the
-    request's session is in a transaction already: the session's connection.
+    For the lookups on every API request (inspect); ``params`` are text. On
+    PostgreSQL the statement runs on one of the engine's readers (below): a
+    prepared statement in autocommit, one round trip, neither parsed nor
+    planned again, with no pool, ORM session or Core result machinery around
+    it. A failure surfaces as SQLAlchemy's DBAPIError, so the 503 handling is
+    the same as elsewhere. On other databases, or when the request's session
+    is in a transaction already: the session's connection.
     ``engine``: for a caller outside an app context (authsvc.fastpath).
     """
     if engine is None:
@@ -119,35 +121,171 @@ def read_one(statement: Select, params: dict[str, Any], engine: Engine | None = 
     prepared = _PREPARED.get(statement)
     if prepared is None:
         prepared = _PREPARED[statement] = _Prepared.of(statement, engine.dialect)
-    values = tuple(params[name] for name in prepared.parameters)
-    import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
-
+    values = [params[name] for name in prepared.parameters]
+    readers = _readers_of(engine)
+    reader = readers.take()
     try:
-        connection = engine.raw_connection()
-    except psycopg.Error as exc:  # cannot connect: the pool wraps nothing here, unlike engine.connect()
-        raise DBAPIError.instance(prepared.sql, values, exc, psycopg.Error, dialect=engine.dialect) from exc
-    driver = connection.driver_connection
-    returned = False
-    try:
-        driver.autocommit = True
-        with psycopg.RawCursor(driver) as cursor:
-            cursor.execute(prepared.sql, values, prepare=True)
-            row = cursor.fetchone()
-        driver.autocommit = False
-        returned = True
-        return prepared.row._make(row) if row is not None else None
-    except psycopg.Error as exc:
-        disconnected = driver.closed or engine.dialect.is_disconnect(exc, driver, None)
-        if disconnected:
-            # As Core does on a disconnect: every connection the pool holds
-            # is as dead as this one (a database restart), so all are replaced.
-            engine.pool._invalidate(connection, exc)
-        raise DBAPIError.instance(
-            prepared.sql, values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=engine.dialect
-        ) from exc
+        return reader.read(prepared, values)
+    except _DeadConnection:
+        # Died since its last use (a database restart, say): the pool's
+        # connections are as dead, and one fresh connection gets one more try.
+        engine.pool._invalidate(None)  # type: ignore[arg-type]
     finally:
-        if not returned and connection.dbapi_connection is not None:
-            # Whatever stopped it (an error, a timeout, an interrupt), this
-            # connection may be in autocommit or mid-statement: never reuse it.
-            connection.invalidate()
-        connection.close()
+        readers.give_back(reader)
+    reader = readers.take(fresh=True)
+    try:
+        return reader.read(prepared, values)
+    finally:
+        readers.give_back(reader)
+
+
+# libpq's ExecStatus values (psycopg.pq.ExecStatus), here so that a process on SQLite does not import psycopg.
+_COMMAND_OK, _TUPLES_OK = 1, 2
+
+
+class _DeadConnection(Exception):
+    """A reader's connection, fine at its last use, is gone."""
+
+
+class _Reader:
+    """One autocommit PostgreSQL connection, and the statements prepared on it.
+
+    psycopg's cursor, SQLAlchemy's pool checkout and return (with its reset),
+    and switching autocommit on and off cost about twice the round trip of a
+    lookup; a connection kept in autocommit for lookups only needs none of it.
+    The statement goes through libpq directly (``exec_prepared``), its row
+    through psycopg's own loaders.
+    """
+
+    def __init__(self, engine: Engine, generation: int):
+        import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
+        from psycopg.adapt import Transformer
+
+        self.engine = engine
+        self.generation = generation
+        try:
+            # Through the pool, for the engine's connect arguments and events,
+            # then out of it: this connection is the readers' alone.
+            pooled = engine.raw_connection()
+        except psycopg.Error as exc:  # the pool wraps nothing here, unlike engine.connect()
+            raise DBAPIError.instance(None, None, exc, psycopg.Error, dialect=engine.dialect) from exc
+        self.connection: Any = pooled.driver_connection
+        pooled.detach()
+        self.connection.autocommit = True
+        self.pgconn = self.connection.pgconn
+        self.transformer = Transformer(self.connection)
+        self.names: dict[_Prepared, bytes] = {}
+        self.used = False
+        self.born = time.monotonic()
+        self.broken = False
+        self.errors = psycopg.errors
+
+    def read(self, prepared: _Prepared, values: list[str | None]) -> Any:
+        used, self.used = self.used, True
+        try:
+            return self._read(prepared, values)
+        except self.errors.Error as exc:
+            dialect = self.engine.dialect
+            disconnected = self.connection.closed or dialect.is_disconnect(exc, self.connection, None)
+            if disconnected or not isinstance(exc, self.errors.DataError):
+                self.broken = True
+            if disconnected and used:
+                raise _DeadConnection from exc
+            raise DBAPIError.instance(
+                prepared.sql, values, exc, self.errors.Error, connection_invalidated=disconnected, dialect=dialect
+            ) from exc
+        except BaseException:
+            # Interrupted mid-statement (a timeout, a signal): never reuse it.
+            self.broken = True
+            raise
+
+    def _read(self, prepared: _Prepared, values: list[str | None]) -> Any:
+        for value in values:
+            if value and "\x00" in value:  # as psycopg refuses it: libpq would cut the text short
+                raise self.errors.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        name = self.names.get(prepared) or self._prepare(prepared)
+        result = self.pgconn.exec_prepared(name, [value.encode() if value is not None else None for value in values])
+        if result.status != _TUPLES_OK:
+            raise self.errors.error_from_result(result, encoding=self.connection.info.encoding)
+        if not result.ntuples:
+            return None
+        self.transformer.set_pgresult(result)
+        return self.transformer.load_row(0, prepared.row._make)
+
+    def _prepare(self, prepared: _Prepared) -> bytes:
+        name = f"authsvc_{len(self.names)}".encode()
+        result = self.pgconn.prepare(name, prepared.sql.encode(), None)
+        if result.status != _COMMAND_OK:
+            raise self.errors.error_from_result(result, encoding=self.connection.info.encoding)
+        self.names[prepared] = name
+        return name
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+class _Readers:
+    """The readers of one engine: as many connections as lookups run at once in the process.
+
+    A free list rather than one connection per thread, so that a server that
+    starts a thread per request (``flask run``) does not open a connection
+    per request. Closed with the engine (``engine.dispose()``); recycled as the
+    engine's pool recycles its connections.
+    """
+
+    KEEP = 8  # idle readers kept; more are closed on return
+
+    def __init__(self, engine: Engine):
+        self.engine = engine
+        self.idle: list[_Reader] = []
+        self.generation = 0
+        event.listen(engine, "engine_disposed", self.close_all)
+
+    def take(self, fresh: bool = False) -> _Reader:
+        recycle = self.engine.pool._recycle
+        while self.idle and not fresh:
+            try:
+                reader = self.idle.pop()
+            except IndexError:  # another thread took the last one
+                break
+            if recycle < 0 or time.monotonic() - reader.born < recycle:
+                return reader
+            reader.close()
+        return _Reader(self.engine, self.generation)
+
+    def give_back(self, reader: _Reader) -> None:
+        if reader.broken or reader.generation != self.generation or len(self.idle) >= self.KEEP:
+            reader.close()
+        else:
+            self.idle.append(reader)
+
+    def close_all(self, *args: Any) -> None:
+        self.generation += 1
+        while self.idle:
+            try:
+                self.idle.pop().close()
+            except IndexError:
+                break
+
+
+_READERS: weakref.WeakKeyDictionary[Engine, _Readers] = weakref.WeakKeyDictionary()
+_READERS_LOCK = threading.Lock()
+
+
+def _readers_of(engine: Engine) -> _Readers:
+    try:
+        return _READERS[engine]
+    except KeyError:
+        with _READERS_LOCK:
+            return _READERS.setdefault(engine, _Readers(engine))
+
+
+def _forget_inherited_readers() -> None:
+    # A forked child shares its parent's sockets: it must neither use nor close
+    # (which would tell the server goodbye for the parent) the parent's readers.
+    _INHERITED.extend(_READERS.values())
+    _READERS.clear()
+
+
+_INHERITED: list[_Readers] = []
+os.register_at_fork(after_in_child=_forget_inherited_readers)

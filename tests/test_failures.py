@@ -190,6 +190,19 @@ def test_connections_that_died_while_idle_are_replaced_without_a_failure(make_ap
 
 
 @pytest.mark.postgresql
+def test_inspect_just_after_a_database_restart_answers_without_waiting_for_idleness(make_app, setup, database_proxy):
+    """Inspect's connection found dead in use is replaced within the request, which succeeds."""
+    proxy = database_proxy
+    client = client_through(make_app, proxy)
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    proxy.cut()
+    proxy.restore()
+    for _ in range(3):
+        assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+
+@pytest.mark.postgresql
 def test_a_database_that_does_not_answer_costs_inspect_one_timeout_not_two(make_app, setup):
     # Accepts connections (the kernel's backlog) and never says a word.
     silent = socket.socket()

@@ -1,9 +1,11 @@
 """SPEC 4.6 and 5.1: presenting a bearer token or an API key to the inspect endpoint."""
 
-import pytest
-from sqlalchemy import select
+import os
 
-from authsvc.database import now
+import pytest
+from sqlalchemy import select, text
+
+from authsvc.database import db, now
 from authsvc.models import ApiKey, Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
@@ -246,3 +248,44 @@ def test_the_header_and_the_query_string_get_the_same_answer(client, setup, toke
 
     assert comparable(by_header) == comparable(by_query)
     assert by_header.headers["Strict-Transport-Security"].startswith("max-age=")
+
+
+# Inspect's lookups run on connections of their own (authsvc.database's
+# readers), outside SQLAlchemy's pool.
+
+
+def inspect_connections(app) -> int:
+    """Connections to the test database whose last statement was inspect's token lookup."""
+    query = text(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid() AND query LIKE '%FROM token JOIN application%'"
+    )
+    with app.app_context(), db.engine.connect() as connection:
+        return connection.execute(query).scalar_one()
+
+
+@pytest.mark.postgresql
+def test_inspect_reads_on_one_connection_which_closes_with_the_engine(app, client, setup, token):
+    for _ in range(20):
+        assert present(client, "header", token).status_code == 200
+        assert present(client, "query", token).status_code == 200
+    assert inspect_connections(app) == 1
+    with app.app_context():
+        db.engine.dispose()
+    assert inspect_connections(app) == 0
+    assert present(client, "header", token).status_code == 200
+
+
+@pytest.mark.postgresql
+def test_a_forked_process_inspects_on_its_own_connection_and_leaves_the_parents_alone(client, setup, token):
+    assert present(client, "header", token).status_code == 200
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through its exit status
+        try:
+            os._exit(0 if present(client, "header", token).status_code == 200 else 1)
+        except BaseException:
+            os._exit(2)
+    _, status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    # The child neither used nor closed the parent's connection.
+    assert present(client, "header", token).status_code == 200

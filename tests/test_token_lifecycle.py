@@ -8,7 +8,7 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc import security
+from authsvc import credentials, database, security
 from authsvc.database import db, now
 from authsvc.models import Application, Token
 from tests.conftest import HOST, PASSWORD, headers
@@ -294,22 +294,24 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
         assert "Scan using ix_token_access_token_digest" in plan or (
             "Index Scan using token_refresh_token_digest_key" in plan
         ), plan
-    # Inspect runs its lookup prepared, on a pooled connection, outside
-    # SQLAlchemy's execution events: its plan is read from PostgreSQL itself.
+    # Inspect runs its lookup prepared, on a connection of its own, outside
+    # SQLAlchemy's execution events: the plan of the statement it prepares is
+    # read from PostgreSQL itself.
     for _ in range(3):
         assert client.get(INSPECT, headers=headers(**bearer)).status_code == 200
     with app.app_context():
+        statement = database._Prepared.of(credentials._TOKEN_CLAIMS, db.engine.dialect).sql
         connection = db.engine.raw_connection()
         try:
             cursor = connection.cursor()
-            cursor.execute("SELECT name, statement FROM pg_prepared_statements WHERE statement LIKE '%FROM token%'")
-            [(name, statement)] = cursor.fetchall()
+            cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement)))
             # Arguments in the statement's order: digest, host, default host; as
             # literals, since EXPLAIN takes no bound parameters.
             digest = security.digest(body["access_token"])
-            explain = sql.SQL("EXPLAIN EXECUTE {}({}, {}, NULL)")
-            cursor.execute(explain.format(sql.Identifier(name), sql.Literal(digest), sql.Literal(HOST)))
+            explain = sql.SQL("EXPLAIN EXECUTE inspect({}, {}, NULL)")
+            cursor.execute(explain.format(sql.Literal(digest), sql.Literal(HOST)))
             inspect_plan = "\n".join(row[0] for row in cursor.fetchall())
+            cursor.execute("DEALLOCATE inspect")
         finally:
             connection.close()
     assert "access_token_digest" in statement
