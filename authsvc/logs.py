@@ -104,7 +104,11 @@ def install() -> None:
 
     def scrubbed_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
         record = make_record(*args, **kwargs)
-        record.args = _scrub_args(record.args)
+        # Not gunicorn's access records: their arguments are every header of
+        # the request and the answer, keyed "{name}i" (no key scrub would
+        # match), and JsonFormatter writes only the safe fields of them.
+        if record.name != "gunicorn.access":
+            record.args = _scrub_args(record.args)
         return record
 
     logging.setLogRecordFactory(scrubbed_record)
