@@ -2,7 +2,7 @@
 
 ``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.models);
 ``read_one`` runs the lookups on every API request as prepared statements
-outside any transaction; ``ping_after_idle`` replaces pool_pre_ping's round
+outside any transaction, on connections kept for them (readers); ``ping_after_idle`` replaces pool_pre_ping's round
 trip on every checkout with a ping only after idleness.
 """
 
