@@ -8,10 +8,9 @@ trip on every checkout with a ping only after idleness.
 
 from __future__ import annotations
 
+import contextlib
 import os
-import threading
 import time
-import weakref
 from collections import namedtuple
 from dataclasses import dataclass
 from typing import Any
@@ -126,25 +125,34 @@ def read_one(statement: Select, params: dict[str, str | None], engine: Engine | 
     reader = readers.take()
     try:
         return reader.read(prepared, values)
-    except _DeadConnection:
-        # Died since its last use (a database restart, say): the pool's
-        # connections are as dead, and one fresh connection gets one more try.
+    except _Disconnected:
+        # A database restart, say: the pool's connections are as dead, and
+        # this read-only lookup gets one more try on a new connection.
         engine.pool._invalidate(None)  # type: ignore[arg-type]
     finally:
         readers.give_back(reader)
     reader = readers.take(fresh=True)
     try:
         return reader.read(prepared, values)
+    except _Disconnected as exc:
+        engine.pool._invalidate(None)  # type: ignore[arg-type]
+        raise exc.error from None
     finally:
         readers.give_back(reader)
 
 
+class _Disconnected(Exception):
+    """A reader's connection is gone; ``error`` is what to raise if trying again does not help."""
+
+    def __init__(self, error: DBAPIError):
+        self.error = error
+
+
+# psycopg's own wait for a result wakes this often (seconds) to look for
+# signals; without an interval it would poll the socket in a busy loop.
+_WAIT_INTERVAL = 0.1
 # libpq's ExecStatus values (psycopg.pq.ExecStatus), here so that a process on SQLite does not import psycopg.
 _COMMAND_OK, _TUPLES_OK = 1, 2
-
-
-class _DeadConnection(Exception):
-    """A reader's connection, fine at its last use, is gone."""
 
 
 class _Reader:
@@ -153,12 +161,14 @@ class _Reader:
     psycopg's cursor, SQLAlchemy's pool checkout and return (with its reset),
     and switching autocommit on and off cost about twice the round trip of a
     lookup; a connection kept in autocommit for lookups only needs none of it.
-    The statement goes through libpq directly (``exec_prepared``), its row
-    through psycopg's own loaders.
+    The statement goes to libpq directly (``send_query_prepared``), its row
+    through psycopg's own loaders. psycopg's wait stays interruptible: a
+    worker's timeout or Ctrl-C ends a lookup that waits on a lock.
     """
 
     def __init__(self, engine: Engine, generation: int):
         import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
+        from psycopg import generators, waiting
         from psycopg.adapt import Transformer
 
         self.engine = engine
@@ -169,19 +179,21 @@ class _Reader:
             pooled = engine.raw_connection()
         except psycopg.Error as exc:  # the pool wraps nothing here, unlike engine.connect()
             raise DBAPIError.instance(None, None, exc, psycopg.Error, dialect=engine.dialect) from exc
+        record = pooled._connection_record
+        self.connected_at = record.starttime if record is not None else time.time()
         self.connection: Any = pooled.driver_connection
         pooled.detach()
         self.connection.autocommit = True
         self.pgconn = self.connection.pgconn
+        self.encoding = self.connection.info.encoding
         self.transformer = Transformer(self.connection)
         self.names: dict[_Prepared, bytes] = {}
-        self.used = False
-        self.born = time.monotonic()
         self.broken = False
         self.errors = psycopg.errors
+        self._execute = generators.execute
+        self._wait = waiting.wait
 
     def read(self, prepared: _Prepared, values: list[str | None]) -> Any:
-        used, self.used = self.used, True
         try:
             return self._read(prepared, values)
         except self.errors.Error as exc:
@@ -189,24 +201,34 @@ class _Reader:
             disconnected = self.connection.closed or dialect.is_disconnect(exc, self.connection, None)
             if disconnected or not isinstance(exc, self.errors.DataError):
                 self.broken = True
-            if disconnected and used:
-                raise _DeadConnection from exc
-            raise DBAPIError.instance(
+            error = DBAPIError.instance(
                 prepared.sql, values, exc, self.errors.Error, connection_invalidated=disconnected, dialect=dialect
-            ) from exc
+            )
+            if disconnected:
+                raise _Disconnected(error) from exc
+            raise error from exc
         except BaseException:
-            # Interrupted mid-statement (a timeout, a signal): never reuse it.
+            # Interrupted (a worker timeout, Ctrl-C): stop the statement, as
+            # psycopg's cursor does, and never reuse this connection.
             self.broken = True
+            with contextlib.suppress(Exception):  # the interruption is what the caller must see
+                self.connection.cancel_safe(timeout=2)
             raise
 
     def _read(self, prepared: _Prepared, values: list[str | None]) -> Any:
-        for value in values:
-            if value and "\x00" in value:  # as psycopg refuses it: libpq would cut the text short
+        try:
+            encoded = [value.encode(self.encoding) if value is not None else None for value in values]
+        except UnicodeEncodeError as exc:
+            raise self.errors.DataError(f"a parameter cannot be sent in {self.encoding}") from exc
+        for value in encoded:
+            if value and b"\x00" in value:  # as psycopg refuses it: libpq would cut the text short
                 raise self.errors.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
+        pgconn = self.pgconn
         name = self.names.get(prepared) or self._prepare(prepared)
-        result = self.pgconn.exec_prepared(name, [value.encode() if value is not None else None for value in values])
+        pgconn.send_query_prepared(name, encoded)
+        result = self._wait(self._execute(pgconn), pgconn.socket, interval=_WAIT_INTERVAL)[-1]
         if result.status != _TUPLES_OK:
-            raise self.errors.error_from_result(result, encoding=self.connection.info.encoding)
+            raise self.errors.error_from_result(result, encoding=self.encoding)
         if not result.ntuples:
             return None
         self.transformer.set_pgresult(result)
@@ -214,9 +236,10 @@ class _Reader:
 
     def _prepare(self, prepared: _Prepared) -> bytes:
         name = f"authsvc_{len(self.names)}".encode()
-        result = self.pgconn.prepare(name, prepared.sql.encode(), None)
+        self.pgconn.send_prepare(name, prepared.sql.encode(), None)
+        result = self._wait(self._execute(self.pgconn), self.pgconn.socket, interval=_WAIT_INTERVAL)[-1]
         if result.status != _COMMAND_OK:
-            raise self.errors.error_from_result(result, encoding=self.connection.info.encoding)
+            raise self.errors.error_from_result(result, encoding=self.encoding)
         self.names[prepared] = name
         return name
 
@@ -230,7 +253,9 @@ class _Readers:
     A free list rather than one connection per thread, so that a server that
     starts a thread per request (``flask run``) does not open a connection
     per request. Closed with the engine (``engine.dispose()``); recycled as the
-    engine's pool recycles its connections.
+    engine's pool recycles its connections. A forked child starts with none,
+    and leaves its parent's alone: closing them would end the parent's
+    sessions on the server.
     """
 
     KEEP = 8  # idle readers kept; more are closed on return
@@ -239,16 +264,19 @@ class _Readers:
         self.engine = engine
         self.idle: list[_Reader] = []
         self.generation = 0
+        self.pid = os.getpid()
         event.listen(engine, "engine_disposed", self.close_all)
 
     def take(self, fresh: bool = False) -> _Reader:
+        if self.pid != os.getpid():
+            self._forget_inherited()
         recycle = self.engine.pool._recycle
         while self.idle and not fresh:
             try:
                 reader = self.idle.pop()
             except IndexError:  # another thread took the last one
                 break
-            if recycle < 0 or time.monotonic() - reader.born < recycle:
+            if reader.generation == self.generation and (recycle < 0 or time.time() - reader.connected_at < recycle):
                 return reader
             reader.close()
         return _Reader(self.engine, self.generation)
@@ -260,6 +288,9 @@ class _Readers:
             self.idle.append(reader)
 
     def close_all(self, *args: Any) -> None:
+        if self.pid != os.getpid():
+            self._forget_inherited()
+            return
         self.generation += 1
         while self.idle:
             try:
@@ -267,25 +298,18 @@ class _Readers:
             except IndexError:
                 break
 
-
-_READERS: weakref.WeakKeyDictionary[Engine, _Readers] = weakref.WeakKeyDictionary()
-_READERS_LOCK = threading.Lock()
+    def _forget_inherited(self) -> None:
+        # Dropped, not closed: psycopg does not end another process's session
+        # when it collects a connection.
+        self.idle = []
+        self.generation += 1
+        self.pid = os.getpid()
 
 
 def _readers_of(engine: Engine) -> _Readers:
-    try:
-        return _READERS[engine]
-    except KeyError:
-        with _READERS_LOCK:
-            return _READERS.setdefault(engine, _Readers(engine))
-
-
-def _forget_inherited_readers() -> None:
-    # A forked child shares its parent's sockets: it must neither use nor close
-    # (which would tell the server goodbye for the parent) the parent's readers.
-    _INHERITED.extend(_READERS.values())
-    _READERS.clear()
-
-
-_INHERITED: list[_Readers] = []
-os.register_at_fork(after_in_child=_forget_inherited_readers)
+    # Kept on the engine: they live and go with it. Two threads that race here
+    # each make one; the loser's are closed with the engine.
+    readers = engine.__dict__.get("_authsvc_readers")
+    if readers is None:
+        readers = engine._authsvc_readers = _Readers(engine)  # type: ignore[attr-defined]
+    return readers

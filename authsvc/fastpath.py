@@ -30,6 +30,7 @@ from typing import Any
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
 from authsvc import credentials, deployment, logs, metrics
@@ -63,7 +64,7 @@ class InspectFastPath:
             started = time.perf_counter()
             try:
                 answer = self._answer(environ)
-            except DBAPIError as exc:
+            except (DBAPIError, PoolTimeoutError) as exc:
                 # Flask answers (503), without trying the database a second time.
                 environ[DATABASE_ERROR] = exc
                 answer = None

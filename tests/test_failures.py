@@ -6,14 +6,16 @@ servers; the tests cut and restore it, and never touch the servers.
 """
 
 import os
+import signal
 import socket
+import threading
 import time
 from urllib.parse import urlsplit
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
 
-from authsvc.database import PING_AFTER_IDLE
+from authsvc.database import PING_AFTER_IDLE, db
 from authsvc.models import Token
 from tests.conftest import DATABASE_URL, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
 from tests.proxy import TcpProxy
@@ -200,6 +202,71 @@ def test_inspect_just_after_a_database_restart_answers_without_waiting_for_idlen
     proxy.restore()
     for _ in range(3):
         assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+
+@pytest.mark.postgresql
+def test_inspect_on_a_pooled_connection_that_died_unnoticed_succeeds(make_app, setup, database_proxy):
+    """Inspect's first connection comes from the pool: dead there (no idle ping yet), it is replaced."""
+    proxy = database_proxy
+    client = client_through(make_app, proxy)
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    proxy.cut()  # the pool's connections die; inspect has none of its own yet
+    proxy.restore()
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+
+class Interrupted(BaseException):
+    """As gunicorn's worker timeout or Ctrl-C: not an error the app handles."""
+
+
+@pytest.mark.postgresql
+def test_an_inspect_waiting_on_a_lock_can_be_interrupted_and_its_statement_is_cancelled(app, client, setup):
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+    def waiting_lookups() -> int:
+        query = text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND query LIKE '%FROM token JOIN application%'"
+        )
+        with db.engine.connect() as observer:  # a new snapshot of the activity each time
+            return observer.execute(query).scalar_one()
+
+    def interrupt(signum, frame):
+        raise Interrupted
+
+    def cancel_waiting_lookups() -> None:
+        # Should the lookup not hear the signal, it is cancelled here: the test fails, and does not hang.
+        with app.app_context(), db.engine.connect() as rescuer:
+            rescuer.execute(
+                text(
+                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND wait_event_type = 'Lock' AND query LIKE '%FROM token JOIN application%'"
+                )
+            )
+
+    rescue = threading.Timer(5, cancel_waiting_lookups)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    with app.app_context(), db.engine.connect() as locker:
+        locker.execute(text("LOCK TABLE token IN ACCESS EXCLUSIVE MODE"))  # a migration, say
+        signal.alarm(1)
+        rescue.start()
+        started = time.monotonic()
+        try:
+            with pytest.raises(Interrupted):
+                inspect(client, headers={"Authorization": f"Bearer {bearer}"})
+        finally:
+            signal.alarm(0)
+            signal.signal(signal.SIGALRM, previous)
+            rescue.cancel()
+        assert time.monotonic() - started < 3
+        # Cancelled on the server too, not left waiting for the lock.
+        deadline = time.monotonic() + 3
+        while (still := waiting_lookups()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert still == 0
+        locker.rollback()
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
 
 
 @pytest.mark.postgresql

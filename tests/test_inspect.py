@@ -1,6 +1,8 @@
 """SPEC 4.6 and 5.1: presenting a bearer token or an API key to the inspect endpoint."""
 
+import json
 import os
+import time
 
 import pytest
 from sqlalchemy import select, text
@@ -254,14 +256,24 @@ def test_the_header_and_the_query_string_get_the_same_answer(client, setup, toke
 # readers), outside SQLAlchemy's pool.
 
 
-def inspect_connections(app) -> int:
-    """Connections to the test database whose last statement was inspect's token lookup."""
+def lookup_backends(app) -> list[int]:
+    """Server processes of the test database whose last statement was inspect's token lookup."""
     query = text(
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-        " AND pid <> pg_backend_pid() AND query LIKE '%FROM token JOIN application%'"
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid() AND query LIKE '%FROM token JOIN application%' ORDER BY pid"
     )
     with app.app_context(), db.engine.connect() as connection:
-        return connection.execute(query).scalar_one()
+        return list(connection.execute(query).scalars())
+
+
+def eventually(condition, seconds=3.0):
+    """``condition()`` becomes true within ``seconds`` (a server process ends a moment after its client)."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
 
 
 @pytest.mark.postgresql
@@ -269,23 +281,36 @@ def test_inspect_reads_on_one_connection_which_closes_with_the_engine(app, clien
     for _ in range(20):
         assert present(client, "header", token).status_code == 200
         assert present(client, "query", token).status_code == 200
-    assert inspect_connections(app) == 1
+    assert len(lookup_backends(app)) == 1
     with app.app_context():
         db.engine.dispose()
-    assert inspect_connections(app) == 0
+    assert eventually(lambda: lookup_backends(app) == [])
     assert present(client, "header", token).status_code == 200
 
 
 @pytest.mark.postgresql
-def test_a_forked_process_inspects_on_its_own_connection_and_leaves_the_parents_alone(client, setup, token):
+def test_a_forked_process_inspects_on_its_own_connection_and_leaves_the_parents_alone(app, client, setup, token):
     assert present(client, "header", token).status_code == 200
+    [parents] = lookup_backends(app)
+    reading, writing = os.pipe()
     child = os.fork()
-    if child == 0:  # pragma: no cover - the child reports through its exit status
+    if child == 0:  # pragma: no cover - the child reports through the pipe and its exit status
         try:
-            os._exit(0 if present(client, "header", token).status_code == 200 else 1)
+            with app.app_context():
+                db.engine.dispose(close=False)  # as SQLAlchemy advises after a fork
+            status = present(client, "header", token).status_code
+            os.write(writing, json.dumps([status, lookup_backends(app)]).encode())
+            os._exit(0)
         except BaseException:
-            os._exit(2)
-    _, status = os.waitpid(child, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
-    # The child neither used nor closed the parent's connection.
+            os._exit(1)
+    os.close(writing)
+    with os.fdopen(reading) as pipe:
+        status, seen_by_child = json.loads(pipe.read() or "[0, []]")
+    _, exit_status = os.waitpid(child, 0)
+    assert os.waitstatus_to_exitcode(exit_status) == 0
+    assert status == 200
+    # The child read on a connection of its own, beside the parent's.
+    assert len(seen_by_child) == 2 and parents in seen_by_child
+    # And the parent's connection is the same one, still open.
     assert present(client, "header", token).status_code == 200
+    assert eventually(lambda: lookup_backends(app) == [parents])
