@@ -108,7 +108,12 @@ def init_app(app: Flask) -> None:
     def handle_oauth2_error(exc: OAuth2Error) -> Response:
         # Authlib decides between a JSON body and a redirect to a validated
         # redirect_uri (RFC 6749 4.1.2.1) and adds WWW-Authenticate where due.
-        response = authorization.handle_error_response(None, exc)
+        try:
+            response = authorization.handle_error_response(None, exc)
+        except ApiError as refused:  # an unknown host
+            return handle_api_error(refused)
+        except sql.DBAPIError as failed:
+            return handle_database_error(failed)
         response.headers["Cache-Control"] = "no-store"
         response.headers["Pragma"] = "no-cache"
         response.headers["Referrer-Policy"] = "no-referrer"

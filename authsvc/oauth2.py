@@ -27,14 +27,15 @@ from authlib.oauth2.rfc6749 import (
 )
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from authlib.oauth2.rfc7636 import CodeChallenge
-from flask import Flask, current_app
+from flask import Flask, current_app, g
 from flask import request as flask_request
 from sqlalchemy import select, update
+from sqlalchemy.orm import contains_eager
 
 from authsvc import accounts, audit, metrics, security, store, validation
 from authsvc.database import db, now
 from authsvc.models import Application, Token, User
-from authsvc.tenancy import current_domain
+from authsvc.tenancy import current_domain, request_domain_condition
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +178,9 @@ DEFAULT_DESCRIPTIONS = {
 
 class AuthorizationServer(_AuthorizationServer):
     def handle_error_response(self, request: Any, error: OAuth2Error) -> Any:
+        # An unknown host is a 404 whatever else is wrong with the request;
+        # the token endpoint does not look its domain up before Authlib does.
+        current_domain()
         if not error.description:
             error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
         return super().handle_error_response(request, error)
@@ -193,11 +197,7 @@ class AuthorizationServer(_AuthorizationServer):
         # once per request; the answer is kept in this request's environ only.
         memo = flask_request.environ.setdefault("authsvc.clients", {})
         if client_id not in memo:
-            memo[client_id] = db.session.scalar(
-                select(Application).where(
-                    Application.client_id == client_id, Application.domain_id == current_domain().id
-                )
-            )
+            memo[client_id] = _client_of_request_domain(client_id)
         return memo[client_id]
 
     def validate_requested_scope(self, scope: str | None) -> None:
@@ -245,6 +245,26 @@ class AuthorizationServer(_AuthorizationServer):
         )
         db.session.commit()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
+
+
+def _client_of_request_domain(client_id: str) -> Application | None:
+    domain = g.get("authsvc_domain")
+    if domain is not None:
+        return db.session.scalar(
+            select(Application).where(Application.client_id == client_id, Application.domain_id == domain.id)
+        )
+    # The domain comes with the client, in one statement, and serves the rest of the request.
+    application = db.session.scalar(
+        select(Application)
+        .join(Application.domain)
+        .options(contains_eager(Application.domain))
+        .where(Application.client_id == client_id, request_domain_condition())
+    )
+    if application is None:
+        current_domain()  # an unknown host is a 404, not an unknown client
+        return None
+    g.authsvc_domain = application.domain
+    return application
 
 
 def access_token_ttl(client: Application) -> int:

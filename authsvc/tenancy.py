@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from flask import current_app, g, request
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, func, select
+from sqlalchemy.orm import aliased
 
 from authsvc.database import db
 from authsvc.errors import ApiError
@@ -28,6 +29,20 @@ def issuer() -> str:
     # Not request.host_url: it converts the URL to an IRI on every call, and
     # the issuer is a URL (a punycode host stays as the client sent it).
     return f"{request.scheme}://{request.host}"
+
+
+def request_domain_condition() -> ColumnElement[bool]:
+    """A condition on ``Domain`` true for the request's domain, as current_domain chooses it.
+
+    For a statement that finds the domain along with what it looks up (the
+    client at the token endpoint), saving current_domain's own round trip.
+    """
+    host = request_host()
+    default = current_app.config.get("AUTHSVC_DEFAULT_DOMAIN")
+    if not default:
+        return Domain.host == host
+    by_host = aliased(Domain)
+    return Domain.host == func.coalesce(select(by_host.host).where(by_host.host == host).scalar_subquery(), default)
 
 
 def current_domain() -> Domain:

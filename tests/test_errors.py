@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from tests.conftest import PASSWORD, REDIRECT_URI, headers, signin
+from tests.conftest import PASSWORD, REDIRECT_URI, authorize, headers, signin
 
 TOKEN = "/auth/oauth/token"
 
@@ -94,12 +94,58 @@ def test_a_host_without_a_domain_is_404_unknown_domain(client, setup):
     assert_json_error(client.get("/api/engine/v2/api_keys/inspect", headers=headers("wrong.example")), 404)
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"grant_type": "password", "username": "service@example.com", "password": PASSWORD},  # a good request
+        {"grant_type": "password", "username": "service@example.com", "password": "wrong"},
+        {"grant_type": "refresh_token", "refresh_token": "unknown"},
+        {"grant_type": "password", "client_id": "no-such-client"},
+        {"grant_type": "made_up"},
+        "grant_type=password&grant_type=password",  # refused before any client is looked up
+    ],
+)
+def test_the_token_endpoint_answers_404_on_a_host_without_a_domain_whatever_the_request(client, setup, data):
+    if isinstance(data, dict):
+        data = {"client_id": setup.public_app.client_id, **data}
+    response = client.post(
+        TOKEN, data=data, content_type="application/x-www-form-urlencoded", headers=headers("wrong.example")
+    )
+    assert_json_error(response, 404, "unknown_domain")
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},  # a good request
+        {"client_id": "no-such-client"},
+        {"response_type": "token"},
+        {"redirect_uri": "https://evil.example/cb"},
+        {"response_type": None},
+    ],
+)
+def test_authorise_answers_404_on_a_host_without_a_domain_whatever_the_request(client, setup, params):
+    params = {"client_id": setup.public_app.client_id, **params}
+    response = authorize(client, params.pop("client_id"), host="wrong.example", **params)
+    assert_json_error(response, 404, "unknown_domain")
+
+
 def test_the_default_domain_serves_unknown_hosts_when_configured(make_app, setup):
     app = make_app(AUTHSVC_DEFAULT_DOMAIN="auth.example.com")
     response = app.test_client().post(
         "/auth/signin", json={"email": "person@example.com", "password": PASSWORD}, headers=headers("127.0.0.1:5000")
     )
     assert response.status_code == 202
+    grant = {"grant_type": "password", "username": "service@example.com", "password": PASSWORD}
+    token = app.test_client().post(
+        TOKEN, json={**grant, "client_id": setup.public_app.client_id}, headers=headers("127.0.0.1:5000")
+    )
+    assert token.status_code == 200, token.get_json()
+    claims = app.test_client().get(
+        "/api/engine/v2/api_keys/inspect",
+        headers=headers("127.0.0.1:5000", Authorization=f"Bearer {token.get_json()['access_token']}"),
+    )
+    assert claims.get_json()["aud"] == "auth.example.com"
 
 
 def test_unknown_paths_and_methods_are_json(client, setup):

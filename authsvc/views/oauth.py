@@ -33,10 +33,11 @@ def authorize() -> Response:
     if request.method == "GET":
         # Reads only (the code goes to Redis): no BEGIN/ROLLBACK around them.
         without_transaction()
-    domain = current_domain()
     # Validate the client and redirect URI first: a bad request is reported
-    # at once, not after the user has signed in.
+    # at once, not after the user has signed in. The client's lookup finds the
+    # domain too (an unknown host is a 404 whatever else is wrong).
     grant = authorization.get_consent_grant(end_user=None)
+    domain = current_domain()
     user = accounts.session_user(domain)
     if user is None:
         return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
@@ -82,7 +83,8 @@ def _remember_approval(user: User, application: Application, scope: str) -> None
 
 @bp.post("/token")
 def token() -> Response:
-    current_domain()
+    # The client's lookup finds the domain too (oauth2.query_client); an
+    # unknown host is still a 404, whatever else is wrong with the request.
     return authorization.create_token_response()
 
 
