@@ -126,8 +126,9 @@ def read_one(statement: Select, params: dict[str, str | None], engine: Engine | 
     try:
         return reader.read(prepared, values)
     except _Disconnected:
-        # A database restart, say: the pool's connections are as dead, and
-        # this read-only lookup gets one more try on a new connection.
+        # A database restart, say: as Core does on a disconnect, every
+        # connection made before now is dropped, the pool's and the other
+        # readers', and this read-only lookup gets one more try on a new one.
         engine.pool._invalidate(None)  # type: ignore[arg-type]
     finally:
         readers.give_back(reader)
@@ -162,8 +163,9 @@ class _Reader:
     and switching autocommit on and off cost about twice the round trip of a
     lookup; a connection kept in autocommit for lookups only needs none of it.
     The statement goes to libpq directly (``send_query_prepared``), its row
-    through psycopg's own loaders. psycopg's wait stays interruptible: a
-    worker's timeout or Ctrl-C ends a lookup that waits on a lock.
+    through psycopg's own loaders. psycopg's wait stays interruptible: in a
+    sync worker (one thread) a timeout or Ctrl-C ends a lookup that waits on a
+    lock, and cancels it. A request thread of a threaded worker gets no signals.
     """
 
     def __init__(self, engine: Engine, generation: int):
@@ -270,16 +272,23 @@ class _Readers:
     def take(self, fresh: bool = False) -> _Reader:
         if self.pid != os.getpid():
             self._forget_inherited()
-        recycle = self.engine.pool._recycle
+        pool = self.engine.pool
         while self.idle and not fresh:
             try:
                 reader = self.idle.pop()
             except IndexError:  # another thread took the last one
                 break
-            if reader.generation == self.generation and (recycle < 0 or time.time() - reader.connected_at < recycle):
+            if reader.generation == self.generation and self._current(reader, pool):
                 return reader
             reader.close()
         return _Reader(self.engine, self.generation)
+
+    @staticmethod
+    def _current(reader: _Reader, pool: Any) -> bool:
+        # As the pool judges its own connections: not older than its recycle
+        # time, nor than its last invalidation (a disconnect seen anywhere).
+        connected = reader.connected_at
+        return connected > pool._invalidate_time and (pool._recycle < 0 or time.time() - connected < pool._recycle)
 
     def give_back(self, reader: _Reader) -> None:
         if reader.broken or reader.generation != self.generation or len(self.idle) >= self.KEEP:

@@ -108,12 +108,19 @@ def init_app(app: Flask) -> None:
     def handle_oauth2_error(exc: OAuth2Error) -> Response:
         # Authlib decides between a JSON body and a redirect to a validated
         # redirect_uri (RFC 6749 4.1.2.1) and adds WWW-Authenticate where due.
+        # It looks the domain up (an unknown host is a 404): what that raises
+        # is answered here, since Flask sends anything an error handler
+        # raises to no other handler, as a bare 500.
         try:
             response = authorization.handle_error_response(None, exc)
-        except ApiError as refused:  # an unknown host
+        except ApiError as refused:
             return handle_api_error(refused)
         except sql.DBAPIError as failed:
             return handle_database_error(failed)
+        except sql.TimeoutError as busy:
+            return handle_database_busy(busy)
+        except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
+            return handle_unexpected(unexpected)
         response.headers["Cache-Control"] = "no-store"
         response.headers["Pragma"] = "no-cache"
         response.headers["Referrer-Policy"] = "no-referrer"

@@ -4,7 +4,7 @@ import base64
 
 import pytest
 
-from tests.conftest import PASSWORD, REDIRECT_URI, authorize, headers, signin
+from tests.conftest import OTHER_HOST, PASSWORD, REDIRECT_URI, HttpsClient, authorize, headers, signin
 
 TOKEN = "/auth/oauth/token"
 
@@ -146,6 +146,18 @@ def test_the_default_domain_serves_unknown_hosts_when_configured(make_app, setup
         headers=headers("127.0.0.1:5000", Authorization=f"Bearer {token.get_json()['access_token']}"),
     )
     assert claims.get_json()["aud"] == "auth.example.com"
+
+
+def test_the_default_domain_does_not_serve_a_host_of_another_domain(make_app, setup, world):
+    world.domain(OTHER_HOST)
+    app = make_app(AUTHSVC_DEFAULT_DOMAIN="auth.example.com")
+    app.test_client_class = HttpsClient
+    grant = {"grant_type": "password", "username": "service@example.com", "password": PASSWORD}
+    # The client is the default domain's; the host is another domain's own.
+    response = app.test_client().post(
+        TOKEN, json={**grant, "client_id": setup.public_app.client_id}, headers=headers(OTHER_HOST)
+    )
+    assert_json_error(response, 400, "invalid_client")
 
 
 def test_unknown_paths_and_methods_are_json(client, setup):

@@ -270,6 +270,32 @@ def test_an_inspect_waiting_on_a_lock_can_be_interrupted_and_its_statement_is_ca
 
 
 @pytest.mark.postgresql
+@pytest.mark.parametrize(
+    "request_",
+    [
+        # Refused before anything else reads the database: the error's answer looks the domain up.
+        lambda c, client_id: c.post(
+            "/auth/oauth/token",
+            data="grant_type=password&grant_type=password",
+            content_type="application/x-www-form-urlencoded",
+            headers=headers(),
+        ),
+        lambda c, client_id: c.get(
+            "/auth/oauth/authorize",
+            query_string={"response_type": "token", "client_id": client_id, "redirect_uri": REDIRECT_URI},
+            headers=headers(),
+        ),
+    ],
+)
+def test_oauth_errors_while_every_database_connection_is_busy_are_503(make_app, setup, request_):
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_size": 1, "max_overflow": 0, "pool_timeout": 0.3})
+    app.test_client_class = HttpsClient
+    with app.app_context(), db.engine.connect():  # the only connection, held
+        response = request_(app.test_client(), setup.public_app.client_id)
+    assert_unavailable(response)
+
+
+@pytest.mark.postgresql
 def test_a_database_that_does_not_answer_costs_inspect_one_timeout_not_two(make_app, setup):
     # Accepts connections (the kernel's backlog) and never says a word.
     silent = socket.socket()
