@@ -185,10 +185,16 @@ class _Reader:
         self.connected_at = record.starttime if record is not None else time.time()
         self.connection: Any = pooled.driver_connection
         pooled.detach()
-        self.connection.autocommit = True
-        self.pgconn = self.connection.pgconn
-        self.encoding = self.connection.info.encoding
-        self.transformer = Transformer(self.connection)
+        try:
+            self.connection.autocommit = True
+            self.pgconn = self.connection.pgconn
+            self.encoding = self.connection.info.encoding
+            self.transformer = Transformer(self.connection)
+        except BaseException as exc:
+            self.connection.close()  # out of the pool now: nobody else would
+            if isinstance(exc, psycopg.Error):
+                raise DBAPIError.instance(None, None, exc, psycopg.Error, dialect=engine.dialect) from exc
+            raise
         self.names: dict[_Prepared, bytes] = {}
         self.broken = False
         self.errors = psycopg.errors
