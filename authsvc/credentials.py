@@ -12,14 +12,14 @@ from functools import cached_property
 from typing import Any
 
 from authlib.oauth2.rfc6750 import InvalidTokenError
-from flask import current_app, request
-from sqlalchemy import Engine, String, bindparam, func, or_, select, update
+from flask import request
+from sqlalchemy import Engine, bindparam, or_, select, update
 
 from authsvc import security, validation
 from authsvc.database import db, now, read_one
 from authsvc.errors import ApiError
 from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions
-from authsvc.tenancy import current_domain, request_host
+from authsvc.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -108,7 +108,8 @@ def authenticate(domain: Domain | None = None) -> Credential:
     if domain is not None:
         host, default_host = domain.host, None
     else:
-        host, default_host = request_host(), current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
+        where = request_domain_parameters()
+        host, default_host = where["host"], where["default_host"]
     try:
         bearer = _presented_bearer()
     except InvalidTokenError:
@@ -172,11 +173,6 @@ def claims(credential: Credential, issuer: str) -> dict[str, Any]:
 # the clock of this request; nothing is cached.
 _token, _application, _user, _api_key = Token.__table__, Application.__table__, User.__table__, ApiKey.__table__
 _domain = Domain.__table__
-_host_domain = _domain.alias("host_domain")
-_REQUEST_DOMAIN = _domain.c.host == func.coalesce(
-    select(_host_domain.c.host).where(_host_domain.c.host == bindparam("host")).scalar_subquery(),
-    bindparam("default_host", type_=String),
-)
 _USER_COLUMNS = (_user.c.id, _user.c.name, _user.c.email, _user.c.groups, _user.c.admin, _user.c.support)
 _TOKEN_CLAIMS = (
     select(
@@ -195,7 +191,7 @@ _TOKEN_CLAIMS = (
     .where(
         _token.c.access_token_digest == bindparam("digest"),
         _token.c.revoked_at.is_(None),
-        _REQUEST_DOMAIN,
+        REQUEST_DOMAIN,
         _user.c.disabled.is_(False),
     )
 )
@@ -215,7 +211,7 @@ _API_KEY_CLAIMS = (
     .select_from(
         _api_key.join(_user, _user.c.id == _api_key.c.user_id).join(_domain, _domain.c.id == _api_key.c.domain_id)
     )
-    .where(_api_key.c.id == bindparam("key_id"), _REQUEST_DOMAIN)
+    .where(_api_key.c.id == bindparam("key_id"), REQUEST_DOMAIN)
 )
 
 

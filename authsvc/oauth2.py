@@ -35,7 +35,7 @@ from sqlalchemy.orm import contains_eager
 from authsvc import accounts, audit, metrics, security, store, validation
 from authsvc.database import db, now
 from authsvc.models import Application, Token, User
-from authsvc.tenancy import current_domain, request_domain_condition
+from authsvc.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
 log = logging.getLogger(__name__)
 
@@ -258,7 +258,8 @@ def _client_of_request_domain(client_id: str) -> Application | None:
         select(Application)
         .join(Application.domain)
         .options(contains_eager(Application.domain))
-        .where(Application.client_id == client_id, request_domain_condition())
+        .where(Application.client_id == client_id, REQUEST_DOMAIN),
+        request_domain_parameters(),
     )
     if application is None:
         current_domain()  # an unknown host is a 404, not an unknown client
