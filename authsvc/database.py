@@ -122,24 +122,20 @@ def read_one(statement: Select, params: dict[str, str | None], engine: Engine | 
         prepared = _PREPARED[statement] = _Prepared.of(statement, engine.dialect)
     values = [params[name] for name in prepared.parameters]
     readers = _readers_of(engine)
-    reader = readers.take()
-    try:
-        return reader.read(prepared, values)
-    except _Disconnected:
-        # A database restart, say: as Core does on a disconnect, every
-        # connection made before now is dropped, the pool's and the other
-        # readers', and this read-only lookup gets one more try on a new one.
-        engine.pool._invalidate(None)  # type: ignore[arg-type]
-    finally:
-        readers.give_back(reader)
-    reader = readers.take(fresh=True)
-    try:
-        return reader.read(prepared, values)
-    except _Disconnected as exc:
-        engine.pool._invalidate(None)  # type: ignore[arg-type]
-        raise exc.error from None
-    finally:
-        readers.give_back(reader)
+    for fresh in (False, True):
+        reader = readers.take(fresh)
+        try:
+            return reader.read(prepared, values)
+        except _Disconnected as lost:
+            # A database restart, say: as Core does on a disconnect, every
+            # connection made before now is dropped, the pool's and the other
+            # readers', and this read-only lookup gets one more try on a new one.
+            engine.pool._invalidate(None)  # type: ignore[arg-type]
+            if fresh:
+                raise lost.error from None
+        finally:
+            readers.give_back(reader)
+    raise AssertionError("unreachable: the second try returns or raises")
 
 
 class _Disconnected(Exception):
@@ -231,12 +227,9 @@ class _Reader:
         for value in encoded:
             if value and b"\x00" in value:  # as psycopg refuses it: libpq would cut the text short
                 raise self.errors.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
-        pgconn = self.pgconn
         name = self.names.get(prepared) or self._prepare(prepared)
-        pgconn.send_query_prepared(name, encoded)
-        result = self._wait(self._execute(pgconn), pgconn.socket, interval=_WAIT_INTERVAL)[-1]
-        if result.status != _TUPLES_OK:
-            raise self.errors.error_from_result(result, encoding=self.encoding)
+        self.pgconn.send_query_prepared(name, encoded)
+        result = self._result(_TUPLES_OK)
         if not result.ntuples:
             return None
         self.transformer.set_pgresult(result)
@@ -245,11 +238,16 @@ class _Reader:
     def _prepare(self, prepared: _Prepared) -> bytes:
         name = f"authsvc_{len(self.names)}".encode()
         self.pgconn.send_prepare(name, prepared.sql.encode(), None)
-        result = self._wait(self._execute(self.pgconn), self.pgconn.socket, interval=_WAIT_INTERVAL)[-1]
-        if result.status != _COMMAND_OK:
-            raise self.errors.error_from_result(result, encoding=self.encoding)
+        self._result(_COMMAND_OK)
         self.names[prepared] = name
         return name
+
+    def _result(self, expected: int) -> Any:
+        """The answer to what was just sent, awaited through psycopg; an error unless its status is ``expected``."""
+        result = self._wait(self._execute(self.pgconn), self.pgconn.socket, interval=_WAIT_INTERVAL)[-1]
+        if result.status != expected:
+            raise self.errors.error_from_result(result, encoding=self.encoding)
+        return result
 
     def close(self) -> None:
         self.connection.close()
