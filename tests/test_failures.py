@@ -224,13 +224,15 @@ def test_an_inspect_waiting_on_a_lock_can_be_interrupted_and_its_statement_is_ca
     bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
     assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
 
+    # Inspect's token lookups of the test database that wait for a lock.
+    waiting = (
+        "FROM pg_stat_activity WHERE datname = current_database()"
+        " AND wait_event_type = 'Lock' AND query LIKE '%FROM token JOIN application%'"
+    )
+
     def waiting_lookups() -> int:
-        query = text(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND wait_event_type = 'Lock' AND query LIKE '%FROM token JOIN application%'"
-        )
         with db.engine.connect() as observer:  # a new snapshot of the activity each time
-            return observer.execute(query).scalar_one()
+            return observer.execute(text(f"SELECT count(*) {waiting}")).scalar_one()
 
     def interrupt(signum, frame):
         raise Interrupted
@@ -238,12 +240,7 @@ def test_an_inspect_waiting_on_a_lock_can_be_interrupted_and_its_statement_is_ca
     def cancel_waiting_lookups() -> None:
         # Should the lookup not hear the signal, it is cancelled here: the test fails, and does not hang.
         with app.app_context(), db.engine.connect() as rescuer:
-            rescuer.execute(
-                text(
-                    "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
-                    " AND wait_event_type = 'Lock' AND query LIKE '%FROM token JOIN application%'"
-                )
-            )
+            rescuer.execute(text(f"SELECT pg_cancel_backend(pid) {waiting}"))
 
     rescue = threading.Timer(5, cancel_waiting_lookups)
     previous = signal.signal(signal.SIGALRM, interrupt)
