@@ -1,7 +1,7 @@
 """Settings read from the environment, Heroku-style.
 
 Everything the service reads from the environment is named here, so the
-README's configuration table and this file can be checked against each other.
+table in docs/configuration.md and this file can be checked against each other.
 """
 
 from __future__ import annotations
