@@ -111,23 +111,24 @@ def _password_attempt() -> bool:
     return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
 
 
-def _request_domain_id() -> int | None:
-    """The request's domain id, or None where the view will refuse the request anyway."""
-    try:
-        return current_domain().id
-    except Exception:  # noqa: BLE001 - an unknown host (404) or a database fault (503) is the view's to answer
-        # A key function that raises would make Flask-Limiter count in memory from then on.
-        return None
+def _find_the_domain_first() -> None:
+    """Look up a password attempt's domain before the limiter keys the account on it.
+
+    Here an unknown host is its 404 and a database fault its 503. Raised in a
+    key function, either would be swallowed by Flask-Limiter, which would also
+    count in memory from then on.
+    """
+    if _password_attempt():
+        current_domain()
 
 
 def _attempted_account() -> str:
     name = "username" if request.endpoint == TOKEN_ENDPOINT else "email"
     email = (_parameter(name) or "").strip().lower()
-    domain_id = _request_domain_id() if email else None
-    # A digest keeps e-mail addresses out of Redis. The domain's id, not the
-    # Host header, keeps domains apart: a port or another name that reaches
-    # the same domain must count against the same account.
-    return security.digest(f"{domain_id} {email}") if domain_id is not None else ""
+    # A digest keeps e-mail addresses out of Redis. The domain's id (found by
+    # _find_the_domain_first), not the Host header, keeps domains apart: a
+    # port or another name that reaches the same domain is the same account.
+    return security.digest(f"{current_domain().id} {email}") if email else ""
 
 
 def _refused(response: Response) -> bool:
@@ -220,6 +221,8 @@ def init_app(app: Flask) -> None:
     for registry, earlier in zip(registries, before, strict=True):
         added = [hook for hook in registry.get(None, ()) if hook not in earlier]
         registry[None] = earlier
+        if registry is app.before_request_funcs:
+            added.insert(0, _find_the_domain_first)
         for blueprint in blueprints:
             registry[blueprint].extend(added)
     app.extensions["authsvc.limiter"] = limiter
