@@ -4,8 +4,13 @@ Two layers, both counted in Redis under ``authsvc:`` so that every worker and
 instance shares them:
 
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
-  password grant) per client address and per account, and token requests per
-  client. Over the rate, a request gets 429 before any password is checked.
+  password grant) per client address, failed ones per account, token requests
+  per client, and SSO starts per client address. Over the rate, a request gets
+  429 before any password is checked. Accounts are keyed on the domain's id,
+  not on the Host header, so another port or host name for the domain counts
+  against the same account.
+- SSO flows: an address may hold at most ``AUTHSVC_SSO_FLOWS_PER_ADDRESS``
+  unfinished flows in the store; past that, a start gets 429.
 - Lockouts: each failed password attempt counts against the account and the
   client address. At the threshold the account (or address) is locked for
   ``AUTHSVC_LOCKOUT_BASE`` seconds, and every further failure doubles that, up
@@ -20,19 +25,21 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Flask, current_app, request
+from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
 from authsvc import audit, metrics, security, store
 from authsvc.errors import ApiError
 from authsvc.models import Domain, User
+from authsvc.tenancy import current_domain
 
 # Endpoints where a password is checked.
 PASSWORD_ENDPOINTS = {"auth.signin", "auth.login"}
 TOKEN_ENDPOINT = "oauth.token"
+SSO_START_ENDPOINT = "sso.start"
 # Nothing else is rate limited, so nothing else depends on the limiter's storage
 # (inspect must keep answering from SQL while Redis is down).
-LIMITED_ENDPOINTS = PASSWORD_ENDPOINTS | {TOKEN_ENDPOINT}
+LIMITED_ENDPOINTS = PASSWORD_ENDPOINTS | {TOKEN_ENDPOINT, SSO_START_ENDPOINT}
 
 PREFIX = f"{store.PREFIX}limits"
 
@@ -46,6 +53,20 @@ class LockedOut(ApiError):
             429,
             "too_many_attempts",
             f"Too many failed sign-in attempts. Retry in {retry_after} s (after {until}).",
+            headers={"Retry-After": str(retry_after)},
+            extra={"retry_after": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+class TooManyFlows(ApiError):
+    """429: this address holds as many unfinished SSO sign-ins as it may; says when one expires."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(
+            429,
+            "too_many_flows",
+            f"Too many sign-ins in progress from this address. Retry in {retry_after} s.",
             headers={"Retry-After": str(retry_after)},
             extra={"retry_after": retry_after},
         )
@@ -90,11 +111,34 @@ def _password_attempt() -> bool:
     return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
 
 
+def _find_the_domain_first() -> None:
+    """Look up a password attempt's domain before the limiter keys the account on it.
+
+    Here an unknown host is its 404 and a database fault its 503. Raised in a
+    key function, either would be swallowed by Flask-Limiter, which would also
+    count in memory from then on.
+    """
+    if _password_attempt():
+        current_domain()
+
+
 def _attempted_account() -> str:
     name = "username" if request.endpoint == TOKEN_ENDPOINT else "email"
     email = (_parameter(name) or "").strip().lower()
-    # A digest keeps e-mail addresses out of Redis; the host keeps domains apart.
-    return security.digest(f"{request.host.lower()} {email}") if email else ""
+    # A digest keeps e-mail addresses out of Redis. The domain's id (found by
+    # _find_the_domain_first), not the Host header, keeps domains apart: a
+    # port or another name that reaches the same domain is the same account.
+    return security.digest(f"{current_domain().id} {email}") if email else ""
+
+
+def _refused(response: Response) -> bool:
+    """Whether a password attempt failed, for the per-account rate.
+
+    A success does not count: a fleet of workers may sign one service account
+    in as often as it needs. A 429 does not either (it checked no password),
+    nor a 5xx (our fault, not the client's guess).
+    """
+    return 400 <= response.status_code < 500 and response.status_code != 429
 
 
 def _requesting_client() -> str:
@@ -128,6 +172,8 @@ def _limits() -> list[Limit]:
             scope="signin-account",
             shared=True,
             exempt_when=lambda: not _password_attempt() or not _attempted_account(),
+            # Only failures are counted; a request over the rate is refused all the same.
+            deduct_when=_refused,
         ),
         Limit(
             _setting("AUTHSVC_TOKEN_RATE_LIMIT"),
@@ -135,6 +181,13 @@ def _limits() -> list[Limit]:
             scope="token-client",
             shared=True,
             exempt_when=lambda: request.endpoint != TOKEN_ENDPOINT,
+        ),
+        Limit(
+            _setting("AUTHSVC_SSO_START_RATE_LIMIT"),
+            key_function=client_address,
+            scope="sso-start-address",
+            shared=True,
+            exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
         ),
     ]
 
@@ -168,6 +221,8 @@ def init_app(app: Flask) -> None:
     for registry, earlier in zip(registries, before, strict=True):
         added = [hook for hook in registry.get(None, ()) if hook not in earlier]
         registry[None] = earlier
+        if registry is app.before_request_funcs:
+            added.insert(0, _find_the_domain_first)
         for blueprint in blueprints:
             registry[blueprint].extend(added)
     app.extensions["authsvc.limiter"] = limiter
@@ -180,6 +235,26 @@ def retry_after() -> int:
         return max(1, math.ceil(breached.reset_at - time.time()))
     except Exception:  # noqa: BLE001 - the counter may be unreachable; a minute is a safe answer
         return 60
+
+
+# SSO flows -------------------------------------------------------------------
+
+
+def refuse_if_holding_too_many_flows() -> None:
+    """Raise TooManyFlows while the client address holds its share of unfinished SSO flows.
+
+    Each start keeps a flow state in Redis for ``AUTHSVC_SSO_FLOW_TTL``; the
+    rate alone would let one address keep rate x TTL of them. A finished flow
+    gives its place back. Concurrent starts may pass this check together; the
+    start rate bounds by how many.
+    """
+    bound = current_app.config["AUTHSVC_SSO_FLOWS_PER_ADDRESS"]
+    if bound <= 0:
+        return
+    held, first_expiry = store.held_flow_states(client_address())
+    if held >= bound:
+        metrics.RATE_LIMITED.labels(reason="sso_flows").inc()
+        raise TooManyFlows(max(1, math.ceil(first_expiry - time.time())))
 
 
 # Lockouts ------------------------------------------------------------------

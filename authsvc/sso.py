@@ -200,8 +200,8 @@ def client_for(provider: SsoProvider, redirect_uri: str | None = None, **kwargs:
     )
 
 
-def start(provider: SsoProvider, callback_url: str, continue_url: str, browser: str) -> str:
-    """Keep the flow's state in Redis and return the provider's authorisation URL.
+def start(provider: SsoProvider, callback_url: str, continue_url: str, browser: str, holder: str) -> str:
+    """Keep the flow's state in Redis, held by address ``holder``, and return the provider's authorisation URL.
 
     ``browser`` is a secret the starting browser keeps in a cookie: the
     callback must come back with it, so nobody can hand a victim a callback
@@ -230,6 +230,7 @@ def start(provider: SsoProvider, callback_url: str, continue_url: str, browser: 
             "browser": security.digest(browser),
         },
         current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        holder,
     )
     extra = dict(provider.authorize_params)
     if nonce:

@@ -1,4 +1,4 @@
-"""What the service keeps in Redis: sessions and authorisation codes.
+"""What the service keeps in Redis: sessions, authorisation codes and SSO flow state.
 
 Every key lives under ``authsvc:`` and has a TTL. Keys are named by a digest
 of the secret they stand for, so a copy of Redis holds no usable session id or
@@ -113,12 +113,37 @@ def spent_code_family(code: str) -> str | None:
     return client().get(f"{PREFIX}spent-code:{security.digest(code)}")
 
 
-# SSO flow state: single use, ten minutes.
+# SSO flow state: single use, ten minutes. Each flow is also listed under the
+# address that started it (its holder), with its expiry, so that limits can
+# bound how many one address holds; claiming a flow takes it off the list.
 
 
-def save_flow_state(state: str, data: dict[str, Any], ttl: int) -> None:
-    _put("sso", state, data, ttl)
+def _held_key(holder: str) -> str:
+    return f"{PREFIX}sso-held:{holder}"
+
+
+def save_flow_state(state: str, data: dict[str, Any], ttl: int, holder: str) -> None:
+    key, held = security.digest(state), _held_key(holder)
+    pipe = client().pipeline()
+    pipe.set(f"{PREFIX}sso:{key}", json.dumps({**data, "holder": holder}), ex=ttl)
+    pipe.zadd(held, {key: time.time() + ttl})
+    pipe.expire(held, ttl)
+    pipe.execute()
 
 
 def claim_flow_state(state: str) -> dict[str, Any] | None:
-    return _take("sso", state)
+    flow = _take("sso", state)
+    if flow is not None and flow.get("holder"):
+        client().zrem(_held_key(flow["holder"]), security.digest(state))
+    return flow
+
+
+def held_flow_states(holder: str) -> tuple[int, float]:
+    """How many unexpired flows ``holder`` started and nobody claimed, and when the first expires."""
+    held = _held_key(holder)
+    pipe = client().pipeline()
+    pipe.zremrangebyscore(held, "-inf", time.time())
+    pipe.zcard(held)
+    pipe.zrange(held, 0, 0, withscores=True)
+    _, count, first = pipe.execute()
+    return count, first[0][1] if first else time.time()

@@ -143,10 +143,13 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_REDIS_TIMEOUT": _float("AUTHSVC_REDIS_TIMEOUT", 1.0),
         "AUTHSVC_DATABASE_TIMEOUT": _int("AUTHSVC_DATABASE_TIMEOUT", 5),
         "AUTHSVC_RETRY_AFTER": _int("AUTHSVC_RETRY_AFTER", 5),
-        # Request rates (Flask-Limiter, counted in Redis).
+        # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
         "AUTHSVC_SIGNIN_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute"),
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute"),
         "AUTHSVC_TOKEN_RATE_LIMIT": _rate("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute"),
+        "AUTHSVC_SSO_START_RATE_LIMIT": _rate("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute"),
+        # Unfinished SSO flows one address may hold in the store at a time; 0 turns the bound off.
+        "AUTHSVC_SSO_FLOWS_PER_ADDRESS": _int("AUTHSVC_SSO_FLOWS_PER_ADDRESS", 100),
         # Lockouts after failed sign-ins: the window doubles with every failure past the threshold.
         "AUTHSVC_LOCKOUT_THRESHOLD": _int("AUTHSVC_LOCKOUT_THRESHOLD", 5),
         "AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD": _int("AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD", 20),

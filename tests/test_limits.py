@@ -1,12 +1,17 @@
 """Brute-force limits: request rates per address, account and client, and lockouts that grow."""
 
+import json
 import time
+from urllib.parse import urlsplit
 
 import pytest
+import requests
 from sqlalchemy import select
 
+from authsvc import store
 from authsvc.models import AuditRecord
-from tests.conftest import PASSWORD, HttpsClient, headers
+from tests.conftest import HOST, PASSWORD, HttpsClient, headers
+from tests.providers import Provider
 
 SIGNIN = "/auth/signin"
 TOKEN = "/auth/oauth/token"
@@ -85,6 +90,50 @@ def test_sign_ins_for_one_account_over_the_rate_are_429_from_any_address(limited
     assert_429(response, "rate_limited")
     # Other accounts are not held up.
     assert signin(client, "service@example.com").status_code == 202
+
+
+def test_signin_limit_counts_the_domain_not_the_port(limited, setup):
+    """The account's key was the Host header with its port: each port had an allowance of its own."""
+    client = limited(AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT="2/minute", AUTHSVC_LOCKOUT_THRESHOLD=100)
+    for port in (8443, 8444):
+        response = client.post(
+            SIGNIN, json={"email": "service@example.com", "password": "wrong"}, headers=headers(f"{HOST}:{port}")
+        )
+        assert response.status_code == 401
+    response = client.post(
+        SIGNIN, json={"email": "service@example.com", "password": PASSWORD}, headers=headers(f"{HOST}:8445")
+    )
+    assert_429(response, "rate_limited")
+    # The password grant counts against the same account, whatever the port.
+    response = client.post(
+        TOKEN,
+        json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
+              "client_id": setup.public_app.client_id},
+        headers=headers(f"{HOST}:9000"),
+    )  # fmt: skip
+    assert_429(response, "rate_limited")
+
+
+def test_repeated_successful_signins_are_not_rate_limited(limited):
+    client = limited(AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT="2/minute", WTF_CSRF_ENABLED=False)
+    assert [signin(client).status_code for _ in range(5)] == [202] * 5
+    page = [
+        client.post("/auth/login", data={"email": "person@example.com", "password": PASSWORD}).status_code
+        for _ in range(3)
+    ]
+    assert page == [303] * 3
+    # Failures still count against the account, and then the right password waits too.
+    for _ in range(2):
+        assert signin(client, password="wrong").status_code == 401
+    assert_429(signin(client), "rate_limited")
+
+
+def test_repeated_successful_password_grants_are_not_rate_limited(limited, setup):
+    client = limited(AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT="2/minute")
+    assert [password_grant(client, setup.public_app.client_id).status_code for _ in range(5)] == [200] * 5
+    for _ in range(2):
+        assert password_grant(client, setup.public_app.client_id, password="wrong").status_code == 400
+    assert_429(password_grant(client, setup.public_app.client_id), "rate_limited")
 
 
 def test_a_decoy_username_in_the_query_does_not_dodge_the_account_rate(limited, setup):
@@ -203,3 +252,64 @@ def test_lockout_keys_live_in_redis_under_the_prefix_with_a_ttl(limited):
         assert any(":lock:account:" in key for key in keys)
         assert all(store.client().ttl(key) > 0 for key in keys)
         assert not any("person@example.com" in key for key in keys)
+
+
+# SSO starts ---------------------------------------------------------------
+
+
+@pytest.fixture
+def oidc_id(runner, setup):
+    with Provider("oidc") as provider:
+        provider.sign_in_as(sub="ext-1", email="ada@example.com", email_verified=True, name="Ada")
+        result = runner.invoke(
+            args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
+                  "--client-secret", "provider-secret", "--issuer", provider.url]
+        )  # fmt: skip
+        assert result.exit_code == 0, result.stderr
+        yield json.loads(result.stdout)["id"]
+
+
+def sso_start(client, provider_id, address="127.0.0.1"):
+    """Start an SSO sign-in in a browser of its own (its own flow cookie); returns (browser, response)."""
+    browser = client.application.test_client()
+    response = browser.get(
+        "/auth/oauth2", query_string={"id": provider_id}, headers=headers(), environ_base={"REMOTE_ADDR": address}
+    )
+    return browser, response
+
+
+def sso_finish(browser, start):
+    at_provider = requests.get(start.headers["Location"], allow_redirects=False, timeout=10)
+    back = urlsplit(at_provider.headers["Location"])
+    return browser.get(back.path, query_string=back.query, headers=headers())
+
+
+def stored_flows(client):
+    with client.application.app_context():
+        return len(store.client().keys("authsvc:sso:*"))
+
+
+def test_sso_starts_are_rate_limited_per_address(limited, oidc_id):
+    client = limited(AUTHSVC_SSO_START_RATE_LIMIT="2/minute")
+    assert [sso_start(client, oidc_id)[1].status_code for _ in range(2)] == [302, 302]
+    retry_after = assert_429(sso_start(client, oidc_id)[1], "rate_limited")
+    assert retry_after <= 61
+    assert stored_flows(client) == 2
+    # Another address has its own allowance.
+    assert sso_start(client, oidc_id, address="192.0.2.7")[1].status_code == 302
+
+
+def test_an_address_holds_a_bounded_number_of_unfinished_sso_flows(limited, oidc_id):
+    client = limited(AUTHSVC_SSO_FLOWS_PER_ADDRESS=2)
+    first, started = sso_start(client, oidc_id)
+    assert started.status_code == 302
+    assert sso_start(client, oidc_id)[1].status_code == 302
+    retry_after = assert_429(sso_start(client, oidc_id)[1], "too_many_flows")
+    assert 590 <= retry_after <= 600  # when the first flow expires (AUTHSVC_SSO_FLOW_TTL)
+    assert stored_flows(client) == 2  # the refused start stored nothing
+    # Another address holds its own.
+    assert sso_start(client, oidc_id, address="192.0.2.7")[1].status_code == 302
+    # A finished flow gives its place back.
+    assert sso_finish(first, started).status_code == 303
+    assert sso_start(client, oidc_id)[1].status_code == 302
+    assert_429(sso_start(client, oidc_id)[1], "too_many_flows")

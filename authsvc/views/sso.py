@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, redirect, request, url_for
 
-from authsvc import accounts, security, sso
+from authsvc import accounts, limits, security, sso
 from authsvc.pages import page
 from authsvc.security import safe_continue
 from authsvc.tenancy import current_domain, request_host
@@ -31,10 +31,12 @@ def start() -> Response:
             "message.html", 404, domain=domain, title="Unknown sign-in provider",
             message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
         )  # fmt: skip
+    # Before the provider's discovery document is fetched: a refused start costs nothing.
+    limits.refuse_if_holding_too_many_flows()
     continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
     browser = security.new_secret()
     try:
-        target = sso.start(provider, callback_url(), continue_url, browser)
+        target = sso.start(provider, callback_url(), continue_url, browser, limits.client_address())
     except sso.SsoError as exc:
         return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
                     link=url_for("auth.login_page"))  # fmt: skip
