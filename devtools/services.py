@@ -443,11 +443,3 @@ class Services(ExitStack):
             self.say(f"Redis: private redis-server did not answer on port {port} (attempt {attempt})")
         self.say("Redis: giving up; its log:\n" + process.log_tail())
         return None
-
-    # ---------------------------------------------------------------- any process
-
-    def start(self, process: Process | Gunicorn, **start_args: object) -> Process | Gunicorn:
-        """Start ``process``; stop it when the stack closes."""
-        self.callback(process.stop)
-        process.start(**start_args)
-        return process
