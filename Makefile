@@ -1,6 +1,6 @@
 # make test ARGS="-k token -x" passes ARGS to pytest (both passes).
 
-.PHONY: test run lint bench
+.PHONY: test run lint bench lock
 
 test:
 	./scripts/test $(ARGS)
@@ -13,3 +13,7 @@ lint:
 
 bench:
 	.venv/bin/python -m bench
+
+# Rewrite requirements.txt and requirements-dev.txt from pyproject.toml (docs/development.md).
+lock:
+	.venv/bin/python -m devtools.lock $(ARGS)

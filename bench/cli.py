@@ -35,13 +35,13 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import baselines, profiling, report, seed
+from bench import BenchError, baselines, profiling, report, say, seed
 from bench.load import Load, Result
 from bench.noise import CpuMeter, CpuUse, wait_quiet
 from bench.pyload import PythonLoad
-from bench.services import REPO, BenchError, Database, Gunicorn, free_port, say, start_redis
 from bench.wrk import Wrk
 from bench.wrk import find as find_wrk
+from devtools.services import REPO, Database, Gunicorn, ServiceError, Services, free_port
 
 RESULTS = Path(__file__).resolve().parent / "results"
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
@@ -155,6 +155,21 @@ def _commit() -> str:
     return commit + ("-dirty" if git("status", "--porcelain", "--", "authsvc", "config", "app.py") else "")
 
 
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of ``pid`` in MB (MiB), from /proc/PID/status."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def worker_memory(server: Gunicorn) -> list[dict]:
+    return [{"pid": pid, "rss_mb": rss_mb(pid)} for pid in server.workers()]
+
+
 @dataclass
 class Instance:
     """One authsvc under gunicorn, on a database holding ``tokens`` tokens."""
@@ -200,11 +215,20 @@ class Run:
 
     def start(self) -> None:
         args = self.args
-        redis_process, redis_url = start_redis(self.run_dir)
-        if redis_process:
-            self.stack.callback(redis_process.stop)
-            self.redis_pid = redis_process.pid
-        admin = os.environ.get("BENCH_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+        # Stopped last, after the databases are dropped and the gunicorns stopped.
+        services = self.stack.enter_context(Services(say=say, workdir=self.run_dir))
+        # A private redis-server, never a shared one: the run flushes nothing of anyone's.
+        redis_url = services.redis() or os.environ.get("BENCH_REDIS_URL")
+        if not redis_url:
+            raise BenchError("redis-server is not installed and BENCH_REDIS_URL is not set")
+        if services.redis_process:
+            self.redis_pid = services.redis_process.pid
+        admin = os.environ.get("BENCH_DATABASE_URL") or services.postgres()
+        if not admin:
+            raise BenchError(
+                "no PostgreSQL: nothing answers on 127.0.0.1:5432 and there is no initdb/pg_ctl to start a private "
+                "cluster; set BENCH_DATABASE_URL to a server the benchmark may create databases on"
+            )
         counts = args.token_counts
         for i, n in enumerate(counts):
             name = args.database if i == 0 else f"{args.database}_{report.tokens_label(n).lower()}"
@@ -243,12 +267,11 @@ class Run:
             instance.conn = self.stack.enter_context(instance.db.connect())
             instance.server = Gunicorn(
                 f"authsvc-{report.tokens_label(instance.tokens)}",
-                "app:app",
                 free_port(),
                 {**env, "DATABASE_URL": instance.db.url},
                 self.run_dir / f"authsvc-{instance.db.name}.log",
             )
-        self.bare = Gunicorn("bare", "bench.bare_app:app", free_port(), env, self.run_dir / "bare.log")
+        self.bare = Gunicorn("bare", free_port(), env, self.run_dir / "bare.log", target="bench.bare_app:app")
         for server in [i.server for i in self.instances] + [self.bare]:
             self.stack.callback(server.stop)
             server.start(args.workers)
@@ -497,8 +520,8 @@ class Run:
             "summary": " | ".join(c["summary"] for c in checks),
             "instances": checks,
         }
-        memory = {f"{i.server.name} service": i.server.worker_rss_mb() for i in self.instances}
-        memory["bare route"] = self.bare.worker_rss_mb()
+        memory = {f"{i.server.name} service": worker_memory(i.server) for i in self.instances}
+        memory["bare route"] = worker_memory(self.bare)
         settings = {
             "started": started,
             "commit": _commit(),
@@ -605,7 +628,7 @@ def main(argv: list[str] | None = None) -> int:
             run = Run(args, stack)
             stack.callback(run.cleanup_dir)
             return run.execute()
-        except BenchError as exc:
+        except ServiceError as exc:
             print(f"bench: {exc}", file=sys.stderr)
             if run:
                 run.failed = True

@@ -14,7 +14,7 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
-from bench.services import tool
+from devtools.services import tool
 
 _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 # Frames below this one are the request; the rest is gunicorn waiting for one.

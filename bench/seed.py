@@ -17,7 +17,8 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench.services import REPO, BenchError, procfile_command, tool
+from bench import BenchError
+from devtools.services import REPO, procfile_command, tool
 
 HOST = "127.0.0.1"
 REDIRECT_URI = "http://127.0.0.1/callback"

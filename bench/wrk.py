@@ -14,8 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from bench import BenchError, say
 from bench.load import Load, Result
-from bench.services import BenchError, say
 
 PRELUDE = r"""
 local threads = {}

@@ -1,13 +1,14 @@
-"""Real servers for end-to-end tests: the service under gunicorn, started as a deployment starts it."""
+"""Real servers for end-to-end tests: the service under gunicorn, started as a deployment starts it.
+
+The processes themselves are started and stopped by ``devtools.services``, as
+the test command and the benchmark start theirs.
+"""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
-import shlex
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,37 +18,22 @@ from pathlib import Path
 
 import requests
 
+from devtools.services import REPO as ROOT
+from devtools.services import Gunicorn, Process, free_port
 from tests.conftest import DATABASE_URL, _redis_url
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def web_command() -> list[str]:
-    """The Procfile's web line, as a deployment runs it."""
-    for line in (ROOT / "Procfile").read_text().splitlines():
-        if line.startswith("web:"):
-            return shlex.split(line.removeprefix("web:"))
-    raise AssertionError("Procfile has no web line")
 
 
 class Service:
     """A running service: its URL, its environment, and the CLI against its database."""
 
-    def __init__(self, port: int, env: dict, process: subprocess.Popen, log_path: Path):
+    def __init__(self, port: int, env: dict, process: Process):
         self.url = f"http://127.0.0.1:{port}"
         self.env = env
         self.process = process
-        self.log_path = log_path
 
     def output(self) -> str:
         """Everything the service wrote to stdout and stderr so far (its JSON log lines)."""
-        return self.log_path.read_text(errors="replace")
+        return self.process.output()
 
     def cli(self, *args: str) -> dict:
         result = subprocess.run(
@@ -76,7 +62,7 @@ with app.app_context():
 
 @contextmanager
 def running_service(instance_dir: Path, **extra_env: str) -> Iterator[Service]:
-    """Start the Procfile web line (2 workers) on the test database and store, empty; stop it after.
+    """Start the Procfile web line (2 workers, on loopback) on the test database and store, empty; stop it after.
 
     ``extra_env`` adds to or overrides the environment (DATABASE_URL, REDIS_URL and settings included).
     """
@@ -95,15 +81,10 @@ def running_service(instance_dir: Path, **extra_env: str) -> Iterator[Service]:
         env["REDIS_URL"] = _redis_url()
     env.update(extra_env)
     subprocess.run([sys.executable, "-c", _EMPTY_TABLES_AND_STORE], cwd=ROOT, env=env, check=True, timeout=60)
-    # A file, not a pipe: nobody reads a pipe while the service runs, and a
-    # full one would block the service on its next log line.
-    log_path = instance_dir / f"service-{port}.log"
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(
-            web_command(), cwd=ROOT, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    service = Service(port, env, process, log_path)
+    server = Gunicorn("authsvc", port, env, instance_dir / f"service-{port}.log")
     try:
+        server.start()
+        service = Service(port, env, server.process)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -111,14 +92,9 @@ def running_service(instance_dir: Path, **extra_env: str) -> Iterator[Service]:
                 break
             except (requests.ConnectionError, requests.Timeout):
                 # A read timeout under load means "not ready yet", like a refused connection.
-                if process.poll() is not None or time.monotonic() > deadline:
+                if not server.process.alive() or time.monotonic() > deadline:
                     raise AssertionError("gunicorn did not start:\n" + service.output()) from None
                 time.sleep(0.2)
         yield service
     finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
+        server.stop()

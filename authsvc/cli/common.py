@@ -51,7 +51,6 @@ validate_scopes = _clear(validation.scopes)
 validate_redirect_uri = _clear(validation.redirect_uri)
 validate_email = _clear(validation.email)
 check_password = _clear(validation.password)
-is_loopback = validation.is_loopback
 
 
 def user_by_email(host: str, email: str) -> User:

@@ -1,0 +1,268 @@
+"""The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
+
+Finds or starts PostgreSQL and Redis (``devtools.services``), runs ruff, then
+runs the suite twice, each pass with the given pytest arguments:
+
+1. postgresql + redis      (the production setup)
+2. sqlite + embedded store (the zero-dependency setup)
+
+Both must pass. The closing line adds both passes up: ``total: N passed, N failed, N skipped``.
+
+Environment knobs:
+  AUTHSVC_TEST_BACKENDS      comma list of passes to run; default "postgresql,sqlite".
+                             "sqlite" alone needs neither PostgreSQL nor Redis.
+  AUTHSVC_TEST_DATABASE_URL  PostgreSQL database to use as is, instead of a fresh
+                             authsvc_test_<pid> (dropped at the end) on 127.0.0.1:5432
+                             or on a private cluster.
+  AUTHSVC_TEST_REDIS_URL     Redis to use instead of a private redis-server.
+                             Its database is FLUSHED.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+import psycopg
+
+from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact
+
+PYTHON = sys.executable
+BACKENDS = ("postgresql", "sqlite")
+# Settings of a developer's own that must not leak into a pass: the tests
+# configure the app from the TEST_* variables only.
+SCRUBBED = ("DATABASE_URL", "REDIS_URL", "TEST_DATABASE_URL", "TEST_REDIS_URL", "AUTHSVC_TEST_REAL_REDIS_URL")
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+
+
+def say(message: str) -> None:
+    """Progress on stdout: it keeps its place among pytest's output in a CI log."""
+    print(f"test: {message}", flush=True)
+
+
+def err(message: str) -> None:
+    print(f"test: {message}", file=sys.stderr, flush=True)
+
+
+class Stopped(BaseException):
+    """A signal asks the run to end; the servers are still stopped on the way out."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum: int, frame: FrameType | None) -> None:
+    # Once is enough: a second Ctrl-C must not cut short the cleanup.
+    for other in SIGNAL_EXIT:
+        signal.signal(other, signal.SIG_IGN)
+    raise Stopped(signum)
+
+
+WANTED = os.environ.get("AUTHSVC_TEST_BACKENDS", "postgresql,sqlite")
+
+
+def selected_backends() -> set[str]:
+    wanted = WANTED
+    chosen = {name.strip() for name in wanted.split(",") if name.strip()}
+    for name in chosen - set(BACKENDS):
+        err(f"AUTHSVC_TEST_BACKENDS: unknown backend '{name}' (known: {', '.join(BACKENDS)})")
+        sys.exit(2)
+    if not chosen:
+        err(f"AUTHSVC_TEST_BACKENDS='{wanted}' selects no pass")
+        sys.exit(2)
+    return chosen
+
+
+def ensure_chromium() -> None:
+    """The browser tests drive Debian's chromium through Playwright; no browser is ever downloaded."""
+    if shutil.which("chromium"):
+        return
+    if os.getuid() == 0 and shutil.which("apt-get"):
+        say("installing Debian's chromium for the browser tests (apt-get)")
+        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
+        if (
+            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
+            and subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], **quiet).returncode == 0
+        ):
+            return
+    say("chromium is missing and could not be installed (apt-get install chromium): the browser tests will be SKIPPED")
+
+
+def postgres_url(services: Services) -> str | None:
+    """AUTHSVC_TEST_DATABASE_URL, else a fresh database of this run on a server found or started."""
+    given = os.environ.get("AUTHSVC_TEST_DATABASE_URL")
+    if given:
+        say(f"PostgreSQL: using AUTHSVC_TEST_DATABASE_URL ({redact(given)})")
+        return given
+    # One database per run, the pid in its name: two runs on one machine (two
+    # checkouts, CI beside a developer) must not empty each other's tables.
+    name = f"authsvc_test_{os.getpid()}"
+    admin_url = services.postgres()
+    if admin_url == STANDARD_POSTGRES:
+        try:
+            database = services.database(admin_url, name)
+            say(f"PostgreSQL: fresh database {name} on 127.0.0.1:5432")
+            return database.url
+        except (ServiceError, psycopg.Error) as exc:
+            say(f"PostgreSQL: database {name} could not be created on 127.0.0.1:5432 ({exc}); trying a private cluster")
+        admin_url = services.postgres(standard=False)
+    if admin_url is None:
+        return None
+    database = services.database(admin_url, name)
+    say(f"PostgreSQL: fresh database {name}")
+    return database.url
+
+
+def redis_url(services: Services) -> str | None:
+    given = os.environ.get("AUTHSVC_TEST_REDIS_URL")
+    if given:
+        say(f"Redis: using AUTHSVC_TEST_REDIS_URL ({redact(given)}); its database is flushed by the tests")
+        return given
+    return services.redis(shared=True)
+
+
+def junit_counts(path: Path) -> tuple[int, int, int] | None:
+    """(passed, failed + errors, skipped) from a pytest JUnit XML report; None without one (``--version``)."""
+    try:
+        root = ET.parse(path).getroot()  # noqa: S314 - pytest's own report of this run
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+    tests = sum(int(s.get("tests", 0)) for s in suites)
+    failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+    skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    return tests - failed - skipped, failed, skipped
+
+
+def wait_for(process: subprocess.Popen) -> int:
+    """Its exit code; on a signal to us, pass it on, let it finish (or kill it after 30 s), and stop."""
+    try:
+        return process.wait()
+    except Stopped as stop:
+        process.send_signal(stop.signum)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        raise
+
+
+@dataclass
+class Run:
+    """The steps of one run and their outcome."""
+
+    workdir: Path
+    lines: list[str] = field(default_factory=list)
+    failed: bool = False
+    totals: list[int] | None = None
+
+    def record(self, name: str, code: int, counts: tuple[int, int, int] | None = None) -> None:
+        what = {0: "passed", 5: "FAILED (pytest exit 5: no tests collected)"}.get(code, f"FAILED (exit {code})")
+        self.failed |= code != 0
+        detail = f" ({counts[0]} passed, {counts[1]} failed, {counts[2]} skipped)" if counts else ""
+        self.lines.append(f"== result: {name}: {what}{detail}")
+        if counts:
+            self.totals = [a + b for a, b in zip(self.totals or [0, 0, 0], counts, strict=True)]
+
+    def lint(self) -> None:
+        say("lint: ruff check .")
+        self.record("lint (ruff)", wait_for(subprocess.Popen([str(Path(PYTHON).parent / "ruff"), "check", "."])))
+        # TODO(issue 14, point 11): `ruff format --check .` goes here once the tree is formatted.
+
+    def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:
+        # The JUnit report only feeds the totals line; it goes before the
+        # caller's args so that a --junitxml of their own wins (the last one does).
+        report = self.workdir / f"junit-{len(self.lines)}.xml"
+        clean = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+        argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *args]
+        code = wait_for(subprocess.Popen(argv, env={**clean, **env}))
+        self.record(name, code, junit_counts(report))
+
+    def summary(self) -> int:
+        print()
+        print("\n".join(self.lines))
+        # Both passes added up, in the plain "N passed, N failed" form that CI
+        # reads as the closing line of the run.
+        if self.totals:
+            print(f"total: {self.totals[0]} passed, {self.totals[1]} failed, {self.totals[2]} skipped")
+        return 1 if self.failed else 0
+
+
+def run(args: list[str]) -> int:
+    backends = selected_backends()
+    postgres = "postgresql" in backends
+    ensure_chromium()
+    with Services(say=say) as services:
+        run = Run(services.workdir)
+        database = postgres_url(services) if postgres else None
+        if postgres and database is None:
+            err(
+                "PostgreSQL is missing: no AUTHSVC_TEST_DATABASE_URL, nothing answers on 127.0.0.1:5432, and no "
+                "initdb/pg_ctl to start a private cluster."
+            )
+            err(
+                "  Install it (Debian/Ubuntu: apt-get install postgresql), or set "
+                "AUTHSVC_TEST_DATABASE_URL=postgresql://USER@HOST:PORT/DB (a database the tests may fill),"
+            )
+            err("  or run only the SQLite pass: AUTHSVC_TEST_BACKENDS=sqlite ./scripts/test")
+            return 1
+        # Redis is looked for even for the SQLite pass alone, for the tests
+        # that want a real server (AUTHSVC_TEST_REAL_REDIS_URL); only then optional.
+        redis = redis_url(services)
+        if redis is None and postgres:
+            err(
+                "Redis is missing: no AUTHSVC_TEST_REDIS_URL, no redis-server binary to start a private one, and "
+                "nothing answers on 127.0.0.1:6379."
+            )
+            err(
+                "  Install it (Debian/Ubuntu: apt-get install redis-server), or set "
+                "AUTHSVC_TEST_REDIS_URL=redis://HOST:PORT/DB (that database is FLUSHED),"
+            )
+            err("  or run only the SQLite pass: AUTHSVC_TEST_BACKENDS=sqlite ./scripts/test")
+            return 1
+        if redis is None:
+            say("Redis: none found; fine for the SQLite pass alone, but AUTHSVC_TEST_REAL_REDIS_URL is not set")
+        real_redis = {"AUTHSVC_TEST_REAL_REDIS_URL": redis} if redis else {}
+        if not postgres:
+            say(f"AUTHSVC_TEST_BACKENDS={WANTED}: only the SQLite pass runs; PostgreSQL + Redis are NOT tested")
+
+        run.lint()
+        if postgres:
+            print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
+            env = {"AUTHSVC_TEST_BACKEND": "postgresql", "TEST_DATABASE_URL": database, "TEST_REDIS_URL": redis}
+            run.pytest("postgresql + redis", {**env, **real_redis}, args)
+        else:
+            run.lines.append(f"== result: postgresql + redis: NOT RUN (AUTHSVC_TEST_BACKENDS={WANTED})")
+        if "sqlite" in backends:
+            print("== pass: sqlite + embedded store", flush=True)
+            run.pytest("sqlite + embedded store", {"AUTHSVC_TEST_BACKEND": "sqlite", **real_redis}, args)
+        return run.summary()
+
+
+def main() -> None:
+    os.chdir(REPO)
+    # Private servers must go away however we leave: normal end, failure,
+    # Ctrl-C (pytest gets the SIGINT too and stops), or kill.
+    for signum in SIGNAL_EXIT:
+        signal.signal(signum, _stop)
+    try:
+        code = run(sys.argv[1:])
+    except Stopped as stop:
+        code = SIGNAL_EXIT[stop.signum]
+    except ServiceError as exc:
+        err(str(exc))
+        code = 1
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    main()
