@@ -122,3 +122,11 @@ def save_flow_state(state: str, data: dict[str, Any], ttl: int) -> None:
 
 def claim_flow_state(state: str) -> dict[str, Any] | None:
     return _take("sso", state)
+
+
+# SSO: refetching a provider's keys on an unknown kid, at most once an interval.
+
+
+def claim_jwks_refetch(provider_id: str, interval: int) -> bool:
+    """Whether this caller may refetch ``provider_id``'s JWKS now (SET NX: one per interval, across workers)."""
+    return bool(client().set(f"{PREFIX}jwks-refetch:{provider_id}", "1", nx=True, ex=interval))
