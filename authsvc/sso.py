@@ -416,20 +416,26 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
 def _signing_keys(provider: SsoProvider, jwks_url: str, id_token: str) -> Any:
     """The provider's key set, refetched once when the token's kid is not in the cached one.
 
-    A provider that rotates its keys signs with a kid our cache has not seen;
-    the refetch is limited to one per provider per interval (across workers),
-    so tokens with made-up kids cannot make us hammer the provider.
+    A provider that rotates its keys signs with a kid our cache has not seen.
+    One worker per provider per interval refetches (a claim in Redis), so
+    tokens with made-up kids cannot make us hammer the provider; it shares
+    what it fetched, which the other workers read instead of their stale copy.
     """
     from joserfc import jws
     from joserfc.jwk import KeySet
 
     kid = jws.extract_compact(id_token.encode()).headers().get("kid")
     keys = KeySet.import_key_set(_fetch_json(provider, jwks_url))
-    known = {key.kid for key in keys.keys}
-    interval = current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]
-    if kid is not None and kid not in known and store.claim_jwks_refetch(provider.id, interval):
+    if kid is None or kid in {key.kid for key in keys.keys}:
+        return keys
+    shared = store.load_jwks(provider.id, jwks_url)
+    if shared is not None and kid in {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}:
+        return KeySet.import_key_set(shared)
+    if store.claim_jwks_refetch(provider.id, current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]):
         log.info("SSO provider %s: unknown key id, refetching its JWKS", provider.id)
-        keys = KeySet.import_key_set(_fetch_json(provider, jwks_url, fresh=True))
+        fresh = _fetch_json(provider, jwks_url, fresh=True)
+        store.save_jwks(provider.id, jwks_url, fresh, _METADATA_TTL)
+        keys = KeySet.import_key_set(fresh)
     return keys
 
 

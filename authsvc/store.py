@@ -130,3 +130,13 @@ def claim_flow_state(state: str) -> dict[str, Any] | None:
 def claim_jwks_refetch(provider_id: str, interval: int) -> bool:
     """Whether this caller may refetch ``provider_id``'s JWKS now (SET NX: one per interval, across workers)."""
     return bool(client().set(f"{PREFIX}jwks-refetch:{provider_id}", "1", nx=True, ex=interval))
+
+
+def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> None:
+    """Share a refetched JWKS with the other workers, whose caches still hold the old one."""
+    client().set(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}", json.dumps(jwks), ex=ttl)
+
+
+def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
+    raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
+    return json.loads(raw) if raw else None
