@@ -11,7 +11,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from flask import has_request_context, url_for
+from flask import current_app, has_request_context, url_for
 from sqlalchemy import delete, func, or_, select
 
 from authsvc import accounts, audit, security, sso, validation
@@ -613,7 +613,7 @@ def sso_json(provider: SsoProvider) -> dict[str, Any]:
 SSO_URL_FIELDS = ("issuer", "authorize_url", "token_url", "userinfo_url", "jwks_url")
 
 
-def _sso_fields(fields: Fields) -> dict[str, Any]:
+def _sso_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
     values: dict[str, Any] = {
         "name": fields.string("name", required=True),
         "client_id": fields.string("client_id", required=True, max_length=255),
@@ -623,6 +623,7 @@ def _sso_fields(fields: Fields) -> dict[str, Any]:
         "profile_mappings": fields.mapping("profile_mappings"),
         "match_rules": fields.mapping("match_rules"),
         "trust_email": fields.boolean("trust_email"),
+        "allow_private_network": fields.boolean("allow_private_network"),
         "token_endpoint_auth_method": fields.string("token_endpoint_auth_method", max_length=30),
     }
     for name in SSO_URL_FIELDS:
@@ -636,11 +637,32 @@ def _sso_fields(fields: Fields) -> dict[str, Any]:
             isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values()
         ):
             fields.errors[name] = "must map names to lists of strings"
-    if values["authorize_params"] is not None and not all(
-        isinstance(v, str) for v in values["authorize_params"].values()
-    ):
-        fields.errors["authorize_params"] = "must map names to strings"
+    params = values["authorize_params"]
+    if params is not None:
+        problem = sso.authorize_params_problem(params)
+        if not all(isinstance(v, str) for v in params.values()):
+            fields.errors["authorize_params"] = "must map names to strings"
+        elif problem:
+            fields.errors["authorize_params"] = problem
+    if values["allow_private_network"] and not actor.system_admin:
+        # A tenant admin's provider URLs are called from inside our network.
+        fields.errors["allow_private_network"] = "only a system admin may allow a provider on private networks"
     return {k: v for k, v in values.items() if v is not None}
+
+
+def _check_sso_state(fields: Fields, state: dict[str, Any]) -> None:
+    """Rules over the whole provider as it would be saved, on create and on every update alike."""
+    allowed = state.get("allow_private_network") or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    if not allowed:
+        for name in SSO_URL_FIELDS:
+            problem = validation.public_url_problem(state[name]) if state.get(name) else None
+            if problem:
+                fields.errors.setdefault(name, problem)
+    problem = sso.email_trust_problem(
+        state.get("tenant"), bool(state.get("trust_email")), state.get("match_rules") or {}
+    )
+    if problem:
+        fields.errors["trust_email"] = problem
 
 
 def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
@@ -649,7 +671,7 @@ def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
     secret = fields.string("client_secret", required=True, max_length=2000)
     preset = fields.string("preset", max_length=20)
     tenant = fields.string("tenant", max_length=100)
-    values = _sso_fields(fields)
+    values = _sso_fields(fields, actor)
     base: dict[str, Any] = {}
     if preset == "microsoft":
         # As the CLI's: ASCII letters, digits, dots and dashes (str.isalnum() also takes "ᾢ").
@@ -666,9 +688,7 @@ def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
     else:
         # An issuer given but not valid keeps its own message.
         fields.errors.setdefault("issuer", "give issuer, or authorize_url, token_url and userinfo_url, or a preset")
-    problem = sso.email_trust_problem(tenant, bool(values.get("trust_email")), values.get("match_rules") or {})
-    if problem:
-        fields.errors["trust_email"] = problem
+    _check_sso_state(fields, {**base, **values, "tenant": tenant})
     fields.done()
     merged = {**base, **values}
     merged["profile_mappings"] = {**base.get("profile_mappings", {}), **values.get("profile_mappings", {})}
@@ -691,7 +711,13 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
     before = provider.as_json()
     fields = Fields(data, partial=True)
     secret = fields.string("client_secret", required=True, max_length=2000)
-    values = _sso_fields(fields)
+    values = _sso_fields(fields, actor)
+    if not actor.system_admin and any(name in values for name in SSO_URL_FIELDS):
+        # Where an on-premises provider may be reached was a system admin's
+        # decision for the URLs they saw; new URLs from anyone else lose it.
+        values["allow_private_network"] = False
+    state = ("tenant", "trust_email", "match_rules", "allow_private_network", *SSO_URL_FIELDS)
+    _check_sso_state(fields, {**{name: getattr(provider, name) for name in state}, **values})
     fields.done()
     for attr, value in values.items():
         setattr(provider, attr, value)
@@ -710,6 +736,31 @@ def delete_sso_provider(actor: Actor, provider: SsoProvider) -> None:
     db.session.delete(provider)
     _audit(actor, "sso.deleted", provider.domain_id, f"sso:{provider.id}", before=before)
     db.session.commit()
+
+
+def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
+    """Link an account at one of the user's domain's SSO providers to ``user``: a system admin's step.
+
+    A first SSO sign-in never links itself to a privileged account, or to one
+    that already trusts another provider; the account holder (signed in, at
+    /auth/oauth2/link) or a system admin does it.
+    """
+    if not actor.system_admin:
+        raise Forbidden()
+    fields = Fields(data, partial=False)
+    provider_id = fields.string("provider", required=True, max_length=32)
+    subject = fields.string("subject", required=True, max_length=255)
+    fields.done()
+    provider = sso.find_provider(user_domain(user), provider_id)
+    if provider is None:
+        raise ValidationFailed({"provider": "no such SSO provider in the user's domain"})
+    try:
+        sso.link_identity(provider, subject, user, actor=actor.name, via="system_admin")
+    except sso.ProviderRefused:
+        raise Conflict("that account at the provider is already linked to another user") from None
+    return db.session.scalar(
+        select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
+    )
 
 
 def revoke_user_tokens(actor: Actor, user: User) -> int:

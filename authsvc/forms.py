@@ -57,6 +57,12 @@ class ConsentForm(PageForm):
     deny = SubmitField("Deny")
 
 
+class LinkForm(PageForm):
+    """Linking a signed-in account to an SSO provider: CSRF and a button."""
+
+    submit = SubmitField("Link")
+
+
 class LogoutAllForm(PageForm):
     submit = SubmitField("Sign out everywhere")
 

@@ -445,6 +445,9 @@ class SsoProvider(db.Model):
     # Link a first sign-in to an existing user with the same e-mail even when
     # the provider does not assert email_verified.
     trust_email: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Server-side requests may reach loopback, private networks and plain http
+    # (an on-premises provider). Only a system admin (or the CLI) sets it.
+    allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     preset: Mapped[str | None] = mapped_column(String(20))
     tenant: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[int] = mapped_column(Integer, default=now)
@@ -467,6 +470,7 @@ class SsoProvider(db.Model):
             "profile_mappings": dict(self.profile_mappings),
             "match_rules": dict(self.match_rules),
             "trust_email": self.trust_email,
+            "allow_private_network": self.allow_private_network,
             "preset": self.preset,
             "tenant": self.tenant,
         }

@@ -147,3 +147,21 @@ def held_flow_states(holder: str) -> tuple[int, float]:
     pipe.zrange(held, 0, 0, withscores=True)
     _, count, first = pipe.execute()
     return count, first[0][1] if first else time.time()
+
+
+# SSO: refetching a provider's keys on an unknown kid, at most once an interval.
+
+
+def claim_jwks_refetch(provider_id: str, interval: int) -> bool:
+    """Whether this caller may refetch ``provider_id``'s JWKS now (SET NX: one per interval, across workers)."""
+    return bool(client().set(f"{PREFIX}jwks-refetch:{provider_id}", "1", nx=True, ex=interval))
+
+
+def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> None:
+    """Share a refetched JWKS with the other workers, whose caches still hold the old one."""
+    client().set(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}", json.dumps(jwks), ex=ttl)
+
+
+def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
+    raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
+    return json.loads(raw) if raw else None

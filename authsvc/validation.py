@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from ipaddress import ip_address
+from ipaddress import IPv6Address, ip_address
 from urllib.parse import urlsplit
 
 HOST_PATTERN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
@@ -109,6 +109,29 @@ def provider_url(url: str | None, what: str) -> str | None:
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise Invalid(f"{what} {url!r}: plain http is allowed only for loopback addresses")
     return url
+
+
+def public_url_problem(url: str) -> str | None:
+    """Why ``url`` cannot be a URL the service calls for a tenant, kept off private networks; or None.
+
+    What a name resolves to is checked on every request (authsvc.outbound);
+    this refuses what can be seen at registration: plain http and address literals.
+    """
+    parts = urlsplit(url)
+    if parts.scheme != "https":
+        return "must use https (plain http only for a loopback provider a system admin allowed on private networks)"
+    host = (parts.hostname or "").rstrip(".").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return "must not point at a loopback or private address"
+    try:
+        address = ip_address(host)
+    except ValueError:
+        return None
+    if isinstance(address, IPv6Address) and address.ipv4_mapped:
+        address = address.ipv4_mapped
+    if not address.is_global or address.is_multicast:
+        return "must not point at a loopback or private address"
+    return None
 
 
 # The largest value of SQL's INTEGER, the type of every id and moment column.

@@ -135,6 +135,11 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
         "AUTHSVC_SSO_FLOW_TTL": _int("AUTHSVC_SSO_FLOW_TTL", 600),
+        # Every provider may be on loopback, private networks and plain http (on-premises
+        # deployments); otherwise only a provider a system admin allowed (allow_private_network).
+        "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),
+        # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
+        "AUTHSVC_SSO_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60),
         "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
         # Form bodies: no more fields than any of our forms could use.
         "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),

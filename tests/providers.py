@@ -38,7 +38,8 @@ class Provider:
         self.expires_in = 3600
         self.issue_refresh_token = True
         # Fault switches: None, "deny", "garbage", "error500", "slow", "bad_signature",
-        # "wrong_aud", "wrong_nonce", "wrong_iss", "expired", "refuse_refresh".
+        # "wrong_aud", "wrong_nonce", "wrong_iss", "expired", "refuse_refresh",
+        # "redirect" (discovery answers a redirect).
         self.fault: str | None = None
         self.slow_seconds = 3.0
         self.codes: dict[str, dict] = {}
@@ -46,12 +47,23 @@ class Provider:
         self.refresh_tokens: dict[str, dict] = {}
         self.refreshes = 0
         self.token_requests: list[dict] = []
+        # The signing key the JWKS publishes and ID tokens carry; rotate_key() replaces it.
+        self.key = _KEY
+        self.jwks_requests = 0
+        # Claims to set in the next ID tokens over everything else (e.g. several audiences).
+        self.id_token_overrides: dict[str, Any] = {}
+        self.discovery_requests = 0
         self.app = self._build()
         self.server = make_server("127.0.0.1", 0, self.app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
 
     def sign_in_as(self, **claims: Any) -> None:
         self.claims = claims
+
+    def rotate_key(self) -> None:
+        """Sign with a new key under a new kid, and publish only that one (as providers rotate)."""
+        kid = f"key-{secrets.token_hex(4)}"
+        self.key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
 
     def __enter__(self) -> Provider:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -67,7 +79,11 @@ class Provider:
         provider = self
 
         @app.get("/.well-known/openid-configuration")
+        @app.get("/elsewhere/.well-known/openid-configuration")
         def discovery():
+            provider.discovery_requests += 1
+            if provider.fault == "redirect" and not request.path.startswith("/elsewhere/"):
+                return redirect(provider.url + "/elsewhere/.well-known/openid-configuration")
             return jsonify(
                 issuer=provider.url,
                 authorization_endpoint=provider.url + "/authorize",
@@ -81,7 +97,8 @@ class Provider:
 
         @app.get("/jwks")
         def jwks():
-            return jsonify(KeySet([_KEY]).as_dict(private=False))
+            provider.jwks_requests += 1
+            return jsonify(KeySet([provider.key]).as_dict(private=False))
 
         @app.get("/authorize")
         def authorize():
@@ -177,5 +194,7 @@ class Provider:
             payload["iss"] = "https://impostor.example"
         if self.fault == "expired":
             payload["iat"], payload["exp"] = now - 3600, now - 600
-        key = _OTHER_KEY if self.fault == "bad_signature" else _KEY
-        return jwt.encode({"alg": "RS256", "kid": "test-key"}, payload, key)
+        payload.update(self.id_token_overrides)
+        if self.fault == "bad_signature":
+            return jwt.encode({"alg": "RS256", "kid": "test-key"}, payload, _OTHER_KEY)
+        return jwt.encode({"alg": "RS256", "kid": self.key.kid}, payload, self.key)

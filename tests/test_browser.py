@@ -109,7 +109,7 @@ def test_single_sign_on_round_trip_in_the_browser(stage):
         idp.sign_in_as(sub="browser-sso-1", email="sso.person@example.com", email_verified=True, name="SSO Person")
         provider = service.cli(
             "sso", "create", "--domain", "127.0.0.1", "--name", "Corporate SSO", "--client-id", idp.client_id,
-            "--client-secret", idp.client_secret, "--issuer", idp.url,
+            "--client-secret", idp.client_secret, "--issuer", idp.url, "--allow-private-network",
         )  # fmt: skip
         verifier, challenge = pkce_pair()
         client_app.link_to(

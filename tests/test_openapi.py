@@ -293,6 +293,11 @@ def test_real_admin_answers_conform_too(client, world, document):
         "2 created, 2 updated, 1 deleted"
     )
 
+    # A system admin links an account at a provider to a user.
+    linked = call("post", "/users/{record_id}/identities", 201, record_id=admin_user.id, key=root_key,
+                  json={"provider": oidc["id"], "subject": "admin-at-idp"})  # fmt: skip
+    assert linked == {"user": str(admin_user.id), "provider": oidc["id"], "subject": "admin-at-idp"}
+
     # The usual failures, as documented.
     call("get", "/users", 401, key=headers("localhost"))
     call("patch", "/users/{record_id}", 403, record_id=support.id, key=support_key, json={"name": "x"})

@@ -33,9 +33,11 @@ def oauth2():
         yield provider
 
 
-def create_provider(runner, *args) -> dict:
+def create_provider(runner, *args, on_premises: bool = True) -> dict:
+    """``sso create`` as an operator does; the loopback provider needs --allow-private-network."""
+    private = ["--allow-private-network"] if on_premises else []
     result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
-                                 "--client-secret", "provider-secret", *args])  # fmt: skip
+                                 "--client-secret", "provider-secret", *private, *args])  # fmt: skip
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -560,3 +562,339 @@ def test_trusting_email_from_any_entra_tenant_needs_a_tenant_rule(runner, setup)
     pinned = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
                                  "--client-secret", "s", *args, "--match", "tid=contoso-tenant-id"])  # fmt: skip
     assert pinned.exit_code == 0, pinned.stderr
+
+
+# Linking (issue 13.1): a provider's e-mail claim is never a way into a privileged account.
+
+API = "/api/engine/v2"
+
+
+def api(client, method, path, key, body=None, host=HOST):
+    kwargs = {"json": body} if body is not None else {}
+    return getattr(client, method)(API + path, headers=headers(host, **{"X-API-Key": key}), **kwargs)
+
+
+@pytest.fixture
+def on_premises_app(make_app, setup):
+    """An app whose operator allows every provider on private networks: the loopback provider stands in for a
+    public one registered by a domain admin."""
+    from tests.conftest import HttpsClient
+
+    app = make_app(AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS=True)
+    app.test_client_class = HttpsClient
+    return app
+
+
+def test_a_domain_admins_provider_cannot_sign_in_as_a_system_admin(on_premises_app, world, setup, oidc):
+    from authsvc.models import AuditRecord
+
+    root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
+    domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
+    client = on_premises_app.test_client()
+    body = {"name": "Mine", "client_id": "authsvc", "client_secret": "provider-secret", "issuer": oidc.url}
+    created = api(client, "post", "/sso", world.api_key(domain_admin, permission="admin"), body)
+    assert created.status_code == 201, created.get_json()
+    oidc.sign_in_as(sub="attacker", email="root@example.com", email_verified=True)
+    _, callback = sign_in(client, created.get_json()["id"])
+    assert callback.status_code == 303
+    assert callback.headers["Location"] == "/auth/login?sso_error=link_required"
+    assert client.get_cookie("user", domain=HOST) is None
+    assert world.query(select(ExternalIdentity)) == []
+    [refused] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.link_refused"))
+    assert refused.target == f"user:{root.id}"
+    assert refused.details["reason"] == "privileged_account"
+    page = client.get(callback.headers["Location"], headers=headers()).get_data(as_text=True)
+    assert "cannot be linked by signing in" in page
+
+
+@pytest.mark.parametrize("flag", ["admin", "support", "service_account"])
+def test_a_first_sign_in_never_links_itself_to_a_privileged_account(client, world, setup, oidc, oidc_id, flag):
+    world.user(setup.domain, "holder@example.com", **{flag: True})
+    oidc.sign_in_as(sub="ext-9", email="holder@example.com", email_verified=True)
+    _, callback = sign_in(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=link_required"
+    assert world.query(select(ExternalIdentity)) == []
+
+
+def test_a_first_sign_in_never_takes_an_account_that_trusts_another_provider(
+    client, world, runner, setup, oidc, oidc_id
+):
+    from authsvc.models import AuditRecord
+
+    sign_in(client, oidc_id)
+    client.delete_cookie("user", domain=HOST)
+    with Provider("oidc") as second:
+        second.sign_in_as(sub="other-1", **{k: v for k, v in PERSON.items() if k != "sub"})
+        other_id = create_provider(runner, "--issuer", second.url)["id"]
+        _, callback = sign_in(client, other_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=link_required"
+    assert [i.provider_id for i in world.query(select(ExternalIdentity))] == [oidc_id]
+    refused = world.query(select(AuditRecord).where(AuditRecord.event == "sso.link_refused"))
+    reasons = [r.details["reason"] for r in refused]
+    assert reasons == ["linked_to_another_provider"]
+
+
+def test_every_automatic_link_is_audited(client, world, setup, oidc, oidc_id):
+    from authsvc.models import AuditRecord
+
+    sign_in(client, oidc_id)
+    oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
+    client.delete_cookie("user", domain=HOST)
+    sign_in(client, oidc_id)
+    linked = world.query(select(AuditRecord).where(AuditRecord.event == "sso.linked").order_by(AuditRecord.id))
+    assert [(r.actor, r.details) for r in linked] == [
+        (f"sso:{oidc_id}", {"provider": oidc_id, "via": "new_user"}),
+        (f"sso:{oidc_id}", {"provider": oidc_id, "via": "email"}),
+    ]
+    assert linked[1].target == f"user:{setup.person.id}"
+
+
+def link(client, provider_id, *, confirm=True):
+    """A signed-in user asks to link: the confirmation page, its form, the provider, our callback."""
+    from tests.test_pages import csrf_token
+
+    page = client.get("/auth/oauth2/link", query_string={"id": provider_id}, headers=headers())
+    assert page.status_code == 200, page.get_data(as_text=True)
+    start = client.post("/auth/oauth2/link", data={"csrf_token": csrf_token(page), "id": provider_id},
+                        headers=headers())  # fmt: skip
+    assert start.status_code == 303, start.get_data(as_text=True)
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    return client.get(back.path, query_string=back.query, headers=headers())
+
+
+def test_a_signed_in_system_admin_links_their_own_identity(client, world, setup, oidc, oidc_id, app):
+    from authsvc.models import AuditRecord
+    from tests.conftest import signin
+
+    root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
+    oidc.sign_in_as(sub="root-at-idp", email="someone-else@example.com")
+    signin(client, "root@example.com")
+    callback = link(client, oidc_id)
+    assert callback.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert (identity.user_id, identity.subject) == (root.id, "root-at-idp")
+    [linked] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.linked"))
+    assert (linked.actor, linked.target, linked.details["via"]) == (f"user:{root.id}", f"user:{root.id}", "user")
+    # From now on the provider signs them in.
+    fresh = app.test_client()
+    assert sign_in(fresh, oidc_id)[1].status_code == 303
+    assert fresh.get_cookie("user", domain=HOST) is not None
+
+
+def test_a_link_is_never_started_by_a_plain_get(client, app, world, setup, oidc, oidc_id):
+    from tests.conftest import signin
+
+    signin(client)
+    page = client.get("/auth/oauth2/link", query_string={"id": oidc_id}, headers=headers())
+    assert page.status_code == 200 and "Link sign-in with Corp" in page.get_data(as_text=True)
+    with app.app_context():
+        assert sso.store.client().keys("authsvc:sso:*") == []
+    forged = client.post("/auth/oauth2/link", data={"id": oidc_id}, headers=headers())
+    assert forged.status_code in (400, 403)
+    with app.app_context():
+        assert sso.store.client().keys("authsvc:sso:*") == []
+
+
+def test_a_link_without_a_session_goes_to_sign_in(client, oidc_id):
+    response = client.get("/auth/oauth2/link", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 303
+    assert response.headers["Location"].startswith("/auth/login?continue=")
+
+
+def test_a_link_finished_by_another_session_links_nobody(client, world, setup, oidc, oidc_id):
+    from tests.conftest import signin
+    from tests.test_pages import csrf_token
+
+    signin(client)
+    page = client.get("/auth/oauth2/link", query_string={"id": oidc_id}, headers=headers())
+    start = client.post("/auth/oauth2/link", data={"csrf_token": csrf_token(page), "id": oidc_id}, headers=headers())
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    client.delete_cookie("user", domain=HOST)
+    callback = client.get(back.path, query_string=back.query, headers=headers())
+    assert callback.status_code == 400
+    assert world.query(select(ExternalIdentity)) == []
+
+
+def test_an_identity_linked_to_someone_else_is_not_moved_by_a_link(client, app, world, setup, oidc, oidc_id):
+    from tests.conftest import signin
+
+    sign_in(app.test_client(), oidc_id)  # Ada's account at the provider is Ada's here
+    signin(client)
+    callback = link(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=identity_in_use"
+    [identity] = world.query(select(ExternalIdentity))
+    assert identity.user_id != setup.person.id
+
+
+def test_only_a_system_admin_links_an_identity_through_the_admin_api(client, world, setup, oidc_id):
+    from authsvc.models import AuditRecord
+    from tests.conftest import OTHER_HOST
+
+    root_here = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
+    domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
+    body = {"provider": oidc_id, "subject": "root-at-idp"}
+    path = f"/users/{root_here.id}/identities"
+    assert api(client, "post", path, world.api_key(domain_admin, permission="admin"), body).status_code == 403
+    system = world.user(world.domain(OTHER_HOST), "system@example.com", admin=True, system_admin=True)
+    system_key = world.api_key(system, permission="admin")
+    linked = api(client, "post", path, system_key, body, host=OTHER_HOST)
+    assert linked.status_code == 201, linked.get_json()
+    assert linked.get_json() == {"user": str(root_here.id), "provider": oidc_id, "subject": "root-at-idp"}
+    [record] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.linked"))
+    assert record.details["via"] == "system_admin" and record.target == f"user:{root_here.id}"
+    taken = api(client, "post", f"/users/{setup.person.id}/identities", system_key, body, host=OTHER_HOST)
+    assert taken.status_code == 409
+
+
+# Provider records: the rules hold on every change (issue 13.4, 13.5).
+
+
+@pytest.fixture
+def admin_key(world, setup):
+    return world.api_key(world.user(setup.domain, "tenant-admin@example.com", admin=True), permission="admin")
+
+
+def test_a_patch_cannot_trust_email_from_any_entra_tenant(client, setup, admin_key):
+    created = api(client, "post", "/sso", admin_key, {"name": "E", "client_id": "c", "client_secret": "s",
+                                                       "preset": "microsoft", "tenant": "organizations"})  # fmt: skip
+    assert created.status_code == 201
+    path = f"/sso/{created.get_json()['id']}"
+    turned_on = api(client, "patch", path, admin_key, {"trust_email": True})
+    assert turned_on.status_code == 422
+    assert "tid match rule" in turned_on.get_json()["fields"]["trust_email"]
+    pinned = api(client, "patch", path, admin_key, {"trust_email": True, "match_rules": {"tid": ["t-1"]}})
+    assert pinned.status_code == 200
+    dropped = api(client, "patch", path, admin_key, {"match_rules": {}})
+    assert dropped.status_code == 422
+    assert api(client, "get", path, admin_key).get_json()["match_rules"] == {"tid": ["t-1"]}
+
+
+@pytest.mark.parametrize("name", ["state", "nonce", "redirect_uri", "client_id", "response_type", "code_challenge",
+                                  "code_challenge_method", "scope", "State"])  # fmt: skip
+def test_reserved_authorize_params_are_refused_on_create_and_update(client, runner, setup, admin_key, name):
+    body = {"name": "IdP", "client_id": "c", "client_secret": "s", "issuer": "https://idp.example.com"}
+    refused = api(client, "post", "/sso", admin_key, body | {"authorize_params": {name: "x"}})
+    assert refused.status_code == 422
+    assert name in refused.get_json()["fields"]["authorize_params"]
+    created = api(client, "post", "/sso", admin_key, body | {"authorize_params": {"prompt": "login"}})
+    changed = api(client, "patch", f"/sso/{created.get_json()['id']}", admin_key, {"authorize_params": {name: "x"}})
+    assert changed.status_code == 422
+    cli = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret",
+                              "s", "--issuer", "https://idp.example.com", "--param", f"{name}=x"])  # fmt: skip
+    assert cli.exit_code != 0 and name in cli.stderr
+
+
+def test_a_stored_reserved_param_does_not_replace_ours(client, world, oidc, oidc_id):
+    world.update(SsoProvider, oidc_id, authorize_params={"state": "fixed", "redirect_uri": "https://evil.example/cb"})
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    assert query["state"] != ["fixed"] and len(query["state"]) == 1
+    assert query["redirect_uri"] == [f"https://{HOST}/auth/oauth2/callback"]
+
+
+# Where the service goes for a tenant (issue 13.6).
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://127.0.0.1", "https://10.0.0.5", "https://localhost",
+                                 "https://169.254.169.254", "https://[::1]", "https://[::ffff:192.168.1.1]",
+                                 "http://idp.example.com", "https://100.64.0.1"])  # fmt: skip
+def test_a_domain_admin_cannot_register_a_provider_on_a_private_address(client, setup, admin_key, url):
+    body = {"name": "IdP", "client_id": "c", "client_secret": "s", "issuer": url}
+    response = api(client, "post", "/sso", admin_key, body)
+    assert response.status_code == 422
+    assert "issuer" in response.get_json()["fields"]
+
+
+def test_only_a_system_admin_allows_a_provider_on_private_networks(client, world, setup, admin_key, oidc):
+    body = {"name": "On-prem", "client_id": "authsvc", "client_secret": "s", "issuer": oidc.url,
+            "allow_private_network": True}  # fmt: skip
+    refused = api(client, "post", "/sso", admin_key, body)
+    assert refused.status_code == 422 and "allow_private_network" in refused.get_json()["fields"]
+    from tests.conftest import OTHER_HOST
+
+    system = world.user(world.domain(OTHER_HOST), "system@example.com", admin=True, system_admin=True)
+    system_key = world.api_key(system, permission="admin")
+    allowed = api(client, "post", "/sso", system_key, body | {"domain": str(setup.domain.id)}, host=OTHER_HOST)
+    assert allowed.status_code == 201, allowed.get_json()
+    assert allowed.get_json()["allow_private_network"] is True
+    path = f"/sso/{allowed.get_json()['id']}"
+    # A domain admin may rename it, but new URLs would be theirs: refused while they point inside.
+    assert api(client, "patch", path, admin_key, {"name": "Renamed"}).status_code == 200
+    moved = api(client, "patch", path, admin_key, {"token_url": oidc.url + "/token"})
+    assert moved.status_code == 422 and "issuer" in moved.get_json()["fields"]
+    assert world.query(select(SsoProvider.allow_private_network)) == [True]
+
+
+def test_a_provider_kept_off_private_networks_is_refused_at_request_time(client, world, oidc, oidc_id):
+    # Registered as on-premises, then the exception withdrawn (or a name that now resolves inside).
+    world.update(SsoProvider, oidc_id, allow_private_network=False)
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 502
+    assert "may not call" in response.get_data(as_text=True)
+    assert oidc.discovery_requests == 0
+
+
+def test_a_name_resolving_to_loopback_is_refused_on_the_resolved_address(client, world, oidc, oidc_id):
+    port = urlsplit(oidc.url).port
+    world.update(SsoProvider, oidc_id, allow_private_network=False, issuer=f"https://localhost:{port}")
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 502
+    assert "may not call" in response.get_data(as_text=True)
+    assert oidc.discovery_requests == 0
+
+
+def test_a_provider_redirect_is_not_followed(client, oidc, oidc_id):
+    oidc.fault = "redirect"
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 502
+    assert oidc.discovery_requests == 1
+
+
+def test_the_operator_setting_allows_every_provider_on_private_networks(make_app, setup, oidc):
+    app = make_app(AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS=True)
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url, on_premises=False)["id"]
+    response = app.test_client().get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(),
+                                     base_url=f"https://{HOST}")  # fmt: skip
+    assert response.status_code == 302
+
+
+def test_the_cli_needs_allow_private_network_for_a_loopback_provider(runner, setup, oidc):
+    args = ["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret", "s",
+            "--issuer", oidc.url]  # fmt: skip
+    refused = runner.invoke(args=args)
+    assert refused.exit_code != 0 and "--allow-private-network" in refused.stderr
+    assert runner.invoke(args=[*args, "--allow-private-network"]).exit_code == 0
+
+
+# ID token checks (issue 13.12, 13.13).
+
+
+def test_an_id_token_for_several_audiences_needs_our_azp(client, world, oidc, oidc_id):
+    oidc.id_token_overrides = {"aud": ["authsvc", "another-client"]}
+    assert sign_in(client, oidc_id)[1].status_code == 502
+    oidc.id_token_overrides = {"aud": ["authsvc", "another-client"], "azp": "another-client"}
+    assert sign_in(client, oidc_id)[1].status_code == 502
+    assert world.query(select(ExternalIdentity)) == []
+    oidc.id_token_overrides = {"aud": ["authsvc", "another-client"], "azp": "authsvc"}
+    assert sign_in(client, oidc_id)[1].status_code == 303
+
+
+def test_a_rotated_provider_key_is_refetched_once_on_an_unknown_kid(make_app, setup, oidc):
+    from tests.conftest import HttpsClient
+
+    app = make_app(AUTHSVC_SSO_JWKS_REFETCH_INTERVAL=2)
+    app.test_client_class = HttpsClient
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    client = app.test_client()
+    assert sign_in(client, provider_id)[1].status_code == 303
+    assert oidc.jwks_requests == 1
+    oidc.rotate_key()
+    assert sign_in(client, provider_id)[1].status_code == 303, "the new key is fetched"
+    assert oidc.jwks_requests == 2
+    oidc.rotate_key()
+    assert sign_in(client, provider_id)[1].status_code == 502, "at most one refetch per interval"
+    assert oidc.jwks_requests == 2
+    time.sleep(2.1)
+    assert sign_in(client, provider_id)[1].status_code == 303
+    assert oidc.jwks_requests == 3

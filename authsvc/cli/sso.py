@@ -7,6 +7,7 @@ import secrets
 from typing import Any
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
@@ -29,11 +30,14 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
     return pairs
 
 
-def validate_provider_url(url: str | None, what: str) -> str | None:
+def validate_provider_url(url: str | None, what: str, private_allowed: bool) -> str | None:
     try:
         url = validation.provider_url(url, what)
     except validation.Invalid as exc:
         raise click.ClickException(str(exc)) from None
+    problem = validation.public_url_problem(url) if url and not private_allowed else None
+    if problem:
+        raise click.ClickException(f"{what} {url!r} {problem} (--allow-private-network for an on-premises provider)")
     return url.rstrip("/") if url and what == "--issuer" else url
 
 
@@ -56,6 +60,11 @@ def validate_provider_url(url: str | None, what: str) -> str | None:
 @click.option("--match", "matches", multiple=True, help="Match rule CLAIM=value1,value2 (or email_domain=...).")
 @click.option("--trust-email", is_flag=True, help="Link to an existing user by e-mail even if not verified.")
 @click.option("--required-scope", "required", help="Scopes that must be granted (sso check).")
+@click.option(
+    "--allow-private-network",
+    is_flag=True,
+    help="An on-premises provider: its URLs may be loopback or private addresses (and http on loopback).",
+)
 def create_sso(
     host: str,
     name: str,
@@ -75,8 +84,10 @@ def create_sso(
     matches: tuple[str, ...],
     trust_email: bool,
     required: str | None,
+    allow_private_network: bool,
 ) -> None:
     domain = domain_by_host(host)
+    private_allowed = allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
     fields: dict[str, Any] = {}
     if preset == "microsoft":
         if not tenant or not re.match(r"^[A-Za-z0-9.-]{1,100}$", tenant):
@@ -91,11 +102,11 @@ def create_sso(
     else:
         raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
     for key, value in (
-        ("issuer", validate_provider_url(issuer, "--issuer")),
-        ("authorize_url", validate_provider_url(authorize_url, "--authorize-url")),
-        ("token_url", validate_provider_url(token_url, "--token-url")),
-        ("userinfo_url", validate_provider_url(userinfo_url, "--userinfo-url")),
-        ("jwks_url", validate_provider_url(jwks_url, "--jwks-url")),
+        ("issuer", validate_provider_url(issuer, "--issuer", private_allowed)),
+        ("authorize_url", validate_provider_url(authorize_url, "--authorize-url", private_allowed)),
+        ("token_url", validate_provider_url(token_url, "--token-url", private_allowed)),
+        ("userinfo_url", validate_provider_url(userinfo_url, "--userinfo-url", private_allowed)),
+        ("jwks_url", validate_provider_url(jwks_url, "--jwks-url", private_allowed)),
         ("token_endpoint_auth_method", auth_method),
         ("required_scopes", required),
     ):
@@ -109,15 +120,20 @@ def create_sso(
     problem = sso_flow.email_trust_problem(tenant, trust_email, rules)
     if problem:
         raise click.ClickException(f"--trust-email: {problem} (--match tid=<tenant id>)")
+    extra_params = _pairs(params, "--param")
+    problem = sso_flow.authorize_params_problem(extra_params)
+    if problem:
+        raise click.ClickException(f"--param: {problem}")
     provider = SsoProvider(
         id=secrets.token_hex(8),
         domain_id=domain.id,
         name=name,
         client_id=client_id,
         client_secret_encrypted=security.encrypt(client_secret),
-        authorize_params=_pairs(params, "--param"),
+        authorize_params=extra_params,
         match_rules=rules,
         trust_email=trust_email,
+        allow_private_network=allow_private_network,
         **{**fields, "profile_mappings": {**fields.get("profile_mappings", {}), **mappings}},
     )
     db.session.add(provider)

@@ -212,6 +212,15 @@ def regenerate_application_secret(record_id: str) -> Response:
     return jsonify(application.as_json() | {"client_secret": admin.regenerate_secret(actor, application)})
 
 
+@bp.post("/users/<record_id>/identities")
+@admin_errors
+def link_identity(record_id: str) -> Response:
+    """Link an account at an SSO provider of the user's domain to the user (system admins only)."""
+    actor = current_actor()
+    identity = admin.link_identity(actor, admin.get(actor, User, record_id), body())
+    return _created({"user": str(identity.user_id), "provider": identity.provider_id, "subject": identity.subject})
+
+
 @bp.post("/users/<record_id>/revoke")
 @admin_errors
 def revoke_user_tokens(record_id: str) -> Response:

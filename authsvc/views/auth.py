@@ -69,6 +69,9 @@ SSO_MESSAGES = {
     "not_allowed": "Your account at that provider is not allowed to sign in here.",
     "email_in_use": "An account with your e-mail address already exists. Sign in with your password, "
     "or ask an administrator to link your accounts.",
+    "link_required": "An account with your e-mail address already exists and cannot be linked by signing in "
+    "with your organisation. Sign in to it first, then link your organisation's sign-in from there.",
+    "identity_in_use": "That account at your organisation is already linked to another user here.",
     "account_disabled": "Your account is disabled.",
     "no_email": "The provider did not tell us your e-mail address.",
 }
@@ -96,7 +99,7 @@ def login_page() -> Response:
     if user is not None:
         if next_url:
             return redirect(next_url, 303)
-        return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm())
+        return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers_of(domain))
     sso_error = request.args.get("sso_error")
     error = SSO_MESSAGES.get(sso_error, SSO_DEFAULT_MESSAGE) if sso_error else None
     return _login_page(domain, LoginForm(), next_url, error)

@@ -8,6 +8,8 @@ from urllib.parse import urlencode
 from flask import Blueprint, Response, current_app, redirect, request, url_for
 
 from authsvc import accounts, limits, security, sso
+from authsvc.forms import LinkForm
+from authsvc.models import Domain, SsoProvider, User
 from authsvc.pages import page
 from authsvc.security import safe_continue
 from authsvc.tenancy import current_domain, request_host
@@ -27,20 +29,51 @@ def start() -> Response:
     domain = current_domain()
     provider = sso.find_provider(domain, request.args.get("id"))
     if provider is None:
-        return page(
-            "message.html", 404, domain=domain, title="Unknown sign-in provider",
-            message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
-        )  # fmt: skip
+        return _unknown_provider(domain)
+    continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
+    return _redirect_to_provider(domain, provider, continue_url, None)
+
+
+@bp.route("/link", methods=["GET", "POST"])
+def link() -> Response:
+    """A signed-in user links their account at a provider: confirm (CSRF-protected), then sign in there.
+
+    A plain GET never starts it: a link from elsewhere could otherwise tie the
+    victim's account to an account at the provider that someone else holds.
+    """
+    domain = current_domain()
+    provider = sso.find_provider(domain, request.values.get("id"))
+    if provider is None:
+        return _unknown_provider(domain)
+    user = accounts.session_user(domain)
+    if user is None:
+        return redirect(url_for("auth.login_page", **{"continue": url_for("sso.link", id=provider.id)}), 303)
+    form = LinkForm()
+    if request.method == "POST" and form.validate_on_submit():
+        return _redirect_to_provider(domain, provider, "", user)
+    return page(
+        "sso_link.html", 200 if request.method == "GET" else 400, domain=domain, form=form, provider=provider, user=user
+    )
+
+
+def _unknown_provider(domain: Domain) -> Response:
+    return page(
+        "message.html", 404, domain=domain, title="Unknown sign-in provider",
+        message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
+    )  # fmt: skip
+
+
+def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: str, link_user: User | None) -> Response:
     # Before the provider's discovery document is fetched: a refused start costs nothing.
     limits.refuse_if_holding_too_many_flows()
-    continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
     browser = security.new_secret()
     try:
-        target = sso.start(provider, callback_url(), continue_url, browser, limits.client_address())
+        holder = limits.client_address()
+        target = sso.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
     except sso.SsoError as exc:
         return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
                     link=url_for("auth.login_page"))  # fmt: skip
-    response = redirect(target, 302)
+    response = redirect(target, 302 if link_user is None else 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
     # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it.
@@ -66,6 +99,7 @@ def callback() -> Response:
             request.args.get("code"),
             request.args.get("error"),
             request.cookies.get(FLOW_COOKIE),
+            accounts.session_user(domain),
         )
     except sso.ProviderRefused as exc:
         # Back to the sign-in page, which words the message itself: nothing
