@@ -105,7 +105,9 @@ class Fields:
         return name in self.data
 
     def _get(self, name: str, required: bool) -> Any:
-        if name not in self.data:
+        # null is missing (validation.json_body); has() still tells an update's
+        # explicit null, which resets an optional setting to its default.
+        if self.data.get(name) is None:
             if required and not self.partial:
                 self.errors[name] = "is required"
             return None

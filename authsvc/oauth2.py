@@ -93,6 +93,8 @@ def read_parameters() -> dict[str, list[str]]:
         except validation.Invalid as exc:
             raise InvalidRequestError(str(exc)) from None
         for name, value in body.items():
+            if value is None:  # null is missing (validation.json_body)
+                continue
             if not isinstance(value, str):
                 raise InvalidRequestError(f"{_quoted(name)} must be a string.")
             values[name].append(value)
