@@ -130,6 +130,8 @@ class MergedRequest(OAuth2Request):
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
         self.grant_expires_at: int | None = None
+        # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
+        self.spent_code: str | None = None
 
     @property
     def args(self) -> dict[str, str]:
@@ -247,6 +249,22 @@ class AuthorizationServer(_AuthorizationServer):
         )
         db.session.commit()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
+        if request.spent_code and store.code_replayed(request.spent_code):
+            # A replay raced this exchange and may have revoked before these tokens were committed.
+            _revoke_replayed(client, row.family)
+
+
+def _revoke_replayed(client: Application, family: str) -> None:
+    revoked = Token.revoke_family(family)
+    audit.record(
+        "code.replayed",
+        domain_id=client.domain_id,
+        actor=f"client:{client.client_id}",
+        details={"revoked": revoked},
+        commit=False,
+    )
+    db.session.commit()
+    log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
 
 
 def _client_of_request_domain(client_id: str) -> Application | None:
@@ -358,27 +376,24 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         return security.new_secret()
 
     def query_authorization_code(self, code: str, client: Application) -> AuthorizationCode | None:
-        data = store.claim_code(code)
+        # RFC 6749 4.1.2: a code used twice revokes what it produced, whatever the timing.
+        # The replay is recorded before the family is revoked, and the exchange that
+        # spent the code checks for it after committing its tokens (save_token): if
+        # that check ran before the record, its commit came before this revocation,
+        # which then finds the tokens.
+        family = security.new_secret()
+        spent_ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+        data = store.claim_code(code, family, spent_ttl)
         if data is None:
-            family = store.spent_code_family(code)
-            if family:
-                # RFC 6749 4.1.2: a code used twice revokes what it produced.
-                revoked = Token.revoke_family(family)
-                audit.record(
-                    "code.replayed",
-                    domain_id=client.domain_id,
-                    actor=f"client:{client.client_id}",
-                    details={"revoked": revoked},
-                    commit=False,
-                )
-                db.session.commit()
-                log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
+            spent_family = store.spent_code_family(code)
+            if spent_family:
+                store.record_code_replay(code, spent_ttl)
+                _revoke_replayed(client, spent_family)
             return None
         if data["client"] != client.id:
             return None
-        family = security.new_secret()
-        store.remember_spent_code(code, family, current_app.config["AUTHSVC_SPENT_CODE_TTL"])
         self.request.family = family
+        self.request.spent_code = code
         return AuthorizationCode(
             user_id=data["user"],
             client_id=data["client"],
