@@ -342,6 +342,7 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "scopes": fields.string("scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.scope_list)),
         "consent": fields.boolean("consent"),
         "require_pkce": fields.boolean("require_pkce"),
+        "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
     }

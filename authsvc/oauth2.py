@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
 from authlib.oauth2.rfc6749 import (
     InvalidClientError,
@@ -35,7 +36,7 @@ from sqlalchemy.orm import contains_eager
 from authsvc import accounts, audit, metrics, security, store, validation
 from authsvc.database import db, now
 from authsvc.models import Application, Token, User
-from authsvc.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.tenancy import REQUEST_DOMAIN, current_domain, issuer, request_domain_parameters
 
 log = logging.getLogger(__name__)
 
@@ -188,6 +189,16 @@ class AuthorizationServer(_AuthorizationServer):
         if not error.description:
             error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
         return super().handle_error_response(request, error)
+
+    def handle_response(self, status: int, body: Any, headers: list[tuple[str, str]]) -> Any:
+        # RFC 9207: every authorisation response, code or error, names its issuer,
+        # the same as RFC 8414's (per domain, the origin the request came to).
+        if flask_request.endpoint == "oauth.authorize" and status == 302:
+            headers = [
+                (name, add_params_to_uri(value, [("iss", issuer())]) if name == "Location" else value)
+                for name, value in headers
+            ]
+        return super().handle_response(status, body, headers)
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return MergedRequest()
@@ -475,12 +486,26 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
 
 class PKCE(CodeChallenge):
-    """RFC 7636, S256 and plain; an application may require it."""
+    """RFC 7636 as RFC 9700 2.1.1 has it: S256; plain only where the application allows it.
+
+    An application that requires PKCE (every public one, unless created in the
+    legacy mode) must name its method: RFC 7636 would take an omitted method
+    as plain, which such an application would then have accepted silently.
+    """
 
     def validate_code_challenge(self, grant: AuthorizationCodeGrant, redirect_uri: str) -> None:
         super().validate_code_challenge(grant, redirect_uri)
-        if grant.request.client.require_pkce and not grant.request.payload.data.get("code_challenge"):
-            raise InvalidRequestError("This application requires PKCE: send 'code_challenge'.")
+        client: Application = grant.request.client
+        data = grant.request.payload.data
+        method = data.get("code_challenge_method")
+        if not data.get("code_challenge"):
+            if client.require_pkce:
+                raise InvalidRequestError("This application requires PKCE: send 'code_challenge' with S256.")
+            return
+        if method is None and client.require_pkce:
+            raise InvalidRequestError("This application requires 'code_challenge_method': send S256.")
+        if (method or self.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not client.allow_plain_pkce:
+            raise InvalidRequestError("'code_challenge_method' must be S256: this application does not allow plain.")
 
 
 def authenticate_client_secret_basic(query_client: Any, request: OAuth2Request) -> Application | None:

@@ -411,3 +411,12 @@ def test_null_redirect_uris_creates_no_application(client, setup, keys, world):
     assert response.get_json()["fields"] == {"redirect_uris": "is required"}
     assert world.query(select(Application.id)) == before
 
+
+def test_a_public_application_requires_pkce_unless_created_in_legacy_mode(client, setup, keys):
+    body = {"redirect_uris": ["https://rooms.example.com/cb"]}
+    default = call(client, "post", "/oauth_apps", keys.admin_key, body | {"name": "Default"}).get_json()
+    legacy = call(client, "post", "/oauth_apps", keys.admin_key, body | {"name": "Legacy", "require_pkce": False})
+    assert (default["require_pkce"], default["allow_plain_pkce"]) == (True, False)
+    assert legacy.get_json()["require_pkce"] is False
+    changed = call(client, "patch", f"/oauth_apps/{default['id']}", keys.admin_key, {"allow_plain_pkce": True})
+    assert changed.get_json()["allow_plain_pkce"] is True

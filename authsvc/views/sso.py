@@ -10,7 +10,7 @@ from flask import Blueprint, Response, current_app, redirect, request, url_for
 from authsvc import accounts, security, sso
 from authsvc.pages import page
 from authsvc.security import safe_continue
-from authsvc.tenancy import current_domain, request_host
+from authsvc.tenancy import current_domain, issuer
 
 bp = Blueprint("sso", __name__, url_prefix="/auth/oauth2")
 
@@ -31,7 +31,7 @@ def start() -> Response:
             "message.html", 404, domain=domain, title="Unknown sign-in provider",
             message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
         )  # fmt: skip
-    continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
+    continue_url = safe_continue(request.args.get("continue"), issuer(), default="")
     browser = security.new_secret()
     try:
         target = sso.start(provider, callback_url(), continue_url, browser)
