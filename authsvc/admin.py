@@ -105,7 +105,9 @@ class Fields:
         return name in self.data
 
     def _get(self, name: str, required: bool) -> Any:
-        if name not in self.data:
+        # null is missing (validation.json_body); has() still tells an update's
+        # explicit null, which resets an optional setting to its default.
+        if self.data.get(name) is None:
             if required and not self.partial:
                 self.errors[name] = "is required"
             return None
@@ -340,6 +342,7 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "scopes": fields.string("scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.scope_list)),
         "consent": fields.boolean("consent"),
         "require_pkce": fields.boolean("require_pkce"),
+        "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
     }

@@ -194,6 +194,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "response_modes_supported": ["query"],
             "grant_types_supported": ["authorization_code", "refresh_token", "password"],
             "code_challenge_methods_supported": ["S256", "plain"],
+            "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": methods,
             "revocation_endpoint_auth_methods_supported": methods,
             "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),

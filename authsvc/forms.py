@@ -81,7 +81,8 @@ class ApplicationForm(PageForm):
     redirect_uris = TextAreaField("Redirect URIs", description="One per line, matched exactly.")
     scopes = StringField("Scopes", description="Space separated.")
     consent = BooleanField("Ask users for consent before issuing a code")
-    require_pkce = BooleanField("Require PKCE")
+    require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
+    allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
     submit = SubmitField("Save")
 
     def values(self) -> dict[str, Any]:
@@ -92,6 +93,7 @@ class ApplicationForm(PageForm):
             "scopes": self.scopes.data or "",
             "consent": bool(self.consent.data),
             "require_pkce": bool(self.require_pkce.data),
+            "allow_plain_pkce": bool(self.allow_plain_pkce.data),
         }
 
 

@@ -8,6 +8,7 @@ answer.
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from sqlalchemy import (
     JSON,
@@ -58,6 +59,10 @@ class Domain(db.Model):
         }
 
 
+def _public(context: Any) -> bool:
+    return context.get_current_parameters().get("client_secret_digest") is None
+
+
 class Application(db.Model):
     """An OAuth 2.0 client, listed under Domains -> Applications."""
 
@@ -69,7 +74,10 @@ class Application(db.Model):
     redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
     scopes: Mapped[str] = mapped_column(Text, default="public")
     consent: Mapped[bool] = mapped_column(Boolean, default=False)
-    require_pkce: Mapped[bool] = mapped_column(Boolean, default=False)
+    # RFC 9700 2.1.1: a public application requires PKCE unless created in the
+    # legacy mode (require_pkce false) for clients that follow the spec's flow literally.
+    require_pkce: Mapped[bool] = mapped_column(Boolean, default=_public)
+    allow_plain_pkce: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     access_token_ttl: Mapped[int | None] = mapped_column(Integer)
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
@@ -126,6 +134,7 @@ class Application(db.Model):
             "confidential": self.confidential,
             "consent": self.consent,
             "require_pkce": self.require_pkce,
+            "allow_plain_pkce": self.allow_plain_pkce,
             "access_token_ttl": self.access_token_ttl,
             "refresh_token_ttl": self.refresh_token_ttl,
             "created_at": self.created_at,

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
+from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
 from authlib.oauth2.rfc6749 import (
     InvalidClientError,
@@ -35,7 +36,7 @@ from sqlalchemy.orm import contains_eager
 from authsvc import accounts, audit, metrics, security, store, validation
 from authsvc.database import db, now
 from authsvc.models import Application, Token, User
-from authsvc.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.tenancy import REQUEST_DOMAIN, current_domain, issuer, request_domain_parameters
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +94,8 @@ def read_parameters() -> dict[str, list[str]]:
         except validation.Invalid as exc:
             raise InvalidRequestError(str(exc)) from None
         for name, value in body.items():
+            if value is None:  # null is missing (validation.json_body)
+                continue
             if not isinstance(value, str):
                 raise InvalidRequestError(f"{_quoted(name)} must be a string.")
             values[name].append(value)
@@ -128,6 +131,8 @@ class MergedRequest(OAuth2Request):
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
         self.grant_expires_at: int | None = None
+        # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
+        self.spent_code: str | None = None
 
     @property
     def args(self) -> dict[str, str]:
@@ -184,6 +189,16 @@ class AuthorizationServer(_AuthorizationServer):
         if not error.description:
             error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
         return super().handle_error_response(request, error)
+
+    def handle_response(self, status: int, body: Any, headers: list[tuple[str, str]]) -> Any:
+        # RFC 9207: every authorisation response, code or error, names its issuer,
+        # the same as RFC 8414's (per domain, the origin the request came to).
+        if flask_request.endpoint == "oauth.authorize" and status == 302:
+            headers = [
+                (name, add_params_to_uri(value, [("iss", issuer())]) if name == "Location" else value)
+                for name, value in headers
+            ]
+        return super().handle_response(status, body, headers)
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return MergedRequest()
@@ -245,6 +260,22 @@ class AuthorizationServer(_AuthorizationServer):
         )
         db.session.commit()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
+        if request.spent_code and store.code_replayed(request.spent_code):
+            # A replay raced this exchange and may have revoked before these tokens were committed.
+            _revoke_replayed(client, row.family)
+
+
+def _revoke_replayed(client: Application, family: str) -> None:
+    revoked = Token.revoke_family(family)
+    audit.record(
+        "code.replayed",
+        domain_id=client.domain_id,
+        actor=f"client:{client.client_id}",
+        details={"revoked": revoked},
+        commit=False,
+    )
+    db.session.commit()
+    log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
 
 
 def _client_of_request_domain(client_id: str) -> Application | None:
@@ -356,27 +387,24 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         return security.new_secret()
 
     def query_authorization_code(self, code: str, client: Application) -> AuthorizationCode | None:
-        data = store.claim_code(code)
+        # RFC 6749 4.1.2: a code used twice revokes what it produced, whatever the timing.
+        # The replay is recorded before the family is revoked, and the exchange that
+        # spent the code checks for it after committing its tokens (save_token): if
+        # that check ran before the record, its commit came before this revocation,
+        # which then finds the tokens.
+        family = security.new_secret()
+        spent_ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+        data = store.claim_code(code, family, spent_ttl)
         if data is None:
-            family = store.spent_code_family(code)
-            if family:
-                # RFC 6749 4.1.2: a code used twice revokes what it produced.
-                revoked = Token.revoke_family(family)
-                audit.record(
-                    "code.replayed",
-                    domain_id=client.domain_id,
-                    actor=f"client:{client.client_id}",
-                    details={"revoked": revoked},
-                    commit=False,
-                )
-                db.session.commit()
-                log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
+            spent_family = store.spent_code_family(code)
+            if spent_family:
+                store.record_code_replay(code, spent_ttl)
+                _revoke_replayed(client, spent_family)
             return None
         if data["client"] != client.id:
             return None
-        family = security.new_secret()
-        store.remember_spent_code(code, family, current_app.config["AUTHSVC_SPENT_CODE_TTL"])
         self.request.family = family
+        self.request.spent_code = code
         return AuthorizationCode(
             user_id=data["user"],
             client_id=data["client"],
@@ -458,12 +486,26 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
 
 class PKCE(CodeChallenge):
-    """RFC 7636, S256 and plain; an application may require it."""
+    """RFC 7636 as RFC 9700 2.1.1 has it: S256; plain only where the application allows it.
+
+    An application that requires PKCE (every public one, unless created in the
+    legacy mode) must name its method: RFC 7636 would take an omitted method
+    as plain, which such an application would then have accepted silently.
+    """
 
     def validate_code_challenge(self, grant: AuthorizationCodeGrant, redirect_uri: str) -> None:
         super().validate_code_challenge(grant, redirect_uri)
-        if grant.request.client.require_pkce and not grant.request.payload.data.get("code_challenge"):
-            raise InvalidRequestError("This application requires PKCE: send 'code_challenge'.")
+        client: Application = grant.request.client
+        data = grant.request.payload.data
+        method = data.get("code_challenge_method")
+        if not data.get("code_challenge"):
+            if client.require_pkce:
+                raise InvalidRequestError("This application requires PKCE: send 'code_challenge' with S256.")
+            return
+        if method is None and client.require_pkce:
+            raise InvalidRequestError("This application requires 'code_challenge_method': send S256.")
+        if (method or self.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not client.allow_plain_pkce:
+            raise InvalidRequestError("'code_challenge_method' must be S256: this application does not allow plain.")
 
 
 def authenticate_client_secret_basic(query_client: Any, request: OAuth2Request) -> Application | None:

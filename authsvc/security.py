@@ -120,12 +120,21 @@ def _password_bytes(password: str) -> bytes:
     return raw
 
 
-def safe_continue(target: str | None, host: str, default: str = "/") -> str:
-    """Return ``target`` if it stays on ``host`` (a lower-case host name), else ``default``.
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin(scheme: str, host: str | None, port: int | None) -> tuple[str, str, int | None]:
+    scheme = scheme.lower()
+    return scheme, (host or "").lower(), port or DEFAULT_PORTS.get(scheme)
+
+
+def safe_continue(target: str | None, origin: str, default: str = "/") -> str:
+    """Return ``target`` if it stays on ``origin`` (the request's ``scheme://host[:port]``), else ``default``.
 
     Every redirect after sign-in or sign-out goes through here. Relative paths
-    and absolute http(s) URLs on the request's own host pass; anything that a
-    browser could read as another origin does not.
+    pass, and absolute http(s) URLs of exactly the request's origin: same
+    scheme, host and port (another port or plain http is another origin to a
+    browser); anything a browser could read as another origin does not.
     """
     if not target or len(target) > 2048:
         return default
@@ -135,17 +144,15 @@ def safe_continue(target: str | None, host: str, default: str = "/") -> str:
         return default
     try:
         parts = urlsplit(target)
-    except ValueError:
+        ours = urlsplit(origin)
+        if not parts.scheme and not parts.netloc:
+            return target if target.startswith("/") and not target.startswith("//") else default
+        if parts.scheme.lower() not in ("http", "https") or parts.username or parts.password:
+            return default
+        same = _origin(parts.scheme, parts.hostname, parts.port) == _origin(ours.scheme, ours.hostname, ours.port)
+    except ValueError:  # a malformed host or port
         return default
-    if not parts.scheme and not parts.netloc:
-        return target if target.startswith("/") and not target.startswith("//") else default
-    if parts.scheme.lower() not in ("http", "https") or parts.username or parts.password:
-        return default
-    try:
-        target_host = (parts.hostname or "").lower()
-    except ValueError:
-        return default
-    return target if target_host == host else default
+    return target if same else default
 
 
 # Endpoints that other origins call by design (RFC 6749 clients, often

@@ -99,18 +99,39 @@ def save_code(code: str, data: dict[str, Any], ttl: int) -> None:
     _put("code", code, data, ttl)
 
 
-def claim_code(code: str) -> dict[str, Any] | None:
-    """Take the code's data, once. A second claim returns None."""
-    return _take("code", code)
+def claim_code(code: str, family: str, spent_ttl: int) -> dict[str, Any] | None:
+    """Take the code's data, once, leaving in its place the ``family`` its tokens will join.
 
+    One transaction: whoever finds the code gone finds the spent marker, so a
+    replay always learns which family to revoke. A second claim returns None.
+    """
+    digest = security.digest(code)
+    code_key, spent_key = f"{PREFIX}code:{digest}", f"{PREFIX}spent-code:{digest}"
 
-def remember_spent_code(code: str, family: str, ttl: int) -> None:
-    """Remember which token family a spent code produced, to revoke it on replay."""
-    client().set(f"{PREFIX}spent-code:{security.digest(code)}", family, ex=ttl)
+    def claim(pipe: redis.client.Pipeline) -> str | None:
+        raw = pipe.get(code_key)
+        if raw is not None:
+            pipe.multi()
+            pipe.delete(code_key)
+            pipe.set(spent_key, family, ex=spent_ttl)
+        return raw
+
+    # WATCH: of two concurrent claims one commits; the other retries and finds no code.
+    raw = client().transaction(claim, code_key, value_from_callable=True)
+    return json.loads(raw) if raw else None
 
 
 def spent_code_family(code: str) -> str | None:
     return client().get(f"{PREFIX}spent-code:{security.digest(code)}")
+
+
+def record_code_replay(code: str, ttl: int) -> None:
+    """Note that a spent code was presented again: the exchange that spent it checks after saving its tokens."""
+    client().set(f"{PREFIX}replayed-code:{security.digest(code)}", "1", ex=ttl)
+
+
+def code_replayed(code: str) -> bool:
+    return bool(client().exists(f"{PREFIX}replayed-code:{security.digest(code)}"))
 
 
 # SSO flow state: single use, ten minutes. Each flow is also listed under the

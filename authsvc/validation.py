@@ -161,15 +161,41 @@ def text_id(value: str | None) -> bool:
 
 
 def json_body(data: bytes, empty: object = None) -> object:
-    """The JSON document a request body holds; ``empty`` when the body is empty."""
+    """The JSON document a request body holds; ``empty`` when the body is empty.
+
+    Every JSON entry point reads its body here, so the shared rules hold for all:
+    text that cannot be encoded as UTF-8 is refused, and a member whose value is
+    ``null`` counts as missing (the readers of fields test for None).
+    """
     if not data:
         return empty
     try:
-        return json.loads(data)
+        body = json.loads(data)
     except ValueError:  # UnicodeDecodeError too: bytes that are no UTF-8, -16 or -32
         raise Invalid("The body is not valid JSON.") from None
     except RecursionError:  # "[[[[..." a few thousand deep fits in any body size limit
         raise Invalid("The JSON body is nested too deeply.") from None
+    _require_utf8(body)
+    return body
+
+
+def _require_utf8(document: object) -> None:
+    # JSON's "\ud800" escape decodes to a lone surrogate, which no UTF-8 database,
+    # digest or log line can take. Walked with a list, not recursion: json.loads
+    # accepts nesting deeper than a recursive walk could follow.
+    pending = [document]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).") from None
 
 
 def json_object(data: bytes) -> dict:

@@ -177,6 +177,9 @@ class World:
         return self.save(Domain(name=host, host=host, scopes=scopes))
 
     def application(self, domain: Domain, *, confidential: bool = False, **fields) -> tuple[Application, str | None]:
+        """An application; in the legacy mode (no PKCE required) unless asked, as most tests run the
+        specification's flow literally. tests/test_authorize.py covers the default of a new application."""
+        fields.setdefault("require_pkce", False)
         secret = security.new_secret() if confidential else None
         application = Application(
             domain_id=domain.id,

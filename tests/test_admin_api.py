@@ -389,3 +389,34 @@ def test_trusting_email_from_any_entra_tenant_is_a_field_error(client, setup, ke
         "trust_email": True})  # fmt: skip
     assert response.status_code == 422
     assert "tid match rule" in response.get_json()["fields"]["trust_email"]
+
+
+def test_null_for_a_required_field_is_a_missing_field_not_500(client, setup, keys, world):
+    for path, body in (
+        ("/oauth_apps", {"name": None, "redirect_uris": ["https://rooms.example.com/cb"]}),
+        ("/domains", {"name": None, "host": "new.example.com"}),
+        ("/users", {"email": None, "password": "long enough password"}),
+        ("/api_keys", {"user": "person@example.com", "name": None}),
+    ):
+        key, host = (keys.system_key, OTHER_HOST) if path == "/domains" else (keys.admin_key, HOST)
+        response = call(client, "post", path, key, body, host=host)
+        assert response.status_code == 422, (path, response.get_data(as_text=True)[:300])
+        assert response.get_json()["fields"] == {next(k for k, v in body.items() if v is None): "is required"}
+
+
+def test_null_redirect_uris_creates_no_application(client, setup, keys, world):
+    before = world.query(select(Application.id))
+    response = call(client, "post", "/oauth_apps", keys.admin_key, {"name": "No URI", "redirect_uris": None})
+    assert response.status_code == 422
+    assert response.get_json()["fields"] == {"redirect_uris": "is required"}
+    assert world.query(select(Application.id)) == before
+
+
+def test_a_public_application_requires_pkce_unless_created_in_legacy_mode(client, setup, keys):
+    body = {"redirect_uris": ["https://rooms.example.com/cb"]}
+    default = call(client, "post", "/oauth_apps", keys.admin_key, body | {"name": "Default"}).get_json()
+    legacy = call(client, "post", "/oauth_apps", keys.admin_key, body | {"name": "Legacy", "require_pkce": False})
+    assert (default["require_pkce"], default["allow_plain_pkce"]) == (True, False)
+    assert legacy.get_json()["require_pkce"] is False
+    changed = call(client, "patch", f"/oauth_apps/{default['id']}", keys.admin_key, {"allow_plain_pkce": True})
+    assert changed.get_json()["allow_plain_pkce"] is True

@@ -4,7 +4,10 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from authsvc.database import db
+from authsvc.models import Application
 from tests.conftest import OTHER_HOST, REDIRECT_URI, authorize, location_params, pkce_pair, signin
+from tests.test_pages import post_consent
 
 
 def test_redirects_to_the_redirect_uri_with_code_and_state(client, setup):
@@ -133,3 +136,61 @@ def test_a_repeated_parameter_is_refused(client, setup):
     assert response.status_code in (302, 400)
     body = location_params(response) if response.status_code == 302 else response.get_json()
     assert body["error"] == "invalid_request"
+
+
+def test_a_new_public_application_requires_pkce_unless_created_in_legacy_mode(app, setup):
+    # The model's default, which the CLI, the admin API and the console share when not told otherwise.
+    with app.app_context():
+        public = Application(domain_id=setup.domain.id, name="p", client_id="p-default", redirect_uris=[REDIRECT_URI])
+        confidential = Application(domain_id=setup.domain.id, name="c", client_id="c-default",
+                                   client_secret_digest="0" * 64, redirect_uris=[REDIRECT_URI])  # fmt: skip
+        db.session.add_all([public, confidential])
+        db.session.commit()
+        assert (public.require_pkce, public.allow_plain_pkce) == (True, False)
+        assert confidential.require_pkce is False
+
+
+@pytest.mark.parametrize("require_pkce", [True, False])
+def test_plain_pkce_is_refused_unless_the_application_allows_it(client, setup, world, require_pkce):
+    strict, _ = world.application(setup.domain, require_pkce=require_pkce)
+    lenient, _ = world.application(setup.domain, require_pkce=require_pkce, allow_plain_pkce=True)
+    signin(client)
+    verifier, _ = pkce_pair()
+    for method in ("plain", None):  # RFC 7636's default method is plain
+        refused = authorize(client, strict.client_id, state="s", code_challenge=verifier, code_challenge_method=method)
+        assert refused.status_code == 302
+        assert location_params(refused)["error"] == "invalid_request"
+    allowed = authorize(client, lenient.client_id, code_challenge=verifier, code_challenge_method="plain")
+    assert "code" in location_params(allowed)
+
+
+def test_an_application_that_requires_pkce_refuses_a_challenge_without_its_method(client, setup, world):
+    strict, _ = world.application(setup.domain, require_pkce=True, allow_plain_pkce=True)
+    signin(client)
+    _, challenge = pkce_pair()
+    response = authorize(client, strict.client_id, state="s", code_challenge=challenge)
+    assert response.status_code == 302
+    assert location_params(response)["error"] == "invalid_request"
+    assert "code_challenge_method" in location_params(response)["error_description"]
+
+
+def test_the_legacy_mode_runs_the_specs_flow_without_pkce(client, setup):
+    signin(client)
+    assert "code" in location_params(authorize(client, setup.public_app.client_id))
+
+
+def test_every_authorization_response_names_its_issuer(client, setup, world):
+    """RFC 9207: ``iss`` in success and error redirects, the domain's own issuer."""
+    signin(client)
+    success = location_params(authorize(client, setup.public_app.client_id, state="s"))
+    assert "code" in success and success["iss"] == "https://auth.example.com"
+    error = location_params(authorize(client, setup.public_app.client_id, state="s", scope="mqtt.write"))
+    assert error["error"] == "invalid_scope" and error["iss"] == "https://auth.example.com"
+    consenting, _ = world.application(setup.domain, consent=True)
+    denied = location_params(post_consent(client, consenting, "deny", scope="public"))
+    assert denied["error"] == "access_denied" and denied["iss"] == "https://auth.example.com"
+    other = world.domain(OTHER_HOST)
+    elsewhere, _ = world.application(other)
+    world.user(other, "elsewhere@example.com")
+    signin(client, "elsewhere@example.com", host=OTHER_HOST)
+    assert location_params(authorize(client, elsewhere.client_id, host=OTHER_HOST))["iss"] == f"https://{OTHER_HOST}"

@@ -140,15 +140,17 @@ def test_client_secret_in_the_query_string_is_refused(client, setup):
 
 
 @pytest.mark.parametrize("method", ["S256", "plain"])
-def test_pkce_verifier_is_checked(client, setup, method):
+def test_pkce_verifier_is_checked(client, setup, world, method):
+    # plain only where the application allows it (RFC 9700 2.1.1).
+    application, _ = world.application(setup.domain, allow_plain_pkce=method == "plain")
     signin(client)
     verifier, challenge = pkce_pair()
     if method == "plain":
         challenge = verifier
-    code = get_code(client, setup.public_app.client_id, code_challenge=challenge, code_challenge_method=method)
-    assert exchange(client, setup.public_app.client_id, code, code_verifier=verifier).status_code == 200
-    code = get_code(client, setup.public_app.client_id, code_challenge=challenge, code_challenge_method=method)
-    wrong = exchange(client, setup.public_app.client_id, code, code_verifier=pkce_pair()[0])
+    code = get_code(client, application.client_id, code_challenge=challenge, code_challenge_method=method)
+    assert exchange(client, application.client_id, code, code_verifier=verifier).status_code == 200
+    code = get_code(client, application.client_id, code_challenge=challenge, code_challenge_method=method)
+    wrong = exchange(client, application.client_id, code, code_verifier=pkce_pair()[0])
     assert wrong.status_code == 400
     assert wrong.get_json()["error"] == "invalid_grant"
 

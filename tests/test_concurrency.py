@@ -130,3 +130,36 @@ def test_many_clients_at_once_through_full_flows(make_app, tmp_path):
             )
         assert all(by_user[email] == 2 for email in emails)
         assert by_user["racer@example.com"] == 3
+
+
+REPLAY_TRIALS = 25
+
+
+def test_a_code_redeemed_twice_at_once_leaves_no_live_token(make_app, tmp_path):
+    rates = ("AUTHSVC_SIGNIN_RATE_LIMIT", "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "AUTHSVC_TOKEN_RATE_LIMIT")
+    with running_service(tmp_path, WEB_CONCURRENCY="2", **{name: "100000/minute" for name in rates}) as service:
+        world = World(make_app())
+        domain = world.domain("127.0.0.1")
+        application, _ = world.application(domain, redirect_uris=[REDIRECT_URI])
+        world.user(domain, "racer@example.com")
+        flows = Flows(service.url, application.client_id)
+        cookie = flows.signin("racer@example.com")
+        survivors = []
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for trial in range(REPLAY_TRIALS):
+                code = flows.code(cookie)
+                start = threading.Barrier(2)
+
+                def redeem(code=code, start=start):
+                    start.wait()
+                    return flows.exchange(code)
+
+                answers = [f.result(timeout=60) for f in [pool.submit(redeem), pool.submit(redeem)]]
+                assert sorted(a.status_code for a in answers)[1] == 400, [a.text for a in answers]
+                granted = [a.json()["access_token"] for a in answers if a.status_code == 200]
+                live = world.query(
+                    select(Token.id).where(Token.application_id == application.id, Token.revoked_at.is_(None))
+                )
+                if live or any(flows.inspect(token).status_code == 200 for token in granted):
+                    survivors.append(trial)
+        assert survivors == [], f"{len(survivors)} of {REPLAY_TRIALS} raced redemptions left a live token"

@@ -29,7 +29,7 @@ def service(schema, tmp_path_factory):
         svc.cli("domains", "create", "--name", "E2E", "--host", "127.0.0.1")
         svc.app = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "E2E app",
-            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read",
+            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read", "--no-require-pkce",
         )  # fmt: skip
         svc.cli(
             "users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com", "--password", PASSWORD,

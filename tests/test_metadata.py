@@ -49,3 +49,8 @@ def test_an_unknown_host_has_no_document(client, setup):
     response = client.get(METADATA, headers=headers("nowhere.example"))
     assert response.status_code == 404
     assert response.get_json()["error"] == "unknown_domain"
+
+
+def test_the_document_says_authorization_responses_carry_iss(client, setup):
+    metadata = client.get(METADATA, headers=headers()).get_json()
+    assert metadata["authorization_response_iss_parameter_supported"] is True

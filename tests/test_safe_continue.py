@@ -1,10 +1,10 @@
-"""One function decides every redirect after sign-in and sign-out: only our own host passes."""
+"""One function decides every redirect after sign-in and sign-out: only our own origin passes."""
 
 import pytest
 
 from authsvc.security import safe_continue
 
-HOST = "auth.example.com"
+ORIGIN = "https://auth.example.com"
 
 
 @pytest.mark.parametrize(
@@ -14,13 +14,12 @@ HOST = "auth.example.com"
         "/auth/oauth/authorize?response_type=code&client_id=abc",
         "/path/with%2Fencoded%2F%2Fslashes",
         "https://auth.example.com/x",
-        "http://auth.example.com/x",
         "HTTPS://AUTH.EXAMPLE.COM/x",
-        "https://auth.example.com:8443/x",
+        "https://auth.example.com:443/x",
     ],
 )
 def test_our_own_paths_and_urls_pass(target):
-    assert safe_continue(target, HOST) == target
+    assert safe_continue(target, ORIGIN) == target
 
 
 @pytest.mark.parametrize(
@@ -64,4 +63,17 @@ def test_our_own_paths_and_urls_pass(target):
     ],
 )
 def test_anything_else_falls_back_to_the_default(target):
-    assert safe_continue(target, HOST, default="/fallback") == "/fallback"
+    assert safe_continue(target, ORIGIN, default="/fallback") == "/fallback"
+
+
+@pytest.mark.parametrize(
+    "target", ["http://auth.example.com/x", "https://auth.example.com:8443/x", "http://auth.example.com:443/x"]
+)
+def test_our_host_on_another_scheme_or_port_is_another_origin(target):
+    assert safe_continue(target, ORIGIN, default="/fallback") == "/fallback"
+
+
+@pytest.mark.parametrize("origin", ["http://localhost:5000", "https://[::1]:8443"])
+def test_the_origin_port_must_match_exactly(origin):
+    assert safe_continue(origin + "/x", origin) == origin + "/x"
+    assert safe_continue(origin.rsplit(":", 1)[0] + ":1/x", origin, default="") == ""

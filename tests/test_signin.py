@@ -151,6 +151,16 @@ def test_absolute_continue_on_the_same_host_is_kept(client, setup):
     ],
 )
 def test_continue_elsewhere_is_ignored(client, setup, target):
+    _signs_in_without_redirect(client, target)
+
+
+@pytest.mark.parametrize("target", [f"http://{HOST}/x", f"https://{HOST}:8443/x", f"http://{HOST}:443/x"])
+def test_continue_to_our_host_on_another_scheme_or_port_is_ignored(client, setup, target):
+    # The request came to https://auth.example.com: another scheme or port is another origin.
+    _signs_in_without_redirect(client, target)
+
+
+def _signs_in_without_redirect(client, target):
     response = client.post(
         "/auth/signin",
         json={"email": "person@example.com", "password": PASSWORD, "continue": target},

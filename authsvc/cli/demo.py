@@ -42,6 +42,8 @@ def seed_demo(host: str) -> None:
             client_id=secrets.token_urlsafe(24),
             redirect_uris=["http://localhost:8080/callback"],
             scopes="public mqtt.read",
+            # The legacy mode: the README's curl flow follows the specification literally, without PKCE.
+            require_pkce=False,
         )
         db.session.add(application)
     email = saved.get("email", f"service@{host}")

@@ -103,7 +103,13 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @click.option("--scopes", default="public", show_default=True)
 @click.option("--confidential", is_flag=True, help="Issue a client secret; the client must authenticate.")
 @click.option("--consent", is_flag=True, help="Ask the user before issuing a code.")
-@click.option("--require-pkce", is_flag=True, help="Refuse authorisation requests without code_challenge.")
+@click.option(
+    "--require-pkce/--no-require-pkce",
+    default=None,
+    help="Refuse authorisation requests without an S256 code_challenge. Default: on for public applications; "
+    "--no-require-pkce is the legacy mode for clients that send the spec's flow literally.",
+)
+@click.option("--allow-plain-pkce", is_flag=True, help="Accept code_challenge_method=plain (RFC 9700: avoid).")
 @click.option("--access-token-ttl", type=TTL, help="Seconds; default AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option(
     "--refresh-token-ttl", type=TTL, help="Seconds a grant may be refreshed; default AUTHSVC_REFRESH_TOKEN_TTL."
@@ -115,7 +121,8 @@ def create_app_command(
     scopes: str,
     confidential: bool,
     consent: bool,
-    require_pkce: bool,
+    require_pkce: bool | None,
+    allow_plain_pkce: bool,
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
 ) -> None:
@@ -130,9 +137,11 @@ def create_app_command(
         redirect_uris=uris,
         scopes=validate_scopes(scopes, domain.scope_list),
         consent=consent,
-        require_pkce=require_pkce,
+        allow_plain_pkce=allow_plain_pkce,
         access_token_ttl=access_token_ttl or None,
         refresh_token_ttl=refresh_token_ttl or None,
+        # Unset, the model's default: required for a public application.
+        **({} if require_pkce is None else {"require_pkce": require_pkce}),
     )
     db.session.add(application)
     commit_or_fail("that application")

@@ -12,7 +12,7 @@ from authsvc.models import Domain, Token
 from authsvc.pages import page
 from authsvc.security import embedded_cross_site_request, safe_continue
 from authsvc.sso import providers_of
-from authsvc.tenancy import current_domain, request_host
+from authsvc.tenancy import current_domain, issuer
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
 
@@ -52,7 +52,7 @@ def signin() -> Response:
     user = accounts.sign_in(domain, params["email"], params["password"], via="signin")
     if user is None:
         raise ApiError(401, "invalid_credentials", INVALID_CREDENTIALS)
-    target = safe_continue(params.get("continue"), request_host(), default="")
+    target = safe_continue(params.get("continue"), issuer(), default="")
     if target:
         response = redirect(target, 303)
     else:
@@ -94,7 +94,7 @@ def _login_page(domain: Domain, form: LoginForm, next_url: str, error: str | Non
 @bp.get("/login")
 def login_page() -> Response:
     domain = current_domain()
-    next_url = safe_continue(request.args.get("continue"), request_host(), default="")
+    next_url = safe_continue(request.args.get("continue"), issuer(), default="")
     user = accounts.session_user(domain)
     if user is not None:
         if next_url:
@@ -110,7 +110,7 @@ def login() -> Response:
     """The sign-in form: the same decision as /auth/signin, plus CSRF protection."""
     domain = current_domain()
     form = LoginForm()
-    next_url = safe_continue(form.next.data, request_host(), default="")
+    next_url = safe_continue(form.next.data, issuer(), default="")
     if not form.validate_on_submit():
         if form.csrf_token.errors:
             return _login_page(domain, form, next_url, "The form expired. Please sign in again.", 400)
@@ -147,7 +147,7 @@ def logout() -> Response:
             commit=False,
         )
         db.session.commit()
-    response = redirect(safe_continue(request.args.get("continue"), request_host(), url_for("auth.login_page")), 303)
+    response = redirect(safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page")), 303)
     response.headers["Cache-Control"] = "no-store"
     accounts.end_session(response)
     return response
@@ -176,9 +176,7 @@ def logout_all() -> Response:
     if credentials.presented():
         response = jsonify(revoked_tokens=revoked)
     else:
-        response = redirect(
-            safe_continue(request.form.get("continue"), request_host(), url_for("auth.login_page")), 303
-        )
+        response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
     response.headers["Cache-Control"] = "no-store"
     accounts.end_session(response)
     return response

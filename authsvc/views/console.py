@@ -185,7 +185,7 @@ def applications(actor: admin.Actor, domain: Domain) -> Response:
 @console_page
 def new_application(actor: admin.Actor, domain: Domain) -> Response:
     _require_change(actor, domain)
-    form = NewApplicationForm(data={"scopes": "public"})
+    form = NewApplicationForm(data={"scopes": "public", "require_pkce": True})
 
     def create() -> Response:
         application, secret = admin.create_application(actor, form.values() | {"domain": str(domain.id)})

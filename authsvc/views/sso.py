@@ -12,7 +12,7 @@ from authsvc.forms import LinkForm
 from authsvc.models import Domain, SsoProvider, User
 from authsvc.pages import page
 from authsvc.security import safe_continue
-from authsvc.tenancy import current_domain, request_host
+from authsvc.tenancy import current_domain, issuer
 
 bp = Blueprint("sso", __name__, url_prefix="/auth/oauth2")
 
@@ -30,7 +30,7 @@ def start() -> Response:
     provider = sso.find_provider(domain, request.args.get("id"))
     if provider is None:
         return _unknown_provider(domain)
-    continue_url = safe_continue(request.args.get("continue"), request_host(), default="")
+    continue_url = safe_continue(request.args.get("continue"), issuer(), default="")
     return _redirect_to_provider(domain, provider, continue_url, None)
 
 
