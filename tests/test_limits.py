@@ -263,7 +263,7 @@ def oidc_id(runner, setup):
         provider.sign_in_as(sub="ext-1", email="ada@example.com", email_verified=True, name="Ada")
         result = runner.invoke(
             args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
-                  "--client-secret", "provider-secret", "--issuer", provider.url]
+                  "--client-secret", "provider-secret", "--issuer", provider.url, "--allow-private-network"]
         )  # fmt: skip
         assert result.exit_code == 0, result.stderr
         yield json.loads(result.stdout)["id"]
