@@ -12,10 +12,13 @@ import requests
 from sqlalchemy import select
 
 from authsvc import sso
-from authsvc.models import ExternalIdentity, SsoProvider, User
+from authsvc.models import Application, ExternalIdentity, SsoProvider, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 from tests.providers import Provider
 
+# The reserved scopes a credential needs for delegated tokens: its user's own, or (with admin) another user's.
+DELEGATED = "public resource_token"
+ADMIN_DELEGATED = "public admin resource_token"
 PERSON = {"sub": "ext-42", "email": "ada@example.com", "email_verified": True, "name": "Ada Lovelace"}
 
 
@@ -281,6 +284,7 @@ def test_the_sign_in_page_has_a_button_per_provider(client, oidc_id, oauth2_id):
 
 @pytest.fixture
 def ada_token(client, world, setup, oidc, oidc_id):
+    world.update(Application, setup.public_app.id, scopes=DELEGATED)
     sign_in(client, oidc_id)
     code = parse_qs(
         urlsplit(
@@ -290,6 +294,7 @@ def ada_token(client, world, setup, oidc, oidc_id):
                     "response_type": "code",
                     "client_id": setup.public_app.client_id,
                     "redirect_uri": "https://app.example.com/callback",
+                    "scope": DELEGATED,
                 },
                 headers=headers(),
             ).headers["Location"]
@@ -327,7 +332,7 @@ def test_a_token_near_expiry_is_refreshed_and_the_new_pair_saved(client, world, 
     [identity] = world.query(select(ExternalIdentity))
     user = world.query(select(User).where(User.id == identity.user_id))[0]
     world.update(User, user.id, admin=False)
-    key = world.api_key(user)
+    key = world.api_key(user, scopes=DELEGATED)
     first = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key})).get_json()
     assert oidc.refreshes == 1
     oidc.expires_in = 3600
@@ -344,7 +349,7 @@ def test_a_refused_refresh_is_a_409_and_marks_the_identity(client, world, oidc, 
     oidc.expires_in = 60
     sign_in(client, oidc_id)
     [identity] = world.query(select(ExternalIdentity))
-    key = world.api_key(world.query(select(User).where(User.id == identity.user_id))[0])
+    key = world.api_key(world.query(select(User).where(User.id == identity.user_id))[0], scopes=DELEGATED)
     oidc.fault = "refuse_refresh"
     response = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key}))
     assert response.status_code == 409
@@ -357,7 +362,7 @@ def test_a_refused_refresh_is_a_409_and_marks_the_identity(client, world, oidc, 
 
 def test_an_admin_gets_and_clears_a_users_resource_token(client, world, setup, oidc, oidc_id, ada_token):
     [identity] = world.query(select(ExternalIdentity))
-    admin_key = world.api_key(setup.person, permission="admin")
+    admin_key = world.api_key(setup.person, scopes=ADMIN_DELEGATED, permission="admin")
     path = f"/api/engine/v2/users/{identity.user_id}/resource_token"
     assert client.post(path, headers=headers(**{"X-API-Key": admin_key})).status_code == 403
     world.update(User, setup.person.id, admin=True)
@@ -392,7 +397,7 @@ def test_resource_token_picks_a_provider_and_an_odd_provider_id_has_none(client,
 def test_an_admin_names_a_user_by_ascii_digits_only(client, world, setup, method):
     """ "²" was a 500 (int() refuses it) and Arabic-Indic digits named the user with that number."""
     world.update(User, setup.person.id, admin=True)
-    admin_key = world.api_key(setup.person, permission="admin")
+    admin_key = world.api_key(setup.person, scopes=ADMIN_DELEGATED, permission="admin")
     arabic_indic = "".join(chr(0x660 + int(d)) for d in str(setup.service.id))
     # 2147483648 is past SQL's INTEGER, which PostgreSQL refused (a 500).
     for user_id in ("\u00b2", arabic_indic, f"{setup.service.id}\u00b2", "2147483648"):
@@ -408,7 +413,7 @@ def test_resource_token_needs_a_credential(client, setup):
 
 
 def test_a_password_user_has_no_resource_token(client, world, setup):
-    key = world.api_key(setup.person)
+    key = world.api_key(setup.person, scopes=DELEGATED)
     response = client.post("/api/engine/v2/users/resource_token", headers=headers(**{"X-API-Key": key}))
     assert response.status_code == 404
 

@@ -128,7 +128,7 @@ def create_app_command(
         client_id=secrets.token_urlsafe(24),
         client_secret_digest=security.digest(secret) if secret else None,
         redirect_uris=uris,
-        scopes=validate_scopes(scopes, domain.scope_list),
+        scopes=validate_scopes(scopes, domain.assignable_scopes),
         consent=consent,
         require_pkce=require_pkce,
         access_token_ttl=access_token_ttl or None,
@@ -160,7 +160,7 @@ def update_app(
     if name is not None:
         application.name = name
     if scopes is not None:
-        application.scopes = validate_scopes(scopes, application.domain.scope_list)
+        application.scopes = validate_scopes(scopes, application.domain.assignable_scopes)
     if access_token_ttl is not None:
         application.access_token_ttl = access_token_ttl or None
     if refresh_token_ttl is not None:

@@ -123,7 +123,7 @@ def create_api_key(host: str, email: str, name: str, scopes: str, permission: st
         key, value = ApiKey.issue(
             user,
             name,
-            validate_scopes(scopes, domain.scope_list),
+            validate_scopes(scopes, domain.assignable_scopes),
             permission,
             now() + expires_in_days * 86400 if expires_in_days else None,
         )
