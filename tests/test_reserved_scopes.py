@@ -9,7 +9,8 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.models import ApiKey, Application, AuditRecord, User
-from tests.conftest import HOST, PASSWORD, authorize, headers, signin
+from tests.conftest import HOST, PASSWORD, REDIRECT_URI, authorize, headers, signin
+from tests.test_pages import csrf_token
 
 API = "/api/engine/v2"
 
@@ -143,6 +144,19 @@ def test_an_application_and_a_key_are_given_reserved_scopes_by_the_cli(runner, s
     assert key.exit_code == 0, key.output
     [stored] = world.query(select(ApiKey))
     assert stored.scopes == "public admin"
+
+
+def test_the_console_offers_and_gives_reserved_scopes_to_an_application(client, setup, world):
+    world.update(User, setup.person.id, admin=True)
+    signin(client)
+    path = f"/auth/admin/domains/{setup.domain.id}/applications/new"
+    page = client.get(path, headers=headers())
+    assert '<code class="scope">admin</code>' in page.get_data(as_text=True)
+    form = {"csrf_token": csrf_token(page), "name": "Ops", "redirect_uris": REDIRECT_URI, "scopes": "public admin"}
+    response = client.post(path, data=form, headers=headers())
+    assert response.status_code < 400, response.get_data(as_text=True)
+    [application] = world.query(select(Application).where(Application.name == "Ops"))
+    assert application.scopes == "public admin"
 
 
 def test_a_domain_keeps_its_scope_list_while_applications_hold_reserved_scopes(client, setup, world):
