@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from authsvc import security
 from authsvc.cli.common import (
+    RESERVED_SCOPES_HELP,
     TTL,
     application_by_client_id,
     commit_or_fail,
@@ -100,7 +101,7 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @click.option("--domain", "host", required=True, help="The domain's host.")
 @click.option("--name", required=True)
 @click.option("--redirect-uri", "redirect_uris", multiple=True, required=True)
-@click.option("--scopes", default="public", show_default=True)
+@click.option("--scopes", default="public", show_default=True, help=RESERVED_SCOPES_HELP)
 @click.option("--confidential", is_flag=True, help="Issue a client secret; the client must authenticate.")
 @click.option("--consent", is_flag=True, help="Ask the user before issuing a code.")
 @click.option("--require-pkce", is_flag=True, help="Refuse authorisation requests without code_challenge.")
@@ -145,7 +146,7 @@ def create_app_command(
 @apps.command("update")
 @click.option("--client-id", required=True)
 @click.option("--name")
-@click.option("--scopes", help="The application's whole scope list, among the domain's.")
+@click.option("--scopes", help="The application's whole scope list, among the domain's and the reserved ones.")
 @click.option("--access-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option("--refresh-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_REFRESH_TOKEN_TTL.")
 def update_app(
