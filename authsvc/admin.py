@@ -14,11 +14,12 @@ from typing import Any
 from flask import current_app, has_request_context, url_for
 from sqlalchemy import delete, func, or_, select
 
-from authsvc import accounts, audit, security, sso, validation
+from authsvc import accounts, audit, delegated, security, sso, validation
 from authsvc.database import db, now
 from authsvc.models import (
     API_KEY_PERMISSIONS,
     DEFAULT_DOMAIN_SCOPES,
+    RESERVED_SCOPES,
     ApiKey,
     Application,
     Consent,
@@ -283,7 +284,7 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
         elif db.session.scalar(select(Domain.id).where(Domain.host == host)):
             fields.errors["host"] = "another domain has this host"
     if scopes is not None:
-        in_use = _scopes_in_use(domain) - set(scopes.split())
+        in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
         if in_use:
             fields.errors["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
     fields.done()
@@ -339,7 +340,9 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
     values = {
         "name": fields.string("name", required=True),
         "redirect_uris": fields.strings("redirect_uris", required=True, rule=validation.redirect_uri),
-        "scopes": fields.string("scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.scope_list)),
+        "scopes": fields.string(
+            "scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes)
+        ),
         "consent": fields.boolean("consent"),
         "require_pkce": fields.boolean("require_pkce"),
         "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
@@ -541,7 +544,7 @@ def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
         else:
             _require_change_of_user(actor, user)
     scopes = (
-        fields.string("scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.scope_list))
+        fields.string("scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes))
         if domain
         else None
     )
@@ -570,7 +573,7 @@ def update_api_key(actor: Actor, key: ApiKey, data: Any) -> ApiKey:
     name = fields.string("name", required=True)
     domain = db.session.get(Domain, key.domain_id)
     scopes = fields.string(
-        "scopes", required=True, max_length=2000, rule=lambda v: validation.scopes(v, domain.scope_list)
+        "scopes", required=True, max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes)
     )
     permission = fields.string("permission", max_length=10)
     if permission is not None and permission not in API_KEY_PERMISSIONS:
@@ -772,3 +775,14 @@ def revoke_user_tokens(actor: Actor, user: User) -> int:
     _audit(actor, "user.tokens_revoked", user.domain_id, f"user:{user.id}", after={"revoked_tokens": revoked})
     db.session.commit()
     return revoked
+
+
+def user_resource_token(actor: Actor, user: User, provider_id: str | None) -> dict[str, Any]:
+    """Another user's delegated provider token: acting as that user, so only for who may change the user."""
+    _require_change_of_user(actor, user)
+    return delegated.resource_token(user, provider_id)
+
+
+def clear_user_resource_tokens(actor: Actor, user: User) -> int:
+    _require_change_of_user(actor, user)
+    return delegated.clear_tokens(user)

@@ -140,6 +140,24 @@ def authenticate(domain: Domain | None = None) -> Credential:
     )
 
 
+def require_scopes(credential: Credential, *needed: str) -> None:
+    """Refuse a credential that lacks any of the ``needed`` scopes: 403 ``insufficient_scope`` (RFC 6750 3.1).
+
+    A token or API key acts only within its scopes, whatever its user may do:
+    an admin's token granted ``public`` is no admin credential.
+    """
+    if set(needed) <= set(credential.scopes):
+        return
+    scope = " ".join(needed)
+    raise ApiError(
+        403,
+        "insufficient_scope",
+        f"This needs a token or API key with the scope '{scope}'.",
+        headers={"WWW-Authenticate": f'Bearer realm="authsvc", error="insufficient_scope", scope="{scope}"'},
+        extra={"scope": scope},
+    )
+
+
 def _refuse(domain: Domain | None, description: str) -> InvalidTokenError:
     # No row: an unknown host is told apart (404) only now, off the path of valid credentials.
     if domain is None:

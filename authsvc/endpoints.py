@@ -129,10 +129,11 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
     def authenticate_endpoint_client(self, request: OAuth2Request) -> Application | None:
         if _client_authenticates(request) or not credentials.presented():
             return super().authenticate_endpoint_client(request)
-        # An admin's bearer token or an admin API key of this domain.
+        # An admin's bearer token or an admin API key of this domain, with the admin scope.
         credential = credentials.authenticate(current_domain())
         if not credential.admin:
             raise InsufficientScopeError(description="Introspection needs an admin or a confidential client.")
+        credentials.require_scopes(credential, "admin")
         request.client = None
         return None
 

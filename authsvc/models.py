@@ -33,6 +33,13 @@ from authsvc.database import db, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 
+# Scopes every domain knows, for surfaces that act with the user's powers;
+# the consent page shows these descriptions.
+RESERVED_SCOPES = {
+    "admin": "Administer this domain with your admin or support rights: users, applications, API keys and SSO.",
+    "resource_token": "Read your access tokens at external identity providers and act for you there.",
+}
+
 
 class Domain(db.Model):
     """A tenant (PlaceOS: an authority), found from the request's Host."""
@@ -48,6 +55,11 @@ class Domain(db.Model):
     @property
     def scope_list(self) -> list[str]:
         return self.scopes.split()
+
+    @property
+    def assignable_scopes(self) -> list[str]:
+        """What an application or API key of the domain may have: its scopes and the reserved ones."""
+        return list(dict.fromkeys(self.scope_list + list(RESERVED_SCOPES)))
 
     def as_json(self) -> dict:
         return {

@@ -9,6 +9,7 @@ from authsvc.models import ApiKey, Application, AuditRecord, Consent, Domain, To
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, get_code, headers, signin
 
 API = "/api/engine/v2"
+ADMIN_SCOPES = "public admin"
 
 
 @pytest.fixture
@@ -21,10 +22,10 @@ def keys(world, setup):
 
     class Keys:
         admin_user = admin
-        admin_key = world.api_key(admin, permission="admin")
-        support_key = world.api_key(support, permission="support")
+        admin_key = world.api_key(admin, scopes=ADMIN_SCOPES, permission="admin")
+        support_key = world.api_key(support, scopes=ADMIN_SCOPES, permission="support")
         user_key = world.api_key(setup.person)
-        system_key = world.api_key(root, permission="admin")
+        system_key = world.api_key(root, scopes=ADMIN_SCOPES, permission="admin")
         other_domain = other
 
     return Keys
@@ -132,7 +133,7 @@ def test_everyone_else_gets_403(client, setup, keys, method, path):
 
 
 def test_a_user_key_of_an_admin_user_is_not_an_admin_credential(client, setup, keys, world):
-    capped = world.api_key(keys.admin_user, permission="user")
+    capped = world.api_key(keys.admin_user, scopes=ADMIN_SCOPES, permission="user")
     assert call(client, "get", "/oauth_apps", capped).status_code == 403
 
 
@@ -142,9 +143,11 @@ def test_no_credential_is_401(client, setup):
 
 def test_an_admin_token_works_like_an_admin_key(client, setup, keys, world):
     world.update(User, setup.service.id, admin=True)
+    world.update(Application, setup.public_app.id, scopes=ADMIN_SCOPES)
     token = client.post("/auth/oauth/token", json={
         "grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-        "client_id": setup.public_app.client_id}, headers=headers()).get_json()["access_token"]  # fmt: skip
+        "client_id": setup.public_app.client_id, "scope": ADMIN_SCOPES,
+    }, headers=headers()).get_json()["access_token"]  # fmt: skip
     response = client.get(f"{API}/users", headers=headers(Authorization=f"Bearer {token}"))
     assert response.status_code == 200
 

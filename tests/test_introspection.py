@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.database import now
-from authsvc.models import Token, User
+from authsvc.models import Application, Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INTROSPECT = "/auth/oauth/introspect"
@@ -166,7 +166,8 @@ def test_no_credential_at_all_is_401(client, setup, tokens):
 
 def test_an_admins_bearer_token_may_introspect(client, setup, world, tokens):
     world.update(User, setup.service.id, admin=True)
-    admin_token = password_grant(client, setup.public_app.client_id)["access_token"]
+    world.update(Application, setup.public_app.id, scopes="public admin")
+    admin_token = password_grant(client, setup.public_app.client_id, scope="public admin")["access_token"]
     response = client.post(
         INTROSPECT, data={"token": tokens["access_token"]}, headers=headers(Authorization=f"Bearer {admin_token}")
     )
@@ -176,7 +177,7 @@ def test_an_admins_bearer_token_may_introspect(client, setup, world, tokens):
 
 def test_an_admin_api_key_may_introspect(client, setup, world, tokens):
     world.update(User, setup.person.id, admin=True)
-    key = world.api_key(setup.person, permission="admin")
+    key = world.api_key(setup.person, scopes="public admin", permission="admin")
     response = client.post(INTROSPECT, data={"token": tokens["access_token"]}, headers=headers(**{"X-API-Key": key}))
     assert response.status_code == 200
     assert response.get_json()["active"] is True
@@ -185,7 +186,7 @@ def test_an_admin_api_key_may_introspect(client, setup, world, tokens):
 @pytest.mark.parametrize("permission", ["user", "support"])
 def test_a_key_below_admin_level_may_not_introspect(client, setup, world, tokens, permission):
     world.update(User, setup.person.id, admin=True, support=True)
-    key = world.api_key(setup.person, permission=permission)
+    key = world.api_key(setup.person, scopes="public admin", permission=permission)
     response = client.post(INTROSPECT, data={"token": tokens["access_token"]}, headers=headers(**{"X-API-Key": key}))
     assert response.status_code == 403
     assert response.get_json()["error"] == "insufficient_scope"
@@ -211,7 +212,7 @@ def test_an_invalid_admin_credential_is_401(client, setup, tokens):
 def test_an_admin_of_another_domain_may_not_introspect(client, setup, world, tokens):
     other = world.domain(OTHER_HOST)
     admin = world.user(other, "admin@example.com", admin=True)
-    key = world.api_key(admin, permission="admin")
+    key = world.api_key(admin, scopes="public admin", permission="admin")
     response = client.post(INTROSPECT, data={"token": tokens["access_token"]}, headers=headers(**{"X-API-Key": key}))
     assert response.status_code == 401
 

@@ -117,7 +117,7 @@ def test_the_admin_api_answers_an_admin_as_the_document_says(api_schema, world, 
 
     [domain] = world.query(select(Domain).where(Domain.host == "localhost"))
     root = world.user(domain, "root@localhost", admin=True, system_admin=True)
-    key = world.api_key(root, permission="admin")
+    key = world.api_key(root, scopes="public admin", permission="admin")
     operation = api_schema[path][method]
 
     @given(case=operation.as_strategy(generation_mode=mode))
@@ -181,7 +181,7 @@ def test_real_answers_to_a_credential_conform_too(client, world, document):
         },
         headers=headers("localhost"),
     )
-    key = headers("localhost", **{"X-API-Key": world.api_key(service)})
+    key = headers("localhost", **{"X-API-Key": world.api_key(service, scopes="public resource_token")})
     calls = [
         ("get", "/auth/oauth/authorized_applications", "/auth/oauth/authorized_applications", 200),
         ("post", "/api/engine/v2/users/resource_token", "/api/engine/v2/users/resource_token", 404),
@@ -214,9 +214,13 @@ def test_real_admin_answers_conform_too(client, world, document):
     admin_user = world.user(domain, "admin@localhost", admin=True)
     root = world.user(domain, "root@localhost", admin=True, system_admin=True)
     support = world.user(domain, "support@localhost", support=True)
-    admin_key = headers("localhost", **{"X-API-Key": world.api_key(admin_user, permission="admin")})
-    root_key = headers("localhost", **{"X-API-Key": world.api_key(root, permission="admin")})
-    support_key = headers("localhost", **{"X-API-Key": world.api_key(support, permission="support")})
+    admin_key = headers(
+        "localhost", **{"X-API-Key": world.api_key(admin_user, scopes="public admin", permission="admin")}
+    )
+    root_key = headers("localhost", **{"X-API-Key": world.api_key(root, scopes="public admin", permission="admin")})
+    support_key = headers(
+        "localhost", **{"X-API-Key": world.api_key(support, scopes="public admin", permission="support")}
+    )
     api = "/api/engine/v2"
     succeeded = set()
 

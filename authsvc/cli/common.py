@@ -68,5 +68,7 @@ def application_by_client_id(client_id: str) -> Application:
     return application
 
 
+RESERVED_SCOPES_HELP = 'Among the domain\'s, or reserved: "admin" (the admin API), "resource_token" (provider tokens).'
+
 # A lifetime in seconds; 0 on `apps update` means "back to the global setting".
 TTL = click.IntRange(min=0, max=10 * 365 * 24 * 3600)

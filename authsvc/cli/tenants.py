@@ -11,6 +11,7 @@ from sqlalchemy import select
 
 from authsvc import security
 from authsvc.cli.common import (
+    RESERVED_SCOPES_HELP,
     TTL,
     application_by_client_id,
     commit_or_fail,
@@ -100,7 +101,7 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @click.option("--domain", "host", required=True, help="The domain's host.")
 @click.option("--name", required=True)
 @click.option("--redirect-uri", "redirect_uris", multiple=True, required=True)
-@click.option("--scopes", default="public", show_default=True)
+@click.option("--scopes", default="public", show_default=True, help=RESERVED_SCOPES_HELP)
 @click.option("--confidential", is_flag=True, help="Issue a client secret; the client must authenticate.")
 @click.option("--consent", is_flag=True, help="Ask the user before issuing a code.")
 @click.option(
@@ -135,7 +136,7 @@ def create_app_command(
         client_id=secrets.token_urlsafe(24),
         client_secret_digest=security.digest(secret) if secret else None,
         redirect_uris=uris,
-        scopes=validate_scopes(scopes, domain.scope_list),
+        scopes=validate_scopes(scopes, domain.assignable_scopes),
         consent=consent,
         allow_plain_pkce=allow_plain_pkce,
         access_token_ttl=access_token_ttl or None,
@@ -154,7 +155,7 @@ def create_app_command(
 @apps.command("update")
 @click.option("--client-id", required=True)
 @click.option("--name")
-@click.option("--scopes", help="The application's whole scope list, among the domain's.")
+@click.option("--scopes", help="The application's whole scope list, among the domain's and the reserved ones.")
 @click.option("--access-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option("--refresh-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_REFRESH_TOKEN_TTL.")
 def update_app(
@@ -169,7 +170,7 @@ def update_app(
     if name is not None:
         application.name = name
     if scopes is not None:
-        application.scopes = validate_scopes(scopes, application.domain.scope_list)
+        application.scopes = validate_scopes(scopes, application.domain.assignable_scopes)
     if access_token_ttl is not None:
         application.access_token_ttl = access_token_ttl or None
     if refresh_token_ttl is not None:

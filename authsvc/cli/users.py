@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from authsvc import accounts
 from authsvc.cli.common import (
+    RESERVED_SCOPES_HELP,
     check_password,
     commit_or_fail,
     domain_by_host,
@@ -113,7 +114,7 @@ def enable_user(host: str, email: str) -> None:
 @click.option("--domain", "host", required=True)
 @click.option("--user", "email", required=True, help="The e-mail of the key's user.")
 @click.option("--name", required=True)
-@click.option("--scopes", default="public", show_default=True)
+@click.option("--scopes", default="public", show_default=True, help=RESERVED_SCOPES_HELP)
 @click.option("--permission", type=click.Choice(API_KEY_PERMISSIONS), default="user", show_default=True)
 @click.option("--expires-in-days", type=click.IntRange(min=1), help="Default: the key does not expire.")
 def create_api_key(host: str, email: str, name: str, scopes: str, permission: str, expires_in_days: int | None) -> None:
@@ -123,7 +124,7 @@ def create_api_key(host: str, email: str, name: str, scopes: str, permission: st
         key, value = ApiKey.issue(
             user,
             name,
-            validate_scopes(scopes, domain.scope_list),
+            validate_scopes(scopes, domain.assignable_scopes),
             permission,
             now() + expires_in_days * 86400 if expires_in_days else None,
         )

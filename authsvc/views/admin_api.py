@@ -24,11 +24,15 @@ bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
 MAX_PER_PAGE = 200
 
 
-def current_actor() -> admin.Actor:
-    """The caller, from a bearer token or API key; support or admin permission needed."""
+def current_actor(*scopes: str) -> admin.Actor:
+    """The caller, from a bearer token or API key; support or admin permission needed.
+
+    The credential needs the ``admin`` scope, and any other ``scopes`` named.
+    """
     credential = credentials.authenticate(current_domain())
     if not credential.permissions & 3:
         raise ApiError(403, "forbidden", "An admin or support credential is needed.")
+    credentials.require_scopes(credential, "admin", *scopes)
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from authsvc import credentials, delegated, fastpath, validation
-from authsvc.database import db
+from authsvc import admin, credentials, delegated, fastpath
 from authsvc.errors import ApiError
 from authsvc.models import User
 from authsvc.tenancy import current_domain, issuer
+from authsvc.views.admin_api import admin_errors, current_actor
 
 bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
 
@@ -30,9 +32,9 @@ def inspect() -> Response:
     return response
 
 
-def _resource_token_response(user: User) -> Response:
+def _resource_token_response(fetch: Callable[[str | None], dict[str, Any]]) -> Response:
     try:
-        answer = delegated.resource_token(user, request.args.get("provider"))
+        answer = fetch(request.args.get("provider"))
     except delegated.ResourceTokenError as exc:
         raise ApiError(exc.status, exc.error, exc.description) from None
     response = jsonify(answer)
@@ -40,40 +42,39 @@ def _resource_token_response(user: User) -> Response:
     return response
 
 
-def _admin_target(user_id: str) -> User:
-    """The user ``user_id`` of this domain, for a caller with an admin credential."""
-    domain = current_domain()
-    credential = credentials.authenticate(domain)
-    if not credential.admin:
-        raise ApiError(403, "forbidden", "An admin credential is needed.")
-    number = validation.record_id(user_id)
-    user = db.session.get(User, number) if number is not None else None
-    if user is None or user.domain_id != domain.id:
-        raise ApiError(404, "not_found", "No such user.")
-    return user
+def _own_delegating_user() -> User:
+    """The caller's user, for a credential granted the ``resource_token`` scope."""
+    credential = credentials.authenticate(current_domain())
+    credentials.require_scopes(credential, "resource_token")
+    return credential.user
 
 
 @bp.post("/users/resource_token")
 def own_resource_token() -> Response:
     """The caller's own delegated provider token (SPEC 5.4)."""
-    return _resource_token_response(credentials.authenticate(current_domain()).user)
+    user = _own_delegating_user()
+    return _resource_token_response(lambda provider: delegated.resource_token(user, provider))
 
 
 @bp.delete("/users/resource_token")
 def clear_own_resource_token() -> Response:
-    user = credentials.authenticate(current_domain()).user
-    return jsonify(cleared=delegated.clear_tokens(user))
+    return jsonify(cleared=delegated.clear_tokens(_own_delegating_user()))
 
 
 @bp.post("/users/<user_id>/resource_token")
+@admin_errors
 def user_resource_token(user_id: str) -> Response:
     """A user's delegated provider token, for server-side automation with an admin credential."""
-    return _resource_token_response(_admin_target(user_id))
+    actor = current_actor("resource_token")
+    user = admin.get(actor, User, user_id)
+    return _resource_token_response(lambda provider: admin.user_resource_token(actor, user, provider))
 
 
 @bp.delete("/users/<user_id>/resource_token")
+@admin_errors
 def clear_user_resource_token(user_id: str) -> Response:
-    return jsonify(cleared=delegated.clear_tokens(_admin_target(user_id)))
+    actor = current_actor("resource_token")
+    return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))
 
 
 @bp.get("/scopes")

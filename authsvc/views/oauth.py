@@ -13,7 +13,7 @@ from authsvc import accounts, audit, credentials
 from authsvc.database import db, without_transaction
 from authsvc.errors import ApiError
 from authsvc.forms import ConsentForm
-from authsvc.models import Application, Consent, Domain, Token, User
+from authsvc.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.oauth2 import authorization
 from authsvc.pages import page
 from authsvc.tenancy import current_domain
@@ -53,6 +53,8 @@ def authorize() -> Response:
                 application=application,
                 user=user,
                 scopes=scope.split(),
+                reserved=RESERVED_SCOPES,
+                reserved_asked=[s for s in scope.split() if s in RESERVED_SCOPES],
                 form=form,
                 action=request.full_path,
             )
