@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b7e3c1d9a4f2'
-down_revision = '8c41f0a7d2e5'
+down_revision = 'c5e0a1f7b3d2'
 branch_labels = None
 depends_on = None
 
