@@ -1,7 +1,7 @@
 """pkce plain per application
 
 Revision ID: b7e3c1d9a4f2
-Revises: 8c41f0a7d2e5
+Revises: c5e0a1f7b3d2
 Create Date: 2026-11-25 00:50:00.000000
 
 """
