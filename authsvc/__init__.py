@@ -40,21 +40,14 @@ class Service(Flask):
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
-    from authsvc import (
-        cli,
-        deployment,
-        endpoints,
-        errors,
-        fastpath,
-        limits,
-        logs,
-        metrics,
-        oauth2,
-        security,
-        store,
-        views,
-    )
+    # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
+    # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
+    from authsvc import cli, fastpath, store
+    from authsvc.app import errors, limits, views
+    from authsvc.core import security
     from authsvc.database import db, ping_after_idle
+    from authsvc.oauth import server
+    from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment
 
     app = Service(__name__, instance_relative_config=False)
@@ -82,8 +75,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Before deployment: its ProxyFix must wrap the fast path too.
     fastpath.init_app(app)
     deployment.init_app(app)
-    security.configure_passwords(app.config["AUTHSVC_BCRYPT_ROUNDS"])
-    security.configure_encryption(app.config["AUTHSVC_ENCRYPTION_KEYS"], app.config["SECRET_KEY"])
+    security.init_app(app)
     db.init_app(app)
     with app.app_context():
         for engine in db.engines.values():
@@ -94,8 +86,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         Migrate(app, db, directory=str(_migrations_dir()), render_as_batch=True)
     store.init_app(app)
     limits.init_app(app)
-    oauth2.init_app(app)
-    endpoints.init_app(app)
+    server.init_app(app)
     errors.init_app(app)
     views.init_app(app)
     cli.init_app(app)

@@ -15,8 +15,8 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from authsvc import store
+from authsvc.core.models import AuditRecord
 from authsvc.database import db
-from authsvc.models import AuditRecord
 
 log = logging.getLogger(__name__)
 

@@ -15,11 +15,11 @@ from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import request
 from sqlalchemy import Engine, bindparam, or_, select, update
 
-from authsvc import security, validation
+from authsvc.core import security, validation
+from authsvc.core.errors import ApiError
+from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
+from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 from authsvc.database import db, now, read_one
-from authsvc.errors import ApiError
-from authsvc.models import ApiKey, Application, Domain, Token, User, capped_permissions
-from authsvc.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".

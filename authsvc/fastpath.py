@@ -33,8 +33,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
-from authsvc import credentials, deployment, logs, metrics
-from authsvc.tenancy import host_name
+from authsvc import credentials
+from authsvc.core.tenancy import host_name
+from authsvc.web import deployment, logs, metrics
 
 PATH = "/api/engine/v2/api_keys/inspect"
 ENDPOINT = "api.inspect"

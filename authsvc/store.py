@@ -18,7 +18,7 @@ from flask import Flask, current_app
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from authsvc import security
+from authsvc.core import security
 
 log = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ limit_request_fields = int(os.environ.get("AUTHSVC_MAX_HEADERS", "100"))
 limit_request_field_size = int(os.environ.get("AUTHSVC_MAX_HEADER_BYTES", "8190"))
 
 # Logs: JSON lines on stdout, through the app's formatter. The access log is
-# built from chosen fields only (authsvc.logs): never the query string (the
+# built from chosen fields only (authsvc.web.logs): never the query string (the
 # spec's code exchange carries the code there, and bearer_token / api-key may
 # be sent that way too), cookies or the Authorization header.
 accesslog = "-" if os.environ.get("AUTHSVC_ACCESS_LOG", "1") != "0" else None
@@ -38,7 +38,7 @@ loglevel = os.environ.get("AUTHSVC_LOG_LEVEL", "info").lower()
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "authsvc.logs.JsonFormatter"}},
+    "formatters": {"json": {"()": "authsvc.web.logs.JsonFormatter"}},
     "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}},
     "root": {"level": loglevel.upper(), "handlers": ["json"]},
     "loggers": {

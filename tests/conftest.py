@@ -24,9 +24,10 @@ os.environ["AUTHSVC_INSTANCE_DIR"] = str(_tmp / "instance")
 for _name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "AUTHSVC_ENV", "AUTHSVC_DEFAULT_DOMAIN"):
     os.environ.pop(_name, None)
 
-from authsvc import create_app, security  # noqa: E402
+from authsvc import create_app  # noqa: E402
+from authsvc.core import security  # noqa: E402
+from authsvc.core.models import ApiKey, Application, Domain, User  # noqa: E402
 from authsvc.database import db  # noqa: E402
-from authsvc.models import ApiKey, Application, Domain, User  # noqa: E402
 
 BACKEND = os.environ.get("AUTHSVC_TEST_BACKEND") or ("postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite")
 HOST = "auth.example.com"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import ApiKey, Application, AuditRecord, Consent, Domain, Token, User
+from authsvc.core.models import ApiKey, Application, AuditRecord, Consent, Domain, Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, get_code, headers, signin
 
 API = "/api/engine/v2"

@@ -5,8 +5,8 @@ import json
 from sqlalchemy import select
 
 from authsvc import audit, store
+from authsvc.core.models import AuditRecord, Domain
 from authsvc.database import db
-from authsvc.models import AuditRecord, Domain
 
 
 def test_a_record_is_stored_and_published_after_commit(app, world):

@@ -5,8 +5,8 @@ import json
 import pytest
 from sqlalchemy import select
 
-from authsvc import security
-from authsvc.models import ApiKey, Application, User
+from authsvc.core import security
+from authsvc.core.models import ApiKey, Application, User
 
 
 def run(runner, *args):

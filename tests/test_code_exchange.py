@@ -6,7 +6,7 @@ import time
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import Token
+from authsvc.core.models import Token
 from tests.conftest import REDIRECT_URI, get_code, headers, pkce_pair, signin
 
 

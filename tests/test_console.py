@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import ApiKey, Application, AuditRecord, ExternalIdentity, SsoProvider, User
+from authsvc.core.models import ApiKey, Application, AuditRecord, ExternalIdentity, SsoProvider, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, authorize, headers, signin
 from tests.test_pages import csrf_token
 

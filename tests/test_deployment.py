@@ -7,7 +7,7 @@ import sys
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import AuditRecord
+from authsvc.core.models import AuditRecord
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, location_params
 from tests.servers import ROOT
 
@@ -116,7 +116,7 @@ def test_gunicorn_takes_its_workers_from_web_concurrency():
 
 def test_gunicorn_logs_json_and_keeps_request_limits():
     settings = gunicorn_settings(AUTHSVC_MAX_HEADER_BYTES="4096")
-    assert settings["logconfig_dict"]["formatters"]["json"]["()"] == "authsvc.logs.JsonFormatter"
+    assert settings["logconfig_dict"]["formatters"]["json"]["()"] == "authsvc.web.logs.JsonFormatter"
     assert settings["accesslog"] == "-"
     assert settings["limit_request_field_size"] == 4096
     assert settings["limit_request_line"] == 8190

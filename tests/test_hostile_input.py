@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from authsvc import create_app
-from authsvc.models import Domain
+from authsvc.core.models import Domain
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, HttpsClient, base_config, signin
 from tests.test_pages import csrf_token
 

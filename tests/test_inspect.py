@@ -7,8 +7,8 @@ import time
 import pytest
 from sqlalchemy import select, text
 
+from authsvc.core.models import ApiKey, Token, User
 from authsvc.database import db, now
-from authsvc.models import ApiKey, Token, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"

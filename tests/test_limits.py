@@ -9,7 +9,7 @@ import requests
 from sqlalchemy import select
 
 from authsvc import store
-from authsvc.models import AuditRecord
+from authsvc.core.models import AuditRecord
 from tests.conftest import HOST, PASSWORD, HttpsClient, headers
 from tests.providers import Provider
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from authsvc.logs import JsonFormatter
+from authsvc.web.logs import JsonFormatter
 from tests.conftest import BACKEND, headers
 from tests.servers import running_service
 

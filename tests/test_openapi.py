@@ -15,7 +15,7 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
-from authsvc.views.api import OPENAPI_DOCUMENT
+from authsvc.admin.openapi import OPENAPI_DOCUMENT
 from tests.conftest import PASSWORD, headers
 
 
@@ -113,7 +113,7 @@ CREDENTIALS = {"Authorization", "X-API-Key", "bearer_token", "api-key"}
 def test_the_admin_api_answers_an_admin_as_the_document_says(api_schema, world, path, method, mode):
     from sqlalchemy import select
 
-    from authsvc.models import Domain
+    from authsvc.core.models import Domain
 
     [domain] = world.query(select(Domain).where(Domain.host == "localhost"))
     root = world.user(domain, "root@localhost", admin=True, system_admin=True)
@@ -165,7 +165,7 @@ def test_real_answers_to_a_credential_conform_too(client, world, document):
     """The same for the operations that need a user: approvals, resource tokens, signing out everywhere."""
     from jsonschema import Draft202012Validator
 
-    from authsvc.models import Consent
+    from authsvc.core.models import Consent
 
     domain = world.domain("localhost")
     application, _ = world.application(domain, consent=True)

@@ -8,8 +8,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import select
 
-from authsvc import accounts
-from authsvc.models import Consent, Domain, User
+from authsvc.accounts import sessions
+from authsvc.core.models import Consent, Domain, User
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, authorize, headers, location_params, signin
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -383,7 +383,7 @@ def test_sessions_from_before_a_password_change_are_refused(client, setup, app):
 
         user = db.session.get(User, setup.person.id)
         user.set_password("a new password")
-        accounts.invalidate_sessions(user)
+        sessions.invalidate_sessions(user)
         db.session.commit()
     assert authorize(client, setup.public_app.client_id).status_code == 303
     time.sleep(0.01)

@@ -5,7 +5,7 @@ import base64
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import Token, User
+from authsvc.core.models import Token, User
 from tests.conftest import PASSWORD, headers
 
 

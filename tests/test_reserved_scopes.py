@@ -8,7 +8,7 @@ import re
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import ApiKey, Application, AuditRecord, User
+from authsvc.core.models import ApiKey, Application, AuditRecord, User
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, authorize, headers, signin
 from tests.test_pages import csrf_token
 

@@ -5,7 +5,7 @@ import base64
 import pytest
 from sqlalchemy import select
 
-from authsvc.models import Token
+from authsvc.core.models import Token
 from tests.conftest import OTHER_HOST, PASSWORD, get_code, headers, signin
 
 REVOKE = "/auth/oauth/revoke"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from authsvc.security import safe_continue
+from authsvc.core.security import safe_continue
 
 ORIGIN = "https://auth.example.com"
 

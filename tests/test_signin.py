@@ -6,7 +6,7 @@ import time
 import pytest
 
 from authsvc import store
-from authsvc.models import User
+from authsvc.core.models import User
 from tests.conftest import HOST, PASSWORD, headers
 
 

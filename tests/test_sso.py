@@ -11,8 +11,8 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from authsvc import sso
-from authsvc.models import Application, ExternalIdentity, SsoProvider, User
+from authsvc import store
+from authsvc.core.models import Application, ExternalIdentity, SsoProvider, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, get_code, headers
 from tests.providers import Provider
 
@@ -84,8 +84,8 @@ def test_start_redirects_to_the_provider_with_state_pkce_and_nonce(client, app, 
     assert query["state"] and query["nonce"]
     assert query["scope"] == "openid email profile"
     with app.app_context():
-        [key] = sso.store.client().keys("authsvc:sso:*")
-        assert 0 < sso.store.client().ttl(key) <= 600
+        [key] = store.client().keys("authsvc:sso:*")
+        assert 0 < store.client().ttl(key) <= 600
         assert query["state"] not in key
 
 
@@ -588,7 +588,7 @@ def test_password_sign_in_still_works_beside_sso(client, setup, oidc_id):
 
 
 def test_an_sso_sign_in_is_audited(client, world, oidc, oidc_id):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
 
     sign_in(client, oidc_id)
     [user] = world.query(select(User).where(User.email == "ada@example.com"))
@@ -662,7 +662,7 @@ def on_premises_app(make_app, setup):
 
 
 def test_a_domain_admins_provider_cannot_sign_in_as_a_system_admin(on_premises_app, world, setup, oidc):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
 
     root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
     domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
@@ -695,7 +695,7 @@ def test_a_first_sign_in_never_links_itself_to_a_privileged_account(client, worl
 def test_a_first_sign_in_never_takes_an_account_that_trusts_another_provider(
     client, world, runner, setup, oidc, oidc_id
 ):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
 
     sign_in(client, oidc_id)
     client.delete_cookie("user", domain=HOST)
@@ -711,7 +711,7 @@ def test_a_first_sign_in_never_takes_an_account_that_trusts_another_provider(
 
 
 def test_every_automatic_link_is_audited(client, world, setup, oidc, oidc_id):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
 
     sign_in(client, oidc_id)
     oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
@@ -739,7 +739,7 @@ def link(client, provider_id, *, confirm=True):
 
 
 def test_a_signed_in_system_admin_links_their_own_identity(client, world, setup, oidc, oidc_id, app):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
     from tests.conftest import signin
 
     root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
@@ -764,11 +764,11 @@ def test_a_link_is_never_started_by_a_plain_get(client, app, world, setup, oidc,
     page = client.get("/auth/oauth2/link", query_string={"id": oidc_id}, headers=headers())
     assert page.status_code == 200 and "Link sign-in with Corp" in page.get_data(as_text=True)
     with app.app_context():
-        assert sso.store.client().keys("authsvc:sso:*") == []
+        assert store.client().keys("authsvc:sso:*") == []
     forged = client.post("/auth/oauth2/link", data={"id": oidc_id}, headers=headers())
     assert forged.status_code in (400, 403)
     with app.app_context():
-        assert sso.store.client().keys("authsvc:sso:*") == []
+        assert store.client().keys("authsvc:sso:*") == []
 
 
 def test_a_link_without_a_session_goes_to_sign_in(client, oidc_id):
@@ -803,7 +803,7 @@ def test_an_identity_linked_to_someone_else_is_not_moved_by_a_link(client, app, 
 
 
 def test_only_a_system_admin_links_an_identity_through_the_admin_api(client, world, setup, oidc_id):
-    from authsvc.models import AuditRecord
+    from authsvc.core.models import AuditRecord
     from tests.conftest import OTHER_HOST
 
     root_here = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)

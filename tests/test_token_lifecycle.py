@@ -8,9 +8,10 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc import credentials, database, security
+from authsvc import credentials, database
+from authsvc.core import security
+from authsvc.core.models import Application, Token
 from authsvc.database import db, now
-from authsvc.models import Application, Token
 from tests.conftest import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"

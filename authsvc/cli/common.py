@@ -10,9 +10,10 @@ import click
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from authsvc import accounts, validation
+from authsvc.accounts import signin
+from authsvc.core import validation
+from authsvc.core.models import Application, Domain, User
 from authsvc.database import db
-from authsvc.models import Application, Domain, User
 
 
 def emit(data: dict[str, Any]) -> None:
@@ -55,7 +56,7 @@ check_password = _clear(validation.password)
 
 def user_by_email(host: str, email: str) -> User:
     domain = domain_by_host(host)
-    user = accounts.find_user(domain, email)
+    user = signin.find_user(domain, email)
     if user is None:
         raise click.ClickException(f"no user with e-mail {email!r} in {domain.host}")
     return user

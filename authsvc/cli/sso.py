@@ -11,11 +11,11 @@ from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from authsvc import security, validation
-from authsvc import sso as sso_flow
 from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
+from authsvc.core import security, validation
+from authsvc.core.models import Domain, SsoProvider
 from authsvc.database import db
-from authsvc.models import Domain, SsoProvider
+from authsvc.identity import providers
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 
@@ -92,7 +92,7 @@ def create_sso(
     if preset == "microsoft":
         if not tenant or not re.match(r"^[A-Za-z0-9.-]{1,100}$", tenant):
             raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
-        fields = sso_flow.microsoft_preset(tenant)
+        fields = providers.microsoft_preset(tenant)
     elif tenant:
         raise click.ClickException("--tenant goes with --preset microsoft")
     elif issuer:
@@ -117,11 +117,11 @@ def create_sso(
     fields.setdefault("scopes", "openid email profile" if fields["kind"] == "oidc" else "email profile")
     mappings = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(maps, "--map").items()}
     rules = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(matches, "--match").items()}
-    problem = sso_flow.email_trust_problem(tenant, trust_email, rules)
+    problem = providers.email_trust_problem(tenant, trust_email, rules)
     if problem:
         raise click.ClickException(f"--trust-email: {problem} (--match tid=<tenant id>)")
     extra_params = _pairs(params, "--param")
-    problem = sso_flow.authorize_params_problem(extra_params)
+    problem = providers.authorize_params_problem(extra_params)
     if problem:
         raise click.ClickException(f"--param: {problem}")
     provider = SsoProvider(
@@ -139,7 +139,7 @@ def create_sso(
     db.session.add(provider)
     commit_or_fail("that SSO provider")
     out = {"id": provider.id, "callback_url": _callback_url(domain)}
-    consent = sso_flow.admin_consent_url(provider, out["callback_url"])
+    consent = providers.admin_consent_url(provider, out["callback_url"])
     if consent:
         out["admin_consent_url"] = consent
     emit(out)
@@ -171,7 +171,7 @@ def show_sso(provider_id: str) -> None:
     provider = _provider(provider_id)
     domain = db.session.get(Domain, provider.domain_id)
     out = provider.as_json() | {"callback_url": _callback_url(domain)}
-    consent = sso_flow.admin_consent_url(provider, out["callback_url"])
+    consent = providers.admin_consent_url(provider, out["callback_url"])
     if consent:
         out["admin_consent_url"] = consent
     emit(out)
@@ -181,4 +181,4 @@ def show_sso(provider_id: str) -> None:
 @click.argument("provider_id")
 def check_sso(provider_id: str) -> None:
     """List the required permissions the latest sign-in was not granted (admin consent missing)."""
-    emit(sso_flow.check(_provider(provider_id)))
+    emit(providers.check(_provider(provider_id)))

@@ -9,7 +9,6 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from authsvc import security
 from authsvc.cli.common import (
     RESERVED_SCOPES_HELP,
     TTL,
@@ -21,8 +20,9 @@ from authsvc.cli.common import (
     validate_redirect_uri,
     validate_scopes,
 )
+from authsvc.core import security
+from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
 from authsvc.database import db
-from authsvc.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
 domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")

@@ -8,7 +8,7 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from authsvc import accounts
+from authsvc.accounts import sessions
 from authsvc.cli.common import (
     RESERVED_SCOPES_HELP,
     check_password,
@@ -19,8 +19,8 @@ from authsvc.cli.common import (
     validate_email,
     validate_scopes,
 )
+from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
 from authsvc.database import db, now
-from authsvc.models import API_KEY_PERMISSIONS, ApiKey, User
 
 users = AppGroup("users", help="Users of a domain.")
 api_keys = AppGroup("api-keys", help="API keys of a user.")
@@ -89,7 +89,7 @@ def _user_command(name: str, help_text: str) -> Any:
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
 def set_password(host: str, email: str, password: str) -> None:
     user = user_by_email(host, email)
-    revoked = accounts.change_password(user, check_password(password))
+    revoked = sessions.change_password(user, check_password(password))
     db.session.commit()
     emit({"id": str(user.id), "email": user.email, "revoked_tokens": revoked})
 
@@ -97,7 +97,7 @@ def set_password(host: str, email: str, password: str) -> None:
 @_user_command("disable", "Disable a user; ends the user's sessions and revokes their tokens.")
 def disable_user(host: str, email: str) -> None:
     user = user_by_email(host, email)
-    revoked = accounts.disable(user)
+    revoked = sessions.disable(user)
     db.session.commit()
     emit({"id": str(user.id), "email": user.email, "disabled": True, "revoked_tokens": revoked})
 

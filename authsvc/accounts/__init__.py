@@ -1,0 +1,1 @@
+"""Users signing in: passwords, lockouts, sessions, and the sign-in pages."""

@@ -1,0 +1,97 @@
+"""Lockouts after failed sign-ins, counted in Redis so that every worker and instance shares them.
+
+Each failed password attempt counts against the account and the client
+address. At the threshold the account (or address) is locked for
+``AUTHSVC_LOCKOUT_BASE`` seconds, and every further failure doubles that, up to
+``AUTHSVC_LOCKOUT_MAX``. While locked, even the right password is refused, with
+the time to wait. A successful sign-in clears the account's count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import UTC, datetime
+
+from flask import current_app
+
+from authsvc import audit, store
+from authsvc.core import security
+from authsvc.core.errors import ApiError
+from authsvc.core.models import Domain, User
+from authsvc.web import metrics
+from authsvc.web.deployment import client_address
+
+# The request rates' prefix (authsvc.app.limits): one namespace for every counter of a limit.
+PREFIX = f"{store.PREFIX}limits"
+
+
+class LockedOut(ApiError):
+    """429: too many failed sign-ins for this account or address; says when to retry."""
+
+    def __init__(self, retry_after: int):
+        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        super().__init__(
+            429,
+            "too_many_attempts",
+            f"Too many failed sign-in attempts. Retry in {retry_after} s (after {until}).",
+            headers={"Retry-After": str(retry_after)},
+            extra={"retry_after": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+
+def _subjects(domain: Domain, email: str) -> list[tuple[str, str, int]]:
+    """(scope, key suffix, threshold) of what a password attempt counts against."""
+    config = current_app.config
+    account = security.digest(f"{domain.id} {email.strip().lower()}")
+    return [
+        ("account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
+        ("address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
+    ]
+
+
+def refuse_if_locked_out(domain: Domain, email: str) -> None:
+    """Raise LockedOut while the account or the client address is locked, whatever the password."""
+    pipe = store.client().pipeline(transaction=False)
+    for scope, subject, _ in _subjects(domain, email):
+        pipe.pttl(f"{PREFIX}:lock:{scope}:{subject}")
+    wait_ms = max(pipe.execute())
+    if wait_ms > 0:
+        metrics.RATE_LIMITED.labels(reason="lockout").inc()
+        raise LockedOut(math.ceil(wait_ms / 1000))
+
+
+def note_failure(domain: Domain, email: str, user: User | None) -> None:
+    """Count a failed password attempt; lock what reached its threshold, for a doubling time."""
+    config = current_app.config
+    client = store.client()
+    for scope, subject, threshold in _subjects(domain, email):
+        key = f"{PREFIX}:failures:{scope}:{subject}"
+        pipe = client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, config["AUTHSVC_FAILURE_MEMORY"])
+        failures = pipe.execute()[0]
+        if threshold <= 0 or failures < threshold:
+            continue
+        doubled = config["AUTHSVC_LOCKOUT_BASE"] * 2 ** min(failures - threshold, 30)
+        seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
+        client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
+        if scope == "account":
+            target = f"user:{user.id}" if user is not None else None
+        else:
+            target = f"address:{subject}"
+        audit.record(
+            "account.locked",
+            domain_id=domain.id,
+            target=target,
+            details={"scope": scope, "failures": failures, "seconds": seconds},
+        )
+
+
+def forget_failures(domain: Domain, email: str) -> None:
+    """A successful sign-in clears the account's count (not the address's: one good account must
+    not wipe the record of guesses at others)."""
+    scope, subject, _ = _subjects(domain, email)[0]
+    store.client().delete(f"{PREFIX}:failures:{scope}:{subject}")

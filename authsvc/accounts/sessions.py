@@ -1,0 +1,104 @@
+"""Sign-in sessions (the ``user`` cookie, kept in Redis) and ending a user's sessions and tokens."""
+
+from __future__ import annotations
+
+import time
+
+from flask import Response, current_app, g, has_request_context, request
+
+from authsvc import audit, store
+from authsvc.core.models import Domain, Token, User
+from authsvc.database import db
+
+SESSION_COOKIE = "user"
+
+
+def start_session(response: Response, user: User, domain: Domain) -> None:
+    """Start a new session for ``user`` and set the ``user`` cookie on ``response``."""
+    config = current_app.config
+    previous = request.cookies.get(SESSION_COOKIE)
+    if previous:
+        # Signing in again replaces the session the browser had, not adds to it.
+        store.delete_session(previous)
+    ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
+    session_id = store.create_session(user.id, user.domain_id, ttl)
+    response.set_cookie(
+        SESSION_COOKIE,
+        session_id,
+        max_age=ttl,
+        httponly=True,
+        secure=config["AUTHSVC_COOKIE_SECURE"],
+        samesite=config["AUTHSVC_COOKIE_SAMESITE"],
+        path="/",
+    )
+
+
+def end_session(response: Response) -> None:
+    """End the request's session, if any, and delete its cookie."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    if session_id:
+        store.delete_session(session_id)
+    config = current_app.config
+    response.delete_cookie(
+        SESSION_COOKIE,
+        path="/",
+        httponly=True,
+        secure=config["AUTHSVC_COOKIE_SECURE"],
+        samesite=config["AUTHSVC_COOKIE_SAMESITE"],
+    )
+
+
+def session_user(domain: Domain) -> User | None:
+    """The user of the request's ``user`` session cookie, if it is live and of ``domain``."""
+    if "authsvc_session_user" in g:
+        return g.authsvc_session_user
+    user = None
+    session_id = request.cookies.get(SESSION_COOKIE)
+    session = store.get_session(session_id) if session_id else None
+    if session and session["domain"] == domain.id:
+        candidate = db.session.get(User, session["user"])
+        if (
+            candidate is not None
+            and not candidate.disabled
+            and candidate.domain_id == domain.id
+            and session["created"] >= candidate.sessions_valid_after
+        ):
+            user = candidate
+    g.authsvc_session_user = user
+    return user
+
+
+def invalidate_sessions(user: User) -> None:
+    """Refuse every session ``user`` has now (password change, disable)."""
+    user.sessions_valid_after = int(time.time() * 1000) + 1
+
+
+def end_everything(user: User, via: str = "end_sessions", actor: str | None = None) -> int:
+    """Refuse every session of ``user`` and revoke every token; return how many tokens were live.
+
+    Called whenever a user's password changes or the user is disabled: what
+    was granted under the old state must not outlive it. The caller commits,
+    and the audit record goes with that commit.
+    """
+    invalidate_sessions(user)
+    revoked = Token.revoke_for_user(user.id)
+    if revoked:
+        audit.record(
+            "token.revoked",
+            domain_id=user.domain_id,
+            actor=actor or (audit.actor_of() if has_request_context() else "cli"),
+            target=f"user:{user.id}",
+            details={"count": revoked, "via": via},
+            commit=False,
+        )
+    return revoked
+
+
+def change_password(user: User, password: str, actor: str | None = None) -> int:
+    user.set_password(password)
+    return end_everything(user, "password_changed", actor)
+
+
+def disable(user: User, actor: str | None = None) -> int:
+    user.disabled = True
+    return end_everything(user, "user_disabled", actor)

@@ -1,0 +1,62 @@
+"""Password sign-in: the one decision for /auth/signin, the sign-in page and the password grant."""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+
+from authsvc import audit
+from authsvc.accounts import lockouts
+from authsvc.core.models import Domain, User
+from authsvc.database import db
+from authsvc.web import metrics
+
+
+def find_user(domain: Domain, email: str) -> User | None:
+    return db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email.strip().lower()))
+
+
+def authenticate(domain: Domain, email: str, password: str, via: str) -> User | None:
+    """The user of ``domain`` with this e-mail and password, else None.
+
+    Unknown e-mail and wrong password cost the same bcrypt check and give the
+    same answer, and count towards a lockout alike. While the account or the
+    client address is locked out this raises ``lockouts.LockedOut``, before the
+    password is looked at: the right password does not end a lockout. A
+    disabled user with the right password is returned, so the caller can say so.
+    ``via`` names the entry point for the audit record and the metrics.
+    """
+    lockouts.refuse_if_locked_out(domain, email)
+    user = find_user(domain, email)
+    if not (user.check_password(password) if user else User().check_password(password)):
+        refused(domain, user, "invalid_credentials", via)
+        lockouts.note_failure(domain, email, user)
+        return None
+    lockouts.forget_failures(domain, email)
+    return user
+
+
+def refused(domain: Domain, user: User | None, reason: str, via: str) -> None:
+    """Record a refused sign-in. An unknown e-mail is not written down: it may be a mistyped password."""
+    metrics.SIGNIN_FAILURES.labels(via=via).inc()
+    audit.record(
+        "signin.failed",
+        domain_id=domain.id,
+        target=f"user:{user.id}" if user is not None else None,
+        details={"via": via, "reason": reason},
+    )
+
+
+def sign_in(domain: Domain, email: str, password: str, via: str) -> User | None:
+    """The one password sign-in decision, for /auth/signin and the sign-in page alike.
+
+    None for an unknown e-mail, a wrong password and a disabled account: the
+    caller answers all three the same way.
+    """
+    user = authenticate(domain, email, password, via)
+    if user is None:
+        return None
+    if user.disabled:
+        refused(domain, user, "disabled", via)
+        return None
+    audit.record("signin.succeeded", domain_id=domain.id, actor=f"user:{user.id}", details={"via": via})
+    return user

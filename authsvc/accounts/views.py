@@ -1,0 +1,186 @@
+"""Signing in and out: the programmatic /auth/signin (SPEC 4.2) and the browser pages."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, jsonify, redirect, request, url_for
+
+from authsvc import audit, credentials
+from authsvc.accounts import sessions
+from authsvc.accounts.forms import LoginForm, LogoutAllForm
+from authsvc.accounts.lockouts import LockedOut
+from authsvc.accounts.signin import sign_in
+from authsvc.core import validation
+from authsvc.core.errors import ApiError
+from authsvc.core.models import Domain, SsoProvider, Token
+from authsvc.core.security import embedded_cross_site_request, safe_continue
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.database import db
+from authsvc.web.pages import page
+
+bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
+
+INVALID_CREDENTIALS = "The e-mail address or password is incorrect."
+
+
+def _signin_parameters() -> dict[str, str]:
+    """``email``, ``password`` and ``continue`` from the query string, a form or JSON."""
+    values: dict[str, str] = {}
+    if request.mimetype == "application/json":
+        try:
+            body = validation.json_object(request.get_data())
+        except validation.Invalid as exc:
+            raise ApiError(400, "invalid_request", str(exc)) from None
+    else:
+        body = request.form
+    for name in ("email", "password", "continue"):
+        value = body.get(name, request.args.get(name))
+        if value is None:
+            continue
+        if not isinstance(value, str):
+            raise ApiError(400, "invalid_request", f"'{name}' must be a string.")
+        if name == "email" and any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+            # No address has them, and PostgreSQL refuses NUL in a query parameter.
+            raise ApiError(400, "invalid_request", "'email' contains control characters.")
+        values[name] = value
+    return values
+
+
+@bp.post("/signin")
+def signin() -> Response:
+    """Programmatic sign-in: no CSRF token, as the spec's clients send none."""
+    params = _signin_parameters()
+    if not params.get("email") or not params.get("password"):
+        raise ApiError(400, "invalid_request", "'email' and 'password' are required.")
+    domain = current_domain()
+    user = sign_in(domain, params["email"], params["password"], via="signin")
+    if user is None:
+        raise ApiError(401, "invalid_credentials", INVALID_CREDENTIALS)
+    target = safe_continue(params.get("continue"), issuer(), default="")
+    if target:
+        response = redirect(target, 303)
+    else:
+        response = jsonify(id=str(user.id), email=user.email, name=user.name, domain=str(domain.id))
+        response.status_code = 202
+    response.headers["Cache-Control"] = "no-store"
+    sessions.start_session(response, user, domain)
+    return response
+
+
+# What the sign-in page says when single sign-on sent the user back (?sso_error=).
+SSO_MESSAGES = {
+    "access_denied": "Sign-in with your organisation was cancelled.",
+    "not_allowed": "Your account at that provider is not allowed to sign in here.",
+    "email_in_use": "An account with your e-mail address already exists. Sign in with your password, "
+    "or ask an administrator to link your accounts.",
+    "link_required": "An account with your e-mail address already exists and cannot be linked by signing in "
+    "with your organisation. Sign in to it first, then link your organisation's sign-in from there.",
+    "identity_in_use": "That account at your organisation is already linked to another user here.",
+    "account_disabled": "Your account is disabled.",
+    "no_email": "The provider did not tell us your e-mail address.",
+}
+SSO_DEFAULT_MESSAGE = "Sign-in with your organisation did not succeed. Please try again."
+
+
+def _login_page(domain: Domain, form: LoginForm, next_url: str, error: str | None = None, status: int = 200):
+    return page(
+        "login.html",
+        status,
+        domain=domain,
+        form=form,
+        next_url=next_url,
+        error=error,
+        providers=SsoProvider.of_domain(domain.id),
+        user=None,
+    )
+
+
+@bp.get("/login")
+def login_page() -> Response:
+    domain = current_domain()
+    next_url = safe_continue(request.args.get("continue"), issuer(), default="")
+    user = sessions.session_user(domain)
+    if user is not None:
+        if next_url:
+            return redirect(next_url, 303)
+        providers = SsoProvider.of_domain(domain.id)
+        return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers)
+    sso_error = request.args.get("sso_error")
+    error = SSO_MESSAGES.get(sso_error, SSO_DEFAULT_MESSAGE) if sso_error else None
+    return _login_page(domain, LoginForm(), next_url, error)
+
+
+@bp.post("/login")
+def login() -> Response:
+    """The sign-in form: the same decision as /auth/signin, plus CSRF protection."""
+    domain = current_domain()
+    form = LoginForm()
+    next_url = safe_continue(form.next.data, issuer(), default="")
+    if not form.validate_on_submit():
+        if form.csrf_token.errors:
+            return _login_page(domain, form, next_url, "The form expired. Please sign in again.", 400)
+        return _login_page(domain, form, next_url, "Enter your e-mail address and password.", 400)
+    retry_form = LoginForm(formdata=None, email=form.email.data)
+    try:
+        user = sign_in(domain, form.email.data, form.password.data, via="login_page")
+    except LockedOut as exc:
+        response = _login_page(domain, retry_form, next_url, exc.description, 429)
+        response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+    if user is None:
+        return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
+    response = redirect(next_url or url_for("auth.login_page"), 303)
+    sessions.start_session(response, user, domain)
+    return response
+
+
+@bp.get("/logout")
+def logout() -> Response:
+    """End the session and revoke a bearer token presented with the request."""
+    domain = current_domain()
+    if embedded_cross_site_request(request.headers):
+        raise ApiError(403, "cross_site_request", "Sign-out from another site must be a link the user follows.")
+    token = credentials.presented_token(domain)
+    if token is not None:
+        Token.revoke_where(Token.id == token.id)
+        audit.record(
+            "token.revoked",
+            domain_id=domain.id,
+            actor=f"user:{token.user_id}" if token.user_id else None,
+            target=f"token:{token.id}",
+            details={"count": 1, "via": "logout"},
+            commit=False,
+        )
+        db.session.commit()
+    response = redirect(safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page")), 303)
+    response.headers["Cache-Control"] = "no-store"
+    sessions.end_session(response)
+    return response
+
+
+@bp.post("/logout/all")
+def logout_all() -> Response:
+    """End every session of the user and revoke all the user's tokens.
+
+    A bearer token identifies a programmatic caller (no CSRF token needed: a
+    browser never sends one on its own); the session cookie needs the page's
+    CSRF token.
+    """
+    domain = current_domain()
+    if credentials.presented():
+        user = credentials.authenticate(domain).user
+    else:
+        user = sessions.session_user(domain)
+        if user is None:
+            raise ApiError(401, "login_required", "Sign in first.")
+        form = LogoutAllForm()
+        if not form.validate_on_submit():
+            raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")
+    revoked = sessions.end_everything(user, via="logout_all", actor=f"user:{user.id}")
+    db.session.commit()
+    if credentials.presented():
+        response = jsonify(revoked_tokens=revoked)
+    else:
+        response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
+    response.headers["Cache-Control"] = "no-store"
+    sessions.end_session(response)
+    return response

@@ -1,0 +1,66 @@
+"""Administration: the verbs shared by the admin API and the console (SPEC 1: Domains -> Applications).
+
+One module per resource; this package re-exports the verbs, which is how the
+API (authsvc.admin.api) and the console (authsvc.admin.console) call them.
+
+Who may: an admin credential changes its domain, a support credential reads
+it, a system admin reaches every domain. Every change is validated field by
+field and saved together with its audit record (before/after, no secrets).
+"""
+
+from authsvc.admin.actors import Actor, Conflict, Forbidden, NotFound, ValidationFailed, get
+from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_key
+from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
+from authsvc.admin.domains import create_domain, delete_domain, update_domain
+from authsvc.admin.listing import listing, serialise
+from authsvc.admin.sso_providers import (
+    SSO_URL_FIELDS,
+    create_sso_provider,
+    delete_sso_provider,
+    link_identity,
+    sso_json,
+    update_sso_provider,
+)
+from authsvc.admin.users import (
+    clear_user_resource_tokens,
+    create_user,
+    delete_user,
+    revoke_user_tokens,
+    update_user,
+    user_domain,
+    user_resource_token,
+)
+
+__all__ = [
+    "Actor",
+    "Conflict",
+    "Forbidden",
+    "NotFound",
+    "SSO_URL_FIELDS",
+    "ValidationFailed",
+    "clear_user_resource_tokens",
+    "create_api_key",
+    "create_application",
+    "create_domain",
+    "create_sso_provider",
+    "create_user",
+    "delete_application",
+    "delete_domain",
+    "delete_sso_provider",
+    "delete_user",
+    "get",
+    "link_identity",
+    "listing",
+    "regenerate_secret",
+    "revoke_api_key",
+    "revoke_user_tokens",
+    "serialise",
+    "sso_json",
+    "update_api_key",
+    "update_application",
+    "update_domain",
+    "update_sso_provider",
+    "update_user",
+    "user_domain",
+    "user_resource_token",
+]

@@ -1,0 +1,112 @@
+"""Who acts on admin data, what they may reach, and how a change is recorded.
+
+Who may: an admin credential changes its domain, a support credential reads
+it, a system admin reaches every domain. Every change is saved together with
+its audit record (before/after, no secrets).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.exc import IntegrityError
+
+from authsvc import audit
+from authsvc.core import validation
+from authsvc.core.models import Application, Domain, User
+from authsvc.database import db
+
+
+class Forbidden(Exception):
+    """The actor may not do this."""
+
+
+class NotFound(Exception):
+    """No such record, or not one the actor may see."""
+
+
+class ValidationFailed(Exception):
+    """Input that cannot be saved; ``fields`` says why, per field."""
+
+    def __init__(self, fields: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields
+
+
+class Conflict(Exception):
+    """The change would break a rule that holds across records (duplicates, dependants)."""
+
+
+@dataclass
+class Actor:
+    """Who acts, and what they may do."""
+
+    user: User
+    name: str  # for audit records: "user:12", "api_key:3f9c…"
+    permissions: int  # PlaceOS bits: 1 support, 2 admin
+
+    @property
+    def system_admin(self) -> bool:
+        return self.user.system_admin and bool(self.permissions & 2)
+
+    def can_read(self, domain_id: int) -> bool:
+        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 3))
+
+    def can_change(self, domain_id: int) -> bool:
+        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 2))
+
+
+def audit_change(
+    actor: Actor, event: str, domain_id: int | None, target: str, before: Any = None, after: Any = None
+) -> None:
+    details = {}
+    if before is not None:
+        details["before"] = before
+    if after is not None:
+        details["after"] = after
+    audit.record(event, domain_id=domain_id, actor=actor.name, target=target, details=details, commit=False)
+
+
+def commit(what: str) -> None:
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict(f"{what} already exists") from None
+
+
+def get(actor: Actor, model: type, record_id: str) -> Any:
+    """The record ``record_id`` of ``model``, if the actor may read it; else NotFound."""
+    key: Any = record_id
+    if model in (Domain, Application, User):
+        key = validation.record_id(record_id)
+        if key is None:
+            raise NotFound()
+    elif not validation.text_id(record_id):
+        raise NotFound()
+    record = db.session.get(model, key)
+    if record is None:
+        raise NotFound()
+    domain_id = record.id if model is Domain else record.domain_id
+    if not actor.can_read(domain_id):
+        raise NotFound()
+    return record
+
+
+def require_change(actor: Actor, domain_id: int) -> None:
+    if not actor.can_change(domain_id):
+        raise Forbidden()
+
+
+def require_change_of_user(actor: Actor, user: User) -> None:
+    """Like _require_change, and a system admin's account is only a system admin's to change.
+
+    Otherwise an admin of the domain that holds it could reset its password or
+    give it an admin key, and reach every domain.
+    """
+    require_change(actor, user.domain_id)
+    if user.system_admin and not actor.system_admin:
+        raise Forbidden()
+
+

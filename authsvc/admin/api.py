@@ -1,0 +1,280 @@
+"""The admin API: domains, oauth_apps, users, api_keys, sso and audit under /api/engine/v2/.
+
+Thin: each view names the verb of ``authsvc.admin``; who may do what, and the
+audit record of every change, are decided there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+from sqlalchemy import func, select
+
+from authsvc import admin, credentials
+from authsvc.core import validation
+from authsvc.core.errors import ApiError
+from authsvc.core.models import ApiKey, Application, AuditRecord, Domain, SsoProvider, User
+from authsvc.core.tenancy import current_domain
+from authsvc.database import db
+from authsvc.identity.views import resource_token_response
+
+bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
+
+MAX_PER_PAGE = 200
+
+
+def current_actor(*scopes: str) -> admin.Actor:
+    """The caller, from a bearer token or API key; support or admin permission needed.
+
+    The credential needs the ``admin`` scope, and any other ``scopes`` named.
+    """
+    credential = credentials.authenticate(current_domain())
+    if not credential.permissions & 3:
+        raise ApiError(403, "forbidden", "An admin or support credential is needed.")
+    credentials.require_scopes(credential, "admin", *scopes)
+    return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
+
+
+def _actor_name(credential: credentials.Credential) -> str:
+    return f"api_key:{credential.api_key_id}" if credential.api_key_id else f"user:{credential.user.id}"
+
+
+def admin_errors(view: Callable[..., Response]) -> Callable[..., Response]:
+    """Render the admin verbs' outcomes as the API's JSON errors."""
+
+    @wraps(view)
+    def wrapped(*args: Any, **kwargs: Any) -> Response:
+        try:
+            response = view(*args, **kwargs)
+        except admin.Forbidden:
+            raise ApiError(403, "forbidden", "Your credential may not make this change.") from None
+        except admin.NotFound:
+            raise ApiError(404, "not_found", "No such record.") from None
+        except admin.Conflict as exc:
+            raise ApiError(409, "conflict", str(exc)) from None
+        except admin.ValidationFailed as exc:
+            error = jsonify(error="invalid_input", error_description="Some fields are not valid.", fields=exc.fields)
+            error.status_code = 422
+            return error
+        response.headers["Cache-Control"] = "no-store"
+        return response
+
+    return wrapped
+
+
+def body() -> Any:
+    if request.mimetype != "application/json":
+        raise ApiError(415, "unsupported_media_type", "Send a JSON body (Content-Type: application/json).")
+    try:
+        return validation.json_body(request.get_data())
+    except validation.Invalid as exc:
+        raise ApiError(400, "invalid_request", str(exc)) from None
+
+
+def _int_arg(name: str, default: int, low: int, high: int) -> int:
+    raw = request.args.get(name)
+    if raw is None:
+        return default
+    number = validation.record_id(raw, max_digits=12)
+    if number is None or not low <= number <= high:
+        raise ApiError(400, "invalid_request", f"'{name}' must be a whole number from {low} to {high}.")
+    return number
+
+
+def _listing(model: type) -> Response:
+    actor = current_actor()
+    domain_id = _domain_arg()
+    text = request.args.get("q")
+    if text is not None and (len(text) > 200 or "\x00" in text):
+        raise ApiError(400, "invalid_request", "'q' must be at most 200 characters.")
+    return jsonify(
+        admin.listing(
+            actor,
+            model,
+            text=text,
+            page=_int_arg("page", 1, 1, 1_000_000),
+            per_page=_int_arg("per_page", 50, 1, MAX_PER_PAGE),
+            domain_id=domain_id,
+        )
+    )
+
+
+def _domain_arg() -> int | None:
+    """The ``domain`` filter of a listing: a domain id, if given."""
+    domain = request.args.get("domain")
+    if domain is None:
+        return None
+    domain_id = validation.record_id(domain)
+    if domain_id is None:
+        raise ApiError(400, "invalid_request", "'domain' must be a domain id.")
+    return domain_id
+
+
+def _created(data: dict[str, Any]) -> Response:
+    response = jsonify(data)
+    response.status_code = 201
+    return response
+
+
+def _resource(name: str, model: type, create: Callable, update: Callable, remove: Callable) -> None:
+    """Register list, create, get, update and delete for one kind of record."""
+
+    @admin_errors
+    def list_view() -> Response:
+        return _listing(model)
+
+    @admin_errors
+    def create_view() -> Response:
+        return _created(create(current_actor(), body()))
+
+    @admin_errors
+    def get_view(record_id: str) -> Response:
+        return jsonify(admin.serialise(admin.get(current_actor(), model, record_id)))
+
+    @admin_errors
+    def update_view(record_id: str) -> Response:
+        actor = current_actor()
+        return jsonify(admin.serialise(update(actor, admin.get(actor, model, record_id), body())))
+
+    @admin_errors
+    def delete_view(record_id: str) -> Response:
+        actor = current_actor()
+        return jsonify(remove(actor, admin.get(actor, model, record_id)))
+
+    bp.add_url_rule(f"/{name}", f"list_{name}", list_view, methods=["GET"])
+    bp.add_url_rule(f"/{name}", f"create_{name}", create_view, methods=["POST"])
+    bp.add_url_rule(f"/{name}/<record_id>", f"get_{name}", get_view, methods=["GET"])
+    bp.add_url_rule(f"/{name}/<record_id>", f"update_{name}", update_view, methods=["PATCH", "PUT"])
+    bp.add_url_rule(f"/{name}/<record_id>", f"delete_{name}", delete_view, methods=["DELETE"])
+
+
+def _create_domain(actor: admin.Actor, data: Any) -> dict:
+    return admin.create_domain(actor, data).as_json()
+
+
+def _delete_domain(actor: admin.Actor, domain: Domain) -> dict:
+    force = request.args.get("force", "").lower() in ("1", "true", "yes")
+    domain_id = str(domain.id)
+    admin.delete_domain(actor, domain, force)
+    return {"deleted": domain_id}
+
+
+def _create_application(actor: admin.Actor, data: Any) -> dict:
+    application, secret = admin.create_application(actor, data)
+    return application.as_json() | ({"client_secret": secret} if secret else {})
+
+
+def _delete_application(actor: admin.Actor, application: Application) -> dict:
+    application_id = str(application.id)
+    return {"deleted": application_id, "revoked_tokens": admin.delete_application(actor, application)}
+
+
+def _create_user(actor: admin.Actor, data: Any) -> dict:
+    return admin.create_user(actor, data).as_json()
+
+
+def _delete_user(actor: admin.Actor, user: User) -> dict:
+    user_id = str(user.id)
+    admin.delete_user(actor, user)
+    return {"deleted": user_id}
+
+
+def _create_api_key(actor: admin.Actor, data: Any) -> dict:
+    key, value = admin.create_api_key(actor, data)
+    return key.as_json() | {"key": value}
+
+
+def _revoke_api_key(actor: admin.Actor, key: ApiKey) -> dict:
+    admin.revoke_api_key(actor, key)
+    return key.as_json()
+
+
+def _create_sso(actor: admin.Actor, data: Any) -> dict:
+    return admin.sso_json(admin.create_sso_provider(actor, data))
+
+
+def _delete_sso(actor: admin.Actor, provider: SsoProvider) -> dict:
+    provider_id = provider.id
+    admin.delete_sso_provider(actor, provider)
+    return {"deleted": provider_id}
+
+
+_resource("domains", Domain, _create_domain, admin.update_domain, _delete_domain)
+_resource("oauth_apps", Application, _create_application, admin.update_application, _delete_application)
+_resource("users", User, _create_user, admin.update_user, _delete_user)
+_resource("api_keys", ApiKey, _create_api_key, admin.update_api_key, _revoke_api_key)
+_resource("sso", SsoProvider, _create_sso, admin.update_sso_provider, _delete_sso)
+
+
+@bp.post("/oauth_apps/<record_id>/regenerate")
+@admin_errors
+def regenerate_application_secret(record_id: str) -> Response:
+    """A new client secret, shown once in this answer."""
+    actor = current_actor()
+    application = admin.get(actor, Application, record_id)
+    return jsonify(application.as_json() | {"client_secret": admin.regenerate_secret(actor, application)})
+
+
+@bp.post("/users/<record_id>/identities")
+@admin_errors
+def link_identity(record_id: str) -> Response:
+    """Link an account at an SSO provider of the user's domain to the user (system admins only)."""
+    actor = current_actor()
+    identity = admin.link_identity(actor, admin.get(actor, User, record_id), body())
+    return _created({"user": str(identity.user_id), "provider": identity.provider_id, "subject": identity.subject})
+
+
+@bp.post("/users/<record_id>/revoke")
+@admin_errors
+def revoke_user_tokens(record_id: str) -> Response:
+    """End every session of the user and revoke all their tokens."""
+    actor = current_actor()
+    return jsonify(revoked_tokens=admin.revoke_user_tokens(actor, admin.get(actor, User, record_id)))
+
+
+@bp.get("/audit")
+@admin_errors
+def audit_log() -> Response:
+    """Audit records, newest first: filters event, actor, target, domain, since, until."""
+    actor = current_actor()
+    query = select(AuditRecord)
+    if not actor.system_admin:
+        query = query.where(AuditRecord.domain_id == actor.user.domain_id)
+    for name in ("event", "actor", "target"):
+        value = request.args.get(name)
+        if value is not None:
+            if len(value) > 200 or "\x00" in value:
+                raise ApiError(400, "invalid_request", f"'{name}' must be at most 200 characters.")
+            column = getattr(AuditRecord, name)
+            query = query.where(column.startswith(value[:-1]) if value.endswith("*") else column == value)
+    domain_id = _domain_arg()
+    if domain_id is not None:
+        query = query.where(AuditRecord.domain_id == domain_id)
+    since = _int_arg("since", 0, 0, 2**31 - 1)
+    until = _int_arg("until", 2**31 - 1, 0, 2**31 - 1)
+    query = query.where(AuditRecord.at >= since, AuditRecord.at <= until)
+    page, per_page = _int_arg("page", 1, 1, 1_000_000), _int_arg("per_page", 50, 1, MAX_PER_PAGE)
+    total = db.session.scalar(select(func.count()).select_from(query.subquery()))
+    rows = db.session.scalars(
+        query.order_by(AuditRecord.at.desc(), AuditRecord.id.desc()).limit(per_page).offset((page - 1) * per_page)
+    )
+    return jsonify(items=[r.as_json() for r in rows], total=total, page=page, per_page=per_page)
+
+
+@bp.post("/users/<user_id>/resource_token")
+@admin_errors
+def user_resource_token(user_id: str) -> Response:
+    """A user's delegated provider token, for server-side automation with an admin credential."""
+    actor = current_actor("resource_token")
+    user = admin.get(actor, User, user_id)
+    return resource_token_response(lambda provider: admin.user_resource_token(actor, user, provider))
+
+
+@bp.delete("/users/<user_id>/resource_token")
+@admin_errors
+def clear_user_resource_token(user_id: str) -> Response:
+    actor = current_actor("resource_token")
+    return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))

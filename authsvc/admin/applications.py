@@ -1,0 +1,94 @@
+"""Applications (OAuth 2.0 clients) of a domain."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from sqlalchemy import delete
+
+from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change
+from authsvc.admin.fields import Fields, domain_field
+from authsvc.core import security, validation
+from authsvc.core.models import Application, Consent, Domain, Token
+from authsvc.database import db
+
+
+def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
+    values = {
+        "name": fields.string("name", required=True),
+        "redirect_uris": fields.strings("redirect_uris", required=True, rule=validation.redirect_uri),
+        "scopes": fields.string(
+            "scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes)
+        ),
+        "consent": fields.boolean("consent"),
+        "require_pkce": fields.boolean("require_pkce"),
+        "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
+        "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
+        "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
+    }
+    return {k: v for k, v in values.items() if v is not None or (fields.has(k) and k.endswith("_ttl"))}
+
+
+def create_application(actor: Actor, data: Any) -> tuple[Application, str | None]:
+    fields = Fields(data, partial=False)
+    domain = domain_field(actor, fields)
+    values = _application_fields(fields, domain) if domain else {}
+    confidential = fields.boolean("confidential")
+    fields.done()
+    secret = security.new_secret() if confidential else None
+    application = Application(
+        domain_id=domain.id,
+        client_id=secrets.token_urlsafe(24),
+        client_secret_digest=security.digest(secret) if secret else None,
+        **{"scopes": "public", **values},
+    )
+    db.session.add(application)
+    db.session.flush()
+    audit_change(actor, "application.created", domain.id, f"application:{application.id}", after=application.as_json())
+    commit("that application")
+    return application, secret
+
+
+def update_application(actor: Actor, application: Application, data: Any) -> Application:
+    require_change(actor, application.domain_id)
+    before = application.as_json()
+    fields = Fields(data, partial=True)
+    values = _application_fields(fields, application.domain)
+    if fields.has("confidential") or fields.has("client_id"):
+        fields.errors["confidential" if fields.has("confidential") else "client_id"] = "cannot be changed"
+    fields.done()
+    for attr, value in values.items():
+        setattr(application, attr, value)
+    audit_change(actor, "application.updated", application.domain_id, f"application:{application.id}", before,
+           application.as_json())  # fmt: skip
+    commit("that application")
+    return application
+
+
+def regenerate_secret(actor: Actor, application: Application) -> str:
+    """A new client secret, shown once; the old one stops working at once."""
+    require_change(actor, application.domain_id)
+    if not application.confidential:
+        raise Conflict("a public application has no secret")
+    secret = security.new_secret()
+    application.client_secret_digest = security.digest(secret)
+    audit_change(actor, "application.secret_regenerated", application.domain_id, f"application:{application.id}")
+    db.session.commit()
+    return secret
+
+
+def delete_application(actor: Actor, application: Application) -> int:
+    """Delete the application and its tokens; return how many tokens were live."""
+    require_change(actor, application.domain_id)
+    before = application.as_json()
+    live = Token.revoke_where(Token.application_id == application.id)
+    db.session.execute(delete(Token).where(Token.application_id == application.id))
+    db.session.execute(delete(Consent).where(Consent.application_id == application.id))
+    db.session.delete(application)
+    target = f"application:{before['id']}"
+    audit_change(actor, "application.deleted", application.domain_id, target, before=before | {"revoked_tokens": live})
+    db.session.commit()
+    return live
+
+

@@ -1,0 +1,1 @@
+"""The console (/auth/admin/): HTML pages over the admin verbs."""

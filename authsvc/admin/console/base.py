@@ -1,0 +1,165 @@
+"""The console at /auth/admin/: Domains -> Applications, Users, API keys and SSO, for people.
+
+Thin views over the verbs of ``authsvc.admin``, which decide who may do what,
+validate, and write the audit records. The signed-in user (the ``user``
+session) acts; support users get the same pages without forms. Destructive
+actions ask first on a page of their own, and a secret is shown once, on the
+answer to the POST that made it: never in a URL or the Flask session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from functools import wraps
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, g, redirect, request, url_for
+from flask_wtf import FlaskForm
+
+from authsvc import admin
+from authsvc.accounts import sessions
+from authsvc.admin.console.forms import (
+    ConfirmForm,
+)
+from authsvc.core import validation
+from authsvc.core.models import Domain
+from authsvc.core.tenancy import current_domain
+from authsvc.web.pages import page
+
+bp = Blueprint("console", __name__, url_prefix="/auth/admin")
+
+PER_PAGE = 50
+FORM_EXPIRED = "The form expired. Please submit it again."
+# The verbs' names for fields that the console's forms call something else.
+FIELD_ALIASES = {"expires_at": "expires_in_days"}
+
+
+# Who is looking, and how outcomes become pages
+
+
+def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
+    """Sign-in and permission checks, the domain of the URL, and admin outcomes as pages."""
+
+    @wraps(view)
+    def wrapped(**kwargs: Any) -> Response:
+        user = g.console_user = sessions.session_user(current_domain())
+        if user is None:
+            here = request.full_path if request.query_string else request.path
+            return redirect("/auth/login?" + urlencode({"continue": here}), 303)
+        if not user.permissions & 3:
+            return message(403, "Not allowed", "The console is for the admins and support staff of a domain.")
+        g.console_actor = admin.Actor(user=user, name=f"user:{user.id}", permissions=user.permissions)
+        try:
+            if "domain_id" in kwargs:
+                g.console_domain = kwargs["domain"] = admin.get(g.console_actor, Domain, kwargs.pop("domain_id"))
+            return view(g.console_actor, **kwargs)
+        except admin.Forbidden:
+            return message(403, "Not allowed", "You may look at this domain, but not change it.")
+        except admin.NotFound:
+            return message(404, "Not found", "There is no such record, or it is not one you may see.")
+
+    return wrapped
+
+
+def render(template: str, status: int = 200, **context: Any) -> Response:
+    actor: admin.Actor | None = g.get("console_actor")
+    domain: Domain | None = g.get("console_domain")
+    return page(
+        template,
+        status,
+        actor=actor,
+        user=g.get("console_user"),
+        domain=domain,
+        can_change=bool(actor and domain and actor.can_change(domain.id)),
+        **context,
+    )
+
+
+@bp.app_template_filter("console_time")
+def console_time(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def message(status: int, title: str, message: str) -> Response:
+    return render("console/message.html", status, title=title, message=message)
+
+
+def require_change(actor: admin.Actor, domain: Domain) -> None:
+    """Support users see no forms: refuse before showing one."""
+    if not actor.can_change(domain.id):
+        raise admin.Forbidden()
+
+
+def record(actor: admin.Actor, model: type, record_id: str, domain: Domain) -> Any:
+    """The record, if the actor may read it and it belongs to the URL's domain."""
+    record = admin.get(actor, model, record_id)
+    if record.domain_id != domain.id:
+        raise admin.NotFound()
+    return record
+
+
+def submit(form: FlaskForm, action: Callable[[], Response], again: Callable[[int, str | None], Response]) -> Response:
+    """Run ``action`` on a valid submission; else show the form ``again``, saying what is wrong."""
+    if not form.validate_on_submit():
+        return again(400, FORM_EXPIRED) if form.csrf_token.errors else again(422, None)
+    try:
+        return action()
+    except admin.ValidationFailed as exc:
+        return again(422, attach_errors(form, exc.fields))
+    except admin.Conflict as exc:
+        return again(409, str(exc))
+
+
+def attach_errors(form: FlaskForm, fields: dict[str, str]) -> str | None:
+    """Put each message on its form field; return the rest as one message for the top of the form."""
+    rest = []
+    for name, message in fields.items():
+        field = form._fields.get(FIELD_ALIASES.get(name, name))
+        if field is None:
+            rest.append(f"{name.replace('_', ' ').capitalize()}: {message}.")
+        else:
+            field.errors = [*field.errors, message]
+    return " ".join(rest) or None
+
+
+def confirm(
+    title: str, message: str, button: str, cancel: str, action: Callable[[], Response], warning: str | None = None
+) -> Response:
+    """A destructive action's two steps: GET shows what will happen, POST (with CSRF) does it."""
+    context = {"title": title, "message": message, "warning": warning, "button": button, "cancel": cancel}
+    return form_page(ConfirmForm(), "console/confirm.html", action, **context)
+
+
+def form_page(form: FlaskForm, template: str, action: Callable[[], Response], **context: Any) -> Response:
+    """GET shows ``form`` on ``template``; POST runs ``action`` on a valid submission, else shows it again."""
+
+    def again(status: int, error: str | None) -> Response:
+        return render(template, status, form=form, error=error, **context)
+
+    return again(200, None) if request.method == "GET" else submit(form, action, again)
+
+
+def listing(actor: admin.Actor, model: type, domain: Domain | None) -> dict[str, Any]:
+    """One page of a list, with the search text and page number from the query string."""
+    text = request.args.get("q", "").replace("\x00", "")[:200].strip() or None
+    raw = request.args.get("page", "1")
+    number = validation.record_id(raw, max_digits=7) or 1
+    result = admin.listing(actor, model, text=text, page=number, per_page=PER_PAGE, domain_id=domain and domain.id)
+    return result | {"q": text or "", "pages": max(1, -(-result["total"] // PER_PAGE))}
+
+
+# Domains
+
+
+@bp.get("/")
+@console_page
+def index(actor: admin.Actor) -> Response:
+    return render("console/domains.html", listing=listing(actor, Domain, None))
+
+
+@bp.get("/domains/<domain_id>/")
+@console_page
+def domain_home(actor: admin.Actor, domain: Domain) -> Response:
+    return redirect(url_for("console.applications", domain_id=domain.id), 303)

@@ -1,0 +1,142 @@
+"""The console's forms (/auth/admin/), CSRF-protected by Flask-WTF."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from wtforms import (
+    BooleanField,
+    EmailField,
+    IntegerField,
+    PasswordField,
+    SelectField,
+    StringField,
+    SubmitField,
+    TextAreaField,
+)
+from wtforms.validators import Length, NumberRange, Optional
+
+from authsvc.core.models import API_KEY_PERMISSIONS
+from authsvc.web.forms import PageForm
+
+# The console (/auth/admin/). These forms check only CSRF and the shape of the
+# input; the rules (valid URIs, known scopes, unique e-mails) are decided once,
+# by the verbs of authsvc.admin, whose messages the pages show per field.
+
+
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+class ApplicationForm(PageForm):
+    name = StringField("Name", validators=[Length(max=200)])
+    redirect_uris = TextAreaField("Redirect URIs", description="One per line, matched exactly.")
+    scopes = StringField("Scopes", description="Space separated.")
+    consent = BooleanField("Ask users for consent before issuing a code")
+    require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
+    allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
+    submit = SubmitField("Save")
+
+    def values(self) -> dict[str, Any]:
+        """The verbs' input: redirect URIs as a list, checkboxes as booleans."""
+        return {
+            "name": self.name.data or "",
+            "redirect_uris": _lines(self.redirect_uris.data),
+            "scopes": self.scopes.data or "",
+            "consent": bool(self.consent.data),
+            "require_pkce": bool(self.require_pkce.data),
+            "allow_plain_pkce": bool(self.allow_plain_pkce.data),
+        }
+
+
+class NewApplicationForm(ApplicationForm):
+    confidential = BooleanField("Confidential: the application keeps a client secret (a server, not a browser app)")
+    submit = SubmitField("Create application")
+
+    def values(self) -> dict[str, Any]:
+        return super().values() | {"confidential": bool(self.confidential.data)}
+
+
+class ConfirmForm(PageForm):
+    """The second step of a destructive action: only the CSRF token and a button."""
+
+    submit = SubmitField("Confirm")
+
+
+class UserForm(PageForm):
+    email = EmailField("E-mail address", validators=[Length(max=320)])
+    name = StringField("Name", validators=[Length(max=200)])
+    service_account = BooleanField("Service account (may use the password grant)")
+    admin = BooleanField("Admin of this domain")
+    support = BooleanField("Support (reads this domain in the console)")
+    submit = SubmitField("Save")
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "email": self.email.data or "",
+            "name": self.name.data or "",
+            "service_account": bool(self.service_account.data),
+            "admin": bool(self.admin.data),
+            "support": bool(self.support.data),
+        }
+
+
+class NewUserForm(UserForm):
+    password = PasswordField(
+        "Password", validators=[Length(max=1024)], description="Leave empty for a user who signs in with SSO only."
+    )
+    submit = SubmitField("Create user")
+
+    def values(self) -> dict[str, Any]:
+        # No password at all is allowed; an empty one is not a password.
+        return super().values() | ({"password": self.password.data} if self.password.data else {})
+
+
+class PasswordForm(PageForm):
+    password = PasswordField("New password", validators=[Length(max=1024)])
+    submit = SubmitField("Set password")
+
+    def values(self) -> dict[str, Any]:
+        return {"password": self.password.data or ""}
+
+
+class ApiKeyForm(PageForm):
+    user = EmailField("User (e-mail)", validators=[Length(max=320)], description="The key acts as this user.")
+    name = StringField("Name", validators=[Length(max=200)])
+    scopes = StringField("Scopes", description="Space separated.")
+    permission = SelectField("Permission", choices=list(API_KEY_PERMISSIONS), default="user")
+    expires_in_days = IntegerField(
+        "Expires in (days)",
+        validators=[Optional(), NumberRange(min=1, max=3650)],
+        description="Leave empty for a key that does not expire.",
+    )
+    submit = SubmitField("Create API key")
+
+    def values(self) -> dict[str, Any]:
+        values = {
+            "user": self.user.data or "",
+            "name": self.name.data or "",
+            "scopes": self.scopes.data or "",
+            "permission": self.permission.data,
+        }
+        if self.expires_in_days.data:
+            values["expires_at"] = int(time.time()) + self.expires_in_days.data * 86400
+        return values
+
+
+class MicrosoftSsoForm(PageForm):
+    name = StringField("Name", validators=[Length(max=200)], description="Shown on the sign-in button.")
+    client_id = StringField("Application (client) id", validators=[Length(max=255)])
+    client_secret = PasswordField("Client secret", validators=[Length(max=2000)])
+    tenant = StringField("Tenant", validators=[Length(max=100)], description="Tenant id or domain, or organizations.")
+    submit = SubmitField("Create provider")
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "preset": "microsoft",
+            "name": self.name.data or "",
+            "client_id": self.client_id.data or "",
+            "client_secret": self.client_secret.data or "",
+            "tenant": (self.tenant.data or "").strip(),
+        }

@@ -1,0 +1,63 @@
+"""The console's SSO providers pages."""
+
+from __future__ import annotations
+
+from flask import Response, flash, redirect, url_for
+
+from authsvc import admin
+from authsvc.admin.console import base
+from authsvc.admin.console.base import bp, console_page
+from authsvc.admin.console.forms import (
+    MicrosoftSsoForm,
+)
+from authsvc.core.models import Domain, SsoProvider
+
+
+@bp.get("/domains/<domain_id>/sso")
+@console_page
+def sso_providers(actor: admin.Actor, domain: Domain) -> Response:
+    return base.render("console/sso_providers.html", listing=base.listing(actor, SsoProvider, domain))
+
+
+@bp.route("/domains/<domain_id>/sso/new", methods=["GET", "POST"])
+@console_page
+def new_sso_provider(actor: admin.Actor, domain: Domain) -> Response:
+    base.require_change(actor, domain)
+    form = MicrosoftSsoForm(data={"tenant": "organizations"})
+
+    def create() -> Response:
+        provider = admin.create_sso_provider(actor, form.values() | {"domain": str(domain.id)})
+        flash(f"SSO provider {provider.name} created. Register its callback URL at Microsoft, then grant consent.")
+        return redirect(url_for("console.sso_provider", domain_id=domain.id, record_id=provider.id), 303)
+
+    return base.form_page(form, "console/sso_new.html", create)
+
+
+@bp.get("/domains/<domain_id>/sso/<record_id>")
+@console_page
+def sso_provider(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
+    record: SsoProvider = base.record(actor, SsoProvider, record_id, domain)
+    return base.render("console/sso_provider.html", record=record, details=admin.sso_json(record))
+
+
+@bp.route("/domains/<domain_id>/sso/<record_id>/delete", methods=["GET", "POST"])
+@console_page
+def delete_sso_provider(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
+    record: SsoProvider = base.record(actor, SsoProvider, record_id, domain)
+    base.require_change(actor, domain)
+    name = record.name
+
+    def delete() -> Response:
+        admin.delete_sso_provider(actor, record)
+        flash(f"SSO provider {name} deleted.")
+        return redirect(url_for("console.sso_providers", domain_id=domain.id), 303)
+
+    return base.confirm(
+        f"Delete {name}?",
+        "Its button leaves the sign-in page, and the links between users and their accounts there are removed.",
+        "Delete provider",
+        url_for("console.sso_provider", domain_id=domain.id, record_id=record.id),
+        delete,
+        warning="Users who signed in only through this provider cannot sign in until they have a password "
+        "or another provider.",
+    )

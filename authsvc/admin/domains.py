@@ -1,0 +1,108 @@
+"""Domains (tenants): a system admin creates and deletes them; their admins change them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, func, or_, select
+
+from authsvc.admin.actors import Actor, Conflict, Forbidden, audit_change, commit, require_change
+from authsvc.admin.fields import Fields
+from authsvc.core import validation
+from authsvc.core.models import (
+    DEFAULT_DOMAIN_SCOPES,
+    RESERVED_SCOPES,
+    ApiKey,
+    Application,
+    Consent,
+    Domain,
+    ExternalIdentity,
+    SsoProvider,
+    Token,
+    User,
+)
+from authsvc.database import db
+
+
+def create_domain(actor: Actor, data: Any) -> Domain:
+    if not actor.system_admin:
+        raise Forbidden()
+    fields = Fields(data, partial=False)
+    name = fields.string("name", required=True)
+    host = fields.string("host", required=True, max_length=253, rule=validation.host)
+    scopes = fields.string("scopes", max_length=2000, rule=validation.scopes) or DEFAULT_DOMAIN_SCOPES
+    session_ttl = fields.integer("session_ttl", rule=validation.ttl)
+    if host and db.session.scalar(select(Domain.id).where(Domain.host == host)):
+        fields.errors["host"] = "another domain has this host"
+    fields.done()
+    domain = Domain(name=name, host=host, scopes=scopes, session_ttl=session_ttl)
+    db.session.add(domain)
+    db.session.flush()
+    audit_change(actor, "domain.created", domain.id, f"domain:{domain.id}", after=domain.as_json())
+    commit(f"a domain with host {host!r}")
+    return domain
+
+
+def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
+    require_change(actor, domain.id)
+    before = domain.as_json()
+    fields = Fields(data, partial=True)
+    name = fields.string("name", required=True)
+    host = fields.string("host", required=True, max_length=253, rule=validation.host)
+    scopes = fields.string("scopes", required=True, max_length=2000, rule=validation.scopes)
+    session_ttl = fields.integer("session_ttl", rule=validation.ttl)
+    if host is not None and host != domain.host:
+        if not actor.system_admin:
+            fields.errors["host"] = "only a system admin may move a domain to another host"
+        elif db.session.scalar(select(Domain.id).where(Domain.host == host)):
+            fields.errors["host"] = "another domain has this host"
+    if scopes is not None:
+        in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
+        if in_use:
+            fields.errors["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
+    fields.done()
+    for attr, value in (("name", name), ("host", host), ("scopes", scopes)):
+        if value is not None:
+            setattr(domain, attr, value)
+    if fields.has("session_ttl"):
+        domain.session_ttl = session_ttl
+    audit_change(actor, "domain.updated", domain.id, f"domain:{domain.id}", before, domain.as_json())
+    commit(f"a domain with host {domain.host!r}")
+    return domain
+
+
+def _scopes_in_use(domain: Domain) -> set[str]:
+    used: set[str] = set()
+    for scopes in db.session.scalars(select(Application.scopes).where(Application.domain_id == domain.id)):
+        used.update(scopes.split())
+    keys = select(ApiKey.scopes).where(ApiKey.domain_id == domain.id, ApiKey.revoked_at.is_(None))
+    for scopes in db.session.scalars(keys):
+        used.update(scopes.split())
+    return used
+
+
+def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
+    if not actor.system_admin:
+        raise Forbidden()
+    has_apps = db.session.scalar(select(func.count()).where(Application.domain_id == domain.id))
+    has_users = db.session.scalar(select(func.count()).where(User.domain_id == domain.id))
+    if (has_apps or has_users) and not force:
+        raise Conflict(f"the domain still has {has_apps} application(s) and {has_users} user(s); delete with force")
+    before = domain.as_json()
+    users = select(User.id).where(User.domain_id == domain.id).scalar_subquery()
+    applications = select(Application.id).where(Application.domain_id == domain.id).scalar_subquery()
+    providers = select(SsoProvider.id).where(SsoProvider.domain_id == domain.id).scalar_subquery()
+    # Children first: tokens and approvals, keys and links, then users, applications and providers.
+    db.session.execute(delete(Token).where(or_(Token.application_id.in_(applications), Token.user_id.in_(users))))
+    db.session.execute(delete(Consent).where(or_(Consent.application_id.in_(applications), Consent.user_id.in_(users))))
+    db.session.execute(delete(ApiKey).where(ApiKey.domain_id == domain.id))
+    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id.in_(providers)))
+    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
+    db.session.execute(delete(User).where(User.domain_id == domain.id))
+    db.session.execute(delete(Application).where(Application.domain_id == domain.id))
+    db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
+    db.session.delete(domain)
+    audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)
+    db.session.commit()
+
+

@@ -1,0 +1,186 @@
+"""SSO providers of a domain, and linking a user's account at one (a system admin's step)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from flask import current_app, has_request_context, url_for
+from sqlalchemy import delete, select
+
+from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.users import user_domain
+from authsvc.core import security, validation
+from authsvc.core.models import ExternalIdentity, SsoProvider, User
+from authsvc.database import db
+from authsvc.identity import linking, providers
+
+
+def sso_json(provider: SsoProvider) -> dict[str, Any]:
+    """The provider, with the URLs an operator registers at the provider and what consent is missing."""
+    out = provider.as_json()
+    if has_request_context():
+        out["callback_url"] = url_for("sso.callback", _external=True)
+        consent = providers.admin_consent_url(provider, out["callback_url"])
+        if consent:
+            out["admin_consent_url"] = consent
+    if provider.required_scopes:
+        out["missing_scopes"] = providers.check(provider)["missing"]
+    return out
+
+
+SSO_URL_FIELDS = ("issuer", "authorize_url", "token_url", "userinfo_url", "jwks_url")
+
+
+def _sso_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "name": fields.string("name", required=True),
+        "client_id": fields.string("client_id", required=True, max_length=255),
+        "scopes": fields.string("scopes", max_length=2000, rule=validation.scopes),
+        "required_scopes": fields.string("required_scopes", max_length=2000),
+        "authorize_params": fields.mapping("authorize_params"),
+        "profile_mappings": fields.mapping("profile_mappings"),
+        "match_rules": fields.mapping("match_rules"),
+        "trust_email": fields.boolean("trust_email"),
+        "allow_private_network": fields.boolean("allow_private_network"),
+        "token_endpoint_auth_method": fields.string("token_endpoint_auth_method", max_length=30),
+    }
+    for name in SSO_URL_FIELDS:
+        values[name] = fields.string(name, max_length=500, rule=lambda v, n=name: validation.provider_url(v, n))
+    method = values["token_endpoint_auth_method"]
+    if method is not None and method not in ("client_secret_post", "client_secret_basic"):
+        fields.errors["token_endpoint_auth_method"] = "must be client_secret_post or client_secret_basic"
+    for name in ("profile_mappings", "match_rules"):
+        value = values[name]
+        if value is not None and not all(
+            isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values()
+        ):
+            fields.errors[name] = "must map names to lists of strings"
+    params = values["authorize_params"]
+    if params is not None:
+        problem = providers.authorize_params_problem(params)
+        if not all(isinstance(v, str) for v in params.values()):
+            fields.errors["authorize_params"] = "must map names to strings"
+        elif problem:
+            fields.errors["authorize_params"] = problem
+    if values["allow_private_network"] and not actor.system_admin:
+        # A tenant admin's provider URLs are called from inside our network.
+        fields.errors["allow_private_network"] = "only a system admin may allow a provider on private networks"
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _check_sso_state(fields: Fields, state: dict[str, Any]) -> None:
+    """Rules over the whole provider as it would be saved, on create and on every update alike."""
+    allowed = state.get("allow_private_network") or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    if not allowed:
+        for name in SSO_URL_FIELDS:
+            problem = validation.public_url_problem(state[name]) if state.get(name) else None
+            if problem:
+                fields.errors.setdefault(name, problem)
+    problem = providers.email_trust_problem(
+        state.get("tenant"), bool(state.get("trust_email")), state.get("match_rules") or {}
+    )
+    if problem:
+        fields.errors["trust_email"] = problem
+
+
+def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
+    fields = Fields(data, partial=False)
+    domain = domain_field(actor, fields)
+    secret = fields.string("client_secret", required=True, max_length=2000)
+    preset = fields.string("preset", max_length=20)
+    tenant = fields.string("tenant", max_length=100)
+    values = _sso_fields(fields, actor)
+    base: dict[str, Any] = {}
+    if preset == "microsoft":
+        # As the CLI's: ASCII letters, digits, dots and dashes (str.isalnum() also takes "ᾢ").
+        if not tenant or not all(c in ".-" or (c.isascii() and c.isalnum()) for c in tenant):
+            fields.errors["tenant"] = "a Microsoft tenant id or domain is needed"
+        else:
+            base = providers.microsoft_preset(tenant)
+    elif preset:
+        fields.errors["preset"] = "the only preset is microsoft"
+    elif values.get("issuer"):
+        base = {"kind": "oidc"}
+    elif all(values.get(n) for n in ("authorize_url", "token_url", "userinfo_url")):
+        base = {"kind": "oauth2"}
+    else:
+        # An issuer given but not valid keeps its own message.
+        fields.errors.setdefault("issuer", "give issuer, or authorize_url, token_url and userinfo_url, or a preset")
+    _check_sso_state(fields, {**base, **values, "tenant": tenant})
+    fields.done()
+    merged = {**base, **values}
+    merged["profile_mappings"] = {**base.get("profile_mappings", {}), **values.get("profile_mappings", {})}
+    merged.setdefault("scopes", "openid email profile" if merged["kind"] == "oidc" else "email profile")
+    provider = SsoProvider(
+        id=secrets.token_hex(8),
+        domain_id=domain.id,
+        client_secret_encrypted=security.encrypt(secret),
+        **merged,
+    )
+    db.session.add(provider)
+    db.session.flush()
+    audit_change(actor, "sso.created", domain.id, f"sso:{provider.id}", after=provider.as_json())
+    commit("that SSO provider")
+    return provider
+
+
+def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoProvider:
+    require_change(actor, provider.domain_id)
+    before = provider.as_json()
+    fields = Fields(data, partial=True)
+    secret = fields.string("client_secret", required=True, max_length=2000)
+    values = _sso_fields(fields, actor)
+    if not actor.system_admin and any(name in values for name in SSO_URL_FIELDS):
+        # Where an on-premises provider may be reached was a system admin's
+        # decision for the URLs they saw; new URLs from anyone else lose it.
+        values["allow_private_network"] = False
+    state = ("tenant", "trust_email", "match_rules", "allow_private_network", *SSO_URL_FIELDS)
+    _check_sso_state(fields, {**{name: getattr(provider, name) for name in state}, **values})
+    fields.done()
+    for attr, value in values.items():
+        setattr(provider, attr, value)
+    if secret:
+        provider.client_secret_encrypted = security.encrypt(secret)
+    after = provider.as_json() | ({"client_secret_changed": True} if secret else {})
+    audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, after)
+    db.session.commit()
+    return provider
+
+
+def delete_sso_provider(actor: Actor, provider: SsoProvider) -> None:
+    require_change(actor, provider.domain_id)
+    before = provider.as_json()
+    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id))
+    db.session.delete(provider)
+    audit_change(actor, "sso.deleted", provider.domain_id, f"sso:{provider.id}", before=before)
+    db.session.commit()
+
+
+
+def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
+    """Link an account at one of the user's domain's SSO providers to ``user``: a system admin's step.
+
+    A first SSO sign-in never links itself to a privileged account, or to one
+    that already trusts another provider; the account holder (signed in, at
+    /auth/oauth2/link) or a system admin does it.
+    """
+    if not actor.system_admin:
+        raise Forbidden()
+    fields = Fields(data, partial=False)
+    provider_id = fields.string("provider", required=True, max_length=32)
+    subject = fields.string("subject", required=True, max_length=255)
+    fields.done()
+    provider = providers.find_provider(user_domain(user), provider_id)
+    if provider is None:
+        raise ValidationFailed({"provider": "no such SSO provider in the user's domain"})
+    try:
+        linking.link_identity(provider, subject, user, actor=actor.name, via="system_admin")
+    except providers.ProviderRefused:
+        raise Conflict("that account at the provider is already linked to another user") from None
+    return db.session.scalar(
+        select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
+    )
+
+

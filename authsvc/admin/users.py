@@ -1,0 +1,126 @@
+"""Users of a domain: create, change (passwords, rights, disabling), delete, end their tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete
+
+from authsvc.accounts import sessions, signin
+from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change_of_user
+from authsvc.admin.fields import Fields, domain_field
+from authsvc.core import validation
+from authsvc.core.models import ApiKey, Consent, Domain, ExternalIdentity, Token, User
+from authsvc.database import db
+from authsvc.identity import delegated
+
+
+def _user_flags(fields: Fields, actor: Actor) -> dict[str, Any]:
+    values = {
+        "name": fields.string("name"),
+        "service_account": fields.boolean("service_account"),
+        "admin": fields.boolean("admin"),
+        "support": fields.boolean("support"),
+        "groups": fields.strings("groups"),
+        "system_admin": fields.boolean("system_admin"),
+    }
+    if values["system_admin"] is not None and not actor.system_admin:
+        fields.errors["system_admin"] = "only a system admin may grant or remove it"
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def create_user(actor: Actor, data: Any) -> User:
+    fields = Fields(data, partial=False)
+    domain = domain_field(actor, fields)
+    email = fields.string("email", required=True, max_length=320, rule=validation.email)
+    password = fields.string("password", max_length=1024, rule=validation.password)
+    values = _user_flags(fields, actor)
+    if domain and email and signin.find_user(domain, email):
+        fields.errors["email"] = "a user with this e-mail already exists in the domain"
+    fields.done()
+    user = User(domain_id=domain.id, email=email, **{"name": "", **values})
+    if password:
+        user.set_password(password)
+    db.session.add(user)
+    db.session.flush()
+    audit_change(actor, "user.created", domain.id, f"user:{user.id}", after=user.as_json())
+    commit(f"a user with e-mail {email!r}")
+    return user
+
+
+def update_user(actor: Actor, user: User, data: Any) -> User:
+    """Change a user; a new password or disabling ends the user's sessions and tokens."""
+    require_change_of_user(actor, user)
+    before = user.as_json()
+    fields = Fields(data, partial=True)
+    email = fields.string("email", required=True, max_length=320, rule=validation.email)
+    password = fields.string("password", max_length=1024, rule=validation.password)
+    disabled = fields.boolean("disabled")
+    values = _user_flags(fields, actor)
+    if email and email != user.email and signin.find_user(user_domain(user), email):
+        fields.errors["email"] = "a user with this e-mail already exists in the domain"
+    if user.id == actor.user.id:
+        # An admin who demotes or disables themselves locks themselves out.
+        if disabled is True:
+            fields.errors["disabled"] = "you cannot disable yourself"
+        if values.get("admin") is False or values.get("system_admin") is False:
+            fields.errors["admin"] = "you cannot remove your own admin rights"
+    fields.done()
+    if email:
+        user.email = email
+    for attr, value in values.items():
+        setattr(user, attr, value)
+    revoked = 0
+    if password:
+        revoked += sessions.change_password(user, password)
+    if disabled is True and not user.disabled:
+        revoked += sessions.disable(user)
+    elif disabled is False:
+        user.disabled = False
+    after = (
+        user.as_json()
+        | ({"password_changed": True} if password else {})
+        | ({"revoked_tokens": revoked} if revoked else {})
+    )
+    audit_change(actor, "user.updated", user.domain_id, f"user:{user.id}", before, after)
+    commit("that user")
+    return user
+
+
+def user_domain(user: User) -> Domain:
+    return db.session.get(Domain, user.domain_id)
+
+
+def delete_user(actor: Actor, user: User) -> None:
+    require_change_of_user(actor, user)
+    if user.id == actor.user.id:
+        raise Conflict("you cannot delete yourself")
+    before = user.as_json()
+    db.session.execute(delete(Token).where(Token.user_id == user.id))
+    db.session.execute(delete(Consent).where(Consent.user_id == user.id))
+    db.session.execute(delete(ApiKey).where(ApiKey.user_id == user.id))
+    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
+    sessions.invalidate_sessions(user)
+    db.session.delete(user)
+    audit_change(actor, "user.deleted", int(before["domain"]), f"user:{before['id']}", before=before)
+    db.session.commit()
+
+
+
+def revoke_user_tokens(actor: Actor, user: User) -> int:
+    require_change_of_user(actor, user)
+    revoked = sessions.end_everything(user)
+    audit_change(actor, "user.tokens_revoked", user.domain_id, f"user:{user.id}", after={"revoked_tokens": revoked})
+    db.session.commit()
+    return revoked
+
+
+def user_resource_token(actor: Actor, user: User, provider_id: str | None) -> dict[str, Any]:
+    """Another user's delegated provider token: acting as that user, so only for who may change the user."""
+    require_change_of_user(actor, user)
+    return delegated.resource_token(user, provider_id)
+
+
+def clear_user_resource_tokens(actor: Actor, user: User) -> int:
+    require_change_of_user(actor, user)
+    return delegated.clear_tokens(user)

@@ -1,0 +1,1 @@
+"""The top of the service: what knows every feature. Error handlers, request rates, blueprint wiring."""

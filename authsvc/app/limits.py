@@ -1,0 +1,200 @@
+"""Request rates (Flask-Limiter), counted in Redis under ``authsvc:limits`` so that every
+worker and instance shares them. (Lockouts after failed sign-ins: authsvc.accounts.lockouts;
+the bound on unfinished SSO flows: authsvc.identity.flow.)
+
+- Request rates: password attempts (``/auth/signin``, the sign-in page, the
+  password grant) per client address, failed ones per account, token requests
+  per client, and SSO starts per client address. Over the rate, a request gets
+  429 before any password is checked. Accounts are keyed on the domain's id,
+  not on the Host header, so another port or host name for the domain counts
+  against the same account.
+- SSO flows: an address may hold at most ``AUTHSVC_SSO_FLOWS_PER_ADDRESS``
+  unfinished flows in the store; past that, a start gets 429.
+- Lockouts: each failed password attempt counts against the account and the
+  client address. At the threshold the account (or address) is locked for
+  ``AUTHSVC_LOCKOUT_BASE`` seconds, and every further failure doubles that, up
+  to ``AUTHSVC_LOCKOUT_MAX``. While locked, even the right password is refused,
+  with the time to wait. A successful sign-in clears the account's count.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from flask import Flask, Response, current_app, request
+from flask_limiter import Limit, Limiter
+
+from authsvc import store
+from authsvc.core import security
+from authsvc.core.tenancy import current_domain
+from authsvc.oauth.parameters import QUERY_PARAMETERS
+from authsvc.web.deployment import client_address
+
+# Endpoints where a password is checked.
+PASSWORD_ENDPOINTS = {"auth.signin", "auth.login"}
+TOKEN_ENDPOINT = "oauth.token"
+SSO_START_ENDPOINT = "sso.start"
+# Nothing else is rate limited, so nothing else depends on the limiter's storage
+# (inspect must keep answering from SQL while Redis is down).
+LIMITED_ENDPOINTS = PASSWORD_ENDPOINTS | {TOKEN_ENDPOINT, SSO_START_ENDPOINT}
+
+PREFIX = f"{store.PREFIX}limits"
+
+
+# Request rates -----------------------------------------------------------
+
+
+def _parameter(name: str) -> str | None:
+    """A request parameter as the views will read it, or None; never an error.
+
+    Same precedence as the views: the body first, then the query string; at
+    the token endpoint only the names it reads from the query. Otherwise a
+    decoy ``?username=`` would be counted while the body's account is tried.
+    Limits run before the view, on input nobody has validated yet: a body the
+    view will refuse must not make the limiter fail.
+    """
+    try:
+        if request.mimetype == "application/json":
+            body = request.get_json(silent=True)
+            value = body.get(name) if isinstance(body, dict) else None
+        else:
+            value = request.form.get(name)
+        if value is None and (request.endpoint != TOKEN_ENDPOINT or name in QUERY_PARAMETERS):
+            value = request.args.get(name)
+    except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _password_attempt() -> bool:
+    if request.endpoint in PASSWORD_ENDPOINTS:
+        return request.method == "POST"
+    return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+
+
+def _find_the_domain_first() -> None:
+    """Look up a password attempt's domain before the limiter keys the account on it.
+
+    Here an unknown host is its 404 and a database fault its 503. Raised in a
+    key function, either would be swallowed by Flask-Limiter, which would also
+    count in memory from then on.
+    """
+    if _password_attempt():
+        current_domain()
+
+
+def _attempted_account() -> str:
+    name = "username" if request.endpoint == TOKEN_ENDPOINT else "email"
+    email = (_parameter(name) or "").strip().lower()
+    # A digest keeps e-mail addresses out of Redis. The domain's id (found by
+    # _find_the_domain_first), not the Host header, keeps domains apart: a
+    # port or another name that reaches the same domain is the same account.
+    return security.digest(f"{current_domain().id} {email}") if email else ""
+
+
+def _refused(response: Response) -> bool:
+    """Whether a password attempt failed, for the per-account rate.
+
+    A success does not count: a fleet of workers may sign one service account
+    in as often as it needs. A 429 does not either (it checked no password),
+    nor a 5xx (our fault, not the client's guess).
+    """
+    return 400 <= response.status_code < 500 and response.status_code != 429
+
+
+def _requesting_client() -> str:
+    try:
+        basic = request.authorization
+    except Exception:  # noqa: BLE001 - a garbled header is the view's to refuse
+        basic = None
+    if basic is not None and basic.type == "basic" and basic.username:
+        client_id = basic.username
+    else:
+        client_id = _parameter("client_id")
+    return f"client:{client_id[:100]}" if client_id else f"address:{client_address()}"
+
+
+def _setting(name: str) -> Any:
+    return lambda: current_app.config[name]
+
+
+def _limits() -> list[Limit]:
+    return [
+        Limit(
+            _setting("AUTHSVC_SIGNIN_RATE_LIMIT"),
+            key_function=client_address,
+            scope="signin-address",
+            shared=True,
+            exempt_when=lambda: not _password_attempt(),
+        ),
+        Limit(
+            _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT"),
+            key_function=_attempted_account,
+            scope="signin-account",
+            shared=True,
+            exempt_when=lambda: not _password_attempt() or not _attempted_account(),
+            # Only failures are counted; a request over the rate is refused all the same.
+            deduct_when=_refused,
+        ),
+        Limit(
+            _setting("AUTHSVC_TOKEN_RATE_LIMIT"),
+            key_function=_requesting_client,
+            scope="token-client",
+            shared=True,
+            exempt_when=lambda: request.endpoint != TOKEN_ENDPOINT,
+        ),
+        Limit(
+            _setting("AUTHSVC_SSO_START_RATE_LIMIT"),
+            key_function=client_address,
+            scope="sso-start-address",
+            shared=True,
+            exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
+        ),
+    ]
+
+
+def init_app(app: Flask) -> None:
+    url = app.config.get("REDIS_URL")
+    options: dict[str, Any] = {}
+    if url:
+        # The store's connection pool, with its short timeouts.
+        options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}
+    limiter = Limiter(
+        key_func=client_address,
+        default_limits=_limits(),
+        storage_uri=url or "memory://",
+        storage_options=options,
+        strategy="sliding-window-counter",
+        # Redis down: count in this process instead, and never fail a request
+        # because the counter could not be reached.
+        in_memory_fallback_enabled=True,
+        swallow_errors=True,
+    )
+    limiter.request_filter(lambda: request.endpoint not in LIMITED_ENDPOINTS)
+    registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
+    before = [list(registry.get(None, ())) for registry in registries]
+    limiter.init_app(app)
+    # Flask-Limiter hooks into every request of the app, and its hooks cost
+    # more than a bare route. Only endpoints of these blueprints are limited,
+    # so its hooks move to them: every other request (inspect above all, on
+    # every API call of the platform) skips them.
+    blueprints = {endpoint.split(".")[0] for endpoint in LIMITED_ENDPOINTS}
+    for registry, earlier in zip(registries, before, strict=True):
+        added = [hook for hook in registry.get(None, ()) if hook not in earlier]
+        registry[None] = earlier
+        if registry is app.before_request_funcs:
+            added.insert(0, _find_the_domain_first)
+        for blueprint in blueprints:
+            registry[blueprint].extend(added)
+    app.extensions["authsvc.limiter"] = limiter
+
+
+def retry_after() -> int:
+    """Seconds until the rate limit this request broke lets a request through again."""
+    try:
+        breached = current_app.extensions["authsvc.limiter"].current_limit
+        return max(1, math.ceil(breached.reset_at - time.time()))
+    except Exception:  # noqa: BLE001 - the counter may be unreachable; a minute is a safe answer
+        return 60

@@ -1,0 +1,1 @@
+"""Shared by every feature, importing none of them: models, tenancy, security, validation, error values."""

@@ -1,0 +1,28 @@
+"""What the service keeps in SQL: domains, applications, users, tokens, API keys.
+
+Secrets (client secrets, tokens, API key secrets) are stored only as digests;
+passwords as bcrypt hashes. Ids are integers here and strings in every JSON
+answer.
+"""
+
+from authsvc.core.models.accounts import Consent, User
+from authsvc.core.models.audit import AuditRecord
+from authsvc.core.models.identity import ExternalIdentity, SsoProvider
+from authsvc.core.models.tenancy import DEFAULT_DOMAIN_SCOPES, RESERVED_SCOPES, Application, Domain
+from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, capped_permissions
+
+__all__ = [
+    "API_KEY_PERMISSIONS",
+    "DEFAULT_DOMAIN_SCOPES",
+    "RESERVED_SCOPES",
+    "ApiKey",
+    "Application",
+    "AuditRecord",
+    "Consent",
+    "Domain",
+    "ExternalIdentity",
+    "SsoProvider",
+    "Token",
+    "User",
+    "capped_permissions",
+]

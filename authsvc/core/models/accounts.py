@@ -1,0 +1,77 @@
+"""People and service accounts, and the approvals they gave applications."""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from authsvc.core import security
+from authsvc.core.models.tenancy import Application
+from authsvc.database import db, now
+
+
+class User(db.Model):
+    __table_args__ = (UniqueConstraint("domain_id", "email"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"))
+    # Stored lower-cased, which makes the unique constraint case-insensitive.
+    email: Mapped[str] = mapped_column(String(320))
+    name: Mapped[str] = mapped_column(String(200), default="")
+    password_hash: Mapped[str | None] = mapped_column(String(100))
+    service_account: Mapped[bool] = mapped_column(Boolean, default=False)
+    admin: Mapped[bool] = mapped_column(Boolean, default=False)
+    support: Mapped[bool] = mapped_column(Boolean, default=False)
+    groups: Mapped[list[str]] = mapped_column(JSON, default=list)
+    disabled: Mapped[bool] = mapped_column(Boolean, default=False)
+    # An admin who administers every domain of the service, not only their own.
+    system_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Sessions started before this moment (milliseconds) are refused: set on
+    # a password change or when the user is disabled.
+    sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=0)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    def set_password(self, password: str) -> None:
+        self.password_hash = security.hash_password(password)
+
+    def check_password(self, password: str) -> bool:
+        return security.check_password(password, self.password_hash)
+
+    def get_user_id(self) -> int:
+        return self.id
+
+    @property
+    def permissions(self) -> int:
+        """PlaceOS permission bits: 1 support, 2 admin."""
+        return (1 if self.support else 0) | (2 if self.admin else 0)
+
+    def as_json(self) -> dict:
+        return {
+            "id": str(self.id),
+            "email": self.email,
+            "name": self.name,
+            "domain": str(self.domain_id),
+            "service_account": self.service_account,
+            "admin": self.admin,
+            "support": self.support,
+            "groups": list(self.groups),
+            "disabled": self.disabled,
+            "system_admin": self.system_admin,
+        }
+
+
+class Consent(db.Model):
+    """A user's approval of an application for a set of scopes (applications created with --consent)."""
+
+    __table_args__ = (UniqueConstraint("user_id", "application_id"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"))
+    application_id: Mapped[int] = mapped_column(ForeignKey("application.id"), index=True)
+    scopes: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    application: Mapped[Application] = relationship(lazy="joined")
+
+    def covers(self, scope: str) -> bool:
+        return set(scope.split()) <= set(self.scopes.split())

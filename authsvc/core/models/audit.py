@@ -1,0 +1,36 @@
+"""The audit trail."""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Index, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from authsvc.database import db, now
+
+
+class AuditRecord(db.Model):
+    """Something that happened: who did what to what, when. Never holds a secret."""
+
+    __table_args__ = (Index("ix_audit_record_domain_at", "domain_id", "at"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    at: Mapped[int] = mapped_column(Integer, default=now, index=True)
+    domain_id: Mapped[int | None] = mapped_column(Integer)
+    event: Mapped[str] = mapped_column(String(60), index=True)
+    # "user:12", "api_key:3f9c…", "client:<client_id>", "cli", "anonymous".
+    actor: Mapped[str] = mapped_column(String(120), default="anonymous")
+    target: Mapped[str | None] = mapped_column(String(200))
+    ip: Mapped[str | None] = mapped_column(String(64))
+    details: Mapped[dict] = mapped_column(JSON, default=dict)
+
+    def as_json(self) -> dict:
+        return {
+            "id": str(self.id),
+            "at": self.at,
+            "domain": str(self.domain_id) if self.domain_id is not None else None,
+            "event": self.event,
+            "actor": self.actor,
+            "target": self.target,
+            "ip": self.ip,
+            "details": dict(self.details),
+        }

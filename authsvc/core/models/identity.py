@@ -1,0 +1,97 @@
+"""Upstream identity providers of a domain and the users' accounts there."""
+
+from __future__ import annotations
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false, select
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from authsvc.database import db, now
+
+
+class SsoProvider(db.Model):
+    """An external identity provider of a domain (OpenID Connect or plain OAuth 2.0).
+
+    ``id`` is the public identifier of ``/auth/oauth2?id=``. The client secret
+    is kept encrypted (security.encrypt).
+    """
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(10))  # "oidc" or "oauth2"
+    client_id: Mapped[str] = mapped_column(String(255))
+    client_secret_encrypted: Mapped[str] = mapped_column(Text)
+    issuer: Mapped[str | None] = mapped_column(String(500))
+    authorize_url: Mapped[str | None] = mapped_column(String(500))
+    token_url: Mapped[str | None] = mapped_column(String(500))
+    userinfo_url: Mapped[str | None] = mapped_column(String(500))
+    jwks_url: Mapped[str | None] = mapped_column(String(500))
+    scopes: Mapped[str] = mapped_column(Text)
+    # Scopes an operator needs granted (Microsoft Graph permissions); `sso check` compares.
+    required_scopes: Mapped[str] = mapped_column(Text, default="")
+    authorize_params: Mapped[dict] = mapped_column(JSON, default=dict)
+    token_endpoint_auth_method: Mapped[str] = mapped_column(String(30), default="client_secret_post")
+    # Our user field -> provider claim names, tried in order.
+    profile_mappings: Mapped[dict] = mapped_column(JSON, default=dict)
+    # Claim name -> allowed values; "email_domain" checks the mapped e-mail's domain.
+    match_rules: Mapped[dict] = mapped_column(JSON, default=dict)
+    # Link a first sign-in to an existing user with the same e-mail even when
+    # the provider does not assert email_verified.
+    trust_email: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Server-side requests may reach loopback, private networks and plain http
+    # (an on-premises provider). Only a system admin (or the CLI) sets it.
+    allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    preset: Mapped[str | None] = mapped_column(String(20))
+    tenant: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    @staticmethod
+    def of_domain(domain_id: int) -> list[SsoProvider]:
+        """The domain's providers, by name (the sign-in page's buttons)."""
+        return list(
+            db.session.scalars(select(SsoProvider).where(SsoProvider.domain_id == domain_id).order_by(SsoProvider.name))
+        )
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.id,
+            "domain": str(self.domain_id),
+            "name": self.name,
+            "kind": self.kind,
+            "client_id": self.client_id,
+            "issuer": self.issuer,
+            "authorize_url": self.authorize_url,
+            "token_url": self.token_url,
+            "userinfo_url": self.userinfo_url,
+            "scopes": self.scopes,
+            "required_scopes": self.required_scopes,
+            "authorize_params": dict(self.authorize_params),
+            "token_endpoint_auth_method": self.token_endpoint_auth_method,
+            "profile_mappings": dict(self.profile_mappings),
+            "match_rules": dict(self.match_rules),
+            "trust_email": self.trust_email,
+            "allow_private_network": self.allow_private_network,
+            "preset": self.preset,
+            "tenant": self.tenant,
+        }
+
+
+class ExternalIdentity(db.Model):
+    """A user's account at an SSO provider, with the provider's delegated tokens (encrypted)."""
+
+    __table_args__ = (UniqueConstraint("provider_id", "subject"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    provider_id: Mapped[str] = mapped_column(ForeignKey("sso_provider.id"))
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
+    subject: Mapped[str] = mapped_column(String(255))
+    access_token_encrypted: Mapped[str | None] = mapped_column(Text)
+    refresh_token_encrypted: Mapped[str | None] = mapped_column(Text)
+    expires_at: Mapped[int | None] = mapped_column(Integer)
+    granted_scopes: Mapped[str] = mapped_column(Text, default="")
+    # Set when the provider refused a refresh: the user must sign in again.
+    needs_reauth: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+    updated_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    provider: Mapped[SsoProvider] = relationship(lazy="joined")

@@ -1,0 +1,132 @@
+"""Tenants and their clients: domains and applications."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from authsvc.core import security
+from authsvc.database import db, now
+
+DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
+
+# Scopes every domain knows, for surfaces that act with the user's powers;
+# the consent page shows these descriptions.
+RESERVED_SCOPES = {
+    "admin": "Administer this domain with your admin or support rights: users, applications, API keys and SSO.",
+    "resource_token": "Read your access tokens at external identity providers and act for you there.",
+}
+
+
+class Domain(db.Model):
+    """A tenant (PlaceOS: an authority), found from the request's Host."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    name: Mapped[str] = mapped_column(String(200))
+    host: Mapped[str] = mapped_column(String(253), unique=True)
+    scopes: Mapped[str] = mapped_column(Text, default=DEFAULT_DOMAIN_SCOPES)
+    # Seconds a sign-in session lasts here; None means AUTHSVC_SESSION_TTL.
+    session_ttl: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+    @property
+    def assignable_scopes(self) -> list[str]:
+        """What an application or API key of the domain may have: its scopes and the reserved ones."""
+        return list(dict.fromkeys(self.scope_list + list(RESERVED_SCOPES)))
+
+    def as_json(self) -> dict:
+        return {
+            "id": str(self.id),
+            "name": self.name,
+            "host": self.host,
+            "scopes": self.scopes,
+            "session_ttl": self.session_ttl,
+        }
+
+
+def _public(context: Any) -> bool:
+    return context.get_current_parameters().get("client_secret_digest") is None
+
+
+class Application(db.Model):
+    """An OAuth 2.0 client, listed under Domains -> Applications."""
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    client_secret_digest: Mapped[str | None] = mapped_column(String(64))
+    redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
+    scopes: Mapped[str] = mapped_column(Text, default="public")
+    consent: Mapped[bool] = mapped_column(Boolean, default=False)
+    # RFC 9700 2.1.1: a public application requires PKCE unless created in the
+    # legacy mode (require_pkce false) for clients that follow the spec's flow literally.
+    require_pkce: Mapped[bool] = mapped_column(Boolean, default=_public)
+    allow_plain_pkce: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    access_token_ttl: Mapped[int | None] = mapped_column(Integer)
+    refresh_token_ttl: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    domain: Mapped[Domain] = relationship(lazy="joined")
+
+    @property
+    def confidential(self) -> bool:
+        return self.client_secret_digest is not None
+
+    @property
+    def scope_list(self) -> list[str]:
+        return self.scopes.split()
+
+    # Authlib's ClientMixin, spelled out.
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_default_redirect_uri(self) -> str | None:
+        # Only an unambiguous registration may stand in for an omitted redirect_uri.
+        return self.redirect_uris[0] if len(self.redirect_uris) == 1 else None
+
+    def get_allowed_scope(self, scope: str | None) -> str:
+        return scope or "public"
+
+    def check_redirect_uri(self, redirect_uri: str) -> bool:
+        # Exact string comparison, as RFC 9700 2.1 asks: no prefix or pattern matching.
+        return redirect_uri in self.redirect_uris
+
+    def check_client_secret(self, client_secret: str) -> bool:
+        return self.client_secret_digest is not None and security.digest_matches(
+            client_secret, self.client_secret_digest
+        )
+
+    def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        if method == "none":
+            return not self.confidential
+        return self.confidential and method in ("client_secret_basic", "client_secret_post")
+
+    def check_response_type(self, response_type: str) -> bool:
+        return response_type == "code"
+
+    def check_grant_type(self, grant_type: str) -> bool:
+        return grant_type in ("authorization_code", "password", "refresh_token")
+
+    def as_json(self) -> dict:
+        return {
+            "id": str(self.id),
+            "domain": str(self.domain_id),
+            "name": self.name,
+            "client_id": self.client_id,
+            "redirect_uris": list(self.redirect_uris),
+            "scopes": self.scopes,
+            "confidential": self.confidential,
+            "consent": self.consent,
+            "require_pkce": self.require_pkce,
+            "allow_plain_pkce": self.allow_plain_pkce,
+            "access_token_ttl": self.access_token_ttl,
+            "refresh_token_ttl": self.refresh_token_ttl,
+            "created_at": self.created_at,
+        }

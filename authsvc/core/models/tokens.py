@@ -1,0 +1,220 @@
+"""Credentials: issued access and refresh tokens, and API keys."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text, delete, select, update
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from authsvc.core import security
+from authsvc.core.models.accounts import User
+from authsvc.core.models.tenancy import Application
+from authsvc.database import db, now
+
+
+class Token(db.Model):
+    """An issued access token and its refresh token, held as digests.
+
+    Tokens from one authorisation (a code, or a password grant) share a
+    ``family``; rotation adds to it and reuse of a spent refresh token revokes
+    all of it.
+    """
+
+    __table_args__ = (
+        Index("ix_token_family", "family"),
+        # Unique, and on PostgreSQL covering what credentials._TOKEN_CLAIMS reads of the
+        # token: the inspect lookup is an index-only scan however large the table grows.
+        Index(
+            "ix_token_access_token_digest",
+            "access_token_digest",
+            unique=True,
+            postgresql_include=["application_id", "user_id", "scope", "issued_at", "expires_in", "revoked_at"],
+        ),
+    )
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    application_id: Mapped[int] = mapped_column(ForeignKey("application.id"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"), index=True)
+    access_token_digest: Mapped[str] = mapped_column(String(64))
+    refresh_token_digest: Mapped[str | None] = mapped_column(String(64), unique=True)
+    family: Mapped[str] = mapped_column(String(64))
+    grant_type: Mapped[str] = mapped_column(String(40))
+    scope: Mapped[str] = mapped_column(Text)
+    issued_at: Mapped[int] = mapped_column(Integer, default=now)
+    expires_in: Mapped[int] = mapped_column(Integer)
+    # The refresh token's own end: the grant's end or its idle limit, whichever comes first.
+    refresh_expires_at: Mapped[int | None] = mapped_column(Integer)
+    # The end of the whole grant: no refresh token of the family outlives it.
+    grant_expires_at: Mapped[int | None] = mapped_column(Integer)
+    # Set when the refresh token was exchanged for a new pair (rotation).
+    refreshed_at: Mapped[int | None] = mapped_column(Integer)
+    revoked_at: Mapped[int | None] = mapped_column(Integer)
+    # From this moment the row serves nothing (both tokens expired, or revoked)
+    # and `tokens purge` may delete it; indexed so that finding them never scans.
+    purgeable_at: Mapped[int] = mapped_column(Integer, index=True)
+
+    application: Mapped[Application] = relationship(lazy="joined")
+    user: Mapped[User | None] = relationship(lazy="joined")
+
+    @property
+    def expires_at(self) -> int:
+        return self.issued_at + self.expires_in
+
+    def is_active(self, at: int | None = None) -> bool:
+        return self.revoked_at is None and (at or now()) < self.expires_at
+
+    def refresh_is_active(self, at: int | None = None) -> bool:
+        """Whether the refresh token may still be exchanged: live, unspent, not expired."""
+        return (
+            self.refresh_expires_at is not None
+            and self.revoked_at is None
+            and self.refreshed_at is None
+            and (at or now()) < self.refresh_expires_at
+        )
+
+    # Authlib's TokenMixin, for the refresh grant.
+    def check_client(self, client: Application) -> bool:
+        return self.application_id == client.id
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_expires_in(self) -> int:
+        return self.expires_in
+
+    def is_expired(self) -> bool:
+        return now() >= self.expires_at
+
+    def is_revoked(self) -> bool:
+        return self.revoked_at is not None
+
+    def get_user(self) -> User | None:
+        return self.user
+
+    def get_client(self) -> Application:
+        return self.application
+
+    # Lookups by a presented value go through the unique index on its digest.
+    @staticmethod
+    def find_by_access_token(value: str) -> Token | None:
+        return db.session.scalar(select(Token).where(Token.access_token_digest == security.digest(value)))
+
+    @staticmethod
+    def find_by_refresh_token(value: str) -> Token | None:
+        return db.session.scalar(select(Token).where(Token.refresh_token_digest == security.digest(value)))
+
+    @staticmethod
+    def revoke_where(*conditions: ColumnElement[bool]) -> int:
+        """Revoke every live token that meets ``conditions``; return how many there were.
+
+        Every revocation goes through here, so that a revoked row also becomes
+        purgeable at once. The caller commits.
+        """
+        moment = now()
+        result = db.session.execute(
+            update(Token).where(*conditions, Token.revoked_at.is_(None)).values(revoked_at=moment, purgeable_at=moment)
+        )
+        return result.rowcount
+
+    @staticmethod
+    def purge_batch(before: int, limit: int) -> tuple[int, int]:
+        """Delete up to ``limit`` rows purgeable before ``before``; return (expired, revoked) counts.
+
+        Finds them through the index on ``purgeable_at`` and deletes by primary
+        key. Rows another transaction holds locked are skipped (PostgreSQL), so
+        a purge never waits on live traffic. The caller commits.
+        """
+        rows = db.session.execute(
+            select(Token.id, Token.revoked_at)
+            .where(Token.purgeable_at < before)
+            .order_by(Token.purgeable_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        ).all()
+        if not rows:
+            return 0, 0
+        db.session.execute(delete(Token).where(Token.id.in_([row.id for row in rows])))
+        revoked = sum(1 for row in rows if row.revoked_at is not None)
+        return len(rows) - revoked, revoked
+
+    @staticmethod
+    def revoke_family(family: str) -> int:
+        """Revoke every token of ``family`` (one authorisation grant); return how many were live."""
+        return Token.revoke_where(Token.family == family)
+
+    @staticmethod
+    def revoke_for_user(user_id: int) -> int:
+        return Token.revoke_where(Token.user_id == user_id)
+
+
+API_KEY_PERMISSIONS = ("user", "support", "admin")
+
+
+def capped_permissions(level: str, bits: int) -> int:
+    """A user's permission ``bits`` as an API key of ``level`` may use them."""
+    if level == "admin":
+        return bits
+    if level == "support":
+        return 1 if bits else 0
+    return 0
+
+
+class ApiKey(db.Model):
+    """A long-lived credential of a user, presented as ``<id>.<secret>``.
+
+    ``permission`` caps what the key may do on the user's behalf: a ``user``
+    key of an admin carries no admin bit, and an ``admin`` key of a user who
+    is no longer admin carries none either.
+    """
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    secret_digest: Mapped[str] = mapped_column(String(64))
+    scopes: Mapped[str] = mapped_column(Text, default="public")
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+    expires_at: Mapped[int | None] = mapped_column(Integer)
+    revoked_at: Mapped[int | None] = mapped_column(Integer)
+    permission: Mapped[str] = mapped_column(String(10), default="user", server_default="user")
+    # Updated at most once a minute (credentials.LAST_USED_RESOLUTION), not on every request.
+    last_used_at: Mapped[int | None] = mapped_column(Integer)
+
+    user: Mapped[User] = relationship(lazy="joined")
+
+    @classmethod
+    def issue(
+        cls, user: User, name: str, scopes: str, permission: str = "user", expires_at: int | None = None
+    ) -> tuple[ApiKey, str]:
+        """A new key for ``user`` and the value shown once, ``<id>.<secret>``; only a digest is kept."""
+        if permission == "admin" and not user.admin:
+            raise ValueError(f"{user.email} is not an admin; an admin key needs one")
+        if permission == "support" and not (user.admin or user.support):
+            raise ValueError(f"{user.email} is neither support nor admin; a support key needs one")
+        secret = security.new_secret()
+        key = cls(
+            id=secrets.token_hex(8),
+            domain_id=user.domain_id,
+            user_id=user.id,
+            name=name,
+            secret_digest=security.digest(secret),
+            scopes=scopes,
+            permission=permission,
+            expires_at=expires_at,
+        )
+        return key, f"{key.id}.{secret}"
+
+    def as_json(self) -> dict:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "user": str(self.user_id),
+            "domain": str(self.domain_id),
+            "scopes": self.scopes,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+            "permission": self.permission,
+            "last_used_at": self.last_used_at,
+            "revoked": self.revoked_at is not None,
+        }

@@ -1,0 +1,291 @@
+"""Single sign-on through external identity providers (OpenID Connect or plain OAuth 2.0).
+
+The flow: ``start`` keeps state, PKCE verifier and nonce in Redis and sends the
+browser to the provider; ``finish`` claims that state once, exchanges the code
+with Authlib's client, verifies the ID token (OIDC) or reads the userinfo URL,
+maps the profile, links or creates the user, and keeps the provider's tokens
+encrypted for ``resource_token``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import secrets
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from flask import current_app
+
+from authsvc import audit, store
+from authsvc.core import security
+from authsvc.core.errors import ApiError
+from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.identity.delegated import save_tokens
+from authsvc.identity.linking import check_match_rules, link_identity, link_user, map_profile
+from authsvc.identity.providers import (
+    METADATA_TTL,
+    RESERVED_AUTHORIZE_PARAMS,
+    Endpoints,
+    ProviderRefused,
+    SsoError,
+    client_for,
+    endpoints,
+    fetch_json,
+    find_provider,
+    http_session,
+)
+from authsvc.web import metrics
+from authsvc.web.deployment import client_address
+
+if TYPE_CHECKING:
+    pass
+
+# requests, Authlib's requests client and joserfc are imported inside the
+# functions that talk to a provider: they cost every web worker about 15 MB,
+# and only SSO sign-ins and delegated tokens use them.
+
+log = logging.getLogger(__name__)
+
+
+def start(
+    provider: SsoProvider,
+    callback_url: str,
+    continue_url: str,
+    browser: str,
+    holder: str,
+    link_user: User | None = None,
+) -> str:
+    """Keep the flow's state in Redis, held by address ``holder``, and return the provider's authorisation URL.
+
+    With ``link_user`` (the signed-in user, who asked for it), the callback
+    links the provider's account to that user instead of signing someone in.
+
+    ``browser`` is a secret the starting browser keeps in a cookie: the
+    callback must come back with it, so nobody can hand a victim a callback
+    URL of their own flow (login CSRF, RFC 9700 4.7).
+    """
+    import requests
+
+    try:
+        urls = endpoints(provider)
+    except (requests.RequestException, ValueError, KeyError) as exc:
+        log.warning("SSO provider %s: discovery failed: %s", provider.id, exc.__class__.__name__)
+        raise _unreachable(provider, exc, "cannot be reached. Try again later.") from None
+    state = security.new_secret()
+    verifier = secrets.token_urlsafe(64)
+    nonce = security.new_secret() if provider.kind == "oidc" else None
+    store.save_flow_state(
+        state,
+        {
+            "provider": provider.id,
+            "verifier": verifier,
+            "nonce": nonce,
+            "continue": continue_url,
+            "callback": callback_url,
+            "browser": security.digest(browser),
+            "link_user": link_user.id if link_user is not None else None,
+        },
+        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        holder,
+    )
+    # Rows saved before reserved names were refused may still hold one: ours win.
+    extra = {k: v for k, v in provider.authorize_params.items() if k.lower() not in RESERVED_AUTHORIZE_PARAMS}
+    if nonce:
+        extra["nonce"] = nonce
+    url, _ = client_for(provider, callback_url).create_authorization_url(
+        urls.authorize_url, state=state, code_verifier=verifier, **extra
+    )
+    return url
+
+
+def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoError:
+    from authsvc.identity import outbound
+
+    if outbound.refused(exc):
+        # Not the provider's fault: its URLs point where this service may not go.
+        log.warning("SSO provider %s: destination refused (private address, plain http or a redirect)", provider.id)
+        return SsoError(
+            502,
+            "Sign-in provider not allowed",
+            f"{provider.name} is at an address this service may not call. Ask your administrator.",
+        )
+    title = "Sign-in provider unavailable" if what.startswith("cannot") else "Sign-in provider failed"
+    return SsoError(502, title, f"{provider.name} {what}")
+
+
+@dataclass
+class SignedIn:
+    user: User
+    continue_url: str
+
+
+def finish(
+    domain: Domain,
+    state: str | None,
+    code: str | None,
+    error: str | None,
+    browser: str | None,
+    session_user: User | None = None,
+) -> SignedIn:
+    """Complete the flow for the callback's ``state`` and ``code`` (or the provider's ``error``).
+
+    ``browser`` is the flow cookie's value: a callback in another browser than
+    the one that started the flow is refused. ``session_user`` is who the
+    browser is signed in as: a linking flow links to them, and only if they
+    are still the user who started it.
+    """
+    import requests
+    from authlib.integrations.requests_client import OAuthError
+    from joserfc.errors import JoseError
+
+    flow = store.claim_flow_state(state) if state and len(state) <= 200 else None
+    if flow is None or not browser or not security.digest_matches(browser, flow["browser"]):
+        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+    provider = find_provider(domain, flow["provider"])
+    if provider is None:
+        raise SsoError(400, "Sign-in expired", "This sign-in link does not belong to this site.")
+    linking = flow.get("link_user")
+    if linking is not None and (session_user is None or session_user.id != linking):
+        raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+    if error or not code:
+        raise ProviderRefused(error or "invalid_request")
+    try:
+        urls = endpoints(provider)
+        token = client_for(provider, flow["callback"]).fetch_token(
+            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"]
+        )
+        claims = _claims(provider, urls, token, flow["nonce"])
+    except OAuthError as exc:
+        raise ProviderRefused(exc.error or "server_error") from None
+    except (requests.RequestException, ValueError, KeyError, TypeError, JoseError) as exc:
+        # Unreachable, slow, or answering garbage: the provider's fault, logged without its data.
+        log.warning("SSO provider %s: sign-in failed: %s", provider.id, exc.__class__.__name__)
+        raise _unreachable(provider, exc, "did not answer properly. Try again later.") from None
+    profile = map_profile(provider, claims)
+    check_match_rules(provider, claims, profile)
+    if linking is not None:
+        user = link_identity(provider, profile["uid"], session_user, actor=f"user:{session_user.id}", via="user")
+    else:
+        user = link_user(provider, profile, claims)
+    # Stored with the provider's tokens, in their transaction.
+    audit.record(
+        "sso.signin",
+        domain_id=domain.id,
+        actor=f"user:{user.id}",
+        target=f"user:{user.id}",
+        details={"provider": provider.id},
+        commit=False,
+    )
+    save_tokens(provider, user, profile["uid"], token)
+    return SignedIn(user=user, continue_url=flow["continue"])
+
+
+def _claims(provider: SsoProvider, urls: Endpoints, token: dict, nonce: str | None) -> dict:
+    claims: dict = {}
+    if provider.kind == "oidc":
+        claims.update(verify_id_token(provider, urls, token.get("id_token"), nonce))
+    if urls.userinfo_url:
+        with http_session(provider) as session:
+            response = session.get(
+                urls.userinfo_url,
+                headers={"Authorization": f"Bearer {token['access_token']}", "Accept": "application/json"},
+                timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"],
+            )
+        response.raise_for_status()
+        userinfo = response.json()
+        if not isinstance(userinfo, dict):
+            raise ValueError("userinfo is not a JSON object")
+        if provider.kind == "oidc" and "sub" in userinfo and userinfo["sub"] != claims.get("sub"):
+            # OIDC Core 5.3.2: a userinfo answer for someone else is not to be trusted.
+            raise ValueError("userinfo sub differs from the ID token's")
+        claims = {**userinfo, **claims}
+    return claims
+
+
+def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None, nonce: str | None) -> dict:
+    """Signature (provider's JWKS), issuer, audience, azp, nonce and expiry, or ValueError/JoseError."""
+    from joserfc import jwt
+
+    if not id_token or not isinstance(id_token, str):
+        raise ValueError("no id_token in the token response")
+    keys = _signing_keys(provider, urls.jwks_url, id_token)
+    decoded = jwt.decode(id_token, keys, algorithms=["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"])
+    claims = decoded.claims
+    issuer = urls.issuer or ""
+    if "{tenantid}" in issuer:
+        issuer = issuer.replace("{tenantid}", str(claims.get("tid", "")))
+    jwt.JWTClaimsRegistry(
+        leeway=60,
+        iss={"essential": True, "value": issuer},
+        aud={"essential": True, "value": provider.client_id},
+        sub={"essential": True},
+        exp={"essential": True},
+        nonce={"essential": True, "value": nonce},
+    ).validate(claims)
+    # OIDC Core 3.1.3.7: a token for several audiences names the party it was
+    # issued to; it must be us, or another audience's token is replayed here.
+    audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+    if (len(audiences) > 1 or "azp" in claims) and claims.get("azp") != provider.client_id:
+        raise ValueError("the ID token's azp is not our client id")
+    return claims
+
+
+def _signing_keys(provider: SsoProvider, jwks_url: str, id_token: str) -> Any:
+    """The provider's key set, refetched once when the token's kid is not in the cached one.
+
+    A provider that rotates its keys signs with a kid our cache has not seen.
+    One worker per provider per interval refetches (a claim in Redis), so
+    tokens with made-up kids cannot make us hammer the provider; it shares
+    what it fetched, which the other workers read instead of their stale copy.
+    """
+    from joserfc import jws
+    from joserfc.jwk import KeySet
+
+    kid = jws.extract_compact(id_token.encode()).headers().get("kid")
+    keys = KeySet.import_key_set(fetch_json(provider, jwks_url))
+    if kid is None or kid in {key.kid for key in keys.keys}:
+        return keys
+    shared = store.load_jwks(provider.id, jwks_url)
+    if shared is not None and kid in {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}:
+        return KeySet.import_key_set(shared)
+    if store.claim_jwks_refetch(provider.id, current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]):
+        log.info("SSO provider %s: unknown key id, refetching its JWKS", provider.id)
+        fresh = fetch_json(provider, jwks_url, fresh=True)
+        store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
+        keys = KeySet.import_key_set(fresh)
+    return keys
+
+
+class TooManyFlows(ApiError):
+    """429: this address holds as many unfinished SSO sign-ins as it may; says when one expires."""
+
+    def __init__(self, retry_after: int):
+        super().__init__(
+            429,
+            "too_many_flows",
+            f"Too many sign-ins in progress from this address. Retry in {retry_after} s.",
+            headers={"Retry-After": str(retry_after)},
+            extra={"retry_after": retry_after},
+        )
+        self.retry_after = retry_after
+
+
+
+
+def refuse_if_holding_too_many_flows() -> None:
+    """Raise TooManyFlows while the client address holds its share of unfinished SSO flows.
+
+    Each start keeps a flow state in Redis for ``AUTHSVC_SSO_FLOW_TTL``; the
+    rate alone would let one address keep rate x TTL of them. A finished flow
+    gives its place back. Concurrent starts may pass this check together; the
+    start rate bounds by how many.
+    """
+    bound = current_app.config["AUTHSVC_SSO_FLOWS_PER_ADDRESS"]
+    if bound <= 0:
+        return
+    held, first_expiry = store.held_flow_states(client_address())
+    if held >= bound:
+        metrics.RATE_LIMITED.labels(reason="sso_flows").inc()
+        raise TooManyFlows(max(1, math.ceil(first_expiry - time.time())))

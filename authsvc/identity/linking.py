@@ -1,0 +1,161 @@
+"""Linking an account at a provider to a user: profile mapping, match rules, first sign-in, explicit links."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from authsvc import audit
+from authsvc.core.models import ExternalIdentity, SsoProvider, User
+from authsvc.database import db
+from authsvc.identity.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
+
+if TYPE_CHECKING:
+    pass
+
+# requests, Authlib's requests client and joserfc are imported inside the
+# functions that talk to a provider: they cost every web worker about 15 MB,
+# and only SSO sign-ins and delegated tokens use them.
+
+log = logging.getLogger(__name__)
+
+
+def _first(claims: dict, names: list[str]) -> str | None:
+    for name in names:
+        value = claims.get(name)
+        if isinstance(value, (str, int)) and str(value).strip():
+            return str(value).strip()
+    return None
+
+
+def map_profile(provider: SsoProvider, claims: dict) -> dict[str, str | None]:
+    mappings = {**DEFAULT_MAPPINGS, **provider.profile_mappings}
+    profile = {field: _first(claims, names) for field, names in mappings.items()}
+    if not profile.get("uid"):
+        raise SsoError(502, "Sign-in provider failed", f"{provider.name} did not say who you are.")
+    if profile.get("email"):
+        profile["email"] = profile["email"].lower()
+    if not profile.get("name"):
+        profile["name"] = " ".join(p for p in (profile.get("first_name"), profile.get("last_name")) if p) or ""
+    return profile
+
+
+def check_match_rules(provider: SsoProvider, claims: dict, profile: dict) -> None:
+    for claim, allowed in provider.match_rules.items():
+        allowed = [str(v).lower() for v in (allowed if isinstance(allowed, list) else [allowed])]
+        if claim == "email_domain":
+            value = (profile.get("email") or "").rpartition("@")[2]
+        else:
+            value = str(claims.get(claim, "")).lower()
+        if value not in allowed:
+            raise ProviderRefused("not_allowed")
+
+
+def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
+    """The user this external account signs in as: linked, matched by e-mail, or new."""
+    for _ in range(2):
+        identity = db.session.scalar(
+            select(ExternalIdentity).where(
+                ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == profile["uid"]
+            )
+        )
+        if identity is not None:
+            user = db.session.get(User, identity.user_id)
+            if user.disabled:
+                raise ProviderRefused("account_disabled")
+            return user
+        try:
+            return _link_new_identity(provider, profile, claims)
+        except IntegrityError:
+            # A concurrent callback for the same account won the race; use its result.
+            db.session.rollback()
+    raise SsoError(409, "Sign-in conflict", "Your account is being set up elsewhere; try again.")
+
+
+def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> User:
+    email = profile.get("email")
+    if not email:
+        raise ProviderRefused("no_email")
+    user = db.session.scalar(select(User).where(User.domain_id == provider.domain_id, User.email == email))
+    if user is not None:
+        refusal = _automatic_link_refusal(provider, user, claims)
+        if refusal:
+            code, reason = refusal
+            _audit_link(provider, "sso.link_refused", user, actor=f"sso:{provider.id}", reason=reason)
+            db.session.commit()
+            raise ProviderRefused(code)
+        via = "email"
+    else:
+        user = User(domain_id=provider.domain_id, email=email, name=profile.get("name") or "")
+        db.session.add(user)
+        db.session.flush()
+        via = "new_user"
+    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=profile["uid"]))
+    _audit_link(provider, "sso.linked", user, actor=f"sso:{provider.id}", via=via)
+    db.session.commit()
+    return user
+
+
+def _automatic_link_refusal(provider: SsoProvider, user: User, claims: dict) -> tuple[str, str] | None:
+    """Why a first sign-in may not be linked to ``user`` (found by e-mail): (error code, audited reason)."""
+    if not (claims.get("email_verified") is True or provider.trust_email):
+        # Linking on an unverified address would let anyone who can set
+        # that address at the provider take over the account.
+        return "email_in_use", "email_not_verified"
+    if user.disabled:
+        return "account_disabled", "account_disabled"
+    if user.system_admin or user.admin or user.support or user.service_account:
+        # Whoever runs a provider (a domain admin can register one) controls
+        # what it asserts: an e-mail claim must never be a way into a
+        # privileged account. Such a link is the account holder's own step.
+        return "link_required", "privileged_account"
+    other = db.session.scalar(
+        select(ExternalIdentity.id).where(
+            ExternalIdentity.user_id == user.id, ExternalIdentity.provider_id != provider.id
+        )
+    )
+    if other is not None:
+        # The account already trusts another provider; this one's e-mail claim does not decide for it.
+        return "link_required", "linked_to_another_provider"
+    return None
+
+
+def link_identity(provider: SsoProvider, subject: str, user: User, *, actor: str, via: str) -> User:
+    """Link ``provider``'s account ``subject`` to ``user`` by an explicit step (the user, or a system admin).
+
+    An account of the provider already linked to someone else stays theirs
+    (ProviderRefused "identity_in_use"); linking it again to the same user is a no-op.
+    """
+    identity = db.session.scalar(
+        select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
+    )
+    if identity is not None:
+        if identity.user_id == user.id:
+            return user
+        _audit_link(provider, "sso.link_refused", user, actor=actor, reason="identity_in_use", via=via)
+        db.session.commit()
+        raise ProviderRefused("identity_in_use")
+    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=subject))
+    _audit_link(provider, "sso.linked", user, actor=actor, via=via)
+    try:
+        db.session.commit()
+    except IntegrityError:
+        db.session.rollback()
+        raise ProviderRefused("identity_in_use") from None
+    return user
+
+
+def _audit_link(provider: SsoProvider, event: str, user: User, *, actor: str, **details: str) -> None:
+    audit.record(
+        event,
+        domain_id=provider.domain_id,
+        actor=actor,
+        target=f"user:{user.id}",
+        details={"provider": provider.id, **details},
+        commit=False,
+    )
+
+

@@ -1,0 +1,158 @@
+"""Single sign-on (SPEC 4.3): GET /auth/oauth2?id= starts it, the callback finishes it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
+
+from authsvc import credentials
+from authsvc.accounts import sessions
+from authsvc.core import security
+from authsvc.core.errors import ApiError
+from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.security import safe_continue
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.identity import delegated, flow, providers
+from authsvc.identity.forms import LinkForm
+from authsvc.web.deployment import client_address
+from authsvc.web.pages import page
+
+bp = Blueprint("sso", __name__, url_prefix="/auth/oauth2")
+# The caller's own delegated provider tokens (SPEC 5.4), on the platform's API.
+resource_tokens = Blueprint("resource_tokens", __name__, url_prefix="/api/engine/v2")
+
+# Binds a flow to the browser that started it; read only by the callback.
+FLOW_COOKIE = "authsvc_sso"
+
+
+def callback_url() -> str:
+    return url_for("sso.callback", _external=True)
+
+
+@bp.get("")
+def start() -> Response:
+    domain = current_domain()
+    provider = providers.find_provider(domain, request.args.get("id"))
+    if provider is None:
+        return _unknown_provider(domain)
+    continue_url = safe_continue(request.args.get("continue"), issuer(), default="")
+    return _redirect_to_provider(domain, provider, continue_url, None)
+
+
+@bp.route("/link", methods=["GET", "POST"])
+def link() -> Response:
+    """A signed-in user links their account at a provider: confirm (CSRF-protected), then sign in there.
+
+    A plain GET never starts it: a link from elsewhere could otherwise tie the
+    victim's account to an account at the provider that someone else holds.
+    """
+    domain = current_domain()
+    provider = providers.find_provider(domain, request.values.get("id"))
+    if provider is None:
+        return _unknown_provider(domain)
+    user = sessions.session_user(domain)
+    if user is None:
+        return redirect(url_for("auth.login_page", **{"continue": url_for("sso.link", id=provider.id)}), 303)
+    form = LinkForm()
+    if request.method == "POST" and form.validate_on_submit():
+        return _redirect_to_provider(domain, provider, "", user)
+    return page(
+        "sso_link.html", 200 if request.method == "GET" else 400, domain=domain, form=form, provider=provider, user=user
+    )
+
+
+def _unknown_provider(domain: Domain) -> Response:
+    return page(
+        "message.html", 404, domain=domain, title="Unknown sign-in provider",
+        message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
+    )  # fmt: skip
+
+
+def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: str, link_user: User | None) -> Response:
+    # Before the provider's discovery document is fetched: a refused start costs nothing.
+    flow.refuse_if_holding_too_many_flows()
+    browser = security.new_secret()
+    try:
+        holder = client_address()
+        target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
+    except providers.SsoError as exc:
+        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
+                    link=url_for("auth.login_page"))  # fmt: skip
+    response = redirect(target, 302 if link_user is None else 303)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it.
+    response.set_cookie(
+        FLOW_COOKIE,
+        browser,
+        max_age=current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        path=bp.url_prefix,
+        httponly=True,
+        secure=current_app.config["AUTHSVC_COOKIE_SECURE"],
+        samesite="Lax",
+    )
+    return response
+
+
+@bp.get("/callback")
+def callback() -> Response:
+    domain = current_domain()
+    try:
+        signed_in = flow.finish(
+            domain,
+            request.args.get("state"),
+            request.args.get("code"),
+            request.args.get("error"),
+            request.cookies.get(FLOW_COOKIE),
+            sessions.session_user(domain),
+        )
+    except providers.ProviderRefused as exc:
+        # Back to the sign-in page, which words the message itself: nothing
+        # the provider sent is shown to the user.
+        code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
+        return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
+    except providers.SsoError as exc:
+        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
+                    link=url_for("auth.login_page"))  # fmt: skip
+    response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    sessions.start_session(response, signed_in.user, domain)
+    response.delete_cookie(FLOW_COOKIE, path=bp.url_prefix)
+    return response
+
+
+# Delegated provider tokens
+
+
+def resource_token_response(fetch: Callable[[str | None], dict[str, Any]]) -> Response:
+    try:
+        answer = fetch(request.args.get("provider"))
+    except delegated.ResourceTokenError as exc:
+        raise ApiError(exc.status, exc.error, exc.description) from None
+    response = jsonify(answer)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _own_delegating_user() -> User:
+    """The caller's user, for a credential granted the ``resource_token`` scope."""
+    credential = credentials.authenticate(current_domain())
+    credentials.require_scopes(credential, "resource_token")
+    return credential.user
+
+
+@resource_tokens.post("/users/resource_token")
+def own_resource_token() -> Response:
+    """The caller's own delegated provider token (SPEC 5.4)."""
+    user = _own_delegating_user()
+    return resource_token_response(lambda provider: delegated.resource_token(user, provider))
+
+
+@resource_tokens.delete("/users/resource_token")
+def clear_own_resource_token() -> Response:
+    return jsonify(cleared=delegated.clear_tokens(_own_delegating_user()))

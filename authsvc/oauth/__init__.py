@@ -1,0 +1,1 @@
+"""The authorisation server: parameters, clients, grants, revocation and introspection, metadata, its views."""

@@ -1,0 +1,62 @@
+"""Applications as OAuth clients: how they authenticate, finding them in the request's domain, their lifetimes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
+from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
+from flask import current_app, g
+from sqlalchemy import select
+from sqlalchemy.orm import contains_eager
+
+from authsvc.core.models import Application
+from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.database import db
+
+AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+
+
+def client_of_request_domain(client_id: str) -> Application | None:
+    domain = g.get("authsvc_domain")
+    if domain is not None:
+        return db.session.scalar(
+            select(Application).where(Application.client_id == client_id, Application.domain_id == domain.id)
+        )
+    # The domain comes with the client, in one statement, and serves the rest of the request.
+    application = db.session.scalar(
+        select(Application)
+        .join(Application.domain)
+        .options(contains_eager(Application.domain))
+        .where(Application.client_id == client_id, REQUEST_DOMAIN),
+        request_domain_parameters(),
+    )
+    if application is None:
+        current_domain()  # an unknown host is a 404, not an unknown client
+        return None
+    g.authsvc_domain = application.domain
+    return application
+
+
+def access_token_ttl(client: Application) -> int:
+    """An application's own access token lifetime, else the global one."""
+    return client.access_token_ttl or current_app.config["AUTHSVC_ACCESS_TOKEN_TTL"]
+
+
+def refresh_token_ttl(client: Application) -> int:
+    """An application's own refresh token (grant) lifetime, else the global one."""
+    return client.refresh_token_ttl or current_app.config["AUTHSVC_REFRESH_TOKEN_TTL"]
+
+
+def authenticate_client_secret_basic(query_client: Any, request: OAuth2Request) -> Application | None:
+    """Authlib's HTTP Basic client authentication, refusing credentials it cannot parse.
+
+    Authlib lets a UnicodeDecodeError (not UTF-8) or a ValueError (an empty
+    "Basic ", base64 with non-ASCII characters) out, which would be a 500.
+    """
+    try:
+        return _client_secret_basic(query_client, request)
+    except UnicodeDecodeError:
+        raise InvalidClientError(status_code=401, description="The Basic credentials are not UTF-8.") from None
+    except ValueError:
+        raise InvalidClientError(status_code=401, description="The Basic credentials are malformed.") from None

@@ -1,0 +1,240 @@
+"""The grants: password (service accounts), authorization code with PKCE, refresh token with rotation."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError, InvalidScopeError, grants
+from authlib.oauth2.rfc7636 import CodeChallenge
+from flask import current_app
+from sqlalchemy import update
+
+from authsvc import audit, store
+from authsvc.accounts import signin
+from authsvc.core import security
+from authsvc.core.models import Application, Token, User
+from authsvc.core.tenancy import current_domain
+from authsvc.database import db, now
+from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.parameters import MergedRequest
+
+log = logging.getLogger(__name__)
+
+
+def resolve_scope(client: Application, requested: str | None) -> str:
+    """The granted scope: ``public`` when none is asked; every asked scope must be the client's."""
+    asked = list(dict.fromkeys((requested or "public").split()))
+    if not asked or not set(asked) <= set(client.scope_list):
+        raise InvalidScopeError("Every requested scope must be one configured on the application.")
+    return " ".join(asked)
+
+
+@dataclass
+class AuthorizationCode:
+    """A claimed code, as read back from Redis."""
+
+    user_id: int
+    client_id: int
+    redirect_uri: str | None
+    scope: str
+    code_challenge: str | None
+    code_challenge_method: str | None
+    family: str
+
+    def get_redirect_uri(self) -> str | None:
+        return self.redirect_uri
+
+    def get_scope(self) -> str:
+        return self.scope
+
+
+class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
+    """For service accounts only (SPEC 4.1); JSON or form body."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+
+    def validate_token_request(self) -> None:
+        client = self.authenticate_token_endpoint_client()
+        params = self.request.form
+        for name in ("username", "password"):
+            if not params.get(name):
+                raise InvalidRequestError(f"Missing '{name}' in request.")
+        domain = current_domain()
+        user = signin.authenticate(domain, params["username"], params["password"], via="password_grant")
+        if user is None:
+            raise InvalidGrantError("The username or password is incorrect.")
+        if user.disabled:
+            signin.refused(domain, user, "disabled", "password_grant")
+            raise InvalidGrantError("The account is disabled.")
+        if not user.service_account:
+            signin.refused(domain, user, "not_a_service_account", "password_grant")
+            raise InvalidGrantError("The password grant is only for service accounts; use the authorization code flow.")
+        self.request.client = client
+        self.request.user = user
+        self.request.scope = resolve_scope(client, params.get("scope"))
+
+    def create_token_response(self) -> tuple[int, dict, list]:
+        token = self.generate_token(user=self.request.user, scope=self.request.scope)
+        self.save_token(token)
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
+    TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+
+    def validate_requested_scope(self) -> None:
+        self.request.scope = resolve_scope(self.request.client, self.request.payload.scope)
+
+    def save_authorization_code(self, code: str, request: MergedRequest) -> None:
+        data = request.payload.data
+        store.save_code(
+            code,
+            {
+                "user": request.user.id,
+                "client": request.client.id,
+                "redirect_uri": data.get("redirect_uri"),
+                "scope": request.scope,
+                "code_challenge": data.get("code_challenge"),
+                "code_challenge_method": data.get("code_challenge_method"),
+            },
+            current_app.config["AUTHSVC_CODE_TTL"],
+        )
+
+    def generate_authorization_code(self) -> str:
+        # Authlib's default draws each of 48 characters with its own urandom call.
+        return security.new_secret()
+
+    def query_authorization_code(self, code: str, client: Application) -> AuthorizationCode | None:
+        # RFC 6749 4.1.2: a code used twice revokes what it produced, whatever the timing.
+        # The replay is recorded before the family is revoked, and the exchange that
+        # spent the code checks for it after committing its tokens (save_token): if
+        # that check ran before the record, its commit came before this revocation,
+        # which then finds the tokens.
+        family = security.new_secret()
+        spent_ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+        data = store.claim_code(code, family, spent_ttl)
+        if data is None:
+            spent_family = store.spent_code_family(code)
+            if spent_family:
+                store.record_code_replay(code, spent_ttl)
+                revoke_replayed(client, spent_family)
+            return None
+        if data["client"] != client.id:
+            return None
+        self.request.family = family
+        self.request.spent_code = code
+        return AuthorizationCode(
+            user_id=data["user"],
+            client_id=data["client"],
+            redirect_uri=data["redirect_uri"],
+            scope=data["scope"],
+            code_challenge=data["code_challenge"],
+            code_challenge_method=data["code_challenge_method"],
+            family=family,
+        )
+
+    def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
+        # Already gone: claiming it deleted it.
+        return None
+
+    def authenticate_user(self, authorization_code: AuthorizationCode) -> User | None:
+        user = db.session.get(User, authorization_code.user_id)
+        if user is None or user.disabled or user.domain_id != current_domain().id:
+            return None
+        return user
+
+
+class RefreshTokenGrant(grants.RefreshTokenGrant):
+    """Refresh with rotation: every refresh token is good for one exchange."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
+        token = Token.find_by_refresh_token(refresh_token)
+        if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
+            return None
+        if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
+            return None
+        if token.refreshed_at is not None:
+            self._spent_token_reused(token)
+            return None
+        return token
+
+    def _spent_token_reused(self, token: Token) -> None:
+        # Inside the grace window a retry or a race between two tabs is the
+        # likely cause: refuse it but keep the family. Outside, assume theft.
+        within_grace = now() - token.refreshed_at <= current_app.config["AUTHSVC_REFRESH_REUSE_GRACE"]
+        revoked = 0 if within_grace else Token.revoke_family(token.family)
+        audit.record(
+            "refresh_token.reused",
+            domain_id=token.application.domain_id,
+            actor=f"client:{token.application.client_id}",
+            target=f"token:{token.id}",
+            details={"within_grace": within_grace, "revoked": revoked},
+            commit=False,
+        )
+        db.session.commit()
+        if not within_grace:
+            log.warning("spent refresh token reused; revoked %d token(s) of its family", revoked)
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        token: Token = self.request.refresh_token
+        # Claim the refresh token in the transaction that saves its successor:
+        # of two concurrent exchanges exactly one updates the row.
+        claimed = db.session.execute(
+            update(Token)
+            .where(Token.id == token.id, Token.refreshed_at.is_(None), Token.revoked_at.is_(None))
+            .values(refreshed_at=now())
+        ).rowcount
+        if claimed != 1:
+            db.session.rollback()
+            raise InvalidGrantError("The refresh token has already been used.")
+        self.request.family = token.family
+        self.request.grant_expires_at = token.grant_expires_at
+
+    def authenticate_user(self, refresh_token: Token) -> User | None:
+        user = refresh_token.user
+        return None if user is None or user.disabled else user
+
+    def revoke_old_credential(self, refresh_token: Token) -> None:
+        # Claimed in validate_token_request already.
+        return None
+
+
+class PKCE(CodeChallenge):
+    """RFC 7636 as RFC 9700 2.1.1 has it: S256; plain only where the application allows it.
+
+    An application that requires PKCE (every public one, unless created in the
+    legacy mode) must name its method: RFC 7636 would take an omitted method
+    as plain, which such an application would then have accepted silently.
+    """
+
+    def validate_code_challenge(self, grant: AuthorizationCodeGrant, redirect_uri: str) -> None:
+        super().validate_code_challenge(grant, redirect_uri)
+        client: Application = grant.request.client
+        data = grant.request.payload.data
+        method = data.get("code_challenge_method")
+        if not data.get("code_challenge"):
+            if client.require_pkce:
+                raise InvalidRequestError("This application requires PKCE: send 'code_challenge' with S256.")
+            return
+        if method is None and client.require_pkce:
+            raise InvalidRequestError("This application requires 'code_challenge_method': send S256.")
+        if (method or self.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not client.allow_plain_pkce:
+            raise InvalidRequestError("'code_challenge_method' must be S256: this application does not allow plain.")
+
+
+def revoke_replayed(client: Application, family: str) -> None:
+    revoked = Token.revoke_family(family)
+    audit.record(
+        "code.replayed",
+        domain_id=client.domain_id,
+        actor=f"client:{client.client_id}",
+        details={"revoked": revoked},
+        commit=False,
+    )
+    db.session.commit()
+    log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)

@@ -1,0 +1,171 @@
+"""The OAuth 2.0 authorisation server: request parsing, grants, PKCE, tokens.
+
+Authlib does the protocol; this module supplies storage (SQL for clients and
+tokens, Redis for codes), the spec's token response and the rules the spec
+and DESIGN.md add on top of the RFCs.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from authlib.common.urls import add_params_to_uri
+from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
+from authlib.oauth2.rfc6749 import OAuth2Error
+from flask import Flask, current_app
+from flask import request as flask_request
+
+from authsvc import audit, store
+from authsvc.core import security
+from authsvc.core.models import Application, Token, User
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.database import db
+from authsvc.oauth.clients import (
+    access_token_ttl,
+    authenticate_client_secret_basic,
+    client_of_request_domain,
+    refresh_token_ttl,
+)
+from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
+from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, PasswordGrant, RefreshTokenGrant, revoke_replayed
+from authsvc.oauth.parameters import MergedRequest
+from authsvc.web import metrics
+
+log = logging.getLogger(__name__)
+
+
+# Authlib raises some errors without a description; every answer carries one.
+DEFAULT_DESCRIPTIONS = {
+    "unsupported_grant_type": "grant_type must be password, authorization_code or refresh_token.",
+    "unsupported_response_type": "response_type must be code.",
+    "invalid_grant": "The grant is invalid, expired, revoked or was issued to another client.",
+    "invalid_scope": "The requested scope is not allowed for this application.",
+    "invalid_client": "The client is unknown or did not authenticate.",
+    "access_denied": "The request was denied.",
+}
+
+
+class AuthorizationServer(_AuthorizationServer):
+    def handle_error_response(self, request: Any, error: OAuth2Error) -> Any:
+        # An unknown host is a 404 whatever else is wrong with the request;
+        # the token endpoint does not look its domain up before Authlib does.
+        current_domain()
+        if not error.description:
+            error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
+        return super().handle_error_response(request, error)
+
+    def handle_response(self, status: int, body: Any, headers: list[tuple[str, str]]) -> Any:
+        # RFC 9207: every authorisation response, code or error, names its issuer,
+        # the same as RFC 8414's (per domain, the origin the request came to).
+        if flask_request.endpoint == "oauth.authorize" and status == 302:
+            headers = [
+                (name, add_params_to_uri(value, [("iss", issuer())]) if name == "Location" else value)
+                for name, value in headers
+            ]
+        return super().handle_response(status, body, headers)
+
+    def create_oauth2_request(self, request: Any) -> MergedRequest:
+        return MergedRequest()
+
+    def query_client(self, client_id: str) -> Application | None:
+        # HTTP Basic credentials bypass the parameter checks: a client_id with
+        # control characters (NUL, which PostgreSQL refuses) is simply unknown.
+        if not client_id.isascii() or not client_id.isprintable():
+            return None
+        # A client of another domain does not exist here. Authlib asks more than
+        # once per request; the answer is kept in this request's environ only.
+        memo = flask_request.environ.setdefault("authsvc.clients", {})
+        if client_id not in memo:
+            memo[client_id] = client_of_request_domain(client_id)
+        return memo[client_id]
+
+    def validate_requested_scope(self, scope: str | None) -> None:
+        # Checked against the client in the grants; nothing server-wide.
+        return None
+
+    def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
+        client: Application = request.client
+        issued = token["created_at"]
+        access_expires_at = issued + token["expires_in"]
+        refresh_expires_at = grant_expires_at = None
+        if token.get("refresh_token"):
+            # The grant's end is set once, at the authorisation, and carried
+            # across rotation; each refresh token also ends after the idle time.
+            grant_expires_at = request.grant_expires_at or issued + refresh_token_ttl(client)
+            refresh_expires_at = grant_expires_at
+            idle = current_app.config["AUTHSVC_REFRESH_IDLE_TTL"]
+            if idle > 0:
+                refresh_expires_at = min(grant_expires_at, issued + idle)
+        row = Token(
+            application_id=client.id,
+            user_id=request.user.id if request.user else None,
+            access_token_digest=security.digest(token["access_token"]),
+            refresh_token_digest=security.digest(token["refresh_token"]) if grant_expires_at else None,
+            family=request.family or security.new_secret(),
+            grant_type=request.payload.grant_type,
+            scope=token["scope"],
+            issued_at=issued,
+            expires_in=token["expires_in"],
+            refresh_expires_at=refresh_expires_at,
+            grant_expires_at=grant_expires_at,
+            purgeable_at=max(access_expires_at, refresh_expires_at or 0),
+        )
+        db.session.add(row)
+        db.session.flush()
+        grant_type = request.payload.grant_type
+        # One transaction: a token is never saved without its audit record, nor the other way round.
+        audit.record(
+            "token.refreshed" if grant_type == "refresh_token" else "token.issued",
+            domain_id=client.domain_id,
+            actor=f"user:{request.user.id}" if request.user else f"client:{client.client_id}",
+            target=f"token:{row.id}",
+            details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
+            commit=False,
+        )
+        db.session.commit()
+        metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
+        if request.spent_code and store.code_replayed(request.spent_code):
+            # A replay raced this exchange and may have revoked before these tokens were committed.
+            revoke_replayed(client, row.family)
+
+
+def generate_token(
+    grant_type: str,
+    client: Application,
+    user: User | None = None,
+    scope: str | None = None,
+    expires_in: int | None = None,
+    include_refresh_token: bool = True,
+) -> dict[str, Any]:
+    """The spec's token response: lower-case ``bearer`` and an integer ``created_at``."""
+    token = {
+        "access_token": security.new_secret(),
+        "token_type": "bearer",
+        "expires_in": expires_in or access_token_ttl(client),
+        "scope": scope or "public",
+        "created_at": int(time.time()),
+    }
+    if include_refresh_token:
+        token["refresh_token"] = security.new_secret()
+    return token
+
+
+def init_app(app: Flask) -> None:
+    """The app's own authorisation server, with its grants and endpoints (tests build many apps)."""
+    app.config.setdefault("AUTHSVC_SPENT_CODE_TTL", 24 * 3600)
+    server = AuthorizationServer(app)
+    server.register_token_generator("default", generate_token)
+    server.register_grant(PasswordGrant)
+    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False)])
+    server.register_grant(RefreshTokenGrant)
+    server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
+    server.register_endpoint(RevocationEndpoint)
+    server.register_endpoint(IntrospectionEndpoint)
+    app.extensions["authsvc.authorization"] = server
+
+
+def authorization_server() -> AuthorizationServer:
+    """The current app's authorisation server."""
+    return current_app.extensions["authsvc.authorization"]

@@ -1,0 +1,164 @@
+"""The authorisation, token, revocation and introspection endpoints (SPEC 4.4, 4.1, 4.5; RFC 7009, RFC 7662),
+consent, and the user's approvals."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from authlib.oauth2.rfc6749 import AccessDeniedError
+from flask import Blueprint, Response, jsonify, redirect, request
+from sqlalchemy import delete, select
+
+from authsvc import audit, credentials
+from authsvc.accounts import sessions
+from authsvc.core.errors import ApiError
+from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
+from authsvc.core.tenancy import current_domain
+from authsvc.database import db, without_transaction
+from authsvc.oauth.forms import ConsentForm
+from authsvc.oauth.server import authorization_server
+from authsvc.web.pages import page
+
+bp = Blueprint("oauth", __name__, url_prefix="/auth/oauth")
+
+
+def _finish(response: Response) -> Response:
+    # The redirect carries the code: no caching, and no Referer for the application.
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@bp.route("/authorize", methods=["GET", "POST"])
+def authorize() -> Response:
+    if request.method == "GET":
+        # Reads only (the code goes to Redis): no BEGIN/ROLLBACK around them.
+        without_transaction()
+    # Validate the client and redirect URI first: a bad request is reported
+    # at once, not after the user has signed in. The client's lookup finds the
+    # domain too (an unknown host is a 404 whatever else is wrong).
+    grant = authorization_server().get_consent_grant(end_user=None)
+    domain = current_domain()
+    user = sessions.session_user(domain)
+    if user is None:
+        return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
+    application: Application = grant.client
+    scope = grant.request.scope
+    if application.consent and not _approved(user, application, scope):
+        form = ConsentForm()
+        if request.method == "GET" or not form.validate_on_submit():
+            return page(
+                "consent.html",
+                200 if request.method == "GET" else 400,
+                domain=domain,
+                application=application,
+                user=user,
+                scopes=scope.split(),
+                reserved=RESERVED_SCOPES,
+                reserved_asked=[s for s in scope.split() if s in RESERVED_SCOPES],
+                form=form,
+                action=request.full_path,
+            )
+        if not form.approve.data:
+            raise AccessDeniedError(redirect_uri=grant.redirect_uri, state=grant.request.payload.state)
+        _remember_approval(user, application, scope)
+    response = authorization_server().create_authorization_response(grant.request, grant=grant, grant_user=user)
+    return _finish(response)
+
+
+def _approved(user: User, application: Application, scope: str) -> bool:
+    consent = db.session.scalar(
+        select(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
+    )
+    return consent is not None and consent.covers(scope)
+
+
+def _remember_approval(user: User, application: Application, scope: str) -> None:
+    consent = db.session.scalar(
+        select(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
+    )
+    if consent is None:
+        db.session.add(Consent(user_id=user.id, application_id=application.id, scopes=scope))
+    else:
+        consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
+    db.session.commit()
+
+
+@bp.post("/token")
+def token() -> Response:
+    # The client's lookup finds the domain too (oauth2.query_client); an
+    # unknown host is still a 404, whatever else is wrong with the request.
+    return authorization_server().create_token_response()
+
+
+def _approving_user(domain: Domain) -> User:
+    """The user of the session cookie or of a bearer token."""
+    if credentials.presented():
+        return credentials.authenticate(domain).user
+    user = sessions.session_user(domain)
+    if user is None:
+        raise ApiError(401, "login_required", "Sign in, or present a bearer token.")
+    return user
+
+
+@bp.get("/authorized_applications")
+def authorized_applications() -> Response:
+    """The applications the user approved, with the scopes approved."""
+    user = _approving_user(current_domain())
+    consents = db.session.scalars(select(Consent).where(Consent.user_id == user.id).order_by(Consent.id))
+    response = jsonify(
+        applications=[
+            {
+                "client_id": c.application.client_id,
+                "name": c.application.name,
+                "scopes": c.scopes,
+                "approved_at": c.created_at,
+            }
+            for c in consents
+        ]
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.delete("/authorized_applications/<client_id>")
+def revoke_authorized_application(client_id: str) -> Response:
+    """Withdraw the approval of an application and revoke the user's tokens for it."""
+    domain = current_domain()
+    user = _approving_user(domain)
+    # The token endpoint's lookup: of this domain, and a client_id with control characters
+    # (NUL, which PostgreSQL refuses) is simply unknown.
+    application = authorization_server().query_client(client_id)
+    if application is None:
+        raise ApiError(404, "not_found", "No such application.")
+    removed = db.session.execute(
+        delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
+    ).rowcount
+    revoked = Token.revoke_where(Token.user_id == user.id, Token.application_id == application.id)
+    if revoked:
+        audit.record(
+            "token.revoked",
+            domain_id=domain.id,
+            actor=f"user:{user.id}",
+            target=f"client:{client_id}",
+            details={"count": revoked, "via": "approval_withdrawn"},
+            commit=False,
+        )
+    db.session.commit()
+    if not removed and not revoked:
+        raise ApiError(404, "not_found", "This application holds no approval of yours.")
+    response = jsonify(client_id=client_id, revoked_tokens=revoked)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.post("/revoke")
+def revoke() -> Response:
+    current_domain()
+    return authorization_server().create_endpoint_response("revocation")
+
+
+@bp.post("/introspect")
+def introspect() -> Response:
+    current_domain()
+    return authorization_server().create_endpoint_response("introspection")

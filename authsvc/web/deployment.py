@@ -1,0 +1,57 @@
+"""Running behind a TLS-terminating proxy, and the headers every answer carries.
+
+With ``AUTHSVC_PROXY_HOPS`` = N, the last N proxies' ``X-Forwarded-For``,
+``-Proto``, ``-Host`` and ``-Port`` are believed (werkzeug's ProxyFix): the
+app then sees the client's address and the original https URL, so issuer,
+redirects and Authlib's transport check need no insecure-transport switch.
+Never set it higher than the number of proxies in front of the service: a
+client could otherwise claim any address or scheme.
+"""
+
+from __future__ import annotations
+
+from flask import Flask, Response, request
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from authsvc.core.errors import ApiError
+from authsvc.core.security import UNSAFE_METHODS, forged_cross_site_request
+from authsvc.core.tenancy import request_host
+from authsvc.web.pages import PAGE_HEADERS
+
+
+def protective_header_values(secure: bool, hsts_max_age: int) -> list[tuple[str, str]]:
+    """The headers every answer carries, whatever it is."""
+    values = [("X-Content-Type-Options", "nosniff")]
+    if secure and hsts_max_age > 0:
+        # Only over https: a browser ignores it on http, and a local http run must stay reachable.
+        values.append(("Strict-Transport-Security", f"max-age={hsts_max_age}; includeSubDomains"))
+    return values
+
+
+def init_app(app: Flask) -> None:
+    hops = app.config["AUTHSVC_PROXY_HOPS"]
+    if hops > 0:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops)
+    hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
+
+    @app.before_request
+    def refuse_forged_cross_site_requests() -> None:
+        if request.method in UNSAFE_METHODS and forged_cross_site_request(
+            request.method, request.endpoint, request.headers, request_host()
+        ):
+            raise ApiError(403, "cross_site_request", "State-changing requests from another site's pages are refused.")
+
+    @app.after_request
+    def protective_headers(response: Response) -> Response:
+        for name, value in protective_header_values(request.is_secure, hsts_max_age):
+            response.headers[name] = value
+        if response.mimetype == "text/html":
+            # Every HTML answer gets the pages' policy, whoever rendered it.
+            for name in ("Content-Security-Policy", "X-Frame-Options"):
+                response.headers.setdefault(name, PAGE_HEADERS[name])
+        return response
+
+
+def client_address() -> str:
+    """The client's address (the proxy's view of it behind AUTHSVC_PROXY_HOPS)."""
+    return request.remote_addr or "unknown"

@@ -1,0 +1,130 @@
+"""Logging: one JSON object per line, each with the request's id; secrets scrubbed before formatting.
+
+The same formatter serves the app and gunicorn (``config/gunicorn.py``), so
+the access log is JSON too, and carries the request id of the response.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import secrets
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from flask import Flask, Response, g, has_request_context, request
+
+from authsvc.audit import scrub
+
+REQUEST_ID_HEADER = "X-Request-Id"
+# An incoming id is kept only when it cannot smuggle anything into a log line
+# or a header: short, and from a safe alphabet (UUIDs, trace ids, ULIDs).
+_VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{8,128}")
+
+# gunicorn's access log atoms that are safe to write: never the query string
+# (the spec's code exchange carries the code there), cookies or Authorization.
+_ACCESS_FIELDS = {
+    "h": "remote",
+    "m": "method",
+    "U": "path",
+    "s": "status",
+    "B": "bytes",
+    "M": "duration_ms",
+    "a": "user_agent",
+    "{x-request-id}o": "request_id",
+}
+_NUMERIC_FIELDS = {"status", "bytes", "duration_ms"}
+
+
+def request_id() -> str | None:
+    """The id of the current request: the client's ``X-Request-Id`` if well formed, else a new one."""
+    if not has_request_context():
+        return None
+    rid = g.get("authsvc_request_id")
+    if rid is None:
+        rid = g.authsvc_request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER, ""))
+    return rid
+
+
+def choose_request_id(incoming: str) -> str:
+    """``incoming`` (a client's ``X-Request-Id``) if well formed, else a new id."""
+    return incoming if _VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
+
+
+class JsonFormatter(logging.Formatter):
+    """``{"ts", "level", "logger", "message", "request_id", ...}``, one line per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "process": record.process,
+        }
+        if record.name == "gunicorn.access" and isinstance(record.args, dict):
+            entry["message"] = "request"
+            for atom, field in _ACCESS_FIELDS.items():
+                value = record.args.get(atom)
+                if value in (None, "-"):
+                    continue
+                entry[field] = int(value) if field in _NUMERIC_FIELDS and str(value).isdigit() else value
+        else:
+            entry["message"] = record.getMessage()
+            entry["request_id"] = request_id()
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, default=str)
+
+
+def _scrub_args(args: Any) -> Any:
+    if isinstance(args, dict):
+        return scrub(args)
+    if isinstance(args, tuple):
+        return tuple(scrub(a) if isinstance(a, dict) else a for a in args)
+    return args
+
+
+def install() -> None:
+    """Scrub secrets from every log record of the process, and write records as JSON if nobody else does.
+
+    Libraries log whole token responses at DEBUG (Authlib: "Issue token %r");
+    the record factory redacts secret keys in dict arguments before any
+    handler formats them. The record factory is the process's (logging has one
+    per process), so it is installed once per process, whatever number of apps
+    are built: the factory in place says whether it is ours.
+    """
+    make_record = logging.getLogRecordFactory()
+    if getattr(make_record, "scrubs_secrets", False):
+        return
+
+    def scrubbed_record(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = make_record(*args, **kwargs)
+        # Not gunicorn's access records: their arguments are every header of
+        # the request and the answer, keyed "{name}i" (no key scrub would
+        # match), and JsonFormatter writes only the safe fields of them.
+        if record.name != "gunicorn.access":
+            record.args = _scrub_args(record.args)
+        return record
+
+    scrubbed_record.scrubs_secrets = True
+    logging.setLogRecordFactory(scrubbed_record)
+    # Alembic 1.17 announces each of its plugins at INFO on every command,
+    # seven lines of noise around every CLI command's answer.
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    root = logging.getLogger()
+    if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(JsonFormatter())
+        root.addHandler(handler)
+
+
+def init_app(app: Flask) -> None:
+    install()
+    logging.getLogger().setLevel(app.config["AUTHSVC_LOG_LEVEL"])
+
+    @app.after_request
+    def add_request_id(response: Response) -> Response:
+        response.headers[REQUEST_ID_HEADER] = request_id()
+        return response
