@@ -42,6 +42,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
     from authsvc import (
         cli,
+        database,
         deployment,
         endpoints,
         errors,
@@ -54,7 +55,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         store,
         views,
     )
-    from authsvc.database import db, ping_after_idle
+    from authsvc.database import db
     from config.settings import from_environment
 
     app = Service(__name__, instance_relative_config=False)
@@ -70,9 +71,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SECURE=app.config["AUTHSVC_COOKIE_SECURE"],
     )
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
-        # A database that does not answer fails the request (503) instead of hanging it.
+        # A database that does not answer fails the request (503) instead of
+        # hanging it: bounded connecting, statements, TCP, and pool waits.
         options = app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
-        options.setdefault("connect_args", {}).setdefault("connect_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
+        connect_args = options.setdefault("connect_args", {})
+        for name, value in database.connect_settings(app.config).items():
+            connect_args.setdefault(name, value)
+        options.setdefault("pool_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
     app.json.sort_keys = False
 
     # First in, so that the request id and the clock are there for every
@@ -87,7 +92,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     with app.app_context():
         for engine in db.engines.values():
-            ping_after_idle(engine)
+            database.init_app(app, engine)
     if not os.environ.get(NO_MIGRATIONS_ENV):
         from flask_migrate import Migrate
 

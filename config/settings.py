@@ -141,7 +141,8 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_LOG_LEVEL": (env.get("AUTHSVC_LOG_LEVEL") or "INFO").upper(),
         # Dependencies that do not answer fail the request fast (503), not after a long hang.
         "AUTHSVC_REDIS_TIMEOUT": _float("AUTHSVC_REDIS_TIMEOUT", 1.0),
-        "AUTHSVC_DATABASE_TIMEOUT": _int("AUTHSVC_DATABASE_TIMEOUT", 5),
+        "AUTHSVC_DATABASE_TIMEOUT": _float("AUTHSVC_DATABASE_TIMEOUT", 5),
+        "AUTHSVC_STATEMENT_TIMEOUT": _float("AUTHSVC_STATEMENT_TIMEOUT", 10),
         "AUTHSVC_RETRY_AFTER": _int("AUTHSVC_RETRY_AFTER", 5),
         # Request rates (Flask-Limiter, counted in Redis).
         "AUTHSVC_SIGNIN_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute"),
