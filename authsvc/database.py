@@ -114,8 +114,6 @@ class _Prepared:
 _PREPARED: dict[Select, _Prepared] = {}
 
 
-
-
 # ----------------------------------------------------------------- bounds
 
 
