@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from flask import Flask
@@ -14,28 +12,6 @@ __all__ = ["create_app"]
 # Set by config/gunicorn.py: a web worker runs no migrations, so it does not
 # carry Flask-Migrate, Alembic, Mako and Pygments (about 12 MB per worker).
 NO_MIGRATIONS_ENV = "AUTHSVC_WEB_WORKER"
-
-
-class Service(Flask):
-    """Flask, with the per-request cost of its hooks cut down."""
-
-    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        # Flask asks this of every hook and view on every request, and the
-        # answer (inspect.iscoroutinefunction) never changes; the app has no
-        # async functions, so a dictionary remembers it. Bounded: one entry per
-        # registered function.
-        try:
-            return self._sync_functions[func]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable callable
-            return super().ensure_sync(func)
-        synced = self._sync_functions[func] = super().ensure_sync(func)
-        return synced
-
-    @cached_property
-    def _sync_functions(self) -> dict[Callable[..., Any], Callable[..., Any]]:
-        return {}
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -58,7 +34,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.database import db
     from config.settings import from_environment
 
-    app = Service(__name__, instance_relative_config=False)
+    app = Flask(__name__, instance_relative_config=False)
     app.config.update(from_environment())
     if config:
         app.config.update(config)

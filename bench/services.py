@@ -252,12 +252,14 @@ class Gunicorn:
     env: dict[str, str]
     log_path: Path
     process: Process | None = None
+    cwd: Path = REPO  # the checkout served (--before: an earlier one)
 
     def start(self, workers: int, timeout: float = 60.0) -> None:
         argv = procfile_command("web")
         # The Procfile binds 0.0.0.0:$PORT; a benchmark listens on loopback only.
         argv = [argv[0], "-b", f"127.0.0.1:{self.port}", *[self.target if a == "app:app" else a for a in argv[1:]]]
-        self.process = Process(self.name, argv, self.log_path, env={**self.env, "PORT": str(self.port)}).start()
+        env = {**self.env, "PORT": str(self.port)}
+        self.process = Process(self.name, argv, self.log_path, env=env, cwd=self.cwd).start()
         wait_for_port(self.port, self.process, timeout)
         deadline = time.monotonic() + timeout
         while len(self.workers()) < workers:
