@@ -17,6 +17,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections import namedtuple
 from collections.abc import Hashable
 from dataclasses import dataclass
@@ -336,6 +337,9 @@ class Readers:
                     raise
 
         self.connection_class = Connection
+        # One cursor per connection, kept: a new one per lookup (and its
+        # adapters) cost more than a tenth of the lookup. Gone with its connection.
+        self._cursors: weakref.WeakKeyDictionary[psycopg.Connection, psycopg.RawCursor] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool | None = None
         self._pid = 0
         self._lock = threading.Lock()
@@ -392,7 +396,10 @@ class Readers:
         try:
             WATCHDOG.start(connection, connection, self.deadline)
             try:
-                row = connection.execute(prepared.sql, values, prepare=True).fetchone()
+                cursor = self._cursors.get(connection)
+                if cursor is None:
+                    cursor = self._cursors[connection] = connection.cursor()
+                row = cursor.execute(prepared.sql, values, prepare=True).fetchone()
             finally:
                 in_time = WATCHDOG.end(connection)
         except psycopg.Error as exc:
@@ -450,6 +457,10 @@ def init_app(app: Flask, engine: Engine) -> None:
     if engine.dialect.name != "postgresql":
         return
     bound_waits(engine, deadline)
+    # psycopg_pool logs every checkout and return at INFO: three records per
+    # inspect at the service's default level. Its warnings (failed connection
+    # attempts, connections found broken) still show.
+    logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
     app.extensions[READERS] = Readers(
         engine,
         connect_settings(config),
