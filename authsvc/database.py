@@ -461,10 +461,12 @@ def init_app(app: Flask, engine: Engine) -> None:
     # inspect at the service's default level. Its warnings (failed connection
     # attempts, connections found broken) still show.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
+    options = config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
     app.extensions[READERS] = Readers(
         engine,
-        connect_settings(config),
+        # The engine's connect arguments: these bounds (create_app), and any the deployment adds.
+        options.get("connect_args") or connect_settings(config),
         wait=config["AUTHSVC_DATABASE_TIMEOUT"],
         deadline=deadline,
-        recycle=config["SQLALCHEMY_ENGINE_OPTIONS"].get("pool_recycle", 1800),
+        recycle=options.get("pool_recycle", 1800),
     )
