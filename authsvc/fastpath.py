@@ -34,6 +34,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
 from authsvc import credentials, deployment, logs, metrics
+from authsvc.database import READERS, Readers
 from authsvc.tenancy import host_name
 
 PATH = "/api/engine/v2/api_keys/inspect"
@@ -54,7 +55,6 @@ class InspectFastPath:
         self.wsgi_app = wsgi_app
         self.default_host = app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
         self.hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
-        self._engine: Any = None
         # The samples every answer of this path adds to, looked up once.
         self._answered = metrics.REQUESTS.labels(endpoint=ENDPOINT, method="GET", status="200")
         self._latency = metrics.LATENCY.labels(endpoint=ENDPOINT)
@@ -95,11 +95,11 @@ class InspectFastPath:
             value = value.strip()
             if kind.lower() != "bearer" or not value:
                 return None
-            credential = credentials.find_token(value, host_name(host), self.default_host, self.engine)
+            credential = credentials.find_token(value, host_name(host), self.default_host, self.readers)
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
-            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.engine)
+            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.readers)
             if credential is not None and credentials.use_to_note(credential):
                 return None  # Flask records the use
         if credential is None:
@@ -117,13 +117,9 @@ class InspectFastPath:
         return body, headers
 
     @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            from authsvc.database import db
-
-            with self.flask_app.app_context():
-                self._engine = db.engine
-        return self._engine
+    def readers(self) -> Readers:
+        # Made by create_app after this layer is in place (database.init_app).
+        return self.flask_app.extensions[READERS]
 
 
 def init_app(app: Flask) -> None:
