@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from functools import cached_property
 from typing import Any
 
 from flask import Flask
@@ -16,41 +14,19 @@ __all__ = ["create_app"]
 NO_MIGRATIONS_ENV = "AUTHSVC_WEB_WORKER"
 
 
-class Service(Flask):
-    """Flask, with the per-request cost of its hooks cut down."""
-
-    def ensure_sync(self, func: Callable[..., Any]) -> Callable[..., Any]:
-        # Flask asks this of every hook and view on every request, and the
-        # answer (inspect.iscoroutinefunction) never changes; the app has no
-        # async functions, so a dictionary remembers it. Bounded: one entry per
-        # registered function.
-        try:
-            return self._sync_functions[func]
-        except KeyError:
-            pass
-        except TypeError:  # an unhashable callable
-            return super().ensure_sync(func)
-        synced = self._sync_functions[func] = super().ensure_sync(func)
-        return synced
-
-    @cached_property
-    def _sync_functions(self) -> dict[Callable[..., Any], Callable[..., Any]]:
-        return {}
-
-
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
-    from authsvc import cli, fastpath, store
+    from authsvc import cli, database, fastpath, store
     from authsvc.app import errors, limits, views
     from authsvc.core import security
-    from authsvc.database import db, ping_after_idle
+    from authsvc.database import db
     from authsvc.oauth import server
     from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment
 
-    app = Service(__name__, instance_relative_config=False)
+    app = Flask(__name__, instance_relative_config=False)
     app.config.update(from_environment())
     if config:
         app.config.update(config)
@@ -63,9 +39,13 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         SESSION_COOKIE_SECURE=app.config["AUTHSVC_COOKIE_SECURE"],
     )
     if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
-        # A database that does not answer fails the request (503) instead of hanging it.
+        # A database that does not answer fails the request (503) instead of
+        # hanging it: bounded connecting, statements, TCP, and pool waits.
         options = app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
-        options.setdefault("connect_args", {}).setdefault("connect_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
+        connect_args = options.setdefault("connect_args", {})
+        for name, value in database.connect_settings(app.config).items():
+            connect_args.setdefault(name, value)
+        options.setdefault("pool_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
     app.json.sort_keys = False
 
     # First in, so that the request id and the clock are there for every
@@ -79,7 +59,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     db.init_app(app)
     with app.app_context():
         for engine in db.engines.values():
-            ping_after_idle(engine)
+            database.init_app(app, engine)
     if not os.environ.get(NO_MIGRATIONS_ENV):
         from flask_migrate import Migrate
 

@@ -1,13 +1,21 @@
 """Audit events: stored in SQL (``GET /api/engine/v2/audit``) and published on Redis.
 
 Other services subscribe to the ``authsvc/events`` channel. Publishing is best
-effort: an event is never lost from SQL because Redis is down.
+effort and off the request path: committed events go to a bounded queue that
+one thread per process publishes from, so a slow or hung Redis never holds a
+request. An event is never lost from SQL because Redis is down; one that
+cannot be published (queue full, Redis unreachable) is logged with its id.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
+import os
+import queue
+import threading
+import time
 from typing import Any
 
 from flask import g, has_request_context, request
@@ -85,13 +93,71 @@ def _collect(session: Session, flush_context: Any) -> None:
             session.info.setdefault(_PENDING, []).append(json.dumps(obj.as_json()))
 
 
+class Publisher:
+    """Publishes committed audit events on CHANNEL from a thread of its own, in commit order."""
+
+    BOUND = 1000  # events waiting at most; past it an event is logged and not published
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Any, str]] = queue.Queue(self.BOUND)
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def put(self, client: Any, payload: str) -> None:
+        if self._pid != os.getpid():
+            self._start()
+        try:
+            self._queue.put_nowait((client, payload))
+        except queue.Full:
+            _dropped(payload, "the publishing queue is full")
+
+    def flush(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the events queued so far are published or logged."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _start(self) -> None:
+        # A forked worker starts its own thread; the parent's did not survive the fork.
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._queue = queue.Queue(self.BOUND)
+            threading.Thread(target=self._run, name="authsvc-audit-publisher", daemon=True).start()
+            self._pid = os.getpid()
+
+    def _run(self) -> None:
+        while True:
+            client, payload = self._queue.get()
+            try:
+                client.publish(CHANNEL, payload)
+            except Exception as exc:  # noqa: BLE001 - a broken channel must not stop the publisher
+                _dropped(payload, exc.__class__.__name__)
+            finally:
+                self._queue.task_done()
+
+
+def _dropped(payload: str, reason: str) -> None:
+    try:
+        what = json.loads(payload)
+        name = f"{what.get('event')} (id {what.get('id')})"
+    except ValueError:
+        name = "an event"
+    log.warning("audit event %s not published on %s: %s; it is stored in SQL", name, CHANNEL, reason)
+
+
+PUBLISHER = Publisher()
+# At a clean exit (a worker restarted), what is queued still gets its chance.
+atexit.register(PUBLISHER.flush)
+
+
 @event.listens_for(Session, "after_commit")
 def _publish(session: Session) -> None:
-    for payload in session.info.pop(_PENDING, []):
-        try:
-            store.client().publish(CHANNEL, payload)
-        except Exception:  # noqa: BLE001 - a broken channel must not undo the stored record
-            log.warning("could not publish an audit event on %s", CHANNEL)
+    payloads = session.info.pop(_PENDING, [])
+    if payloads:
+        client = store.client()
+        for payload in payloads:
+            PUBLISHER.put(client, payload)
 
 
 @event.listens_for(Session, "after_rollback")

@@ -13,13 +13,13 @@ from typing import Any
 
 from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import request
-from sqlalchemy import Engine, bindparam, or_, select, update
+from sqlalchemy import bindparam, or_, select, update
 
 from authsvc.core import security, validation
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
-from authsvc.database import db, now, read_one
+from authsvc.database import Readers, db, now, read_one
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -242,13 +242,13 @@ def _user_permissions(row: Any) -> int:
 
 
 # The lookups below need no Flask request: inspect's WSGI fast path
-# (authsvc.fastpath) calls them too, with the engine it holds.
+# (authsvc.fastpath) calls them too, with the app's readers.
 
 
-def find_token(value: str, host: str, default_host: str | None, engine: Engine | None = None) -> Credential | None:
+def find_token(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:
     """The live access token ``value`` of the domain of ``host`` (else ``default_host``), or None."""
     row = read_one(
-        _TOKEN_CLAIMS, {"digest": security.digest(value), "host": host, "default_host": default_host}, engine
+        _TOKEN_CLAIMS, {"digest": security.digest(value), "host": host, "default_host": default_host}, readers
     )
     if row is None or now() >= row.issued_at + row.expires_in:
         return None
@@ -264,12 +264,12 @@ def find_token(value: str, host: str, default_host: str | None, engine: Engine |
     )
 
 
-def find_api_key(value: str, host: str, default_host: str | None, engine: Engine | None = None) -> Credential | None:
+def find_api_key(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:
     """The live API key ``value`` (``<id>.<secret>``) of the domain of ``host`` (else ``default_host``), or None."""
     key_id, _, secret = value.partition(".")
     well_formed = bool(secret) and validation.text_id(key_id)
     parameters = {"key_id": key_id, "host": host, "default_host": default_host}
-    row = read_one(_API_KEY_CLAIMS, parameters, engine) if well_formed else None
+    row = read_one(_API_KEY_CLAIMS, parameters, readers) if well_formed else None
     # Compare even when the key is unknown, so that timing does not tell.
     matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
     if (

@@ -1,24 +1,37 @@
-"""The database handle, and how requests reach PostgreSQL cheaply.
+"""The database handle, and how requests reach PostgreSQL cheaply and never wait unbounded.
 
-``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.models);
-``read_one`` runs the lookups on every API request as prepared statements
-outside any transaction, on connections kept for them (readers); ``ping_after_idle`` replaces pool_pre_ping's round
-trip on every checkout with a ping only after idleness.
+``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.models).
+``read_one`` runs the lookups on every API request (inspect) as prepared
+statements in autocommit, on connections of their own (``Readers``, a
+psycopg_pool pool). ``ping_after_idle`` replaces pool_pre_ping's round trip on
+every checkout with a ping only after idleness. ``connect_settings`` and
+``bound_waits`` keep every wait on PostgreSQL below gunicorn's worker timeout:
+a database that stops answering costs a request a 503, not the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import socket
+import threading
 import time
+import weakref
 from collections import namedtuple
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
+from flask import Flask, current_app
 from flask_sqlalchemy import SQLAlchemy
+from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy import Engine, Select, event
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
+
+log = logging.getLogger(__name__)
 
 
 class Base(DeclarativeBase):
@@ -39,8 +52,11 @@ def now() -> int:
 PING_AFTER_IDLE = 5.0
 
 
-def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE) -> None:
-    """Make ``engine``'s pool ping connections that sat unused longer than ``idle`` seconds."""
+def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: float | None = None) -> None:
+    """Make ``engine``'s pool ping connections that sat unused longer than ``idle`` seconds.
+
+    ``deadline``: seconds the ping may wait for its answer (see Watchdog).
+    """
 
     @event.listens_for(engine.pool, "checkin")
     def note_idle(dbapi_connection: Any, record: Any) -> None:
@@ -53,7 +69,8 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE) -> None:
             return
         dialect = engine.dialect
         try:
-            alive = dialect.do_ping(dbapi_connection)
+            with WATCHDOG.watching(dbapi_connection, dbapi_connection, deadline):
+                alive = dialect.do_ping(dbapi_connection)
         except dialect.loaded_dbapi.Error as exc:
             # psycopg raises on a dead connection rather than answering False.
             if not dialect.is_disconnect(exc, dbapi_connection, None):
@@ -98,44 +115,168 @@ class _Prepared:
 _PREPARED: dict[Select, _Prepared] = {}
 
 
-def read_one(statement: Select, params: dict[str, str | None], engine: Engine | None = None) -> Any:
+# ----------------------------------------------------------------- bounds
+
+
+def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """libpq connection parameters that bound every wait on PostgreSQL, for the engine and the readers.
+
+    ``connect_timeout`` bounds connecting; ``statement_timeout`` makes the
+    server end a statement that runs (or waits on a lock) too long; TCP
+    keepalives and ``tcp_user_timeout`` make the kernel drop a connection
+    whose packets go unanswered (a dead host, a dropped route), idle or not.
+    A server that still acknowledges packets but never answers is the
+    Watchdog's (below).
+    """
+    statement_ms = int(config["AUTHSVC_STATEMENT_TIMEOUT"] * 1000)
+    return {
+        "connect_timeout": max(2, round(config["AUTHSVC_DATABASE_TIMEOUT"])),  # libpq's least is 2
+        "options": f"-c statement_timeout={statement_ms}",
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": statement_ms,
+    }
+
+
+def client_deadline(config: dict[str, Any]) -> float:
+    """Seconds the service waits for one answer of PostgreSQL: the server's own timeout, and one more."""
+    return config["AUTHSVC_STATEMENT_TIMEOUT"] + 1.0
+
+
+class Watchdog:
+    """Ends waits on PostgreSQL that outlast their deadline, by shutting the connection's socket.
+
+    psycopg waits for an answer as long as it takes, and a server (or a
+    proxy, or a frozen VM) that still acknowledges packets but never answers
+    defeats TCP keepalives and ``tcp_user_timeout``: the worker hangs until
+    gunicorn kills it. A wait is registered (``watching``) for its length;
+    one thread per process looks at the registered waits a few times a
+    second and shuts down the socket of one past its deadline, which makes
+    libpq's wait end at once with "server closed the connection", a
+    disconnect that the request answers with a 503. The lock makes sure that
+    a socket is shut only while its wait is still registered, so never one
+    that has moved on (or whose descriptor was reused).
+    """
+
+    TICK = 0.1  # seconds between looks; a deadline is met this late at most
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waits: dict[Hashable, tuple[float, psycopg.Connection]] = {}
+        self._ended: set[Hashable] = set()
+        self._pid = 0
+
+    @contextlib.contextmanager
+    def watching(self, key: Hashable, connection: Any, seconds: float | None) -> Any:
+        """Shut ``connection``'s socket if the block runs longer than ``seconds`` (None: no bound)."""
+        if seconds is None:
+            yield
+            return
+        self.start(key, connection, seconds)
+        try:
+            yield
+        finally:
+            self.end(key)
+
+    def start(self, key: Hashable, connection: Any, seconds: float) -> None:
+        if self._pid != os.getpid():
+            self._start_thread()
+        with self._lock:
+            self._waits[key] = (time.monotonic() + seconds, connection)
+
+    def end(self, key: Hashable) -> bool:
+        """Stop watching ``key``; False if its deadline had passed and its socket was shut."""
+        with self._lock:
+            if self._waits.pop(key, None) is not None:
+                return True
+            if key in self._ended:
+                self._ended.discard(key)
+                return False
+            return True
+
+    def _start_thread(self) -> None:
+        # Here, not at import: a forked worker has its own thread (threads do not survive a fork).
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            self._waits.clear()
+            self._ended.clear()
+        threading.Thread(target=self._run, name="authsvc-database-watchdog", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self._lock:
+                for key, (deadline, connection) in list(self._waits.items()):
+                    if now >= deadline:
+                        del self._waits[key]
+                        self._ended.add(key)
+                        self._shut(connection)
+
+    @staticmethod
+    def _shut(connection: Any) -> None:
+        log.warning("a database wait passed its deadline; closing its connection")
+        with contextlib.suppress(Exception):  # closed meanwhile: nothing left to end
+            # A duplicate of the descriptor: shutdown acts on the socket both share, close only on the copy.
+            with socket.socket(fileno=os.dup(connection.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+WATCHDOG = Watchdog()
+
+# Execution option that exempts a connection from the deadline (the migrations: an index build may take long).
+UNBOUNDED = "authsvc_unbounded"
+
+
+def bound_waits(engine: Engine, seconds: float) -> None:
+    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def watch(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if not conn.get_execution_options().get(UNBOUNDED):
+            WATCHDOG.start(cursor, cursor.connection, seconds)
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def done(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        WATCHDOG.end(cursor)
+
+    @event.listens_for(engine, "handle_error")
+    def failed(context: Any) -> None:
+        cursor = getattr(context.execution_context, "cursor", None)  # none before a statement ran
+        if cursor is not None:
+            WATCHDOG.end(cursor)
+
+
+# ----------------------------------------------------------------- readers
+
+
+def read_one(statement: Select, params: dict[str, str | None], readers: Readers | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
     For the lookups on every API request (inspect); ``params`` are text. On
-    PostgreSQL the statement runs on one of the engine's readers (below): a
-    prepared statement in autocommit, one round trip, neither parsed nor
-    planned again, with no pool, ORM session or Core result machinery around
-    it. A failure surfaces as SQLAlchemy's DBAPIError, so the 503 handling is
-    the same as elsewhere. On other databases, or when the request's session
-    is in a transaction already: the session's connection.
-    ``engine``: for a caller outside an app context (authsvc.fastpath).
+    PostgreSQL the statement runs on one of the app's readers (below): a
+    prepared statement in autocommit, one round trip, with no ORM session or
+    Core result machinery around it. A failure surfaces as SQLAlchemy's
+    DBAPIError, so the 503 handling is the same as elsewhere. On other
+    databases, or when the request's session is in a transaction already:
+    the session's connection.
+    ``readers``: for a caller outside an app context (authsvc.fastpath).
     """
-    if engine is None:
-        engine = db.engine
+    if readers is None:
         if db.session().in_transaction():
             # The request holds a connection already: use it, not a second one.
             return db.session.connection().execute(statement, params).one_or_none()
-    if engine.dialect.name != "postgresql":
-        return db.session.connection().execute(statement, params).one_or_none()
-    prepared = _PREPARED.get(statement)
-    if prepared is None:
-        prepared = _PREPARED[statement] = _Prepared.of(statement, engine.dialect)
-    values = [params[name] for name in prepared.parameters]
-    readers = _readers_of(engine)
-    for fresh in (False, True):
-        reader = readers.take(fresh)
-        try:
-            return reader.read(prepared, values)
-        except _Disconnected as lost:
-            # A database restart, say: as Core does on a disconnect, every
-            # connection made before now is dropped, the pool's and the other
-            # readers', and this read-only lookup gets one more try on a new one.
-            engine.pool._invalidate(None)  # type: ignore[arg-type]
-            if fresh:
-                raise lost.error from None
-        finally:
-            readers.give_back(reader)
-    raise AssertionError("unreachable: the second try returns or raises")
+        readers = current_app.extensions.get(READERS)
+        if readers is None:
+            return db.session.connection().execute(statement, params).one_or_none()
+    return readers.read(statement, params)
+
+
+READERS = "authsvc.readers"
 
 
 class _Disconnected(Exception):
@@ -145,184 +286,187 @@ class _Disconnected(Exception):
         self.error = error
 
 
-# psycopg's own wait for a result wakes this often (seconds) to look for
-# signals; without an interval it would poll the socket in a busy loop.
-_WAIT_INTERVAL = 0.1
-# libpq's ExecStatus values (psycopg.pq.ExecStatus), here so that a process on SQLite does not import psycopg.
-_COMMAND_OK, _TUPLES_OK = 1, 2
+class Readers:
+    """Inspect's PostgreSQL connections: a psycopg_pool pool, in autocommit, each statement prepared.
 
+    SQLAlchemy's pool checkout and return (with its reset) and switching
+    autocommit on and off cost about the round trip of a lookup; connections
+    kept in autocommit for lookups need none of it. Connected with the
+    engine's URL and the same bounds (``connect_settings``); closed with the
+    engine (``engine.dispose()``); recycled as the engine recycles its own.
 
-class _Reader:
-    """One autocommit PostgreSQL connection, and the statements prepared on it.
-
-    psycopg's cursor, SQLAlchemy's pool checkout and return (with its reset),
-    and switching autocommit on and off cost about twice the round trip of a
-    lookup; a connection kept in autocommit for lookups only needs none of it.
-    The statement goes to libpq directly (``send_query_prepared``), its row
-    through psycopg's own loaders. psycopg's wait stays interruptible: in a
-    sync worker (one thread) a timeout or Ctrl-C ends a lookup that waits on a
-    lock, and cancels it. A request thread of a threaded worker gets no signals.
+    A connection found dead in use (a database restart) drains the pool, and
+    the lookup gets one more try on a new connection. One whose wait passed
+    its deadline (a hung server) is not tried again: the request answers 503.
+    A lookup interrupted by a signal (a worker timeout, Ctrl-C; a sync worker
+    has one thread, which gets them) is cancelled on the server, and its
+    connection closed. A forked child makes its own pool and leaves its
+    parent's alone: closing it would end the parent's sessions.
     """
 
-    def __init__(self, engine: Engine, generation: int):
-        import psycopg  # here, so that a process on SQLite does not load the PostgreSQL driver
-        from psycopg import generators, waiting
-        from psycopg.adapt import Transformer
+    SIZE = 8  # connections at most: as many lookups as run at once in a process
 
-        self.engine = engine
-        self.generation = generation
-        try:
-            # Through the pool, for the engine's connect arguments and events,
-            # then out of it: this connection is the readers' alone.
-            pooled = engine.raw_connection()
-        except psycopg.Error as exc:  # the pool wraps nothing here, unlike engine.connect()
-            raise DBAPIError.instance(None, None, exc, psycopg.Error, dialect=engine.dialect) from exc
-        record = pooled._connection_record
-        self.connected_at = record.starttime if record is not None else time.time()
-        self.connection: Any = pooled.driver_connection
-        pooled.detach()
-        try:
-            self.connection.autocommit = True
-            self.pgconn = self.connection.pgconn
-            self.encoding = self.connection.info.encoding
-            self.transformer = Transformer(self.connection)
-        except BaseException as exc:
-            self.connection.close()  # out of the pool now: nobody else would
-            if isinstance(exc, psycopg.Error):
-                raise DBAPIError.instance(None, None, exc, psycopg.Error, dialect=engine.dialect) from exc
-            raise
-        self.names: dict[_Prepared, bytes] = {}
-        self.broken = False
-        self.errors = psycopg.errors
-        self._execute = generators.execute
-        self._wait = waiting.wait
+    def __init__(self, engine: Engine, settings: dict[str, Any], wait: float, deadline: float, recycle: float):
+        # The engine's own reading of its URL (and its adapters), with the bounds on top.
+        args, kwargs = engine.dialect.create_connect_args(engine.url)
+        self.conninfo = args[0] if args else ""
+        self.kwargs = {
+            **kwargs,
+            **settings,
+            "autocommit": True,
+            "prepare_threshold": 0,  # every statement prepared from its first use
+            "cursor_factory": psycopg.RawCursor,  # $n placeholders, as _Prepared compiles them
+        }
+        self.wait = wait
+        self.deadline = deadline
+        self.recycle = recycle
+        self.dialect = engine.dialect
+        # The last failed attempt to connect (when, what), noted by the pool's
+        # connection class: a request waiting for a connection fails as soon
+        # as an attempt made while it waits fails, not after the whole wait.
+        self.failure: tuple[float, psycopg.Error] | None = None
+        readers = self
 
-    def read(self, prepared: _Prepared, values: list[str | None]) -> Any:
+        class Connection(psycopg.Connection):
+            @classmethod
+            def connect(cls, *args: Any, **kwargs: Any) -> Any:
+                try:
+                    return super().connect(*args, **kwargs)
+                except psycopg.Error as exc:
+                    readers.failure = (time.monotonic(), exc)
+                    raise
+
+        self.connection_class = Connection
+        # One cursor per connection, kept: a new one per lookup (and its
+        # adapters) cost more than a tenth of the lookup. Gone with its connection.
+        self._cursors: weakref.WeakKeyDictionary[psycopg.Connection, psycopg.RawCursor] = weakref.WeakKeyDictionary()
+        self._pool: ConnectionPool | None = None
+        self._pid = 0
+        self._lock = threading.Lock()
+        event.listen(engine, "engine_disposed", self.close)
+
+    @property
+    def pool(self) -> ConnectionPool:
+        if self._pid != os.getpid():
+            with self._lock:
+                if self._pid != os.getpid():
+                    if self._pool is not None:
+                        _INHERITED.append(self._pool)  # kept, never closed or collected here
+                    self._pool = ConnectionPool(
+                        self.conninfo,
+                        kwargs=self.kwargs,
+                        connection_class=self.connection_class,
+                        # None until the first lookup, then as many as run at once.
+                        min_size=0,
+                        max_size=self.SIZE,
+                        num_workers=1,  # the thread that connects; a process needs no more
+                        # A failed attempt is tried once more a second later, then
+                        # left to the next lookup: no retries in the background
+                        # that a request would wait behind after the database is back.
+                        reconnect_timeout=0,
+                        timeout=self.wait,
+                        max_lifetime=self.recycle,
+                        name="authsvc-readers",
+                        open=True,
+                    )
+                    self._pid = os.getpid()
+        return self._pool  # type: ignore[return-value]
+
+    def read(self, statement: Select, params: dict[str, str | None]) -> Any:
+        prepared = _PREPARED.get(statement)
+        if prepared is None:
+            prepared = _PREPARED[statement] = _Prepared.of(statement, self.dialect)
+        values = [params[name] for name in prepared.parameters]
+        for last in (False, True):
+            try:
+                return self._read(prepared, values)
+            except _Disconnected as lost:
+                if last:
+                    raise lost.error from None
+                # A database restart, say: every idle connection is as dead as this one.
+                self.pool.drain()
+        raise AssertionError("unreachable: the second try returns or raises")
+
+    def _read(self, prepared: _Prepared, values: list[str | None]) -> Any:
+        pool = self.pool
         try:
-            return self._read(prepared, values)
-        except self.errors.Error as exc:
-            dialect = self.engine.dialect
-            disconnected = self.connection.closed or dialect.is_disconnect(exc, self.connection, None)
-            if disconnected or not isinstance(exc, self.errors.DataError):
-                self.broken = True
-            error = DBAPIError.instance(
-                prepared.sql, values, exc, self.errors.Error, connection_invalidated=disconnected, dialect=dialect
-            )
-            if disconnected:
+            connection = self._connection(pool)
+        except psycopg.Error as exc:  # no connection within the wait, or the database refused one
+            raise self._error(prepared, values, exc, disconnected=False) from exc
+        try:
+            WATCHDOG.start(connection, connection, self.deadline)
+            try:
+                cursor = self._cursors.get(connection)
+                if cursor is None:
+                    cursor = self._cursors[connection] = connection.cursor()
+                row = cursor.execute(prepared.sql, values, prepare=True).fetchone()
+            finally:
+                in_time = WATCHDOG.end(connection)
+        except psycopg.Error as exc:
+            disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)
+            error = self._error(prepared, values, exc, disconnected)
+            if disconnected and in_time:
                 raise _Disconnected(error) from exc
             raise error from exc
         except BaseException:
-            # Interrupted (a worker timeout, Ctrl-C): stop the statement, as
-            # psycopg's cursor does, and never reuse this connection.
-            self.broken = True
+            # Interrupted (a worker timeout, Ctrl-C): stop the statement on
+            # the server, as psycopg does on Ctrl-C, and drop the connection.
             with contextlib.suppress(Exception):  # the interruption is what the caller must see
-                self.connection.cancel_safe(timeout=2)
+                connection.cancel_safe(timeout=2)
+            connection.close()
             raise
+        finally:
+            pool.putconn(connection)  # a closed or broken connection is replaced by the pool
+        return None if row is None else prepared.row._make(row)
 
-    def _read(self, prepared: _Prepared, values: list[str | None]) -> Any:
-        try:
-            encoded = [value.encode(self.encoding) if value is not None else None for value in values]
-        except UnicodeEncodeError as exc:
-            raise self.errors.DataError(f"a parameter cannot be sent in {self.encoding}") from exc
-        for value in encoded:
-            if value and b"\x00" in value:  # as psycopg refuses it: libpq would cut the text short
-                raise self.errors.DataError("PostgreSQL text fields cannot contain NUL (0x00) bytes")
-        name = self.names.get(prepared) or self._prepare(prepared)
-        self.pgconn.send_query_prepared(name, encoded)
-        result = self._result(_TUPLES_OK)
-        if not result.ntuples:
-            return None
-        self.transformer.set_pgresult(result)
-        return self.transformer.load_row(0, prepared.row._make)
+    SLICE = 0.05  # seconds: how often a request waiting for a connection looks for a failed attempt
 
-    def _prepare(self, prepared: _Prepared) -> bytes:
-        name = f"authsvc_{len(self.names)}".encode()
-        self.pgconn.send_prepare(name, prepared.sql.encode(), None)
-        self._result(_COMMAND_OK)
-        self.names[prepared] = name
-        return name
-
-    def _result(self, expected: int) -> Any:
-        """The answer to what was just sent, awaited through psycopg; an error unless its status is ``expected``."""
-        result = self._wait(self._execute(self.pgconn), self.pgconn.socket, interval=_WAIT_INTERVAL)[-1]
-        if result.status != expected:
-            raise self.errors.error_from_result(result, encoding=self.encoding)
-        return result
-
-    def close(self) -> None:
-        self.connection.close()
-
-
-class _Readers:
-    """The readers of one engine: as many connections as lookups run at once in the process.
-
-    A free list rather than one connection per thread, so that a server that
-    starts a thread per request (``flask run``) does not open a connection
-    per request. Closed with the engine (``engine.dispose()``); recycled as the
-    engine's pool recycles its connections. A forked child starts with none,
-    and leaves its parent's alone: closing them would end the parent's
-    sessions on the server.
-    """
-
-    KEEP = 8  # idle readers kept; more are closed on return
-
-    def __init__(self, engine: Engine):
-        self.engine = engine
-        self.idle: list[_Reader] = []
-        self.generation = 0
-        self.pid = os.getpid()
-        event.listen(engine, "engine_disposed", self.close_all)
-
-    def take(self, fresh: bool = False) -> _Reader:
-        if self.pid != os.getpid():
-            self._forget_inherited()
-        pool = self.engine.pool
-        while self.idle and not fresh:
+    def _connection(self, pool: ConnectionPool) -> psycopg.Connection:
+        started = time.monotonic()
+        deadline = started + self.wait
+        while True:
             try:
-                reader = self.idle.pop()
-            except IndexError:  # another thread took the last one
-                break
-            if reader.generation == self.generation and self._current(reader, pool):
-                return reader
-            reader.close()
-        return _Reader(self.engine, self.generation)
+                return pool.getconn(timeout=max(0.0, min(self.SLICE, deadline - time.monotonic())))
+            except PoolTimeout:
+                failure = self.failure
+                if failure is not None and failure[0] >= started:
+                    raise failure[1] from None
+                if time.monotonic() >= deadline:
+                    raise
 
-    @staticmethod
-    def _current(reader: _Reader, pool: Any) -> bool:
-        # As the pool judges its own connections: not older than its recycle
-        # time, nor than its last invalidation (a disconnect seen anywhere).
-        connected = reader.connected_at
-        return connected > pool._invalidate_time and (pool._recycle < 0 or time.time() - connected < pool._recycle)
+    def _error(self, prepared: _Prepared, values: list[str | None], exc: Exception, disconnected: bool) -> DBAPIError:
+        return DBAPIError.instance(
+            prepared.sql, values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=self.dialect
+        )
 
-    def give_back(self, reader: _Reader) -> None:
-        if reader.broken or reader.generation != self.generation or len(self.idle) >= self.KEEP:
-            reader.close()
-        else:
-            self.idle.append(reader)
-
-    def close_all(self, *args: Any) -> None:
-        if self.pid != os.getpid():
-            self._forget_inherited()
-            return
-        self.generation += 1
-        while self.idle:
-            try:
-                self.idle.pop().close()
-            except IndexError:
-                break
-
-    def _forget_inherited(self) -> None:
-        # Dropped, not closed: psycopg does not end another process's session
-        # when it collects a connection.
-        self.idle = []
-        self.generation += 1
-        self.pid = os.getpid()
+    def close(self, *args: Any) -> None:
+        if self._pool is not None and self._pid == os.getpid():
+            self._pool.close()
+        self._pool, self._pid = None, 0
 
 
-def _readers_of(engine: Engine) -> _Readers:
-    # Kept on the engine: they live and go with it. Two threads that race here
-    # each make one; the loser's are closed with the engine.
-    readers = engine.__dict__.get("_authsvc_readers")
-    if readers is None:
-        readers = engine._authsvc_readers = _Readers(engine)  # type: ignore[attr-defined]
-    return readers
+# Pools inherited from a parent process: a child neither uses nor closes them.
+_INHERITED: list[ConnectionPool] = []
+
+
+def init_app(app: Flask, engine: Engine) -> None:
+    """Bound ``engine``'s waits and, on PostgreSQL, give the app its readers."""
+    config = app.config
+    deadline = client_deadline(config)
+    ping_after_idle(engine, deadline=deadline if engine.dialect.name == "postgresql" else None)
+    if engine.dialect.name != "postgresql":
+        return
+    bound_waits(engine, deadline)
+    # psycopg_pool logs every checkout and return at INFO: three records per
+    # inspect at the service's default level. Its warnings (failed connection
+    # attempts, connections found broken) still show.
+    logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
+    options = config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
+    app.extensions[READERS] = Readers(
+        engine,
+        # The engine's connect arguments: these bounds (create_app), and any the deployment adds.
+        options.get("connect_args") or connect_settings(config),
+        wait=config["AUTHSVC_DATABASE_TIMEOUT"],
+        deadline=deadline,
+        recycle=options.get("pool_recycle", 1800),
+    )

@@ -35,6 +35,7 @@ from werkzeug.sansio.utils import get_host
 
 from authsvc import credentials
 from authsvc.core.tenancy import host_name
+from authsvc.database import READERS, Readers
 from authsvc.web import deployment, logs, metrics
 
 PATH = "/api/engine/v2/api_keys/inspect"
@@ -55,7 +56,6 @@ class InspectFastPath:
         self.wsgi_app = wsgi_app
         self.default_host = app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
         self.hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
-        self._engine: Any = None
         # The samples every answer of this path adds to, looked up once.
         self._answered = metrics.REQUESTS.labels(endpoint=ENDPOINT, method="GET", status="200")
         self._latency = metrics.LATENCY.labels(endpoint=ENDPOINT)
@@ -96,11 +96,11 @@ class InspectFastPath:
             value = value.strip()
             if kind.lower() != "bearer" or not value:
                 return None
-            credential = credentials.find_token(value, host_name(host), self.default_host, self.engine)
+            credential = credentials.find_token(value, host_name(host), self.default_host, self.readers)
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
-            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.engine)
+            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.readers)
             if credential is not None and credentials.use_to_note(credential):
                 return None  # Flask records the use
         if credential is None:
@@ -118,13 +118,9 @@ class InspectFastPath:
         return body, headers
 
     @property
-    def engine(self) -> Any:
-        if self._engine is None:
-            from authsvc.database import db
-
-            with self.flask_app.app_context():
-                self._engine = db.engine
-        return self._engine
+    def readers(self) -> Readers:
+        # Made by create_app after this layer is in place (database.init_app).
+        return self.flask_app.extensions[READERS]
 
 
 def init_app(app: Flask) -> None:

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 import redis
-from flask import Flask, current_app
+from flask import Flask, current_app, g, has_request_context
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
@@ -39,6 +39,7 @@ def init_app(app: Flask) -> None:
             socket_timeout=timeout,
             socket_connect_timeout=timeout,
             retry=Retry(NoBackoff(), 1),
+            connection_class=_fail_fast_class(url),
         )
     else:
         import fakeredis
@@ -49,6 +50,61 @@ def init_app(app: Flask) -> None:
         )
         client = fakeredis.FakeRedis(decode_responses=True)
     app.extensions["authsvc.redis"] = client
+
+
+# Where a request notes that Redis did not answer it.
+_UNREACHABLE = "authsvc_redis_unreachable"
+
+
+class _FailFast:
+    """A Redis connection that, once Redis timed out or refused within a request, is not tried again in it.
+
+    A hung Redis costs a request one timeout (``AUTHSVC_REDIS_TIMEOUT``; the
+    rate limiter, the lockout check and the session would otherwise each
+    wait for their own), and the request answers 503 at once after it.
+    Outside a request (the audit publisher's thread) every call tries.
+    """
+
+    def connect(self, *args: Any, **kwargs: Any) -> Any:
+        return self._guard(super().connect, args, kwargs)  # type: ignore[misc]
+
+    def send_packed_command(self, *args: Any, **kwargs: Any) -> Any:
+        return self._guard(super().send_packed_command, args, kwargs)  # type: ignore[misc]
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        return self._guard(super().read_response, args, kwargs)  # type: ignore[misc]
+
+    @staticmethod
+    def _guard(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        in_request = has_request_context()
+        if in_request and g.get(_UNREACHABLE):
+            raise redis.ConnectionError("Redis did not answer earlier in this request; not tried again")
+        try:
+            return call(*args, **kwargs)
+        except (redis.TimeoutError, redis.ConnectionError):
+            if in_request:
+                g.setdefault(_UNREACHABLE, True)
+            raise
+
+
+class _FailFastConnection(_FailFast, redis.Connection):
+    pass
+
+
+class _FailFastSSLConnection(_FailFast, redis.SSLConnection):
+    pass
+
+
+class _FailFastUnixConnection(_FailFast, redis.UnixDomainSocketConnection):
+    pass
+
+
+def _fail_fast_class(url: str) -> type:
+    if url.startswith("rediss://"):
+        return _FailFastSSLConnection
+    if url.startswith("unix://"):
+        return _FailFastUnixConnection
+    return _FailFastConnection
 
 
 def client() -> redis.Redis:

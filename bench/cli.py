@@ -133,6 +133,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="KEYS",
         help=f"after the table, run these again under py-spy (default {PROFILE_DEFAULT})",
     )
+    p.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also serve an earlier checkout of authsvc (e.g. `git archive REV | tar -x -C DIR`) on the first "
+        "database, and measure its inspect rows in the same run, for a before/after comparison",
+    )
     args = p.parse_args(argv)
     if args.quick:
         args.duration, args.warmup, args.rounds = min(args.duration, 3.0), min(args.warmup, 1.0), 1
@@ -191,6 +199,7 @@ class Run:
         self.generator: Wrk | PythonLoad = self._generator()
         self.instances: list[Instance] = []
         self.bare: Gunicorn | None = None
+        self.before: Gunicorn | None = None
         self.seed: seed.Seed | None = None
         self.session_cookie = ""
         self.failed = False
@@ -272,7 +281,17 @@ class Run:
                 self.run_dir / f"authsvc-{instance.db.name}.log",
             )
         self.bare = Gunicorn("bare", free_port(), env, self.run_dir / "bare.log", target="bench.bare_app:app")
-        for server in [i.server for i in self.instances] + [self.bare]:
+        servers = [i.server for i in self.instances] + [self.bare]
+        if args.before:
+            self.before = Gunicorn(
+                "authsvc-before",
+                free_port(),
+                {**env, "DATABASE_URL": main.db.url},
+                self.run_dir / "authsvc-before.log",
+                cwd=args.before.resolve(),
+            )
+            servers.append(self.before)
+        for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)
         say(
@@ -315,6 +334,8 @@ class Run:
                 out += [f"inspect_bearer_{i.tokens}" for i in self.instances]
             else:
                 out.append(key)
+            if self.before is not None and key in ("inspect_bearer", "inspect_api_key"):
+                out.append(f"{key}_before")
         return out
 
     def load(self, key: str) -> Load:
@@ -324,6 +345,11 @@ class Run:
         slow = 2 * self.args.workers
         if key == "bare":
             return Load(key, self.bare.port, connections=fast)
+        if key.endswith("_before"):
+            # The same load as the row it shadows, sent to the earlier checkout.
+            shadowed = self.load(f"inspect_bearer_{self.main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
+            shadowed.name, shadowed.port = key, self.before.port
+            return shadowed
         if key.startswith("inspect_bearer"):
             instance = next((i for i in self.instances if key == f"inspect_bearer_{i.tokens}"), self.main)
             return Load(

@@ -114,6 +114,17 @@ def from_environment() -> dict[str, Any]:
         # Browsers drop SameSite=None cookies that are not Secure.
         raise ConfigError("AUTHSVC_COOKIE_SAMESITE=None requires AUTHSVC_COOKIE_SECURE=true")
 
+    # Every wait on PostgreSQL ends before gunicorn kills the worker, so the
+    # client gets a 503 rather than a closed connection: connecting, or one
+    # statement and the client's second of grace (authsvc.database).
+    database_wait = max(_float("AUTHSVC_DATABASE_TIMEOUT", 5), _float("AUTHSVC_STATEMENT_TIMEOUT", 10) + 1)
+    worker_timeout = _int("GUNICORN_TIMEOUT", 30)
+    if database_wait >= worker_timeout:
+        raise ConfigError(
+            "AUTHSVC_DATABASE_TIMEOUT and AUTHSVC_STATEMENT_TIMEOUT + 1 must be below GUNICORN_TIMEOUT "
+            f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
+        )
+
     return {
         "AUTHSVC_ENV": environment,
         "SECRET_KEY": secret_key,
@@ -146,7 +157,8 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_LOG_LEVEL": (env.get("AUTHSVC_LOG_LEVEL") or "INFO").upper(),
         # Dependencies that do not answer fail the request fast (503), not after a long hang.
         "AUTHSVC_REDIS_TIMEOUT": _float("AUTHSVC_REDIS_TIMEOUT", 1.0),
-        "AUTHSVC_DATABASE_TIMEOUT": _int("AUTHSVC_DATABASE_TIMEOUT", 5),
+        "AUTHSVC_DATABASE_TIMEOUT": _float("AUTHSVC_DATABASE_TIMEOUT", 5),
+        "AUTHSVC_STATEMENT_TIMEOUT": _float("AUTHSVC_STATEMENT_TIMEOUT", 10),
         "AUTHSVC_RETRY_AFTER": _int("AUTHSVC_RETRY_AFTER", 5),
         # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
         "AUTHSVC_SIGNIN_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute"),

@@ -187,13 +187,15 @@ class Gunicorn:
     log_path: Path
     target: str = "app:app"
     process: Process | None = None
+    cwd: Path = REPO  # the checkout served (bench --before: an earlier one)
 
     def start(self, workers: int = 0, timeout: float = 60.0) -> None:
         """Start it and wait until it listens and, if ``workers``, until that many workers run."""
         argv = procfile_command("web")
         # The Procfile binds 0.0.0.0:$PORT; here it listens on loopback only.
         argv = [argv[0], "-b", f"127.0.0.1:{self.port}", *[self.target if a == "app:app" else a for a in argv[1:]]]
-        self.process = Process(self.name, argv, self.log_path, env={**self.env, "PORT": str(self.port)}).start()
+        env = {**self.env, "PORT": str(self.port)}
+        self.process = Process(self.name, argv, self.log_path, env=env, cwd=self.cwd).start()
         wait_for_port(self.port, self.process, timeout)
         deadline = time.monotonic() + timeout
         while len(self.workers()) < workers:

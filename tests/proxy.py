@@ -3,6 +3,10 @@
 Cutting closes the listening socket and every forwarded connection: the
 service sees its connections reset and new ones refused, as when the server
 goes away, while the machine's shared server itself is never touched.
+Freezing stalls it instead: connections stay open and new ones are accepted,
+but no byte goes through either way, as when packets are dropped or the
+server hangs; the service gets no answer and no error. Thawing lets the
+stalled bytes through again.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ class TcpProxy:
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
         self._listener: socket.socket | None = None
+        self._flowing = threading.Event()
+        self._flowing.set()
         self.restore()
 
     def url_for(self, url: str) -> str:
@@ -58,7 +64,16 @@ class TcpProxy:
                 pass
             sock.close()
 
-    close = cut
+    def freeze(self) -> None:
+        """Stall every connection, open or new: nothing is forwarded, nothing refused or closed."""
+        self._flowing.clear()
+
+    def thaw(self) -> None:
+        self._flowing.set()
+
+    def close(self) -> None:
+        self.thaw()  # stalled threads go on, and end with their sockets
+        self.cut()
 
     def _accept(self, listener: socket.socket) -> None:
         while True:
@@ -66,6 +81,7 @@ class TcpProxy:
                 client, _ = listener.accept()
             except OSError:
                 return  # the listener was closed: cut
+            self._flowing.wait()  # frozen: the connection is accepted, and left without an answer
             try:
                 upstream = socket.create_connection(self.target, timeout=5)
             except OSError:
@@ -84,6 +100,7 @@ class TcpProxy:
     def _pump(self, src: socket.socket, dst: socket.socket) -> None:
         try:
             while data := src.recv(65536):
+                self._flowing.wait()
                 dst.sendall(data)
         except OSError:
             pass

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select, text
 
-from authsvc.core.models import Token
+from authsvc.core.models import AuditRecord, Token
 from authsvc.database import PING_AFTER_IDLE, db
 from tests.conftest import DATABASE_URL, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
 from tests.proxy import TcpProxy
@@ -312,3 +312,109 @@ def test_a_database_that_does_not_answer_costs_inspect_one_timeout_not_two(make_
         assert 1.9 < took < 3.5
     finally:
         silent.close()
+
+
+# A server that hangs: the proxy stalls every byte (packets dropped, not refused).
+
+HUNG_DATABASE = {"AUTHSVC_STATEMENT_TIMEOUT": 1, "AUTHSVC_DATABASE_TIMEOUT": 2}
+# The longest one database wait may take with these settings: the client's
+# deadline (statement timeout + 1 s) or connecting (2 s), and the watchdog's tick.
+HUNG_DATABASE_BOUND = 2.5
+
+
+@pytest.mark.postgresql
+def test_a_hung_database_answers_503_with_retry_after_within_the_bound_and_recovers(make_app, setup, database_proxy):
+    proxy = database_proxy
+    app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL), **HUNG_DATABASE)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    client_id = setup.public_app.client_id
+    bearer = password_grant(client, client_id).get_json()["access_token"]
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    assert signin(client).status_code == 202
+
+    proxy.freeze()
+    calls = [
+        # On connections that were open when the server hung: inspect's own, and the pool's.
+        lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}),
+        lambda: signin(client),
+        # And on new ones, which get no answer either.
+        lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}),
+        lambda: signin(client),
+        lambda: password_grant(client, client_id),
+    ]
+    for call in calls:
+        response, took = timed(call)
+        assert_unavailable(response)
+        assert took < HUNG_DATABASE_BOUND
+
+    proxy.thaw()
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+    assert signin(client).status_code == 202
+    assert password_grant(client, client_id).status_code == 200
+
+
+@pytest.mark.postgresql
+def test_a_statement_waiting_on_a_lock_past_the_statement_timeout_is_503(make_app, setup):
+    app = make_app(AUTHSVC_STATEMENT_TIMEOUT=1)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    with app.app_context(), db.engine.connect() as locker:
+        locker.execute(text("LOCK TABLE token IN ACCESS EXCLUSIVE MODE"))  # a migration, say
+        response, took = timed(lambda: inspect(client, headers={"Authorization": f"Bearer {bearer}"}))
+        locker.rollback()
+    assert_unavailable(response)
+    assert 0.9 < took < 2
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+
+def test_a_hung_redis_costs_a_request_one_timeout_and_inspect_nothing(make_app, setup, world, redis_proxy):
+    app = make_app(REDIS_URL=redis_proxy.url_for(REAL_REDIS), AUTHSVC_REDIS_TIMEOUT=0.5)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    client_id = setup.public_app.client_id
+    api_key = world.api_key(setup.person)
+    bearer = password_grant(client, client_id).get_json()["access_token"]
+    assert signin(client).status_code == 202
+
+    redis_proxy.freeze()
+    # The rate limiter, the lockout check and the session each ask Redis: after
+    # the first timeout (and redis-py's one retry) the rest fail at once.
+    for call in (lambda: signin(client), lambda: authorize(client, client_id)):
+        response, took = timed(call)
+        assert_unavailable(response)
+        assert took < 2 * 0.5 + 0.5
+    # Inspect needs no Redis: no wait at all.
+    for where in ({"headers": {"Authorization": f"Bearer {bearer}"}}, {"query": {"api-key": api_key}}):
+        response, took = timed(lambda: inspect(client, **where))  # noqa: B023 - called at once
+        assert response.status_code == 200
+        assert took < 0.5
+
+    redis_proxy.thaw()
+    assert signin(client).status_code == 202
+
+
+def test_audit_events_are_published_off_the_request_path_and_a_lost_one_is_logged(
+    make_app, setup, world, redis_proxy, caplog
+):
+    app = make_app(REDIS_URL=redis_proxy.url_for(REAL_REDIS), AUTHSVC_REDIS_TIMEOUT=0.5)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    client_id = setup.public_app.client_id
+    bearer = password_grant(client, client_id).get_json()["access_token"]
+
+    redis_proxy.freeze()
+    # Revocation needs no Redis, and writes an audit record, whose event goes to Redis.
+    response, took = timed(lambda: client.post("/auth/oauth/revoke", data={"token": bearer, "client_id": client_id}))
+    assert response.status_code == 200
+    assert took < 0.5, "publishing an audit event must not hold the request"
+    deadline = time.monotonic() + 5
+    while "token.revoked" not in caplog.text and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "audit event token.revoked" in caplog.text
+    assert "not published on authsvc/events" in caplog.text
+    redis_proxy.thaw()
+    # Stored all the same: the record, and the revocation.
+    assert world.query(select(func.count()).select_from(AuditRecord).where(AuditRecord.event == "token.revoked")) == [1]
+    assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 401

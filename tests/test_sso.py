@@ -668,7 +668,7 @@ def test_a_domain_admins_provider_cannot_sign_in_as_a_system_admin(on_premises_a
     domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
     client = on_premises_app.test_client()
     body = {"name": "Mine", "client_id": "authsvc", "client_secret": "provider-secret", "issuer": oidc.url}
-    created = api(client, "post", "/sso", world.api_key(domain_admin, permission="admin"), body)
+    created = api(client, "post", "/sso", world.api_key(domain_admin, scopes="public admin", permission="admin"), body)
     assert created.status_code == 201, created.get_json()
     oidc.sign_in_as(sub="attacker", email="root@example.com", email_verified=True)
     _, callback = sign_in(client, created.get_json()["id"])
@@ -810,9 +810,11 @@ def test_only_a_system_admin_links_an_identity_through_the_admin_api(client, wor
     domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
     body = {"provider": oidc_id, "subject": "root-at-idp"}
     path = f"/users/{root_here.id}/identities"
-    assert api(client, "post", path, world.api_key(domain_admin, permission="admin"), body).status_code == 403
+    domain_admin_key = world.api_key(domain_admin, scopes="public admin", permission="admin")
+    refused = api(client, "post", path, domain_admin_key, body)
+    assert refused.status_code == 403 and refused.get_json()["error"] == "forbidden"
     system = world.user(world.domain(OTHER_HOST), "system@example.com", admin=True, system_admin=True)
-    system_key = world.api_key(system, permission="admin")
+    system_key = world.api_key(system, scopes="public admin", permission="admin")
     linked = api(client, "post", path, system_key, body, host=OTHER_HOST)
     assert linked.status_code == 201, linked.get_json()
     assert linked.get_json() == {"user": str(root_here.id), "provider": oidc_id, "subject": "root-at-idp"}
@@ -827,7 +829,8 @@ def test_only_a_system_admin_links_an_identity_through_the_admin_api(client, wor
 
 @pytest.fixture
 def admin_key(world, setup):
-    return world.api_key(world.user(setup.domain, "tenant-admin@example.com", admin=True), permission="admin")
+    tenant_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
+    return world.api_key(tenant_admin, scopes="public admin", permission="admin")
 
 
 def test_a_patch_cannot_trust_email_from_any_entra_tenant(client, setup, admin_key):
@@ -890,7 +893,7 @@ def test_only_a_system_admin_allows_a_provider_on_private_networks(client, world
     from tests.conftest import OTHER_HOST
 
     system = world.user(world.domain(OTHER_HOST), "system@example.com", admin=True, system_admin=True)
-    system_key = world.api_key(system, permission="admin")
+    system_key = world.api_key(system, scopes="public admin", permission="admin")
     allowed = api(client, "post", "/sso", system_key, body | {"domain": str(setup.domain.id)}, host=OTHER_HOST)
     assert allowed.status_code == 201, allowed.get_json()
     assert allowed.get_json()["allow_private_network"] is True

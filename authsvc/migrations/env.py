@@ -5,6 +5,8 @@ import logging
 from alembic import context
 from flask import current_app
 
+from authsvc.database import UNBOUNDED
+
 log = logging.getLogger("alembic.env")
 
 config = context.config
@@ -27,9 +29,13 @@ def run_migrations_online() -> None:
 
     conf_args = dict(current_app.extensions["migrate"].configure_args)
     conf_args.setdefault("process_revision_directives", process_revision_directives)
-    with db.engine.connect() as connection:
+    # A migration may take long (an index on a large table): neither the
+    # service's statement timeout nor its client deadline applies to it.
+    with db.engine.connect().execution_options(**{UNBOUNDED: True}) as connection:
         context.configure(connection=connection, target_metadata=db.metadata, **conf_args)
         with context.begin_transaction():
+            if connection.dialect.name == "postgresql":
+                connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
             context.run_migrations()
 
 
