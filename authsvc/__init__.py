@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 from flask import Flask
@@ -18,10 +19,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
-    from authsvc import cli, database, fastpath, store
+    from authsvc import cli
     from authsvc.app import errors, limits, views
-    from authsvc.core import security
-    from authsvc.database import db
+    from authsvc.core import database, security, store
+    from authsvc.core.database import db
+    from authsvc.credentials import fastpath, readers
     from authsvc.oauth import server
     from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment
@@ -60,6 +62,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     with app.app_context():
         for engine in db.engines.values():
             database.init_app(app, engine)
+            readers.init_app(app, engine)
     if not os.environ.get(NO_MIGRATIONS_ENV):
         from flask_migrate import Migrate
 
@@ -73,7 +76,5 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     return app
 
 
-def _migrations_dir():
-    from pathlib import Path
-
+def _migrations_dir() -> Path:
     return Path(__file__).resolve().parent / "migrations"

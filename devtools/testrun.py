@@ -1,6 +1,6 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
-Finds or starts PostgreSQL and Redis (``devtools.services``), runs ruff, then
+Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff, lint-imports), then
 runs the suite twice, each pass with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
@@ -176,6 +176,9 @@ class Run:
     def lint(self) -> None:
         say("lint: ruff check .")
         self.record("lint (ruff)", wait_for(subprocess.Popen([str(Path(PYTHON).parent / "ruff"), "check", "."])))
+        # The layers of authsvc (pyproject.toml, [tool.importlinter]): no feature imports one above it.
+        say("lint: lint-imports")
+        self.record("lint (import layers)", wait_for(subprocess.Popen([str(Path(PYTHON).parent / "lint-imports")])))
         # TODO(issue 14, point 11): `ruff format --check .` goes here once the tree is formatted.
 
     def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:

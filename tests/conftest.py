@@ -26,8 +26,8 @@ for _name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "AUTHSVC_ENV", "AUTHSVC
 
 from authsvc import create_app  # noqa: E402
 from authsvc.core import security  # noqa: E402
+from authsvc.core.database import db  # noqa: E402
 from authsvc.core.models import ApiKey, Application, Domain, User  # noqa: E402
-from authsvc.database import db  # noqa: E402
 
 BACKEND = os.environ.get("AUTHSVC_TEST_BACKEND") or ("postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite")
 HOST = "auth.example.com"
@@ -131,7 +131,7 @@ def app(make_app):
     app = make_app()
     with app.app_context():
         _empty_database(app)
-        from authsvc import store
+        from authsvc.core import store
 
         store.client().flushdb()
     return app

@@ -49,8 +49,9 @@ class Service:
 
 
 _EMPTY_TABLES_AND_STORE = """
-from authsvc import create_app, store
-from authsvc.database import db
+from authsvc import create_app
+from authsvc.core import store
+from authsvc.core.database import db
 app = create_app()
 with app.app_context():
     for table in reversed(db.metadata.sorted_tables):

@@ -4,9 +4,9 @@ import json
 
 from sqlalchemy import select
 
-from authsvc import audit, store
+from authsvc.core import audit, store
+from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Domain
-from authsvc.database import db
 
 
 def test_a_record_is_stored_and_published_after_commit(app, world):

@@ -4,7 +4,7 @@ import json
 
 from sqlalchemy import select
 
-from authsvc import audit, store
+from authsvc.core import audit, store
 from authsvc.core.models import AuditRecord, Token
 from tests.conftest import PASSWORD, get_code, headers, signin
 from tests.test_code_exchange import exchange, refresh

@@ -4,8 +4,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from authsvc.core.database import db
 from authsvc.core.models import Application
-from authsvc.database import db
 from tests.conftest import OTHER_HOST, REDIRECT_URI, authorize, location_params, pkce_pair, signin
 from tests.test_pages import post_consent
 

@@ -11,8 +11,8 @@ import pytest
 import requests
 from sqlalchemy import func, select
 
+from authsvc.core.database import db
 from authsvc.core.models import Token, User
-from authsvc.database import db
 from tests.conftest import PASSWORD, World
 from tests.servers import running_service
 

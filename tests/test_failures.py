@@ -15,8 +15,8 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import func, select, text
 
+from authsvc.core.database import PING_AFTER_IDLE, db
 from authsvc.core.models import AuditRecord, Token
-from authsvc.database import PING_AFTER_IDLE, db
 from tests.conftest import DATABASE_URL, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
 from tests.proxy import TcpProxy
 

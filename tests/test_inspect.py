@@ -7,8 +7,8 @@ import time
 import pytest
 from sqlalchemy import select, text
 
+from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Token, User
-from authsvc.database import db, now
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -185,7 +185,7 @@ def through_fast_path(app, **request):
     from werkzeug.test import Client
     from werkzeug.wrappers import Response
 
-    from authsvc.fastpath import InspectFastPath
+    from authsvc.credentials.fastpath import InspectFastPath
 
     client = Client(InspectFastPath(app, passed_on), Response, use_cookies=False)  # so a Cookie header goes through
     return client.get(INSPECT, base_url=f"https://{HOST}", **request)

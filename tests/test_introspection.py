@@ -5,8 +5,8 @@ import base64
 import pytest
 from sqlalchemy import select
 
+from authsvc.core.database import now
 from authsvc.core.models import Application, Token, User
-from authsvc.database import now
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, headers
 
 INTROSPECT = "/auth/oauth/introspect"

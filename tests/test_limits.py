@@ -8,7 +8,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from authsvc import store
+from authsvc.core import store
 from authsvc.core.models import AuditRecord
 from tests.conftest import HOST, PASSWORD, HttpsClient, headers
 from tests.providers import Provider
@@ -242,7 +242,7 @@ def test_the_sign_in_page_shows_the_lockout(limited):
 
 
 def test_lockout_keys_live_in_redis_under_the_prefix_with_a_ttl(limited):
-    from authsvc import store
+    from authsvc.core import store
 
     client = limited()
     for _ in range(3):

@@ -207,7 +207,7 @@ def test_real_admin_answers_conform_too(client, world, document):
     """Every admin operation, with real admin credentials: its success answers, and the usual failures."""
     from jsonschema import Draft202012Validator
 
-    from authsvc.database import now
+    from authsvc.core.database import now
 
     domain = world.domain("localhost")
     public, _ = world.application(domain, name="Public")

@@ -364,7 +364,7 @@ def test_a_domain_can_set_its_own_session_lifetime(client, setup, world, app):
     [cookie] = [h for h in response.headers.getlist("Set-Cookie") if h.startswith("user=")]
     assert "Max-Age=600" in cookie
     with app.app_context():
-        from authsvc import store
+        from authsvc.core import store
 
         [key] = store.client().keys("authsvc:session:*")
         assert 590 <= store.client().ttl(key) <= 600
@@ -379,7 +379,7 @@ def test_sessions_of_a_disabled_user_are_refused(client, setup, world):
 def test_sessions_from_before_a_password_change_are_refused(client, setup, app):
     signin(client)
     with app.app_context():
-        from authsvc.database import db
+        from authsvc.core.database import db
 
         user = db.session.get(User, setup.person.id)
         user.set_password("a new password")

@@ -8,7 +8,7 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
-from authsvc.database import db
+from authsvc.core.database import db
 from config import settings
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from authsvc import store
+from authsvc.core import store
 from authsvc.core.models import User
 from tests.conftest import HOST, PASSWORD, headers
 

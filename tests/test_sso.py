@@ -11,7 +11,7 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from authsvc import store
+from authsvc.core import store
 from authsvc.core.models import Application, ExternalIdentity, SsoProvider, User
 from tests.conftest import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, get_code, headers
 from tests.providers import Provider

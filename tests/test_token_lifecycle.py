@@ -8,10 +8,10 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc import credentials, database
 from authsvc.core import security
+from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
-from authsvc.database import db, now
+from authsvc.credentials import lookup, readers
 from tests.conftest import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -300,7 +300,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
     # read from PostgreSQL itself.
     assert client.get(INSPECT, headers=headers(**bearer)).status_code == 200
     with app.app_context():
-        statement = database._Prepared.of(credentials._TOKEN_CLAIMS, db.engine.dialect).sql
+        statement = readers._Prepared.of(lookup._TOKEN_CLAIMS, db.engine.dialect).sql
         connection = db.engine.raw_connection()
         try:
             cursor = connection.cursor()

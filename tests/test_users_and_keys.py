@@ -6,8 +6,8 @@ import time
 import pytest
 from sqlalchemy import event, select
 
+from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Token, User
-from authsvc.database import db, now
 from tests.conftest import HOST, PASSWORD, headers, signin
 
 INSPECT = "/api/engine/v2/api_keys/inspect"

@@ -15,8 +15,7 @@ from datetime import UTC, datetime
 
 from flask import current_app
 
-from authsvc import audit, store
-from authsvc.core import security
+from authsvc.core import audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics

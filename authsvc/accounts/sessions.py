@@ -6,9 +6,9 @@ import time
 
 from flask import Response, current_app, g, has_request_context, request
 
-from authsvc import audit, store
+from authsvc.core import audit, store
+from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
-from authsvc.database import db
 
 SESSION_COOKIE = "user"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from authsvc import audit
 from authsvc.accounts import lockouts
+from authsvc.core import audit
+from authsvc.core.database import db
 from authsvc.core.models import Domain, User
-from authsvc.database import db
 from authsvc.web import metrics
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
-from authsvc import audit, credentials
 from authsvc.accounts import sessions
 from authsvc.accounts.forms import LoginForm, LogoutAllForm
 from authsvc.accounts.lockouts import LockedOut
 from authsvc.accounts.signin import sign_in
-from authsvc.core import validation
+from authsvc.core import audit, validation
+from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, Token
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.database import db
+from authsvc.credentials import lookup
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
@@ -139,7 +139,7 @@ def logout() -> Response:
     domain = current_domain()
     if embedded_cross_site_request(request.headers):
         raise ApiError(403, "cross_site_request", "Sign-out from another site must be a link the user follows.")
-    token = credentials.presented_token(domain)
+    token = lookup.presented_token(domain)
     if token is not None:
         Token.revoke_where(Token.id == token.id)
         audit.record(
@@ -166,8 +166,8 @@ def logout_all() -> Response:
     CSRF token.
     """
     domain = current_domain()
-    if credentials.presented():
-        user = credentials.authenticate(domain).user
+    if lookup.presented():
+        user = lookup.authenticate(domain).user
     else:
         user = sessions.session_user(domain)
         if user is None:
@@ -177,7 +177,7 @@ def logout_all() -> Response:
             raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")
     revoked = sessions.end_everything(user, via="logout_all", actor=f"user:{user.id}")
     db.session.commit()
-    if credentials.presented():
+    if lookup.presented():
         response = jsonify(revoked_tokens=revoked)
     else:
         response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)

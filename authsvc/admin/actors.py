@@ -12,10 +12,9 @@ from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
-from authsvc import audit
-from authsvc.core import validation
+from authsvc.core import audit, validation
+from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
-from authsvc.database import db
 
 
 class Forbidden(Exception):

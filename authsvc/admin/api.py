@@ -13,12 +13,13 @@ from typing import Any
 from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
-from authsvc import admin, credentials
+from authsvc import admin
 from authsvc.core import validation
+from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, AuditRecord, Domain, SsoProvider, User
 from authsvc.core.tenancy import current_domain
-from authsvc.database import db
+from authsvc.credentials import lookup
 from authsvc.identity.views import resource_token_response
 
 bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
@@ -31,14 +32,14 @@ def current_actor(*scopes: str) -> admin.Actor:
 
     The credential needs the ``admin`` scope, and any other ``scopes`` named.
     """
-    credential = credentials.authenticate(current_domain())
+    credential = lookup.authenticate(current_domain())
     if not credential.permissions & 3:
         raise ApiError(403, "forbidden", "An admin or support credential is needed.")
-    credentials.require_scopes(credential, "admin", *scopes)
+    lookup.require_scopes(credential, "admin", *scopes)
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
 
 
-def _actor_name(credential: credentials.Credential) -> str:
+def _actor_name(credential: lookup.Credential) -> str:
     return f"api_key:{credential.api_key_id}" if credential.api_key_id else f"user:{credential.user.id}"
 
 

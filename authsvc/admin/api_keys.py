@@ -8,8 +8,8 @@ from authsvc.accounts import signin
 from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import validation
+from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, Domain, User
-from authsvc.database import db, now
 
 
 def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:

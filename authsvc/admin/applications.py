@@ -10,8 +10,8 @@ from sqlalchemy import delete
 from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import security, validation
+from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Domain, Token
-from authsvc.database import db
 
 
 def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:

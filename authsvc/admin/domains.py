@@ -9,6 +9,7 @@ from sqlalchemy import delete, func, or_, select
 from authsvc.admin.actors import Actor, Conflict, Forbidden, audit_change, commit, require_change
 from authsvc.admin.fields import Fields
 from authsvc.core import validation
+from authsvc.core.database import db
 from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
     RESERVED_SCOPES,
@@ -21,7 +22,6 @@ from authsvc.core.models import (
     Token,
     User,
 )
-from authsvc.database import db
 
 
 def create_domain(actor: Actor, data: Any) -> Domain:

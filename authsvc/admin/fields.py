@@ -6,8 +6,8 @@ from typing import Any
 
 from authsvc.admin.actors import Actor, ValidationFailed, require_change
 from authsvc.core import validation
+from authsvc.core.database import db
 from authsvc.core.models import Domain
-from authsvc.database import db
 
 
 class Fields:

@@ -8,8 +8,8 @@ from sqlalchemy import func, or_, select
 
 from authsvc.admin.actors import Actor
 from authsvc.admin.sso_providers import sso_json
+from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Domain, SsoProvider, User
-from authsvc.database import db
 
 
 def listing(actor: Actor, model: type, *, text: str | None, page: int, per_page: int, domain_id: int | None) -> dict:

@@ -12,8 +12,8 @@ from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, a
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
+from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.database import db
 from authsvc.identity import linking, providers
 
 

@@ -10,8 +10,8 @@ from authsvc.accounts import sessions, signin
 from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change_of_user
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import validation
+from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Consent, Domain, ExternalIdentity, Token, User
-from authsvc.database import db
 from authsvc.identity import delegated
 
 

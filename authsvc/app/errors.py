@@ -11,8 +11,8 @@ from sqlalchemy import exc as sql
 from werkzeug.exceptions import HTTPException
 
 from authsvc.app import limits
+from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
-from authsvc.database import db
 from authsvc.oauth.server import authorization_server
 from authsvc.web import metrics
 

@@ -26,8 +26,7 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
-from authsvc import store
-from authsvc.core import security
+from authsvc.core import security, store
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.parameters import QUERY_PARAMETERS
 from authsvc.web.deployment import client_address

@@ -8,17 +8,17 @@ from authsvc.accounts import views as accounts
 from authsvc.admin import api as admin_api
 from authsvc.admin import openapi
 from authsvc.admin.console import views as console
+from authsvc.credentials import views as credentials
 from authsvc.identity import views as identity
 from authsvc.oauth import metadata
 from authsvc.oauth import views as oauth
-from authsvc.views import api
 from authsvc.web import health
 
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(accounts.bp)
     app.register_blueprint(oauth.bp)
-    app.register_blueprint(api.bp)
+    app.register_blueprint(credentials.bp)
     app.register_blueprint(identity.resource_tokens)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(identity.bp)

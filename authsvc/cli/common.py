@@ -12,8 +12,8 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.accounts import signin
 from authsvc.core import validation
+from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
-from authsvc.database import db
 
 
 def emit(data: dict[str, Any]) -> None:

@@ -12,8 +12,8 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from authsvc.cli.common import emit
+from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain, User
-from authsvc.database import db
 
 
 @click.command("seed-demo")

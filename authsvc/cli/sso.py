@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
 from authsvc.core import security, validation
+from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.database import db
 from authsvc.identity import providers
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")

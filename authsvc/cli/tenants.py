@@ -21,8 +21,8 @@ from authsvc.cli.common import (
     validate_scopes,
 )
 from authsvc.core import security
+from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
-from authsvc.database import db
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
 domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")

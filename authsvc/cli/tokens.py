@@ -6,8 +6,8 @@ import click
 from flask.cli import AppGroup
 
 from authsvc.cli.common import emit
+from authsvc.core.database import db, now
 from authsvc.core.models import Token
-from authsvc.database import db, now
 
 tokens = AppGroup("tokens", help="Issued access and refresh tokens.")
 

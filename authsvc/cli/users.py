@@ -19,8 +19,8 @@ from authsvc.cli.common import (
     validate_email,
     validate_scopes,
 )
+from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
-from authsvc.database import db, now
 
 users = AppGroup("users", help="Users of a domain.")
 api_keys = AppGroup("api-keys", help="API keys of a user.")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from flask import current_app, g, request
 from sqlalchemy import String, bindparam, func, select
 
+from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain
-from authsvc.database import db
 
 
 def request_host() -> str:

@@ -13,8 +13,8 @@ from flask import current_app
 from sqlalchemy import false, select
 
 from authsvc.core import security
+from authsvc.core.database import db, now
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.database import db, now
 from authsvc.identity import providers
 from authsvc.identity.providers import MICROSOFT_GRAPH, missing_scopes
 

@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import current_app
 
-from authsvc import audit, store
-from authsvc.core import security
+from authsvc.core import audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.identity.delegated import save_tokens
@@ -101,7 +100,7 @@ def start(
 
 
 def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoError:
-    from authsvc.identity import outbound
+    from authsvc.identity import outbound  # imports requests: see the note at the top
 
     if outbound.refused(exc):
         # Not the provider's fault: its URLs point where this service may not go.

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from authsvc import audit
+from authsvc.core import audit
+from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.database import db
 from authsvc.identity.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
 
 if TYPE_CHECKING:

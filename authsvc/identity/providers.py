@@ -9,13 +9,14 @@ import logging
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlencode
 
 from flask import current_app
 from sqlalchemy import select
 
 from authsvc.core import security, validation
+from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider
-from authsvc.database import db
 
 if TYPE_CHECKING:
     import requests
@@ -116,7 +117,7 @@ def private_networks_allowed(provider: SsoProvider) -> bool:
 
 def http_session(provider: SsoProvider, session: requests.Session | None = None) -> requests.Session:
     """``session`` (or a new one) with the destination rules for ``provider`` (see authsvc.outbound)."""
-    from authsvc.identity import outbound
+    from authsvc.identity import outbound  # imports requests: see the note at the top
 
     return outbound.guard(session, allow_private=private_networks_allowed(provider))
 
@@ -125,8 +126,6 @@ def admin_consent_url(provider: SsoProvider, callback_url: str) -> str | None:
     """Where a tenant administrator grants the permissions for the whole tenant."""
     if provider.preset != "microsoft":
         return None
-    from urllib.parse import urlencode
-
     query = urlencode(
         {"client_id": provider.client_id, "redirect_uri": callback_url, "scope": f"{MICROSOFT_GRAPH}.default"}
     )

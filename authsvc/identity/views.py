@@ -9,13 +9,13 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
 
-from authsvc import credentials
 from authsvc.accounts import sessions
 from authsvc.core import security
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.credentials import lookup
 from authsvc.identity import delegated, flow, providers
 from authsvc.identity.forms import LinkForm
 from authsvc.web.deployment import client_address
@@ -141,8 +141,8 @@ def resource_token_response(fetch: Callable[[str | None], dict[str, Any]]) -> Re
 
 def _own_delegating_user() -> User:
     """The caller's user, for a credential granted the ``resource_token`` scope."""
-    credential = credentials.authenticate(current_domain())
-    credentials.require_scopes(credential, "resource_token")
+    credential = lookup.authenticate(current_domain())
+    lookup.require_scopes(credential, "resource_token")
     return credential.user
 
 

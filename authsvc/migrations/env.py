@@ -5,7 +5,7 @@ import logging
 from alembic import context
 from flask import current_app
 
-from authsvc.database import UNBOUNDED
+from authsvc.core.database import UNBOUNDED
 
 log = logging.getLogger("alembic.env")
 

@@ -10,9 +10,9 @@ from flask import current_app, g
 from sqlalchemy import select
 from sqlalchemy.orm import contains_eager
 
+from authsvc.core.database import db
 from authsvc.core.models import Application
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
-from authsvc.database import db
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
 

@@ -14,10 +14,11 @@ from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint as _IntrospectionEndpoint
 
-from authsvc import audit, credentials
+from authsvc.core import audit
+from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.database import db
+from authsvc.credentials import lookup
 from authsvc.oauth.clients import AUTH_METHODS
 
 # Resource servers introspect as confidential clients; a public client has
@@ -125,13 +126,13 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
         check_token_parameter(request)
 
     def authenticate_endpoint_client(self, request: OAuth2Request) -> Application | None:
-        if _client_authenticates(request) or not credentials.presented():
+        if _client_authenticates(request) or not lookup.presented():
             return super().authenticate_endpoint_client(request)
         # An admin's bearer token or an admin API key of this domain, with the admin scope.
-        credential = credentials.authenticate(current_domain())
+        credential = lookup.authenticate(current_domain())
         if not credential.admin:
             raise InsufficientScopeError(description="Introspection needs an admin or a confidential client.")
-        credentials.require_scopes(credential, "admin")
+        lookup.require_scopes(credential, "admin")
         request.client = None
         return None
 

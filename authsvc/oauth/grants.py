@@ -10,12 +10,11 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import current_app
 from sqlalchemy import update
 
-from authsvc import audit, store
 from authsvc.accounts import signin
-from authsvc.core import security
+from authsvc.core import audit, security, store
+from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.database import db, now
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.parameters import MergedRequest
 

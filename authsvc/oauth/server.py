@@ -17,11 +17,10 @@ from authlib.oauth2.rfc6749 import OAuth2Error
 from flask import Flask, current_app
 from flask import request as flask_request
 
-from authsvc import audit, store
-from authsvc.core import security
+from authsvc.core import audit, security, store
+from authsvc.core.database import db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.database import db
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,

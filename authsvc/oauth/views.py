@@ -9,12 +9,13 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
 
-from authsvc import audit, credentials
 from authsvc.accounts import sessions
+from authsvc.core import audit
+from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.database import db, without_transaction
+from authsvc.credentials import lookup
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -93,8 +94,8 @@ def token() -> Response:
 
 def _approving_user(domain: Domain) -> User:
     """The user of the session cookie or of a bearer token."""
-    if credentials.presented():
-        return credentials.authenticate(domain).user
+    if lookup.presented():
+        return lookup.authenticate(domain).user
     user = sessions.session_user(domain)
     if user is None:
         raise ApiError(401, "login_required", "Sign in, or present a bearer token.")

@@ -8,9 +8,9 @@ import logging
 from flask import Blueprint, Response, current_app, jsonify, request
 from sqlalchemy import text
 
-from authsvc import store
+from authsvc.core import store
+from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, json_error
-from authsvc.database import db
 from authsvc.web import metrics
 
 bp = Blueprint("health", __name__)

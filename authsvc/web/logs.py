@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Flask, Response, g, has_request_context, request
 
-from authsvc.audit import scrub
+from authsvc.core.audit import scrub
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # An incoming id is kept only when it cannot smuggle anything into a log line

@@ -11,8 +11,8 @@ from authsvc.admin.console.base import bp, console_page
 from authsvc.admin.console.forms import (
     ApiKeyForm,
 )
+from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Domain, User
-from authsvc.database import db, now
 
 
 @bp.get("/domains/<domain_id>/api_keys")

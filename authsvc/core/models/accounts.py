@@ -6,8 +6,8 @@ from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, T
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
+from authsvc.core.database import db, now
 from authsvc.core.models.tenancy import Application
-from authsvc.database import db, now
 
 
 class User(db.Model):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.database import db, now
+from authsvc.core.database import db, now
 
 
 class AuditRecord(db.Model):

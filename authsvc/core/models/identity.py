@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.database import db, now
+from authsvc.core.database import db, now
 
 
 class SsoProvider(db.Model):

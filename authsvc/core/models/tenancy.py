@@ -8,7 +8,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.database import db, now
+from authsvc.core.database import db, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 

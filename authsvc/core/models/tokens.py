@@ -8,9 +8,9 @@ from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text, 
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
+from authsvc.core.database import db, now
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
-from authsvc.database import db, now
 
 
 class Token(db.Model):

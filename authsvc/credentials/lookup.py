@@ -16,10 +16,11 @@ from flask import request
 from sqlalchemy import bindparam, or_, select, update
 
 from authsvc.core import security, validation
+from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
-from authsvc.database import Readers, db, now, read_one
+from authsvc.credentials.readers import Readers, read_one
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -242,7 +243,7 @@ def _user_permissions(row: Any) -> int:
 
 
 # The lookups below need no Flask request: inspect's WSGI fast path
-# (authsvc.fastpath) calls them too, with the app's readers.
+# (authsvc.credentials.fastpath) calls them too, with the app's readers.
 
 
 def find_token(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:

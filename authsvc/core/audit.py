@@ -22,9 +22,9 @@ from flask import g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from authsvc import store
+from authsvc.core import store
+from authsvc.core.database import db
 from authsvc.core.models import AuditRecord
-from authsvc.database import db
 
 log = logging.getLogger(__name__)
 

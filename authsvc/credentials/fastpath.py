@@ -4,8 +4,8 @@
 of the platform. Flask's request machinery and the app's hooks cost several
 times the one prepared lookup that answers it, so this WSGI layer, inside
 ProxyFix and in front of Flask, answers the common case itself: a header
-credential that is valid. It reads the same statement (credentials.find_token
-or find_api_key), builds the same claims (credentials.claims) and sends the
+credential that is valid. It reads the same statement (lookup.find_token
+or find_api_key), builds the same claims (lookup.claims) and sends the
 headers every answer carries (request id, no-store, nosniff, HSTS), and it
 counts the request in the same metrics.
 
@@ -33,9 +33,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
-from authsvc import credentials
 from authsvc.core.tenancy import host_name
-from authsvc.database import READERS, Readers
+from authsvc.credentials import lookup
+from authsvc.credentials.readers import READERS, Readers
 from authsvc.web import deployment, logs, metrics
 
 PATH = "/api/engine/v2/api_keys/inspect"
@@ -96,17 +96,17 @@ class InspectFastPath:
             value = value.strip()
             if kind.lower() != "bearer" or not value:
                 return None
-            credential = credentials.find_token(value, host_name(host), self.default_host, self.readers)
+            credential = lookup.find_token(value, host_name(host), self.default_host, self.readers)
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
-            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.readers)
-            if credential is not None and credentials.use_to_note(credential):
+            credential = lookup.find_api_key(api_key, host_name(host), self.default_host, self.readers)
+            if credential is not None and lookup.use_to_note(credential):
                 return None  # Flask records the use
         if credential is None:
             return None
         # As Flask's jsonify writes it (compact, ASCII, a final newline), so that both paths send the same bytes.
-        claims = credentials.claims(credential, f"{scheme}://{host}")
+        claims = lookup.claims(credential, f"{scheme}://{host}")
         body = (json.dumps(claims, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
         headers = [
             ("Content-Type", "application/json"),
@@ -119,7 +119,7 @@ class InspectFastPath:
 
     @property
     def readers(self) -> Readers:
-        # Made by create_app after this layer is in place (database.init_app).
+        # Made by create_app after this layer is in place (readers.init_app).
         return self.flask_app.extensions[READERS]
 
 

@@ -1,0 +1,233 @@
+"""The database handle, and how requests reach PostgreSQL cheaply and never wait unbounded.
+
+``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.models).
+``read_one`` runs the lookups on every API request (inspect) as prepared
+statements in autocommit, on connections of their own (``Readers``, a
+psycopg_pool pool). ``ping_after_idle`` replaces pool_pre_ping's round trip on
+every checkout with a ping only after idleness. ``connect_settings`` and
+``bound_waits`` keep every wait on PostgreSQL below gunicorn's worker timeout:
+a database that stops answering costs a request a 503, not the worker.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Hashable
+from typing import Any
+
+import psycopg
+from flask import Flask
+from flask_sqlalchemy import SQLAlchemy
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.orm import DeclarativeBase
+
+log = logging.getLogger(__name__)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+db = SQLAlchemy(model_class=Base)
+
+
+def now() -> int:
+    return int(time.time())
+
+
+# A pooled connection idle this long is pinged before it is used again: one
+# that died meanwhile (a database restart, a proxy's idle timeout) is replaced
+# instead of failing the request. A busy connection is not pinged, which saves
+# the round trip that pool_pre_ping made on every request.
+PING_AFTER_IDLE = 5.0
+
+
+def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: float | None = None) -> None:
+    """Make ``engine``'s pool ping connections that sat unused longer than ``idle`` seconds.
+
+    ``deadline``: seconds the ping may wait for its answer (see Watchdog).
+    """
+
+    @event.listens_for(engine.pool, "checkin")
+    def note_idle(dbapi_connection: Any, record: Any) -> None:
+        record.info["authsvc_idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.pool, "checkout")
+    def ping_if_idle(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        since = record.info.get("authsvc_idle_since")
+        if since is None or time.monotonic() - since <= idle:
+            return
+        dialect = engine.dialect
+        try:
+            with WATCHDOG.watching(dbapi_connection, dbapi_connection, deadline):
+                alive = dialect.do_ping(dbapi_connection)
+        except dialect.loaded_dbapi.Error as exc:
+            # psycopg raises on a dead connection rather than answering False.
+            if not dialect.is_disconnect(exc, dbapi_connection, None):
+                raise
+            alive = False
+        if not alive:
+            # The pool replaces the connection and tries again.
+            raise DisconnectionError("the connection died while idle")
+
+
+def without_transaction() -> None:
+    """Run the rest of this request's statements in autocommit mode.
+
+    For requests that only read (or write one row): no BEGIN and ROLLBACK
+    round trips around them, and psycopg keeps its prepared statements, which
+    it drops at every ROLLBACK. Only before the session's first statement; a
+    session already in a transaction keeps it.
+    """
+    if not db.session().in_transaction():
+        db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+
+
+# ----------------------------------------------------------------- bounds
+
+
+def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
+    """libpq connection parameters that bound every wait on PostgreSQL, for the engine and the readers.
+
+    ``connect_timeout`` bounds connecting; ``statement_timeout`` makes the
+    server end a statement that runs (or waits on a lock) too long; TCP
+    keepalives and ``tcp_user_timeout`` make the kernel drop a connection
+    whose packets go unanswered (a dead host, a dropped route), idle or not.
+    A server that still acknowledges packets but never answers is the
+    Watchdog's (below).
+    """
+    statement_ms = int(config["AUTHSVC_STATEMENT_TIMEOUT"] * 1000)
+    return {
+        "connect_timeout": max(2, round(config["AUTHSVC_DATABASE_TIMEOUT"])),  # libpq's least is 2
+        "options": f"-c statement_timeout={statement_ms}",
+        "keepalives": 1,
+        "keepalives_idle": 30,
+        "keepalives_interval": 5,
+        "keepalives_count": 3,
+        "tcp_user_timeout": statement_ms,
+    }
+
+
+def client_deadline(config: dict[str, Any]) -> float:
+    """Seconds the service waits for one answer of PostgreSQL: the server's own timeout, and one more."""
+    return config["AUTHSVC_STATEMENT_TIMEOUT"] + 1.0
+
+
+class Watchdog:
+    """Ends waits on PostgreSQL that outlast their deadline, by shutting the connection's socket.
+
+    psycopg waits for an answer as long as it takes, and a server (or a
+    proxy, or a frozen VM) that still acknowledges packets but never answers
+    defeats TCP keepalives and ``tcp_user_timeout``: the worker hangs until
+    gunicorn kills it. A wait is registered (``watching``) for its length;
+    one thread per process looks at the registered waits a few times a
+    second and shuts down the socket of one past its deadline, which makes
+    libpq's wait end at once with "server closed the connection", a
+    disconnect that the request answers with a 503. The lock makes sure that
+    a socket is shut only while its wait is still registered, so never one
+    that has moved on (or whose descriptor was reused).
+    """
+
+    TICK = 0.1  # seconds between looks; a deadline is met this late at most
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waits: dict[Hashable, tuple[float, psycopg.Connection]] = {}
+        self._ended: set[Hashable] = set()
+        self._pid = 0
+
+    @contextlib.contextmanager
+    def watching(self, key: Hashable, connection: Any, seconds: float | None) -> Any:
+        """Shut ``connection``'s socket if the block runs longer than ``seconds`` (None: no bound)."""
+        if seconds is None:
+            yield
+            return
+        self.start(key, connection, seconds)
+        try:
+            yield
+        finally:
+            self.end(key)
+
+    def start(self, key: Hashable, connection: Any, seconds: float) -> None:
+        if self._pid != os.getpid():
+            self._start_thread()
+        with self._lock:
+            self._waits[key] = (time.monotonic() + seconds, connection)
+
+    def end(self, key: Hashable) -> bool:
+        """Stop watching ``key``; False if its deadline had passed and its socket was shut."""
+        with self._lock:
+            if self._waits.pop(key, None) is not None:
+                return True
+            if key in self._ended:
+                self._ended.discard(key)
+                return False
+            return True
+
+    def _start_thread(self) -> None:
+        # Here, not at import: a forked worker has its own thread (threads do not survive a fork).
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._pid = os.getpid()
+            self._waits.clear()
+            self._ended.clear()
+        threading.Thread(target=self._run, name="authsvc-database-watchdog", daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.TICK)
+            now = time.monotonic()
+            with self._lock:
+                for key, (deadline, connection) in list(self._waits.items()):
+                    if now >= deadline:
+                        del self._waits[key]
+                        self._ended.add(key)
+                        self._shut(connection)
+
+    @staticmethod
+    def _shut(connection: Any) -> None:
+        log.warning("a database wait passed its deadline; closing its connection")
+        with contextlib.suppress(Exception):  # closed meanwhile: nothing left to end
+            # A duplicate of the descriptor: shutdown acts on the socket both share, close only on the copy.
+            with socket.socket(fileno=os.dup(connection.fileno())) as sock:
+                sock.shutdown(socket.SHUT_RDWR)
+
+
+WATCHDOG = Watchdog()
+
+# Execution option that exempts a connection from the deadline (the migrations: an index build may take long).
+UNBOUNDED = "authsvc_unbounded"
+
+
+def bound_waits(engine: Engine, seconds: float) -> None:
+    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events."""
+
+    @event.listens_for(engine, "before_cursor_execute")
+    def watch(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        if not conn.get_execution_options().get(UNBOUNDED):
+            WATCHDOG.start(cursor, cursor.connection, seconds)
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def done(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
+        WATCHDOG.end(cursor)
+
+    @event.listens_for(engine, "handle_error")
+    def failed(context: Any) -> None:
+        cursor = getattr(context.execution_context, "cursor", None)  # none before a statement ran
+        if cursor is not None:
+            WATCHDOG.end(cursor)
+
+
+def init_app(app: Flask, engine: Engine) -> None:
+    """Bound ``engine``'s waits (on PostgreSQL, every one of them)."""
+    deadline = client_deadline(app.config)
+    ping_after_idle(engine, deadline=deadline if engine.dialect.name == "postgresql" else None)
+    if engine.dialect.name == "postgresql":
+        bound_waits(engine, deadline)

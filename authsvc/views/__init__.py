@@ -1,1 +1,0 @@
-"""Inspect and scopes (moving to authsvc.credentials with it)."""
