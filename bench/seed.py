@@ -91,7 +91,7 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     application = flask(
         env, "apps", "create", "--domain", HOST, "--name", "Bench", "--redirect-uri", REDIRECT_URI,
         "--scopes", "public", "--no-require-pkce",
-    )  # fmt: skip
+    )
     service = flask(
         env,
         "users",

@@ -1,7 +1,7 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
-Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff, lint-imports), then
-runs the suite twice, each pass with the given pytest arguments:
+Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
+ruff format --check, lint-imports), then runs the suite twice, each pass with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
@@ -179,7 +179,9 @@ class Run:
         # The layers of authsvc (pyproject.toml, [tool.importlinter]): no feature imports one above it.
         say("lint: lint-imports")
         self.record("lint (import layers)", wait_for(subprocess.Popen([str(Path(PYTHON).parent / "lint-imports")])))
-        # TODO(issue 14, point 11): `ruff format --check .` goes here once the tree is formatted.
+        say("lint: ruff format --check .")
+        ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
+        self.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
 
     def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:
         # The JUnit report only feeds the totals line; it goes before the

@@ -39,11 +39,11 @@ def test_an_admin_creates_an_application_and_sees_its_secret_once(client, setup,
     response = call(client, "post", "/oauth_apps", keys.admin_key, {
         "name": "Room booking", "redirect_uris": ["https://rooms.example.com/cb"], "scopes": "public mqtt.read",
         "confidential": True, "consent": True, "require_pkce": True,
-    })  # fmt: skip
+    })
     assert response.status_code == 201, response.get_json()
     created = response.get_json()
     assert set(created) >= {"id", "domain", "name", "client_id", "redirect_uris", "scopes", "confidential", "consent",
-                            "require_pkce", "created_at", "client_secret"}  # fmt: skip
+                            "require_pkce", "created_at", "client_secret"}
     assert created["domain"] == str(setup.domain.id)
     assert created["redirect_uris"] == ["https://rooms.example.com/cb"]
     assert created["scopes"] == "public mqtt.read"
@@ -58,13 +58,13 @@ def test_an_admin_creates_an_application_and_sees_its_secret_once(client, setup,
 
 def test_the_new_secret_works_and_regenerate_replaces_it(client, setup, keys):
     created = call(client, "post", "/oauth_apps", keys.admin_key, {
-        "name": "Backend", "redirect_uris": [REDIRECT_URI], "confidential": True})  # fmt: skip
+        "name": "Backend", "redirect_uris": [REDIRECT_URI], "confidential": True})
     app_ = created.get_json()
 
     def grant(secret):
         return client.post("/auth/oauth/token", json={
             "grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-            "client_id": app_["client_id"], "client_secret": secret}, headers=headers())  # fmt: skip
+            "client_id": app_["client_id"], "client_secret": secret}, headers=headers())
 
     assert grant(app_["client_secret"]).status_code == 200
     regenerated = call(client, "post", f"/oauth_apps/{app_['id']}/regenerate", keys.admin_key).get_json()
@@ -75,7 +75,7 @@ def test_the_new_secret_works_and_regenerate_replaces_it(client, setup, keys):
 
 def test_validation_errors_are_422_with_a_message_per_field(client, setup, keys, world):
     response = call(client, "post", "/oauth_apps", keys.admin_key, {
-        "name": "", "redirect_uris": ["javascript:alert(1)"], "scopes": "public root", "consent": "yes"})  # fmt: skip
+        "name": "", "redirect_uris": ["javascript:alert(1)"], "scopes": "public root", "consent": "yes"})
     assert response.status_code == 422
     body = response.get_json()
     assert body["error"] == "invalid_input"
@@ -86,7 +86,7 @@ def test_validation_errors_are_422_with_a_message_per_field(client, setup, keys,
 @pytest.mark.parametrize("payload", [b"{nope", b"[1,2]", b"null"])
 def test_malformed_bodies_are_4xx(client, setup, keys, payload):
     response = client.post(f"{API}/oauth_apps", data=payload, content_type="application/json",
-                           headers=headers(**{"X-API-Key": keys.admin_key}))  # fmt: skip
+                           headers=headers(**{"X-API-Key": keys.admin_key}))
     assert response.status_code in (400, 422)
 
 
@@ -106,7 +106,7 @@ def test_deleting_an_application_revokes_its_tokens(client, setup, keys, world):
     code = get_code(client, setup.public_app.client_id)
     token = client.post("/auth/oauth/token", query_string={
         "grant_type": "authorization_code", "code": code, "client_id": setup.public_app.client_id,
-        "redirect_uri": REDIRECT_URI}, headers=headers()).get_json()["access_token"]  # fmt: skip
+        "redirect_uri": REDIRECT_URI}, headers=headers()).get_json()["access_token"]
     response = call(client, "delete", f"/oauth_apps/{setup.public_app.id}", keys.admin_key)
     assert response.get_json() == {"deleted": str(setup.public_app.id), "revoked_tokens": 1}
     inspect = client.get(f"{API}/api_keys/inspect", headers=headers(Authorization=f"Bearer {token}"))
@@ -125,7 +125,7 @@ def test_support_may_read_but_not_change(client, setup, keys):
 
 
 @pytest.mark.parametrize("method,path", [("get", "/oauth_apps"), ("get", "/users"), ("get", "/audit"),
-                                         ("post", "/domains"), ("get", "/domains")])  # fmt: skip
+                                         ("post", "/domains"), ("get", "/domains")])
 def test_everyone_else_gets_403(client, setup, keys, method, path):
     response = call(client, method, path, keys.user_key, {} if method == "post" else None)
     assert response.status_code == 403
@@ -147,7 +147,7 @@ def test_an_admin_token_works_like_an_admin_key(client, setup, keys, world):
     token = client.post("/auth/oauth/token", json={
         "grant_type": "password", "username": "service@example.com", "password": PASSWORD,
         "client_id": setup.public_app.client_id, "scope": ADMIN_SCOPES,
-    }, headers=headers()).get_json()["access_token"]  # fmt: skip
+    }, headers=headers()).get_json()["access_token"]
     response = client.get(f"{API}/users", headers=headers(Authorization=f"Bearer {token}"))
     assert response.status_code == 200
 
@@ -165,7 +165,7 @@ def test_system_admins_reach_every_domain(client, setup, keys, world):
     listed = call(client, "get", "/oauth_apps", keys.system_key, host=OTHER_HOST).get_json()
     assert listed["total"] == 2
     response = call(client, "patch", f"/oauth_apps/{setup.public_app.id}", keys.system_key, {"name": "By root"},
-                    host=OTHER_HOST)  # fmt: skip
+                    host=OTHER_HOST)
     assert response.status_code == 200
     filtered = call(client, "get", f"/oauth_apps?domain={setup.domain.id}", keys.system_key, host=OTHER_HOST)
     assert filtered.get_json()["total"] == 2
@@ -183,7 +183,7 @@ def test_listing_pages_and_filters_by_text(client, setup, keys, world):
 
 def test_users_create_update_disable_and_reset_password(client, setup, keys, world):
     created = call(client, "post", "/users", keys.admin_key, {
-        "email": "New@Example.com", "password": "a long password", "name": "New", "service_account": True})  # fmt: skip
+        "email": "New@Example.com", "password": "a long password", "name": "New", "service_account": True})
     assert created.status_code == 201
     user = created.get_json()
     assert (user["email"], user["service_account"]) == ("new@example.com", True)
@@ -191,7 +191,7 @@ def test_users_create_update_disable_and_reset_password(client, setup, keys, wor
     assert duplicate.status_code == 422 and "email" in duplicate.get_json()["fields"]
     token = client.post("/auth/oauth/token", json={
         "grant_type": "password", "username": "new@example.com", "password": "a long password",
-        "client_id": setup.public_app.client_id}, headers=headers()).get_json()["access_token"]  # fmt: skip
+        "client_id": setup.public_app.client_id}, headers=headers()).get_json()["access_token"]
     reset = call(client, "patch", f"/users/{user['id']}", keys.admin_key, {"password": "another password"})
     assert reset.status_code == 200
     assert client.get(f"{API}/api_keys/inspect", headers=headers(Authorization=f"Bearer {token}")).status_code == 401
@@ -204,7 +204,7 @@ def test_users_create_update_disable_and_reset_password(client, setup, keys, wor
 
 def test_api_keys_are_shown_once_and_revoked_by_delete(client, setup, keys, world):
     created = call(client, "post", "/api_keys", keys.admin_key, {
-        "user": "person@example.com", "name": "kiosk", "scopes": "public", "permission": "user"})  # fmt: skip
+        "user": "person@example.com", "name": "kiosk", "scopes": "public", "permission": "user"})
     assert created.status_code == 201
     key = created.get_json()
     assert key["key"].startswith(key["id"] + ".")
@@ -220,7 +220,7 @@ def test_api_keys_are_shown_once_and_revoked_by_delete(client, setup, keys, worl
 def test_domains_are_created_by_system_admins_and_deleted_only_when_empty_unless_forced(client, setup, keys, world):
     assert call(client, "post", "/domains", keys.admin_key, {"name": "X", "host": "x.example"}).status_code == 403
     created = call(client, "post", "/domains", keys.system_key, {"name": "New", "host": "New.Example"},
-                   host=OTHER_HOST).get_json()  # fmt: skip
+                   host=OTHER_HOST).get_json()
     assert created["host"] == "new.example"
     refused = call(client, "delete", f"/domains/{setup.domain.id}", keys.system_key, host=OTHER_HOST)
     assert refused.status_code == 409
@@ -236,7 +236,7 @@ def test_domains_are_created_by_system_admins_and_deleted_only_when_empty_unless
 def test_sso_providers_through_the_api_never_show_the_secret(client, setup, keys, world):
     created = call(client, "post", "/sso", keys.admin_key, {
         "name": "Entra", "client_id": "cid", "client_secret": "provider-secret", "preset": "microsoft",
-        "tenant": "contoso.onmicrosoft.com"})  # fmt: skip
+        "tenant": "contoso.onmicrosoft.com"})
     assert created.status_code == 201, created.get_json()
     provider = created.get_json()
     assert provider["callback_url"] == f"https://{HOST}/auth/oauth2/callback"
@@ -286,7 +286,7 @@ def test_odd_ids_are_404_not_500(client, setup, keys, record_id):
 
 
 @pytest.mark.parametrize("path", ["/users/2147483648", "/oauth_apps/99999999999", "/domains/999999999999999999",
-                                  "/users/2147483648/revoke", "/oauth_apps/9999999999/regenerate"])  # fmt: skip
+                                  "/users/2147483648/revoke", "/oauth_apps/9999999999/regenerate"])
 def test_ids_past_sql_integer_are_404_not_500(client, setup, keys, path):
     """PostgreSQL refuses a number past INTEGER (a 500) rather than finding nothing."""
     method = "post" if path.endswith(("/revoke", "/regenerate")) else "get"
@@ -304,7 +304,7 @@ def test_key_and_provider_ids_other_than_ascii_letters_and_digits_are_404_not_50
 
 @pytest.mark.parametrize("query", ["/oauth_apps?domain=²", "/audit?domain=²", "/users?domain=2147483648",
                                    "/audit?domain=99999999999", "/api_keys?page=²", "/sso?per_page=١",
-                                   "/audit?since=²", "/audit?until=99999999999"])  # fmt: skip
+                                   "/audit?since=²", "/audit?until=99999999999"])
 def test_odd_domain_filters_and_numbers_in_the_query_are_400_not_500(client, setup, keys, query):
     response = call(client, "get", query, keys.system_key, host=OTHER_HOST)
     assert response.status_code == 400
@@ -314,7 +314,7 @@ def test_odd_domain_filters_and_numbers_in_the_query_are_400_not_500(client, set
 @pytest.mark.parametrize("domain", ["²", "١", "2147483648", "99999999999999999999"])
 def test_a_body_naming_an_odd_domain_id_is_a_field_error_not_500(client, setup, keys, domain):
     response = call(client, "post", "/oauth_apps", keys.admin_key,
-                    {"name": "x", "redirect_uris": [REDIRECT_URI], "domain": domain})  # fmt: skip
+                    {"name": "x", "redirect_uris": [REDIRECT_URI], "domain": domain})
     assert response.status_code == 422
     assert response.get_json()["fields"] == {"domain": "no such domain"}
 
@@ -340,10 +340,10 @@ def test_an_api_key_expiry_past_sql_integer_is_a_field_error_not_500(client, set
 
 
 @pytest.mark.parametrize("field,url", [("issuer", "http://[::1"), ("issuer", "https://idp.example:99999"),
-                                       ("token_url", "https://[nope/token")])  # fmt: skip
+                                       ("token_url", "https://[nope/token")])
 def test_a_malformed_provider_url_is_a_field_error_not_500(client, setup, keys, field, url):
     body = {"name": "IdP", "client_id": "c", "client_secret": "s", "authorize_url": "https://idp.example/a",
-            "token_url": "https://idp.example/t", "userinfo_url": "https://idp.example/u"}  # fmt: skip
+            "token_url": "https://idp.example/t", "userinfo_url": "https://idp.example/u"}
     response = call(client, "post", "/sso", keys.admin_key, body | {field: url})
     assert response.status_code == 422
     assert "not a valid URL" in response.get_json()["fields"][field]
@@ -351,7 +351,7 @@ def test_a_malformed_provider_url_is_a_field_error_not_500(client, setup, keys, 
 
 def test_a_microsoft_tenant_is_ascii_as_in_the_cli(client, setup, keys):
     response = call(client, "post", "/sso", keys.admin_key, {
-        "name": "Entra", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "ᾢ"})  # fmt: skip
+        "name": "Entra", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "ᾢ"})
     assert response.status_code == 422
     assert "tenant" in response.get_json()["fields"]
 
@@ -366,7 +366,7 @@ def test_an_admin_cannot_disable_or_demote_themselves(client, setup, keys):
 
 def test_a_key_carries_no_more_than_its_user_holds(client, setup, keys):
     response = call(client, "post", "/api_keys", keys.admin_key,
-                    {"user": "person@example.com", "name": "k", "permission": "admin"})  # fmt: skip
+                    {"user": "person@example.com", "name": "k", "permission": "admin"})
     assert response.status_code == 422
     assert "not an admin" in response.get_json()["fields"]["permission"]
 
@@ -389,7 +389,7 @@ def test_a_domain_admin_cannot_take_over_a_system_admin_of_the_domain(client, se
 def test_trusting_email_from_any_entra_tenant_is_a_field_error(client, setup, keys):
     response = call(client, "post", "/sso", keys.admin_key, {
         "name": "E", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "common",
-        "trust_email": True})  # fmt: skip
+        "trust_email": True})
     assert response.status_code == 422
     assert "tid match rule" in response.get_json()["fields"]["trust_email"]
 

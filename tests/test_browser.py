@@ -24,13 +24,13 @@ def stage(schema, tmp_path_factory):
         service.app = service.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Room booking",
             "--redirect-uri", client_app.redirect_uri, "--scopes", "public mqtt.read",
-        )  # fmt: skip
+        )
         service.consent_app = service.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Consenting app",
             "--redirect-uri", client_app.redirect_uri, "--consent",
-        )  # fmt: skip
+        )
         service.cli("users", "create", "--domain", "127.0.0.1", "--email", "person@example.com",
-                    "--password", PASSWORD, "--name", "Person")  # fmt: skip
+                    "--password", PASSWORD, "--name", "Person")
         yield service, client_app
 
 
@@ -40,7 +40,7 @@ def exchange_and_inspect(service, client_id: str, code: str, redirect_uri: str, 
         data={"grant_type": "authorization_code", "code": code, "client_id": client_id,
               "redirect_uri": redirect_uri, "code_verifier": verifier},
         timeout=10,
-    )  # fmt: skip
+    )
     assert token.status_code == 200, token.text
     inspect = requests.get(
         service.url + "/api/engine/v2/api_keys/inspect",
@@ -58,7 +58,7 @@ def test_application_link_sign_in_and_back_with_code_and_state(stage, tmp_path):
     client_app.link_to(
         service.url, response_type="code", client_id=service.app["client_id"], redirect_uri=client_app.redirect_uri,
         scope="public mqtt.read", state=state, code_challenge=challenge, code_challenge_method="S256",
-    )  # fmt: skip
+    )
     with chromium() as browser:
         page = browser.new_page()
         page.goto(client_app.url + "/")
@@ -87,7 +87,7 @@ def test_consent_in_the_browser(stage):
     client_app.link_to(
         service.url, response_type="code", client_id=service.consent_app["client_id"],
         redirect_uri=client_app.redirect_uri, state="c1", code_challenge=challenge, code_challenge_method="S256",
-    )  # fmt: skip
+    )
     with chromium() as browser:
         page = browser.new_page()
         page.goto(client_app.url + "/")
@@ -110,13 +110,13 @@ def test_single_sign_on_round_trip_in_the_browser(stage):
         provider = service.cli(
             "sso", "create", "--domain", "127.0.0.1", "--name", "Corporate SSO", "--client-id", idp.client_id,
             "--client-secret", idp.client_secret, "--issuer", idp.url, "--allow-private-network",
-        )  # fmt: skip
+        )
         verifier, challenge = pkce_pair()
         client_app.link_to(
             service.url, response_type="code", client_id=service.app["client_id"],
             redirect_uri=client_app.redirect_uri, state="sso-state", code_challenge=challenge,
             code_challenge_method="S256",
-        )  # fmt: skip
+        )
         with chromium() as browser:
             page = browser.new_page()
             page.goto(client_app.url + "/")

@@ -38,7 +38,7 @@ class Flows:
             self.url + "/auth/oauth/authorize",
             params={"response_type": "code", "client_id": self.client_id, "redirect_uri": REDIRECT_URI},
             cookies={"user": cookie}, allow_redirects=False, timeout=30,
-        )  # fmt: skip
+        )
         assert response.status_code == 302, response.text
         return parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
 
@@ -48,7 +48,7 @@ class Flows:
             params={"grant_type": "authorization_code", "code": code, "client_id": self.client_id,
                     "redirect_uri": REDIRECT_URI},
             timeout=30,
-        )  # fmt: skip
+        )
 
     def refresh(self, refresh_token: str) -> requests.Response:
         return requests.post(

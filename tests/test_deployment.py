@@ -43,7 +43,7 @@ def test_behind_the_proxy_the_code_flow_needs_no_insecure_transport_switch(behin
         query_string={"grant_type": "authorization_code", "code": location_params(authorised)["code"],
                       "client_id": setup.public_app.client_id, "redirect_uri": REDIRECT_URI},
         headers=FORWARDED,
-    )  # fmt: skip
+    )
     assert token.status_code == 200, token.get_json()
     assert token.headers["Strict-Transport-Security"].startswith("max-age=31536000")
     # The client's own address, as the proxy saw it, is what is recorded (and rate limited).
@@ -60,7 +60,7 @@ def test_without_proxy_hops_forwarded_headers_are_not_believed(make_app, setup):
         json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
               "client_id": setup.public_app.client_id},
         headers=FORWARDED,
-    )  # fmt: skip
+    )
     assert refused.get_json()["error"] == "insecure_transport"
     assert "Strict-Transport-Security" not in refused.headers
 

@@ -81,7 +81,7 @@ def authorize(client, client_id):
 
 def inspect(client, **where):
     return client.get("/api/engine/v2/api_keys/inspect", headers=headers(**where.get("headers", {})),
-                      query_string=where.get("query"))  # fmt: skip
+                      query_string=where.get("query"))
 
 
 def timed(call):

@@ -30,15 +30,15 @@ def service(schema, tmp_path_factory):
         svc.app = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "E2E app",
             "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read", "--no-require-pkce",
-        )  # fmt: skip
+        )
         svc.cli(
             "users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com", "--password", PASSWORD,
             "--service-account", "--name", "Robot",
-        )  # fmt: skip
+        )
         svc.cli(
             "users", "create", "--domain", "127.0.0.1", "--email", "person@example.com", "--password", PASSWORD,
             "--name", "Person",
-        )  # fmt: skip
+        )
         svc.key = svc.cli(
             "api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "e2e"
         )

@@ -21,7 +21,7 @@ PARAMETERS = [
     "grant_type", "code", "client_id", "client_secret", "redirect_uri", "code_verifier", "scope", "refresh_token",
     "username", "password", "email", "continue", "response_type", "state", "code_challenge", "code_challenge_method",
     "token", "token_type_hint", "id", "provider", "bearer_token", "api-key", "csrf_token", "approve", "error",
-]  # fmt: skip
+]
 GRANT_TYPES = ["password", "authorization_code", "refresh_token", "client_credentials", ""]
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
 # Text of every kind, but encodable: the test client must be able to send it.
@@ -93,7 +93,7 @@ def requests_to(draw: st.DrawFn, rule: str, method: str) -> dict:
         request["content_type"] = draw(
             st.sampled_from(["application/json", "application/x-www-form-urlencoded", "multipart/form-data",
                              "multipart/form-data; boundary=x", "text/plain; charset=utf-16", "application/xml"])
-        )  # fmt: skip
+        )
     elif body_kind == "deep":
         request["data"] = draw(st.sampled_from([b"[", b'{"a":'])) * 5000
         request["content_type"] = "application/json"
@@ -153,7 +153,7 @@ def test_a_lone_surrogate_in_the_signin_email_is_a_400(hostile_client):
     response = hostile_client.post(
         "/auth/signin", data='{"email": "\\ud800@a.test", "password": "x"}', content_type="application/json",
         headers={"Host": HOST},
-    )  # fmt: skip
+    )
     assert response.status_code == 400, response.get_data(as_text=True)[:300]
     assert response.get_json()["error"] == "invalid_request"
 
@@ -161,7 +161,7 @@ def test_a_lone_surrogate_in_the_signin_email_is_a_400(hostile_client):
 def test_a_lone_surrogate_in_the_password_grant_username_is_a_400(hostile_client):
     body = '{"grant_type": "password", "client_id": "x", "username": "\\udc00svc@a.test", "password": "p"}'
     response = hostile_client.post("/auth/oauth/token", data=body, content_type="application/json",
-                                   headers={"Host": HOST})  # fmt: skip
+                                   headers={"Host": HOST})
     assert response.status_code == 400, response.get_data(as_text=True)[:300]
     assert response.get_json()["error"] == "invalid_request"
 
@@ -185,10 +185,10 @@ VALID = {
     "client_id": "generated-client", "client_secret": "s", "authorize_url": "https://idp.example/a",
     "token_url": "https://idp.example/t", "userinfo_url": "https://idp.example/u", "preset": "microsoft",
     "tenant": "contoso.example", "expires_at": 2**31 - 1, "access_token_ttl": 60, "session_ttl": 60,
-}  # fmt: skip
+}
 SIGNIN = ["email", "password", "continue"]
 TOKEN = ["grant_type", "code", "client_id", "client_secret", "redirect_uri", "code_verifier", "scope",
-         "refresh_token", "username", "password"]  # fmt: skip
+         "refresh_token", "username", "password"]
 REVOKE = ["token", "token_type_hint", "client_id", "client_secret"]
 ADMIN_FIELDS = {
     "domains": ["name", "host", "scopes", "session_ttl"],
@@ -200,7 +200,7 @@ ADMIN_FIELDS = {
     "sso": ["name", "client_id", "client_secret", "scopes", "preset", "tenant", "issuer", "authorize_url",
             "token_url", "userinfo_url", "jwks_url", "authorize_params", "profile_mappings", "match_rules",
             "trust_email", "required_scopes", "token_endpoint_auth_method"],
-}  # fmt: skip
+}
 CONSOLE_FORMS = {
     "applications/new": ["name", "redirect_uris", "scopes", "consent", "require_pkce", "confidential"],
     "applications/{application}": ["name", "redirect_uris", "scopes", "consent", "require_pkce"],
@@ -209,7 +209,7 @@ CONSOLE_FORMS = {
     "users/{user}/password": ["password"],
     "api_keys/new": ["user", "name", "scopes", "permission", "expires_in_days"],
     "sso/new": ["name", "client_id", "client_secret", "tenant"],
-}  # fmt: skip
+}
 
 
 @st.composite
@@ -240,12 +240,12 @@ def entry_points(hostile_client, world, app):
     api = {"Host": HOST, "X-API-Key": key}
     sso = hostile_client.post("/api/engine/v2/sso", headers=api, json={
         "name": "IdP", "client_id": "c", "client_secret": "s", "authorize_url": VALID["authorize_url"],
-        "token_url": VALID["token_url"], "userinfo_url": VALID["userinfo_url"]})  # fmt: skip
+        "token_url": VALID["token_url"], "userinfo_url": VALID["userinfo_url"]})
     assert sso.status_code == 201, sso.get_data(as_text=True)
     records = {
         "domains": domain.id, "oauth_apps": application.id, "users": target.id, "sso": sso.get_json()["id"],
         "api_keys": key.split(".")[0],
-    }  # fmt: skip
+    }
     signin(hostile_client, "admin@example.com")
     console = f"/auth/admin/domains/{domain.id}/"
     token = csrf_token(hostile_client.get(console + "applications/new", headers={"Host": HOST}))
@@ -275,7 +275,7 @@ def _sweep(send, bodies) -> None:
 
 SWEEP_EXAMPLES = int(os.environ.get("AUTHSVC_HOSTILE_EXAMPLES", "80"))
 OAUTH_ENTRY_POINTS = [("/auth/signin", SIGNIN), ("/auth/oauth/token", TOKEN), ("/auth/oauth/revoke", REVOKE),
-                      ("/auth/oauth/introspect", REVOKE)]  # fmt: skip
+                      ("/auth/oauth/introspect", REVOKE)]
 
 
 @pytest.mark.parametrize("path,names", OAUTH_ENTRY_POINTS)
@@ -296,7 +296,7 @@ def test_admin_api_answers_generated_bodies_without_a_500(entry_points, resource
 
     def send(body):
         return entry_points.client.open(path, method=method.upper(), data=body, content_type="application/json",
-                                        headers=entry_points.api_headers)  # fmt: skip
+                                        headers=entry_points.api_headers)
 
     _sweep(send, _json_bodies(ADMIN_FIELDS[resource]))
 

@@ -86,7 +86,7 @@ def test_sign_ins_for_one_account_over_the_rate_are_429_from_any_address(limited
     response = client.post(
         SIGNIN, json={"email": "Person@Example.com", "password": PASSWORD}, headers=headers(),
         environ_base={"REMOTE_ADDR": "192.0.2.99"},
-    )  # fmt: skip
+    )
     assert_429(response, "rate_limited")
     # Other accounts are not held up.
     assert signin(client, "service@example.com").status_code == 202
@@ -110,7 +110,7 @@ def test_signin_limit_counts_the_domain_not_the_port(limited, setup):
         json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
               "client_id": setup.public_app.client_id},
         headers=headers(f"{HOST}:9000"),
-    )  # fmt: skip
+    )
     assert_429(response, "rate_limited")
 
 
@@ -144,7 +144,7 @@ def test_a_decoy_username_in_the_query_does_not_dodge_the_account_rate(limited, 
             data={"grant_type": "password", "username": "service@example.com", "password": "wrong",
                   "client_id": setup.public_app.client_id},
             headers=headers(),
-        )  # fmt: skip
+        )
         assert response.status_code == 400
     assert_429(password_grant(client, setup.public_app.client_id), "rate_limited")
 
@@ -264,7 +264,7 @@ def oidc_id(runner, setup):
         result = runner.invoke(
             args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
                   "--client-secret", "provider-secret", "--issuer", provider.url, "--allow-private-network"]
-        )  # fmt: skip
+        )
         assert result.exit_code == 0, result.stderr
         yield json.loads(result.stdout)["id"]
 

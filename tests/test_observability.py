@@ -97,16 +97,16 @@ def service(schema, tmp_path_factory):
         svc.app = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Obs app",
             "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read",
-        )  # fmt: skip
+        )
         svc.confidential = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Resource server",
             "--redirect-uri", "http://127.0.0.1:9/rs", "--confidential",
-        )  # fmt: skip
+        )
         svc.passwords = {"robot@example.com": "robot's password 1", "person@example.com": "person's password 2"}
         svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com",
-                "--password", svc.passwords["robot@example.com"], "--service-account")  # fmt: skip
+                "--password", svc.passwords["robot@example.com"], "--service-account")
         svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "person@example.com",
-                "--password", svc.passwords["person@example.com"])  # fmt: skip
+                "--password", svc.passwords["person@example.com"])
         svc.key = svc.cli("api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "o")
         yield svc
 
@@ -158,7 +158,7 @@ def test_metrics_add_up_across_the_workers(service):
             json={"grant_type": "password", "username": "robot@example.com",
                   "password": service.passwords["robot@example.com"], "client_id": service.app["client_id"]},
             timeout=10,
-        )  # fmt: skip
+        )
         assert response.status_code == 200
         sent += 1
     for _ in range(6):
@@ -185,7 +185,7 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     robot, person = "robot@example.com", "person@example.com"
     key = service.key["key"]
     secrets = [service.passwords[robot], service.passwords[person], key, key.split(".", 1)[1],
-               service.confidential["client_secret"], "wrong password 3"]  # fmt: skip
+               service.confidential["client_secret"], "wrong password 3"]
 
     grant = requests.post(
         url + "/auth/oauth/token",
@@ -214,7 +214,7 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
         url + "/auth/oauth/authorize",
         params={"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s"},
         cookies={"user": cookie}, allow_redirects=False, timeout=10,
-    )  # fmt: skip
+    )
     code = parse_qs(urlsplit(authorised.headers["Location"]).query)["code"][0]
     secrets.append(code)
     token = requests.post(
@@ -238,14 +238,14 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     introspected = requests.post(
         url + "/auth/oauth/introspect", data={"token": access},
         auth=(service.confidential["client_id"], service.confidential["client_secret"]), timeout=10,
-    )  # fmt: skip
+    )
     assert introspected.json()["active"] is True
     # Replays and reuse are logged as warnings: still without the values.
     requests.post(
         url + "/auth/oauth/token",
         params={"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": redirect_uri},
         timeout=10,
-    )  # fmt: skip
+    )
     revoked = requests.post(
         url + "/auth/oauth/revoke", data={"token": grant["refresh_token"], "client_id": client_id}, timeout=10
     )

@@ -130,7 +130,7 @@ def test_an_application_and_a_key_are_given_reserved_scopes_by_the_cli(runner, s
     created = runner.invoke(
         args=["apps", "create", "--domain", HOST, "--name", "Ops", "--redirect-uri", "https://ops.example/cb",
               "--scopes", "public admin resource_token"]
-    )  # fmt: skip
+    )
     assert created.exit_code == 0, created.output
     [application] = world.query(
         select(Application).where(Application.client_id == json.loads(created.stdout)["client_id"])
@@ -140,7 +140,7 @@ def test_an_application_and_a_key_are_given_reserved_scopes_by_the_cli(runner, s
     key = runner.invoke(
         args=["api-keys", "create", "--domain", HOST, "--user", "person@example.com", "--name", "ops",
               "--scopes", "public admin", "--permission", "admin"]
-    )  # fmt: skip
+    )
     assert key.exit_code == 0, key.output
     [stored] = world.query(select(ApiKey))
     assert stored.scopes == "public admin"

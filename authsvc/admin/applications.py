@@ -61,7 +61,7 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
     for attr, value in values.items():
         setattr(application, attr, value)
     audit_change(actor, "application.updated", application.domain_id, f"application:{application.id}", before,
-           application.as_json())  # fmt: skip
+           application.as_json())
     commit("that application")
     return application
 

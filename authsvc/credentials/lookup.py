@@ -201,7 +201,7 @@ _TOKEN_CLAIMS = (
         _application.c.client_id,
         _domain.c.host.label("aud"),
         *_USER_COLUMNS,
-    )  # fmt: skip
+    )
     .select_from(
         _token.join(_application, _application.c.id == _token.c.application_id)
         .join(_domain, _domain.c.id == _application.c.domain_id)
