@@ -96,7 +96,7 @@ def service(schema, tmp_path_factory):
         svc.cli("domains", "create", "--name", "Obs", "--host", "127.0.0.1")
         svc.app = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Obs app",
-            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read",
+            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read", "--no-require-pkce",
         )
         svc.confidential = svc.cli(
             "apps", "create", "--domain", "127.0.0.1", "--name", "Resource server",
