@@ -89,8 +89,18 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     flask(env, "domains", "create", "--name", "Bench", "--host", HOST)
     # The legacy mode (no PKCE): the benchmark's code flow is the specification's, sent literally.
     application = flask(
-        env, "apps", "create", "--domain", HOST, "--name", "Bench", "--redirect-uri", REDIRECT_URI,
-        "--scopes", "public", "--no-require-pkce",
+        env,
+        "apps",
+        "create",
+        "--domain",
+        HOST,
+        "--name",
+        "Bench",
+        "--redirect-uri",
+        REDIRECT_URI,
+        "--scopes",
+        "public",
+        "--no-require-pkce",
     )
     service = flask(
         env,

@@ -36,14 +36,35 @@ def call(client, method, path, key, json=None, host=HOST, **kwargs):
 
 
 def test_an_admin_creates_an_application_and_sees_its_secret_once(client, setup, keys, world):
-    response = call(client, "post", "/oauth_apps", keys.admin_key, {
-        "name": "Room booking", "redirect_uris": ["https://rooms.example.com/cb"], "scopes": "public mqtt.read",
-        "confidential": True, "consent": True, "require_pkce": True,
-    })
+    response = call(
+        client,
+        "post",
+        "/oauth_apps",
+        keys.admin_key,
+        {
+            "name": "Room booking",
+            "redirect_uris": ["https://rooms.example.com/cb"],
+            "scopes": "public mqtt.read",
+            "confidential": True,
+            "consent": True,
+            "require_pkce": True,
+        },
+    )
     assert response.status_code == 201, response.get_json()
     created = response.get_json()
-    assert set(created) >= {"id", "domain", "name", "client_id", "redirect_uris", "scopes", "confidential", "consent",
-                            "require_pkce", "created_at", "client_secret"}
+    assert set(created) >= {
+        "id",
+        "domain",
+        "name",
+        "client_id",
+        "redirect_uris",
+        "scopes",
+        "confidential",
+        "consent",
+        "require_pkce",
+        "created_at",
+        "client_secret",
+    }
     assert created["domain"] == str(setup.domain.id)
     assert created["redirect_uris"] == ["https://rooms.example.com/cb"]
     assert created["scopes"] == "public mqtt.read"
@@ -57,14 +78,27 @@ def test_an_admin_creates_an_application_and_sees_its_secret_once(client, setup,
 
 
 def test_the_new_secret_works_and_regenerate_replaces_it(client, setup, keys):
-    created = call(client, "post", "/oauth_apps", keys.admin_key, {
-        "name": "Backend", "redirect_uris": [REDIRECT_URI], "confidential": True})
+    created = call(
+        client,
+        "post",
+        "/oauth_apps",
+        keys.admin_key,
+        {"name": "Backend", "redirect_uris": [REDIRECT_URI], "confidential": True},
+    )
     app_ = created.get_json()
 
     def grant(secret):
-        return client.post("/auth/oauth/token", json={
-            "grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-            "client_id": app_["client_id"], "client_secret": secret}, headers=headers())
+        return client.post(
+            "/auth/oauth/token",
+            json={
+                "grant_type": "password",
+                "username": "service@example.com",
+                "password": PASSWORD,
+                "client_id": app_["client_id"],
+                "client_secret": secret,
+            },
+            headers=headers(),
+        )
 
     assert grant(app_["client_secret"]).status_code == 200
     regenerated = call(client, "post", f"/oauth_apps/{app_['id']}/regenerate", keys.admin_key).get_json()
@@ -74,8 +108,13 @@ def test_the_new_secret_works_and_regenerate_replaces_it(client, setup, keys):
 
 
 def test_validation_errors_are_422_with_a_message_per_field(client, setup, keys, world):
-    response = call(client, "post", "/oauth_apps", keys.admin_key, {
-        "name": "", "redirect_uris": ["javascript:alert(1)"], "scopes": "public root", "consent": "yes"})
+    response = call(
+        client,
+        "post",
+        "/oauth_apps",
+        keys.admin_key,
+        {"name": "", "redirect_uris": ["javascript:alert(1)"], "scopes": "public root", "consent": "yes"},
+    )
     assert response.status_code == 422
     body = response.get_json()
     assert body["error"] == "invalid_input"
@@ -85,8 +124,12 @@ def test_validation_errors_are_422_with_a_message_per_field(client, setup, keys,
 
 @pytest.mark.parametrize("payload", [b"{nope", b"[1,2]", b"null"])
 def test_malformed_bodies_are_4xx(client, setup, keys, payload):
-    response = client.post(f"{API}/oauth_apps", data=payload, content_type="application/json",
-                           headers=headers(**{"X-API-Key": keys.admin_key}))
+    response = client.post(
+        f"{API}/oauth_apps",
+        data=payload,
+        content_type="application/json",
+        headers=headers(**{"X-API-Key": keys.admin_key}),
+    )
     assert response.status_code in (400, 422)
 
 
@@ -104,9 +147,16 @@ def test_update_changes_only_the_fields_given_and_records_before_and_after(clien
 def test_deleting_an_application_revokes_its_tokens(client, setup, keys, world):
     signin(client)
     code = get_code(client, setup.public_app.client_id)
-    token = client.post("/auth/oauth/token", query_string={
-        "grant_type": "authorization_code", "code": code, "client_id": setup.public_app.client_id,
-        "redirect_uri": REDIRECT_URI}, headers=headers()).get_json()["access_token"]
+    token = client.post(
+        "/auth/oauth/token",
+        query_string={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": setup.public_app.client_id,
+            "redirect_uri": REDIRECT_URI,
+        },
+        headers=headers(),
+    ).get_json()["access_token"]
     response = call(client, "delete", f"/oauth_apps/{setup.public_app.id}", keys.admin_key)
     assert response.get_json() == {"deleted": str(setup.public_app.id), "revoked_tokens": 1}
     inspect = client.get(f"{API}/api_keys/inspect", headers=headers(Authorization=f"Bearer {token}"))
@@ -124,8 +174,10 @@ def test_support_may_read_but_not_change(client, setup, keys):
     assert call(client, "delete", f"/users/{setup.person.id}", keys.support_key).status_code == 403
 
 
-@pytest.mark.parametrize("method,path", [("get", "/oauth_apps"), ("get", "/users"), ("get", "/audit"),
-                                         ("post", "/domains"), ("get", "/domains")])
+@pytest.mark.parametrize(
+    "method,path",
+    [("get", "/oauth_apps"), ("get", "/users"), ("get", "/audit"), ("post", "/domains"), ("get", "/domains")],
+)
 def test_everyone_else_gets_403(client, setup, keys, method, path):
     response = call(client, method, path, keys.user_key, {} if method == "post" else None)
     assert response.status_code == 403
@@ -144,10 +196,17 @@ def test_no_credential_is_401(client, setup):
 def test_an_admin_token_works_like_an_admin_key(client, setup, keys, world):
     world.update(User, setup.service.id, admin=True)
     world.update(Application, setup.public_app.id, scopes=ADMIN_SCOPES)
-    token = client.post("/auth/oauth/token", json={
-        "grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-        "client_id": setup.public_app.client_id, "scope": ADMIN_SCOPES,
-    }, headers=headers()).get_json()["access_token"]
+    token = client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+            "scope": ADMIN_SCOPES,
+        },
+        headers=headers(),
+    ).get_json()["access_token"]
     response = client.get(f"{API}/users", headers=headers(Authorization=f"Bearer {token}"))
     assert response.status_code == 200
 
@@ -164,8 +223,9 @@ def test_domain_admins_see_only_their_domain(client, setup, keys, world):
 def test_system_admins_reach_every_domain(client, setup, keys, world):
     listed = call(client, "get", "/oauth_apps", keys.system_key, host=OTHER_HOST).get_json()
     assert listed["total"] == 2
-    response = call(client, "patch", f"/oauth_apps/{setup.public_app.id}", keys.system_key, {"name": "By root"},
-                    host=OTHER_HOST)
+    response = call(
+        client, "patch", f"/oauth_apps/{setup.public_app.id}", keys.system_key, {"name": "By root"}, host=OTHER_HOST
+    )
     assert response.status_code == 200
     filtered = call(client, "get", f"/oauth_apps?domain={setup.domain.id}", keys.system_key, host=OTHER_HOST)
     assert filtered.get_json()["total"] == 2
@@ -182,16 +242,28 @@ def test_listing_pages_and_filters_by_text(client, setup, keys, world):
 
 
 def test_users_create_update_disable_and_reset_password(client, setup, keys, world):
-    created = call(client, "post", "/users", keys.admin_key, {
-        "email": "New@Example.com", "password": "a long password", "name": "New", "service_account": True})
+    created = call(
+        client,
+        "post",
+        "/users",
+        keys.admin_key,
+        {"email": "New@Example.com", "password": "a long password", "name": "New", "service_account": True},
+    )
     assert created.status_code == 201
     user = created.get_json()
     assert (user["email"], user["service_account"]) == ("new@example.com", True)
     duplicate = call(client, "post", "/users", keys.admin_key, {"email": "new@example.com", "password": "x" * 8})
     assert duplicate.status_code == 422 and "email" in duplicate.get_json()["fields"]
-    token = client.post("/auth/oauth/token", json={
-        "grant_type": "password", "username": "new@example.com", "password": "a long password",
-        "client_id": setup.public_app.client_id}, headers=headers()).get_json()["access_token"]
+    token = client.post(
+        "/auth/oauth/token",
+        json={
+            "grant_type": "password",
+            "username": "new@example.com",
+            "password": "a long password",
+            "client_id": setup.public_app.client_id,
+        },
+        headers=headers(),
+    ).get_json()["access_token"]
     reset = call(client, "patch", f"/users/{user['id']}", keys.admin_key, {"password": "another password"})
     assert reset.status_code == 200
     assert client.get(f"{API}/api_keys/inspect", headers=headers(Authorization=f"Bearer {token}")).status_code == 401
@@ -203,8 +275,13 @@ def test_users_create_update_disable_and_reset_password(client, setup, keys, wor
 
 
 def test_api_keys_are_shown_once_and_revoked_by_delete(client, setup, keys, world):
-    created = call(client, "post", "/api_keys", keys.admin_key, {
-        "user": "person@example.com", "name": "kiosk", "scopes": "public", "permission": "user"})
+    created = call(
+        client,
+        "post",
+        "/api_keys",
+        keys.admin_key,
+        {"user": "person@example.com", "name": "kiosk", "scopes": "public", "permission": "user"},
+    )
     assert created.status_code == 201
     key = created.get_json()
     assert key["key"].startswith(key["id"] + ".")
@@ -219,8 +296,9 @@ def test_api_keys_are_shown_once_and_revoked_by_delete(client, setup, keys, worl
 
 def test_domains_are_created_by_system_admins_and_deleted_only_when_empty_unless_forced(client, setup, keys, world):
     assert call(client, "post", "/domains", keys.admin_key, {"name": "X", "host": "x.example"}).status_code == 403
-    created = call(client, "post", "/domains", keys.system_key, {"name": "New", "host": "New.Example"},
-                   host=OTHER_HOST).get_json()
+    created = call(
+        client, "post", "/domains", keys.system_key, {"name": "New", "host": "New.Example"}, host=OTHER_HOST
+    ).get_json()
     assert created["host"] == "new.example"
     refused = call(client, "delete", f"/domains/{setup.domain.id}", keys.system_key, host=OTHER_HOST)
     assert refused.status_code == 409
@@ -234,9 +312,19 @@ def test_domains_are_created_by_system_admins_and_deleted_only_when_empty_unless
 
 
 def test_sso_providers_through_the_api_never_show_the_secret(client, setup, keys, world):
-    created = call(client, "post", "/sso", keys.admin_key, {
-        "name": "Entra", "client_id": "cid", "client_secret": "provider-secret", "preset": "microsoft",
-        "tenant": "contoso.onmicrosoft.com"})
+    created = call(
+        client,
+        "post",
+        "/sso",
+        keys.admin_key,
+        {
+            "name": "Entra",
+            "client_id": "cid",
+            "client_secret": "provider-secret",
+            "preset": "microsoft",
+            "tenant": "contoso.onmicrosoft.com",
+        },
+    )
     assert created.status_code == 201, created.get_json()
     provider = created.get_json()
     assert provider["callback_url"] == f"https://{HOST}/auth/oauth2/callback"
@@ -285,8 +373,16 @@ def test_odd_ids_are_404_not_500(client, setup, keys, record_id):
     assert call(client, "get", f"/users/{record_id}", keys.admin_key).status_code == 404
 
 
-@pytest.mark.parametrize("path", ["/users/2147483648", "/oauth_apps/99999999999", "/domains/999999999999999999",
-                                  "/users/2147483648/revoke", "/oauth_apps/9999999999/regenerate"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/users/2147483648",
+        "/oauth_apps/99999999999",
+        "/domains/999999999999999999",
+        "/users/2147483648/revoke",
+        "/oauth_apps/9999999999/regenerate",
+    ],
+)
 def test_ids_past_sql_integer_are_404_not_500(client, setup, keys, path):
     """PostgreSQL refuses a number past INTEGER (a 500) rather than finding nothing."""
     method = "post" if path.endswith(("/revoke", "/regenerate")) else "get"
@@ -302,9 +398,19 @@ def test_key_and_provider_ids_other_than_ascii_letters_and_digits_are_404_not_50
         assert call(client, method, path, keys.admin_key).status_code == 404
 
 
-@pytest.mark.parametrize("query", ["/oauth_apps?domain=²", "/audit?domain=²", "/users?domain=2147483648",
-                                   "/audit?domain=99999999999", "/api_keys?page=²", "/sso?per_page=١",
-                                   "/audit?since=²", "/audit?until=99999999999"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/oauth_apps?domain=²",
+        "/audit?domain=²",
+        "/users?domain=2147483648",
+        "/audit?domain=99999999999",
+        "/api_keys?page=²",
+        "/sso?per_page=١",
+        "/audit?since=²",
+        "/audit?until=99999999999",
+    ],
+)
 def test_odd_domain_filters_and_numbers_in_the_query_are_400_not_500(client, setup, keys, query):
     response = call(client, "get", query, keys.system_key, host=OTHER_HOST)
     assert response.status_code == 400
@@ -313,8 +419,9 @@ def test_odd_domain_filters_and_numbers_in_the_query_are_400_not_500(client, set
 
 @pytest.mark.parametrize("domain", ["²", "١", "2147483648", "99999999999999999999"])
 def test_a_body_naming_an_odd_domain_id_is_a_field_error_not_500(client, setup, keys, domain):
-    response = call(client, "post", "/oauth_apps", keys.admin_key,
-                    {"name": "x", "redirect_uris": [REDIRECT_URI], "domain": domain})
+    response = call(
+        client, "post", "/oauth_apps", keys.admin_key, {"name": "x", "redirect_uris": [REDIRECT_URI], "domain": domain}
+    )
     assert response.status_code == 422
     assert response.get_json()["fields"] == {"domain": "no such domain"}
 
@@ -339,19 +446,32 @@ def test_an_api_key_expiry_past_sql_integer_is_a_field_error_not_500(client, set
     assert call(client, "patch", f"/api_keys/{key['id']}", keys.admin_key, {"expires_at": None}).status_code == 200
 
 
-@pytest.mark.parametrize("field,url", [("issuer", "http://[::1"), ("issuer", "https://idp.example:99999"),
-                                       ("token_url", "https://[nope/token")])
+@pytest.mark.parametrize(
+    "field,url",
+    [("issuer", "http://[::1"), ("issuer", "https://idp.example:99999"), ("token_url", "https://[nope/token")],
+)
 def test_a_malformed_provider_url_is_a_field_error_not_500(client, setup, keys, field, url):
-    body = {"name": "IdP", "client_id": "c", "client_secret": "s", "authorize_url": "https://idp.example/a",
-            "token_url": "https://idp.example/t", "userinfo_url": "https://idp.example/u"}
+    body = {
+        "name": "IdP",
+        "client_id": "c",
+        "client_secret": "s",
+        "authorize_url": "https://idp.example/a",
+        "token_url": "https://idp.example/t",
+        "userinfo_url": "https://idp.example/u",
+    }
     response = call(client, "post", "/sso", keys.admin_key, body | {field: url})
     assert response.status_code == 422
     assert "not a valid URL" in response.get_json()["fields"][field]
 
 
 def test_a_microsoft_tenant_is_ascii_as_in_the_cli(client, setup, keys):
-    response = call(client, "post", "/sso", keys.admin_key, {
-        "name": "Entra", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "ᾢ"})
+    response = call(
+        client,
+        "post",
+        "/sso",
+        keys.admin_key,
+        {"name": "Entra", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "ᾢ"},
+    )
     assert response.status_code == 422
     assert "tenant" in response.get_json()["fields"]
 
@@ -365,8 +485,9 @@ def test_an_admin_cannot_disable_or_demote_themselves(client, setup, keys):
 
 
 def test_a_key_carries_no_more_than_its_user_holds(client, setup, keys):
-    response = call(client, "post", "/api_keys", keys.admin_key,
-                    {"user": "person@example.com", "name": "k", "permission": "admin"})
+    response = call(
+        client, "post", "/api_keys", keys.admin_key, {"user": "person@example.com", "name": "k", "permission": "admin"}
+    )
     assert response.status_code == 422
     assert "not an admin" in response.get_json()["fields"]["permission"]
 
@@ -387,9 +508,20 @@ def test_a_domain_admin_cannot_take_over_a_system_admin_of_the_domain(client, se
 
 
 def test_trusting_email_from_any_entra_tenant_is_a_field_error(client, setup, keys):
-    response = call(client, "post", "/sso", keys.admin_key, {
-        "name": "E", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "common",
-        "trust_email": True})
+    response = call(
+        client,
+        "post",
+        "/sso",
+        keys.admin_key,
+        {
+            "name": "E",
+            "client_id": "c",
+            "client_secret": "s",
+            "preset": "microsoft",
+            "tenant": "common",
+            "trust_email": True,
+        },
+    )
     assert response.status_code == 422
     assert "tid match rule" in response.get_json()["fields"]["trust_email"]
 

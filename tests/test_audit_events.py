@@ -93,16 +93,25 @@ def test_a_reused_refresh_token_is_audited(make_app, world, setup):
     client = make_app(AUTHSVC_REFRESH_REUSE_GRACE=-1).test_client()
     first = client.post(
         "/auth/oauth/token",
-        json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-              "client_id": setup.public_app.client_id},
-        headers=headers(), base_url="https://auth.example.com",
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+        },
+        headers=headers(),
+        base_url="https://auth.example.com",
     ).get_json()
     for _ in range(2):
         client.post(
             "/auth/oauth/token",
-            data={"grant_type": "refresh_token", "refresh_token": first["refresh_token"],
-                  "client_id": setup.public_app.client_id},
-            headers=headers(), base_url="https://auth.example.com",
+            data={
+                "grant_type": "refresh_token",
+                "refresh_token": first["refresh_token"],
+                "client_id": setup.public_app.client_id,
+            },
+            headers=headers(),
+            base_url="https://auth.example.com",
         )
     [record] = events(world, "refresh_token.reused")
     assert record.details == {"within_grace": False, "revoked": 2}

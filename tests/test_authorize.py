@@ -142,8 +142,13 @@ def test_a_new_public_application_requires_pkce_unless_created_in_legacy_mode(ap
     # The model's default, which the CLI, the admin API and the console share when not told otherwise.
     with app.app_context():
         public = Application(domain_id=setup.domain.id, name="p", client_id="p-default", redirect_uris=[REDIRECT_URI])
-        confidential = Application(domain_id=setup.domain.id, name="c", client_id="c-default",
-                                   client_secret_digest="0" * 64, redirect_uris=[REDIRECT_URI])
+        confidential = Application(
+            domain_id=setup.domain.id,
+            name="c",
+            client_id="c-default",
+            client_secret_digest="0" * 64,
+            redirect_uris=[REDIRECT_URI],
+        )
         db.session.add_all([public, confidential])
         db.session.commit()
         assert (public.require_pkce, public.allow_plain_pkce) == (True, False)

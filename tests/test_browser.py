@@ -22,23 +22,53 @@ def stage(schema, tmp_path_factory):
     with ClientApplication() as client_app, running_service(tmp_path_factory.mktemp("instance")) as service:
         service.cli("domains", "create", "--name", "Browser", "--host", "127.0.0.1")
         service.app = service.cli(
-            "apps", "create", "--domain", "127.0.0.1", "--name", "Room booking",
-            "--redirect-uri", client_app.redirect_uri, "--scopes", "public mqtt.read",
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Room booking",
+            "--redirect-uri",
+            client_app.redirect_uri,
+            "--scopes",
+            "public mqtt.read",
         )
         service.consent_app = service.cli(
-            "apps", "create", "--domain", "127.0.0.1", "--name", "Consenting app",
-            "--redirect-uri", client_app.redirect_uri, "--consent",
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Consenting app",
+            "--redirect-uri",
+            client_app.redirect_uri,
+            "--consent",
         )
-        service.cli("users", "create", "--domain", "127.0.0.1", "--email", "person@example.com",
-                    "--password", PASSWORD, "--name", "Person")
+        service.cli(
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            "person@example.com",
+            "--password",
+            PASSWORD,
+            "--name",
+            "Person",
+        )
         yield service, client_app
 
 
 def exchange_and_inspect(service, client_id: str, code: str, redirect_uri: str, verifier: str) -> dict:
     token = requests.post(
         service.url + "/auth/oauth/token",
-        data={"grant_type": "authorization_code", "code": code, "client_id": client_id,
-              "redirect_uri": redirect_uri, "code_verifier": verifier},
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": client_id,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+        },
         timeout=10,
     )
     assert token.status_code == 200, token.text
@@ -56,8 +86,14 @@ def test_application_link_sign_in_and_back_with_code_and_state(stage, tmp_path):
     verifier, challenge = pkce_pair()
     state = secrets.token_urlsafe(8)
     client_app.link_to(
-        service.url, response_type="code", client_id=service.app["client_id"], redirect_uri=client_app.redirect_uri,
-        scope="public mqtt.read", state=state, code_challenge=challenge, code_challenge_method="S256",
+        service.url,
+        response_type="code",
+        client_id=service.app["client_id"],
+        redirect_uri=client_app.redirect_uri,
+        scope="public mqtt.read",
+        state=state,
+        code_challenge=challenge,
+        code_challenge_method="S256",
     )
     with chromium() as browser:
         page = browser.new_page()
@@ -85,8 +121,13 @@ def test_consent_in_the_browser(stage):
     service, client_app = stage
     verifier, challenge = pkce_pair()
     client_app.link_to(
-        service.url, response_type="code", client_id=service.consent_app["client_id"],
-        redirect_uri=client_app.redirect_uri, state="c1", code_challenge=challenge, code_challenge_method="S256",
+        service.url,
+        response_type="code",
+        client_id=service.consent_app["client_id"],
+        redirect_uri=client_app.redirect_uri,
+        state="c1",
+        code_challenge=challenge,
+        code_challenge_method="S256",
     )
     with chromium() as browser:
         page = browser.new_page()
@@ -108,13 +149,28 @@ def test_single_sign_on_round_trip_in_the_browser(stage):
     with Provider("oidc") as idp:
         idp.sign_in_as(sub="browser-sso-1", email="sso.person@example.com", email_verified=True, name="SSO Person")
         provider = service.cli(
-            "sso", "create", "--domain", "127.0.0.1", "--name", "Corporate SSO", "--client-id", idp.client_id,
-            "--client-secret", idp.client_secret, "--issuer", idp.url, "--allow-private-network",
+            "sso",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Corporate SSO",
+            "--client-id",
+            idp.client_id,
+            "--client-secret",
+            idp.client_secret,
+            "--issuer",
+            idp.url,
+            "--allow-private-network",
         )
         verifier, challenge = pkce_pair()
         client_app.link_to(
-            service.url, response_type="code", client_id=service.app["client_id"],
-            redirect_uri=client_app.redirect_uri, state="sso-state", code_challenge=challenge,
+            service.url,
+            response_type="code",
+            client_id=service.app["client_id"],
+            redirect_uri=client_app.redirect_uri,
+            state="sso-state",
+            code_challenge=challenge,
             code_challenge_method="S256",
         )
         with chromium() as browser:

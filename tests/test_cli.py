@@ -307,11 +307,23 @@ def test_a_public_app_requires_pkce_unless_created_with_no_require_pkce(runner, 
     base = ["apps", "create", "--domain", "acme.example.com", "--redirect-uri", "https://x.example/cb"]
     made = {
         name: run(runner, *base, "--name", name, *flags)[1]["client_id"]
-        for name, flags in (("default", []), ("legacy", ["--no-require-pkce"]), ("backend", ["--confidential"]),
-                            ("plain", ["--allow-plain-pkce"]))
+        for name, flags in (
+            ("default", []),
+            ("legacy", ["--no-require-pkce"]),
+            ("backend", ["--confidential"]),
+            ("plain", ["--allow-plain-pkce"]),
+        )
     }
     stored = {a.name: a for a in world.query(select(Application).where(Application.client_id.in_(made.values())))}
     assert {name: a.require_pkce for name, a in stored.items()} == {
-        "default": True, "legacy": False, "backend": False, "plain": True}
+        "default": True,
+        "legacy": False,
+        "backend": False,
+        "plain": True,
+    }
     assert {name: a.allow_plain_pkce for name, a in stored.items()} == {
-        "default": False, "legacy": False, "backend": False, "plain": True}
+        "default": False,
+        "legacy": False,
+        "backend": False,
+        "plain": True,
+    }

@@ -37,7 +37,9 @@ class Flows:
         response = requests.get(
             self.url + "/auth/oauth/authorize",
             params={"response_type": "code", "client_id": self.client_id, "redirect_uri": REDIRECT_URI},
-            cookies={"user": cookie}, allow_redirects=False, timeout=30,
+            cookies={"user": cookie},
+            allow_redirects=False,
+            timeout=30,
         )
         assert response.status_code == 302, response.text
         return parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
@@ -45,8 +47,12 @@ class Flows:
     def exchange(self, code: str) -> requests.Response:
         return requests.post(
             self.url + "/auth/oauth/token",
-            params={"grant_type": "authorization_code", "code": code, "client_id": self.client_id,
-                    "redirect_uri": REDIRECT_URI},
+            params={
+                "grant_type": "authorization_code",
+                "code": code,
+                "client_id": self.client_id,
+                "redirect_uri": REDIRECT_URI,
+            },
             timeout=30,
         )
 

@@ -21,15 +21,46 @@ pytestmark = pytest.mark.slow
 def stage(schema, tmp_path_factory):
     with ClientApplication() as client_app, running_service(tmp_path_factory.mktemp("instance")) as service:
         service.cli("domains", "create", "--name", "Acme", "--host", "127.0.0.1")
-        service.cli("users", "create", "--domain", "127.0.0.1", "--email", ADMIN, "--password", ADMIN_PASSWORD,
-                    "--name", "Olivia Ops", "--admin")
+        service.cli(
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            ADMIN,
+            "--password",
+            ADMIN_PASSWORD,
+            "--name",
+            "Olivia Ops",
+            "--admin",
+        )
         # Applications already in use, so that the list looks like a domain's (it is the README's screenshot).
-        service.cli("apps", "create", "--domain", "127.0.0.1", "--name", "Room booking",
-                    "--redirect-uri", "https://rooms.acme.example/callback", "--scopes", "public mqtt.read",
-                    "--require-pkce")
-        service.cli("apps", "create", "--domain", "127.0.0.1", "--name", "Building backend",
-                    "--redirect-uri", "https://backend.acme.example/oauth/callback",
-                    "--scopes", "public mqtt.read mqtt.write", "--confidential")
+        service.cli(
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Room booking",
+            "--redirect-uri",
+            "https://rooms.acme.example/callback",
+            "--scopes",
+            "public mqtt.read",
+            "--require-pkce",
+        )
+        service.cli(
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Building backend",
+            "--redirect-uri",
+            "https://backend.acme.example/oauth/callback",
+            "--scopes",
+            "public mqtt.read mqtt.write",
+            "--confidential",
+        )
         yield service, client_app
 
 
@@ -62,8 +93,14 @@ def test_an_admin_creates_an_application_in_the_console_and_the_browser_signs_in
         verifier, challenge = pkce_pair()
         state = secrets.token_urlsafe(8)
         client_app.link_to(
-            service.url, response_type="code", client_id=client_id, redirect_uri=client_app.redirect_uri,
-            scope="public mqtt.read", state=state, code_challenge=challenge, code_challenge_method="S256",
+            service.url,
+            response_type="code",
+            client_id=client_id,
+            redirect_uri=client_app.redirect_uri,
+            scope="public mqtt.read",
+            state=state,
+            code_challenge=challenge,
+            code_challenge_method="S256",
         )
         page.goto(client_app.url + "/")
         page.click("#signin")

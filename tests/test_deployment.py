@@ -40,8 +40,12 @@ def test_behind_the_proxy_the_code_flow_needs_no_insecure_transport_switch(behin
     assert authorised.status_code == 302
     token = behind_proxy.post(
         "/auth/oauth/token",
-        query_string={"grant_type": "authorization_code", "code": location_params(authorised)["code"],
-                      "client_id": setup.public_app.client_id, "redirect_uri": REDIRECT_URI},
+        query_string={
+            "grant_type": "authorization_code",
+            "code": location_params(authorised)["code"],
+            "client_id": setup.public_app.client_id,
+            "redirect_uri": REDIRECT_URI,
+        },
         headers=FORWARDED,
     )
     assert token.status_code == 200, token.get_json()
@@ -57,8 +61,12 @@ def test_without_proxy_hops_forwarded_headers_are_not_believed(make_app, setup):
     assert metadata["issuer"] == f"http://{HOST}"
     refused = client.post(
         "/auth/oauth/token",
-        json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-              "client_id": setup.public_app.client_id},
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+        },
         headers=FORWARDED,
     )
     assert refused.get_json()["error"] == "insecure_transport"

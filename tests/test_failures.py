@@ -80,8 +80,9 @@ def authorize(client, client_id):
 
 
 def inspect(client, **where):
-    return client.get("/api/engine/v2/api_keys/inspect", headers=headers(**where.get("headers", {})),
-                      query_string=where.get("query"))
+    return client.get(
+        "/api/engine/v2/api_keys/inspect", headers=headers(**where.get("headers", {})), query_string=where.get("query")
+    )
 
 
 def timed(call):

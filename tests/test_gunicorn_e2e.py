@@ -28,16 +28,42 @@ def service(schema, tmp_path_factory):
     with running_service(tmp_path_factory.mktemp("instance")) as svc:
         svc.cli("domains", "create", "--name", "E2E", "--host", "127.0.0.1")
         svc.app = svc.cli(
-            "apps", "create", "--domain", "127.0.0.1", "--name", "E2E app",
-            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read", "--no-require-pkce",
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "E2E app",
+            "--redirect-uri",
+            "http://127.0.0.1:9/callback",
+            "--scopes",
+            "public mqtt.read",
+            "--no-require-pkce",
         )
         svc.cli(
-            "users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com", "--password", PASSWORD,
-            "--service-account", "--name", "Robot",
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            "robot@example.com",
+            "--password",
+            PASSWORD,
+            "--service-account",
+            "--name",
+            "Robot",
         )
         svc.cli(
-            "users", "create", "--domain", "127.0.0.1", "--email", "person@example.com", "--password", PASSWORD,
-            "--name", "Person",
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            "person@example.com",
+            "--password",
+            PASSWORD,
+            "--name",
+            "Person",
         )
         svc.key = svc.cli(
             "api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "e2e"

@@ -18,9 +18,31 @@ from tests.conftest import HOST, PASSWORD, REDIRECT_URI, HttpsClient, base_confi
 from tests.test_pages import csrf_token
 
 PARAMETERS = [
-    "grant_type", "code", "client_id", "client_secret", "redirect_uri", "code_verifier", "scope", "refresh_token",
-    "username", "password", "email", "continue", "response_type", "state", "code_challenge", "code_challenge_method",
-    "token", "token_type_hint", "id", "provider", "bearer_token", "api-key", "csrf_token", "approve", "error",
+    "grant_type",
+    "code",
+    "client_id",
+    "client_secret",
+    "redirect_uri",
+    "code_verifier",
+    "scope",
+    "refresh_token",
+    "username",
+    "password",
+    "email",
+    "continue",
+    "response_type",
+    "state",
+    "code_challenge",
+    "code_challenge_method",
+    "token",
+    "token_type_hint",
+    "id",
+    "provider",
+    "bearer_token",
+    "api-key",
+    "csrf_token",
+    "approve",
+    "error",
 ]
 GRANT_TYPES = ["password", "authorization_code", "refresh_token", "client_credentials", ""]
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]
@@ -91,8 +113,16 @@ def requests_to(draw: st.DrawFn, rule: str, method: str) -> dict:
     elif body_kind == "bytes":
         request["data"] = draw(st.binary(max_size=200))
         request["content_type"] = draw(
-            st.sampled_from(["application/json", "application/x-www-form-urlencoded", "multipart/form-data",
-                             "multipart/form-data; boundary=x", "text/plain; charset=utf-16", "application/xml"])
+            st.sampled_from(
+                [
+                    "application/json",
+                    "application/x-www-form-urlencoded",
+                    "multipart/form-data",
+                    "multipart/form-data; boundary=x",
+                    "text/plain; charset=utf-16",
+                    "application/xml",
+                ]
+            )
         )
     elif body_kind == "deep":
         request["data"] = draw(st.sampled_from([b"[", b'{"a":'])) * 5000
@@ -151,7 +181,9 @@ def test_json_nested_too_deeply_is_a_400(hostile_client, path, opening):
 
 def test_a_lone_surrogate_in_the_signin_email_is_a_400(hostile_client):
     response = hostile_client.post(
-        "/auth/signin", data='{"email": "\\ud800@a.test", "password": "x"}', content_type="application/json",
+        "/auth/signin",
+        data='{"email": "\\ud800@a.test", "password": "x"}',
+        content_type="application/json",
         headers={"Host": HOST},
     )
     assert response.status_code == 400, response.get_data(as_text=True)[:300]
@@ -160,8 +192,9 @@ def test_a_lone_surrogate_in_the_signin_email_is_a_400(hostile_client):
 
 def test_a_lone_surrogate_in_the_password_grant_username_is_a_400(hostile_client):
     body = '{"grant_type": "password", "client_id": "x", "username": "\\udc00svc@a.test", "password": "p"}'
-    response = hostile_client.post("/auth/oauth/token", data=body, content_type="application/json",
-                                   headers={"Host": HOST})
+    response = hostile_client.post(
+        "/auth/oauth/token", data=body, content_type="application/json", headers={"Host": HOST}
+    )
     assert response.status_code == 400, response.get_data(as_text=True)[:300]
     assert response.get_json()["error"] == "invalid_request"
 
@@ -178,28 +211,79 @@ ANY_JSON = st.recursive(
     LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3), max_leaves=5
 )
 VALID = {
-    "email": "person@example.com", "username": "service@example.com", "password": PASSWORD, "continue": "/x",
-    "user": "person@example.com", "name": "Generated", "host": "generated.example.com",
-    "redirect_uris": [REDIRECT_URI], "scopes": "public", "scope": "public", "grant_type": "password",
-    "redirect_uri": REDIRECT_URI, "token_type_hint": "access_token", "permission": "user",
-    "client_id": "generated-client", "client_secret": "s", "authorize_url": "https://idp.example/a",
-    "token_url": "https://idp.example/t", "userinfo_url": "https://idp.example/u", "preset": "microsoft",
-    "tenant": "contoso.example", "expires_at": 2**31 - 1, "access_token_ttl": 60, "session_ttl": 60,
+    "email": "person@example.com",
+    "username": "service@example.com",
+    "password": PASSWORD,
+    "continue": "/x",
+    "user": "person@example.com",
+    "name": "Generated",
+    "host": "generated.example.com",
+    "redirect_uris": [REDIRECT_URI],
+    "scopes": "public",
+    "scope": "public",
+    "grant_type": "password",
+    "redirect_uri": REDIRECT_URI,
+    "token_type_hint": "access_token",
+    "permission": "user",
+    "client_id": "generated-client",
+    "client_secret": "s",
+    "authorize_url": "https://idp.example/a",
+    "token_url": "https://idp.example/t",
+    "userinfo_url": "https://idp.example/u",
+    "preset": "microsoft",
+    "tenant": "contoso.example",
+    "expires_at": 2**31 - 1,
+    "access_token_ttl": 60,
+    "session_ttl": 60,
 }
 SIGNIN = ["email", "password", "continue"]
-TOKEN = ["grant_type", "code", "client_id", "client_secret", "redirect_uri", "code_verifier", "scope",
-         "refresh_token", "username", "password"]
+TOKEN = [
+    "grant_type",
+    "code",
+    "client_id",
+    "client_secret",
+    "redirect_uri",
+    "code_verifier",
+    "scope",
+    "refresh_token",
+    "username",
+    "password",
+]
 REVOKE = ["token", "token_type_hint", "client_id", "client_secret"]
 ADMIN_FIELDS = {
     "domains": ["name", "host", "scopes", "session_ttl"],
-    "oauth_apps": ["name", "redirect_uris", "scopes", "confidential", "consent", "require_pkce",
-                   "access_token_ttl", "refresh_token_ttl", "client_id"],
-    "users": ["email", "password", "name", "service_account", "admin", "support", "groups", "disabled",
-              "system_admin"],
+    "oauth_apps": [
+        "name",
+        "redirect_uris",
+        "scopes",
+        "confidential",
+        "consent",
+        "require_pkce",
+        "access_token_ttl",
+        "refresh_token_ttl",
+        "client_id",
+    ],
+    "users": ["email", "password", "name", "service_account", "admin", "support", "groups", "disabled", "system_admin"],
     "api_keys": ["user", "name", "scopes", "permission", "expires_at"],
-    "sso": ["name", "client_id", "client_secret", "scopes", "preset", "tenant", "issuer", "authorize_url",
-            "token_url", "userinfo_url", "jwks_url", "authorize_params", "profile_mappings", "match_rules",
-            "trust_email", "required_scopes", "token_endpoint_auth_method"],
+    "sso": [
+        "name",
+        "client_id",
+        "client_secret",
+        "scopes",
+        "preset",
+        "tenant",
+        "issuer",
+        "authorize_url",
+        "token_url",
+        "userinfo_url",
+        "jwks_url",
+        "authorize_params",
+        "profile_mappings",
+        "match_rules",
+        "trust_email",
+        "required_scopes",
+        "token_endpoint_auth_method",
+    ],
 }
 CONSOLE_FORMS = {
     "applications/new": ["name", "redirect_uris", "scopes", "consent", "require_pkce", "confidential"],
@@ -238,12 +322,24 @@ def entry_points(hostile_client, world, app):
     application, _ = world.application(domain, name="Target")
     key = world.api_key(admin, scopes="public admin", permission="admin")
     api = {"Host": HOST, "X-API-Key": key}
-    sso = hostile_client.post("/api/engine/v2/sso", headers=api, json={
-        "name": "IdP", "client_id": "c", "client_secret": "s", "authorize_url": VALID["authorize_url"],
-        "token_url": VALID["token_url"], "userinfo_url": VALID["userinfo_url"]})
+    sso = hostile_client.post(
+        "/api/engine/v2/sso",
+        headers=api,
+        json={
+            "name": "IdP",
+            "client_id": "c",
+            "client_secret": "s",
+            "authorize_url": VALID["authorize_url"],
+            "token_url": VALID["token_url"],
+            "userinfo_url": VALID["userinfo_url"],
+        },
+    )
     assert sso.status_code == 201, sso.get_data(as_text=True)
     records = {
-        "domains": domain.id, "oauth_apps": application.id, "users": target.id, "sso": sso.get_json()["id"],
+        "domains": domain.id,
+        "oauth_apps": application.id,
+        "users": target.id,
+        "sso": sso.get_json()["id"],
         "api_keys": key.split(".")[0],
     }
     signin(hostile_client, "admin@example.com")
@@ -274,8 +370,12 @@ def _sweep(send, bodies) -> None:
 
 
 SWEEP_EXAMPLES = int(os.environ.get("AUTHSVC_HOSTILE_EXAMPLES", "80"))
-OAUTH_ENTRY_POINTS = [("/auth/signin", SIGNIN), ("/auth/oauth/token", TOKEN), ("/auth/oauth/revoke", REVOKE),
-                      ("/auth/oauth/introspect", REVOKE)]
+OAUTH_ENTRY_POINTS = [
+    ("/auth/signin", SIGNIN),
+    ("/auth/oauth/token", TOKEN),
+    ("/auth/oauth/revoke", REVOKE),
+    ("/auth/oauth/introspect", REVOKE),
+]
 
 
 @pytest.mark.parametrize("path,names", OAUTH_ENTRY_POINTS)
@@ -295,8 +395,9 @@ def test_admin_api_answers_generated_bodies_without_a_500(entry_points, resource
     path = f"/api/engine/v2/{resource}" + (f"/{entry_points.ids[resource]}" if method == "patch" else "")
 
     def send(body):
-        return entry_points.client.open(path, method=method.upper(), data=body, content_type="application/json",
-                                        headers=entry_points.api_headers)
+        return entry_points.client.open(
+            path, method=method.upper(), data=body, content_type="application/json", headers=entry_points.api_headers
+        )
 
     _sweep(send, _json_bodies(ADMIN_FIELDS[resource]))
 

@@ -84,7 +84,9 @@ def test_sign_ins_for_one_account_over_the_rate_are_429_from_any_address(limited
         )
         assert response.status_code == 401
     response = client.post(
-        SIGNIN, json={"email": "Person@Example.com", "password": PASSWORD}, headers=headers(),
+        SIGNIN,
+        json={"email": "Person@Example.com", "password": PASSWORD},
+        headers=headers(),
         environ_base={"REMOTE_ADDR": "192.0.2.99"},
     )
     assert_429(response, "rate_limited")
@@ -107,8 +109,12 @@ def test_signin_limit_counts_the_domain_not_the_port(limited, setup):
     # The password grant counts against the same account, whatever the port.
     response = client.post(
         TOKEN,
-        json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-              "client_id": setup.public_app.client_id},
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+        },
         headers=headers(f"{HOST}:9000"),
     )
     assert_429(response, "rate_limited")
@@ -141,8 +147,12 @@ def test_a_decoy_username_in_the_query_does_not_dodge_the_account_rate(limited, 
     for i in range(2):
         response = client.post(
             f"{TOKEN}?username=decoy{i}@example.com",
-            data={"grant_type": "password", "username": "service@example.com", "password": "wrong",
-                  "client_id": setup.public_app.client_id},
+            data={
+                "grant_type": "password",
+                "username": "service@example.com",
+                "password": "wrong",
+                "client_id": setup.public_app.client_id,
+            },
             headers=headers(),
         )
         assert response.status_code == 400
@@ -262,8 +272,21 @@ def oidc_id(runner, setup):
     with Provider("oidc") as provider:
         provider.sign_in_as(sub="ext-1", email="ada@example.com", email_verified=True, name="Ada")
         result = runner.invoke(
-            args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
-                  "--client-secret", "provider-secret", "--issuer", provider.url, "--allow-private-network"]
+            args=[
+                "sso",
+                "create",
+                "--domain",
+                HOST,
+                "--name",
+                "Corp",
+                "--client-id",
+                "authsvc",
+                "--client-secret",
+                "provider-secret",
+                "--issuer",
+                provider.url,
+                "--allow-private-network",
+            ]
         )
         assert result.exit_code == 0, result.stderr
         yield json.loads(result.stdout)["id"]

@@ -95,18 +95,51 @@ def service(schema, tmp_path_factory):
     with running_service(tmp_path_factory.mktemp("instance"), AUTHSVC_LOG_LEVEL="DEBUG") as svc:
         svc.cli("domains", "create", "--name", "Obs", "--host", "127.0.0.1")
         svc.app = svc.cli(
-            "apps", "create", "--domain", "127.0.0.1", "--name", "Obs app",
-            "--redirect-uri", "http://127.0.0.1:9/callback", "--scopes", "public mqtt.read", "--no-require-pkce",
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Obs app",
+            "--redirect-uri",
+            "http://127.0.0.1:9/callback",
+            "--scopes",
+            "public mqtt.read",
+            "--no-require-pkce",
         )
         svc.confidential = svc.cli(
-            "apps", "create", "--domain", "127.0.0.1", "--name", "Resource server",
-            "--redirect-uri", "http://127.0.0.1:9/rs", "--confidential",
+            "apps",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--name",
+            "Resource server",
+            "--redirect-uri",
+            "http://127.0.0.1:9/rs",
+            "--confidential",
         )
         svc.passwords = {"robot@example.com": "robot's password 1", "person@example.com": "person's password 2"}
-        svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "robot@example.com",
-                "--password", svc.passwords["robot@example.com"], "--service-account")
-        svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "person@example.com",
-                "--password", svc.passwords["person@example.com"])
+        svc.cli(
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            "robot@example.com",
+            "--password",
+            svc.passwords["robot@example.com"],
+            "--service-account",
+        )
+        svc.cli(
+            "users",
+            "create",
+            "--domain",
+            "127.0.0.1",
+            "--email",
+            "person@example.com",
+            "--password",
+            svc.passwords["person@example.com"],
+        )
         svc.key = svc.cli("api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "o")
         yield svc
 
@@ -155,8 +188,12 @@ def test_metrics_add_up_across_the_workers(service):
     for _ in range(4):
         response = requests.post(
             service.url + "/auth/oauth/token",
-            json={"grant_type": "password", "username": "robot@example.com",
-                  "password": service.passwords["robot@example.com"], "client_id": service.app["client_id"]},
+            json={
+                "grant_type": "password",
+                "username": "robot@example.com",
+                "password": service.passwords["robot@example.com"],
+                "client_id": service.app["client_id"],
+            },
             timeout=10,
         )
         assert response.status_code == 200
@@ -184,8 +221,14 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     inspect = url + "/api/engine/v2/api_keys/inspect"
     robot, person = "robot@example.com", "person@example.com"
     key = service.key["key"]
-    secrets = [service.passwords[robot], service.passwords[person], key, key.split(".", 1)[1],
-               service.confidential["client_secret"], "wrong password 3"]
+    secrets = [
+        service.passwords[robot],
+        service.passwords[person],
+        key,
+        key.split(".", 1)[1],
+        service.confidential["client_secret"],
+        "wrong password 3",
+    ]
 
     grant = requests.post(
         url + "/auth/oauth/token",
@@ -213,7 +256,9 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     authorised = requests.get(
         url + "/auth/oauth/authorize",
         params={"response_type": "code", "client_id": client_id, "redirect_uri": redirect_uri, "state": "s"},
-        cookies={"user": cookie}, allow_redirects=False, timeout=10,
+        cookies={"user": cookie},
+        allow_redirects=False,
+        timeout=10,
     )
     code = parse_qs(urlsplit(authorised.headers["Location"]).query)["code"][0]
     secrets.append(code)
@@ -236,8 +281,10 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     assert requests.get(inspect, params={"api-key": service.key["key"]}, timeout=10).status_code == 200
     assert requests.get(inspect, headers={"X-API-Key": service.key["key"]}, timeout=10).status_code == 200
     introspected = requests.post(
-        url + "/auth/oauth/introspect", data={"token": access},
-        auth=(service.confidential["client_id"], service.confidential["client_secret"]), timeout=10,
+        url + "/auth/oauth/introspect",
+        data={"token": access},
+        auth=(service.confidential["client_id"], service.confidential["client_secret"]),
+        timeout=10,
     )
     assert introspected.json()["active"] is True
     # Replays and reuse are logged as warnings: still without the values.

@@ -240,24 +240,65 @@ def test_real_admin_answers_conform_too(client, world, document):
 
     # Create: the secrets are in these answers only.
     second = call("post", "/domains", 201, key=root_key, json={"name": "Second", "host": "second.example"})
-    confidential = call("post", "/oauth_apps", 201, json={
-        "name": "Backend", "redirect_uris": ["https://backend.example/cb"], "scopes": "public mqtt.read",
-        "confidential": True, "access_token_ttl": 600})
+    confidential = call(
+        "post",
+        "/oauth_apps",
+        201,
+        json={
+            "name": "Backend",
+            "redirect_uris": ["https://backend.example/cb"],
+            "scopes": "public mqtt.read",
+            "confidential": True,
+            "access_token_ttl": 600,
+        },
+    )
     assert confidential["client_secret"]
-    kiosk = call("post", "/users", 201, json={
-        "email": "kiosk@localhost", "password": "a long password", "name": "Kiosk", "service_account": True,
-        "groups": ["lobby"]})
-    key = call("post", "/api_keys", 201, json={
-        "user": "kiosk@localhost", "name": "lobby", "permission": "user", "expires_at": now() + 3600})
+    kiosk = call(
+        "post",
+        "/users",
+        201,
+        json={
+            "email": "kiosk@localhost",
+            "password": "a long password",
+            "name": "Kiosk",
+            "service_account": True,
+            "groups": ["lobby"],
+        },
+    )
+    key = call(
+        "post",
+        "/api_keys",
+        201,
+        json={"user": "kiosk@localhost", "name": "lobby", "permission": "user", "expires_at": now() + 3600},
+    )
     assert key["key"].startswith(key["id"] + ".")
-    entra = call("post", "/sso", 201, json={
-        "name": "Entra", "client_id": "cid", "client_secret": "s", "preset": "microsoft",
-        "tenant": "contoso.example"})
+    entra = call(
+        "post",
+        "/sso",
+        201,
+        json={
+            "name": "Entra",
+            "client_id": "cid",
+            "client_secret": "s",
+            "preset": "microsoft",
+            "tenant": "contoso.example",
+        },
+    )
     assert entra["admin_consent_url"] and entra["missing_scopes"] is None
-    oidc = call("post", "/sso", 201, json={
-        "name": "IdP", "client_id": "cid", "client_secret": "s", "issuer": "https://idp.example",
-        "profile_mappings": {"email": ["mail"]}, "match_rules": {"email_domain": ["example.com"]},
-        "authorize_params": {"prompt": "login"}})
+    oidc = call(
+        "post",
+        "/sso",
+        201,
+        json={
+            "name": "IdP",
+            "client_id": "cid",
+            "client_secret": "s",
+            "issuer": "https://idp.example",
+            "profile_mappings": {"email": ["mail"]},
+            "match_rules": {"email_domain": ["example.com"]},
+            "authorize_params": {"prompt": "login"},
+        },
+    )
 
     # List, get, change (PATCH and PUT alike).
     records = {
@@ -298,8 +339,14 @@ def test_real_admin_answers_conform_too(client, world, document):
     )
 
     # A system admin links an account at a provider to a user.
-    linked = call("post", "/users/{record_id}/identities", 201, record_id=admin_user.id, key=root_key,
-                  json={"provider": oidc["id"], "subject": "admin-at-idp"})
+    linked = call(
+        "post",
+        "/users/{record_id}/identities",
+        201,
+        record_id=admin_user.id,
+        key=root_key,
+        json={"provider": oidc["id"], "subject": "admin-at-idp"},
+    )
     assert linked == {"user": str(admin_user.id), "provider": oidc["id"], "subject": "admin-at-idp"}
 
     # The usual failures, as documented.

@@ -430,11 +430,18 @@ def test_a_sign_in_posted_by_another_sites_page_is_refused(client, setup, extra)
 
 
 def test_same_site_pages_and_programmatic_clients_are_not_refused(client, setup):
-    same = client.post("/auth/signin", data={"email": "person@example.com", "password": PASSWORD},
-                       headers=headers(Origin=f"https://{HOST}", **{"Sec-Fetch-Site": "same-origin"}))
+    same = client.post(
+        "/auth/signin",
+        data={"email": "person@example.com", "password": PASSWORD},
+        headers=headers(Origin=f"https://{HOST}", **{"Sec-Fetch-Site": "same-origin"}),
+    )
     assert same.status_code == 202
-    assert client.post("/auth/signin", json={"email": "person@example.com", "password": PASSWORD},
-                       headers=headers()).status_code == 202
+    assert (
+        client.post(
+            "/auth/signin", json={"email": "person@example.com", "password": PASSWORD}, headers=headers()
+        ).status_code
+        == 202
+    )
 
 
 def test_a_cookie_credential_cannot_be_ridden_from_another_site(client, setup):
@@ -448,8 +455,12 @@ def test_a_cookie_credential_cannot_be_ridden_from_another_site(client, setup):
 def test_the_token_endpoint_serves_applications_on_other_origins(client, setup):
     response = client.post(
         "/auth/oauth/token",
-        json={"grant_type": "password", "username": "service@example.com", "password": PASSWORD,
-              "client_id": setup.public_app.client_id},
+        json={
+            "grant_type": "password",
+            "username": "service@example.com",
+            "password": PASSWORD,
+            "client_id": setup.public_app.client_id,
+        },
         headers=headers(Origin="https://app.example.com", **{"Sec-Fetch-Site": "cross-site"}),
     )
     assert response.status_code == 200

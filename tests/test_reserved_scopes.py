@@ -128,8 +128,18 @@ def test_a_public_only_token_of_an_admin_may_not_introspect(client, setup, admin
 
 def test_an_application_and_a_key_are_given_reserved_scopes_by_the_cli(runner, setup, world):
     created = runner.invoke(
-        args=["apps", "create", "--domain", HOST, "--name", "Ops", "--redirect-uri", "https://ops.example/cb",
-              "--scopes", "public admin resource_token"]
+        args=[
+            "apps",
+            "create",
+            "--domain",
+            HOST,
+            "--name",
+            "Ops",
+            "--redirect-uri",
+            "https://ops.example/cb",
+            "--scopes",
+            "public admin resource_token",
+        ]
     )
     assert created.exit_code == 0, created.output
     [application] = world.query(
@@ -138,8 +148,20 @@ def test_an_application_and_a_key_are_given_reserved_scopes_by_the_cli(runner, s
     assert application.scopes == "public admin resource_token"
     world.update(User, setup.person.id, admin=True)
     key = runner.invoke(
-        args=["api-keys", "create", "--domain", HOST, "--user", "person@example.com", "--name", "ops",
-              "--scopes", "public admin", "--permission", "admin"]
+        args=[
+            "api-keys",
+            "create",
+            "--domain",
+            HOST,
+            "--user",
+            "person@example.com",
+            "--name",
+            "ops",
+            "--scopes",
+            "public admin",
+            "--permission",
+            "admin",
+        ]
     )
     assert key.exit_code == 0, key.output
     [stored] = world.query(select(ApiKey))

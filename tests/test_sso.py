@@ -39,8 +39,22 @@ def oauth2():
 def create_provider(runner, *args, on_premises: bool = True) -> dict:
     """``sso create`` as an operator does; the loopback provider needs --allow-private-network."""
     private = ["--allow-private-network"] if on_premises else []
-    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "Corp", "--client-id", "authsvc",
-                                 "--client-secret", "provider-secret", *private, *args])
+    result = runner.invoke(
+        args=[
+            "sso",
+            "create",
+            "--domain",
+            HOST,
+            "--name",
+            "Corp",
+            "--client-id",
+            "authsvc",
+            "--client-secret",
+            "provider-secret",
+            *private,
+            *args,
+        ]
+    )
     assert result.exit_code == 0, result.stderr
     return json.loads(result.stdout)
 
@@ -53,8 +67,15 @@ def oidc_id(runner, setup, oidc):
 @pytest.fixture
 def oauth2_id(runner, setup, oauth2):
     return create_provider(
-        runner, "--authorize-url", oauth2.url + "/authorize", "--token-url", oauth2.url + "/token",
-        "--userinfo-url", oauth2.url + "/userinfo", "--map", "uid=id",
+        runner,
+        "--authorize-url",
+        oauth2.url + "/authorize",
+        "--token-url",
+        oauth2.url + "/token",
+        "--userinfo-url",
+        oauth2.url + "/userinfo",
+        "--map",
+        "uid=id",
     )["id"]
 
 
@@ -245,8 +266,14 @@ def test_an_unverified_email_does_not_take_over_an_existing_user(client, world, 
 def test_trust_email_links_an_unverified_email(client, world, runner, setup, oauth2):
     oauth2.sign_in_as(id="u-1", email="person@example.com")
     provider_id = create_provider(
-        runner, "--authorize-url", oauth2.url + "/authorize", "--token-url", oauth2.url + "/token",
-        "--userinfo-url", oauth2.url + "/userinfo", "--trust-email",
+        runner,
+        "--authorize-url",
+        oauth2.url + "/authorize",
+        "--token-url",
+        oauth2.url + "/token",
+        "--userinfo-url",
+        oauth2.url + "/userinfo",
+        "--trust-email",
     )["id"]
     _, callback = sign_in(client, provider_id)
     assert callback.status_code == 303
@@ -519,8 +546,9 @@ def test_sso_create_list_and_show_keep_the_secret_encrypted(runner, world, setup
     ],
 )
 def test_sso_create_refuses_bad_input(runner, setup, args, message):
-    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
-                                 "--client-secret", "s", *args])
+    result = runner.invoke(
+        args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret", "s", *args]
+    )
     assert result.exit_code != 0
     assert message in result.stderr
 
@@ -533,8 +561,16 @@ def test_microsoft_preset_asks_for_every_delegated_permission(runner, world, set
     assert "redirect_uri=https%3A%2F%2Fauth.example.com%2Fauth%2Foauth2%2Fcallback" in created["admin_consent_url"]
     shown = json.loads(runner.invoke(args=["sso", "show", created["id"]]).stdout)
     assert shown["scopes"].split() == [
-        "openid", "profile", "email", "offline_access", "Place.Read.All", "Calendars.ReadWrite",
-        "Calendars.ReadWrite.Shared", "Contacts.Read", "Group.Read.All", "User.Read.All",
+        "openid",
+        "profile",
+        "email",
+        "offline_access",
+        "Place.Read.All",
+        "Calendars.ReadWrite",
+        "Calendars.ReadWrite.Shared",
+        "Contacts.Read",
+        "Group.Read.All",
+        "User.Read.All",
     ]
     assert shown["authorize_url"] == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/authorize"
     assert shown["token_url"] == "https://login.microsoftonline.com/contoso.onmicrosoft.com/oauth2/v2.0/token"
@@ -550,13 +586,31 @@ def test_microsoft_preset_asks_for_every_delegated_permission(runner, world, set
 def test_sso_check_lists_the_permissions_admin_consent_did_not_grant(client, runner, world, setup, oidc):
     # The Microsoft preset, pointed at the loopback provider standing in for Entra and Graph.
     created = create_provider(
-        runner, "--preset", "microsoft", "--tenant", "contoso", "--issuer", oidc.url,
-        "--authorize-url", oidc.url + "/authorize", "--token-url", oidc.url + "/token",
-        "--userinfo-url", oidc.url + "/userinfo", "--jwks-url", oidc.url + "/jwks",
+        runner,
+        "--preset",
+        "microsoft",
+        "--tenant",
+        "contoso",
+        "--issuer",
+        oidc.url,
+        "--authorize-url",
+        oidc.url + "/authorize",
+        "--token-url",
+        oidc.url + "/token",
+        "--userinfo-url",
+        oidc.url + "/userinfo",
+        "--jwks-url",
+        oidc.url + "/jwks",
     )
     oidc.sign_in_as(sub="pairwise-sub", tid="contoso")
-    oidc.userinfo = {"id": "graph-id-1", "mail": "Megan@Contoso.example", "givenName": "Megan", "surname": "Bowen",
-                     "displayName": "Megan Bowen", "sub": "pairwise-sub"}
+    oidc.userinfo = {
+        "id": "graph-id-1",
+        "mail": "Megan@Contoso.example",
+        "givenName": "Megan",
+        "surname": "Bowen",
+        "displayName": "Megan Bowen",
+        "sub": "pairwise-sub",
+    }
     oidc.granted_scope = "openid profile email https://graph.microsoft.com/Calendars.ReadWrite User.Read.All"
     _, callback = sign_in(client, created["id"])
     assert callback.status_code == 303
@@ -582,8 +636,9 @@ def test_a_disabled_user_cannot_sign_in_through_sso(client, world, oidc, oidc_id
 
 
 def test_password_sign_in_still_works_beside_sso(client, setup, oidc_id):
-    response = client.post("/auth/signin", json={"email": "person@example.com", "password": PASSWORD},
-                           headers=headers())
+    response = client.post(
+        "/auth/signin", json={"email": "person@example.com", "password": PASSWORD}, headers=headers()
+    )
     assert response.status_code == 202
 
 
@@ -631,12 +686,28 @@ def test_a_garbled_expires_in_is_a_502_and_creates_nothing(client, world, oidc, 
 
 def test_trusting_email_from_any_entra_tenant_needs_a_tenant_rule(runner, setup):
     args = ["--preset", "microsoft", "--tenant", "organizations", "--trust-email"]
-    refused = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
-                                  "--client-secret", "s", *args])
+    refused = runner.invoke(
+        args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret", "s", *args]
+    )
     assert refused.exit_code != 0
     assert "tid match rule" in refused.stderr
-    pinned = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c",
-                                 "--client-secret", "s", *args, "--match", "tid=contoso-tenant-id"])
+    pinned = runner.invoke(
+        args=[
+            "sso",
+            "create",
+            "--domain",
+            HOST,
+            "--name",
+            "X",
+            "--client-id",
+            "c",
+            "--client-secret",
+            "s",
+            *args,
+            "--match",
+            "tid=contoso-tenant-id",
+        ]
+    )
     assert pinned.exit_code == 0, pinned.stderr
 
 
@@ -731,8 +802,9 @@ def link(client, provider_id, *, confirm=True):
 
     page = client.get("/auth/oauth2/link", query_string={"id": provider_id}, headers=headers())
     assert page.status_code == 200, page.get_data(as_text=True)
-    start = client.post("/auth/oauth2/link", data={"csrf_token": csrf_token(page), "id": provider_id},
-                        headers=headers())
+    start = client.post(
+        "/auth/oauth2/link", data={"csrf_token": csrf_token(page), "id": provider_id}, headers=headers()
+    )
     assert start.status_code == 303, start.get_data(as_text=True)
     back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
     return client.get(back.path, query_string=back.query, headers=headers())
@@ -834,8 +906,13 @@ def admin_key(world, setup):
 
 
 def test_a_patch_cannot_trust_email_from_any_entra_tenant(client, setup, admin_key):
-    created = api(client, "post", "/sso", admin_key, {"name": "E", "client_id": "c", "client_secret": "s",
-                                                       "preset": "microsoft", "tenant": "organizations"})
+    created = api(
+        client,
+        "post",
+        "/sso",
+        admin_key,
+        {"name": "E", "client_id": "c", "client_secret": "s", "preset": "microsoft", "tenant": "organizations"},
+    )
     assert created.status_code == 201
     path = f"/sso/{created.get_json()['id']}"
     turned_on = api(client, "patch", path, admin_key, {"trust_email": True})
@@ -848,8 +925,20 @@ def test_a_patch_cannot_trust_email_from_any_entra_tenant(client, setup, admin_k
     assert api(client, "get", path, admin_key).get_json()["match_rules"] == {"tid": ["t-1"]}
 
 
-@pytest.mark.parametrize("name", ["state", "nonce", "redirect_uri", "client_id", "response_type", "code_challenge",
-                                  "code_challenge_method", "scope", "State"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "state",
+        "nonce",
+        "redirect_uri",
+        "client_id",
+        "response_type",
+        "code_challenge",
+        "code_challenge_method",
+        "scope",
+        "State",
+    ],
+)
 def test_reserved_authorize_params_are_refused_on_create_and_update(client, runner, setup, admin_key, name):
     body = {"name": "IdP", "client_id": "c", "client_secret": "s", "issuer": "https://idp.example.com"}
     refused = api(client, "post", "/sso", admin_key, body | {"authorize_params": {name: "x"}})
@@ -858,8 +947,24 @@ def test_reserved_authorize_params_are_refused_on_create_and_update(client, runn
     created = api(client, "post", "/sso", admin_key, body | {"authorize_params": {"prompt": "login"}})
     changed = api(client, "patch", f"/sso/{created.get_json()['id']}", admin_key, {"authorize_params": {name: "x"}})
     assert changed.status_code == 422
-    cli = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret",
-                              "s", "--issuer", "https://idp.example.com", "--param", f"{name}=x"])
+    cli = runner.invoke(
+        args=[
+            "sso",
+            "create",
+            "--domain",
+            HOST,
+            "--name",
+            "X",
+            "--client-id",
+            "c",
+            "--client-secret",
+            "s",
+            "--issuer",
+            "https://idp.example.com",
+            "--param",
+            f"{name}=x",
+        ]
+    )
     assert cli.exit_code != 0 and name in cli.stderr
 
 
@@ -875,9 +980,20 @@ def test_a_stored_reserved_param_does_not_replace_ours(client, world, oidc, oidc
 # Where the service goes for a tenant (issue 13.6).
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:8080", "https://127.0.0.1", "https://10.0.0.5", "https://localhost",
-                                 "https://169.254.169.254", "https://[::1]", "https://[::ffff:192.168.1.1]",
-                                 "http://idp.example.com", "https://100.64.0.1"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1:8080",
+        "https://127.0.0.1",
+        "https://10.0.0.5",
+        "https://localhost",
+        "https://169.254.169.254",
+        "https://[::1]",
+        "https://[::ffff:192.168.1.1]",
+        "http://idp.example.com",
+        "https://100.64.0.1",
+    ],
+)
 def test_a_domain_admin_cannot_register_a_provider_on_a_private_address(client, setup, admin_key, url):
     body = {"name": "IdP", "client_id": "c", "client_secret": "s", "issuer": url}
     response = api(client, "post", "/sso", admin_key, body)
@@ -886,8 +1002,13 @@ def test_a_domain_admin_cannot_register_a_provider_on_a_private_address(client, 
 
 
 def test_only_a_system_admin_allows_a_provider_on_private_networks(client, world, setup, admin_key, oidc):
-    body = {"name": "On-prem", "client_id": "authsvc", "client_secret": "s", "issuer": oidc.url,
-            "allow_private_network": True}
+    body = {
+        "name": "On-prem",
+        "client_id": "authsvc",
+        "client_secret": "s",
+        "issuer": oidc.url,
+        "allow_private_network": True,
+    }
     refused = api(client, "post", "/sso", admin_key, body)
     assert refused.status_code == 422 and "allow_private_network" in refused.get_json()["fields"]
     from tests.conftest import OTHER_HOST
@@ -933,14 +1054,27 @@ def test_a_provider_redirect_is_not_followed(client, oidc, oidc_id):
 def test_the_operator_setting_allows_every_provider_on_private_networks(make_app, setup, oidc):
     app = make_app(AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS=True)
     provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url, on_premises=False)["id"]
-    response = app.test_client().get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(),
-                                     base_url=f"https://{HOST}")
+    response = app.test_client().get(
+        "/auth/oauth2", query_string={"id": provider_id}, headers=headers(), base_url=f"https://{HOST}"
+    )
     assert response.status_code == 302
 
 
 def test_the_cli_needs_allow_private_network_for_a_loopback_provider(runner, setup, oidc):
-    args = ["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret", "s",
-            "--issuer", oidc.url]
+    args = [
+        "sso",
+        "create",
+        "--domain",
+        HOST,
+        "--name",
+        "X",
+        "--client-id",
+        "c",
+        "--client-secret",
+        "s",
+        "--issuer",
+        oidc.url,
+    ]
     refused = runner.invoke(args=args)
     assert refused.exit_code != 0 and "--allow-private-network" in refused.stderr
     assert runner.invoke(args=[*args, "--allow-private-network"]).exit_code == 0

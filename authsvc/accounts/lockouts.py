@@ -40,7 +40,6 @@ class LockedOut(ApiError):
         self.retry_after = retry_after
 
 
-
 def _subjects(domain: Domain, email: str) -> list[tuple[str, str, int]]:
     """(scope, key suffix, threshold) of what a password attempt counts against."""
     config = current_app.config

@@ -107,5 +107,3 @@ def require_change_of_user(actor: Actor, user: User) -> None:
     require_change(actor, user.domain_id)
     if user.system_admin and not actor.system_admin:
         raise Forbidden()
-
-

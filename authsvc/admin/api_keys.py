@@ -87,5 +87,3 @@ def revoke_api_key(actor: Actor, key: ApiKey) -> None:
         key.revoked_at = now()
         audit_change(actor, "api_key.revoked", key.domain_id, f"api_key:{key.id}")
     db.session.commit()
-
-

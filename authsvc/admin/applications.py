@@ -60,8 +60,14 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
     fields.done()
     for attr, value in values.items():
         setattr(application, attr, value)
-    audit_change(actor, "application.updated", application.domain_id, f"application:{application.id}", before,
-           application.as_json())
+    audit_change(
+        actor,
+        "application.updated",
+        application.domain_id,
+        f"application:{application.id}",
+        before,
+        application.as_json(),
+    )
     commit("that application")
     return application
 
@@ -90,5 +96,3 @@ def delete_application(actor: Actor, application: Application) -> int:
     audit_change(actor, "application.deleted", application.domain_id, target, before=before | {"revoked_tokens": live})
     db.session.commit()
     return live
-
-

@@ -104,5 +104,3 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.delete(domain)
     audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)
     db.session.commit()
-
-

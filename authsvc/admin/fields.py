@@ -99,7 +99,6 @@ class Fields:
             raise ValidationFailed(self.errors)
 
 
-
 def domain_field(actor: Actor, fields: Fields) -> Domain | None:
     """The domain named by the body's ``domain`` (an id), or the actor's own; must be changeable."""
     given = fields.string("domain", max_length=20)
@@ -110,5 +109,3 @@ def domain_field(actor: Actor, fields: Fields) -> Domain | None:
         return None
     require_change(actor, domain.id)
     return domain
-
-

@@ -40,5 +40,3 @@ def serialise(record: Any) -> dict[str, Any]:
     if isinstance(record, SsoProvider):
         return sso_json(record)
     return record.as_json()
-
-

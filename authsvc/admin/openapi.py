@@ -11,7 +11,6 @@ bp = Blueprint("openapi", __name__, url_prefix="/api/engine/v2")
 OPENAPI_DOCUMENT = Path(__file__).resolve().parent / "openapi.json"
 
 
-
 @bp.get("/openapi.json")
 def openapi() -> Response:
     return Response(OPENAPI_DOCUMENT.read_bytes(), mimetype="application/json")

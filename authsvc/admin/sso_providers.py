@@ -158,7 +158,6 @@ def delete_sso_provider(actor: Actor, provider: SsoProvider) -> None:
     db.session.commit()
 
 
-
 def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
     """Link an account at one of the user's domain's SSO providers to ``user``: a system admin's step.
 
@@ -182,5 +181,3 @@ def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
     return db.session.scalar(
         select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
     )
-
-

@@ -106,7 +106,6 @@ def delete_user(actor: Actor, user: User) -> None:
     db.session.commit()
 
 
-
 def revoke_user_tokens(actor: Actor, user: User) -> int:
     require_change_of_user(actor, user)
     revoked = sessions.end_everything(user)

@@ -31,8 +31,20 @@ log = logging.getLogger(__name__)
 CHANNEL = "authsvc/events"
 
 # Keys whose values never go into an audit record, whatever the caller passes.
-SECRET_KEYS = {"password", "password_hash", "client_secret", "client_secret_digest", "secret", "secret_digest",
-               "token", "access_token", "refresh_token", "code", "key", "client_secret_encrypted"}
+SECRET_KEYS = {
+    "password",
+    "password_hash",
+    "client_secret",
+    "client_secret_digest",
+    "secret",
+    "secret_digest",
+    "token",
+    "access_token",
+    "refresh_token",
+    "code",
+    "key",
+    "client_secret_encrypted",
+}
 
 
 def scrub(data: Any) -> Any:

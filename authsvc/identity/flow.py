@@ -271,8 +271,6 @@ class TooManyFlows(ApiError):
         self.retry_after = retry_after
 
 
-
-
 def refuse_if_holding_too_many_flows() -> None:
     """Raise TooManyFlows while the client address holds its share of unfinished SSO flows.
 

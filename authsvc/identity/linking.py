@@ -157,5 +157,3 @@ def _audit_link(provider: SsoProvider, event: str, user: User, *, actor: str, **
         details={"provider": provider.id, **details},
         commit=False,
     )
-
-

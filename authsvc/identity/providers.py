@@ -238,8 +238,13 @@ def check(provider: SsoProvider) -> dict[str, Any]:
     )
     required = provider.required_scopes.split()
     if latest is None:
-        return {"id": provider.id, "required": required, "granted": None, "missing": None,
-                "note": "nobody has signed in through this provider yet"}
+        return {
+            "id": provider.id,
+            "required": required,
+            "granted": None,
+            "missing": None,
+            "note": "nobody has signed in through this provider yet",
+        }
     return {
         "id": provider.id,
         "required": required,

@@ -67,8 +67,12 @@ def link() -> Response:
 
 def _unknown_provider(domain: Domain) -> Response:
     return page(
-        "message.html", 404, domain=domain, title="Unknown sign-in provider",
-        message="This sign-in option does not exist here.", link=url_for("auth.login_page"),
+        "message.html",
+        404,
+        domain=domain,
+        title="Unknown sign-in provider",
+        message="This sign-in option does not exist here.",
+        link=url_for("auth.login_page"),
     )
 
 
@@ -80,8 +84,14 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
         holder = client_address()
         target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
     except providers.SsoError as exc:
-        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
-                    link=url_for("auth.login_page"))
+        return page(
+            "message.html",
+            exc.status,
+            domain=domain,
+            title=exc.title,
+            message=exc.message,
+            link=url_for("auth.login_page"),
+        )
     response = redirect(target, 302 if link_user is None else 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
@@ -116,8 +126,14 @@ def callback() -> Response:
         code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
         return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
     except providers.SsoError as exc:
-        return page("message.html", exc.status, domain=domain, title=exc.title, message=exc.message,
-                    link=url_for("auth.login_page"))
+        return page(
+            "message.html",
+            exc.status,
+            domain=domain,
+            title=exc.title,
+            message=exc.message,
+            link=url_for("auth.login_page"),
+        )
     response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
