@@ -52,6 +52,8 @@ class Provider:
         self.jwks_requests = 0
         # Claims to set in the next ID tokens over everything else (e.g. several audiences).
         self.id_token_overrides: dict[str, Any] = {}
+        # ID tokens without a kid header (the JWKS still names its key).
+        self.omit_kid = False
         self.discovery_requests = 0
         self.app = self._build()
         self.server = make_server("127.0.0.1", 0, self.app, threaded=True)
@@ -197,4 +199,5 @@ class Provider:
         payload.update(self.id_token_overrides)
         if self.fault == "bad_signature":
             return jwt.encode({"alg": "RS256", "kid": "test-key"}, payload, _OTHER_KEY)
-        return jwt.encode({"alg": "RS256", "kid": self.key.kid}, payload, self.key)
+        header = {"alg": "RS256"} if self.omit_kid else {"alg": "RS256", "kid": self.key.kid}
+        return jwt.encode(header, payload, self.key)

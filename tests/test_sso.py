@@ -896,6 +896,103 @@ def test_only_a_system_admin_links_an_identity_through_the_admin_api(client, wor
     assert taken.status_code == 409
 
 
+@pytest.mark.parametrize("flag", ["admin", "support", "system_admin"])
+def test_a_user_promoted_after_an_automatic_link_must_link_again_before_sso_signs_them_in(
+    client, app, world, setup, oidc, oidc_id, flag
+):
+    from authsvc.core.models import AuditRecord
+    from tests.conftest import signin
+
+    oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
+    assert sign_in(client, oidc_id)[1].status_code == 303  # linked by e-mail while an ordinary user
+    client.delete_cookie("user", domain=HOST)
+    world.update(User, setup.person.id, **{flag: True})
+    _, callback = sign_in(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=link_required"
+    assert client.get_cookie("user", domain=HOST) is None
+    [refused] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.link_refused"))
+    assert (refused.target, refused.details["reason"]) == (f"user:{setup.person.id}", "automatic_link")
+    # The account holder's own step makes the link theirs; then the provider signs them in again.
+    signin(client)
+    assert link(client, oidc_id).status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert (identity.user_id, identity.via) == (setup.person.id, "user")
+    fresh = app.test_client()
+    assert sign_in(fresh, oidc_id)[1].status_code == 303
+    assert fresh.get_cookie("user", domain=HOST) is not None
+
+
+def test_each_identity_records_how_it_was_linked(client, world, setup, oidc, oidc_id):
+    sign_in(client, oidc_id)
+    client.delete_cookie("user", domain=HOST)
+    oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
+    sign_in(client, oidc_id)
+    rows = world.query(select(ExternalIdentity).order_by(ExternalIdentity.id))
+    assert [(i.subject, i.via) for i in rows] == [("ext-42", "new_user"), ("ext-1", "email")]
+
+
+def test_a_domain_admin_cannot_repoint_a_provider_a_privileged_user_signs_in_through(
+    on_premises_app, world, setup, oidc
+):
+    from tests.conftest import OTHER_HOST
+
+    root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
+    domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
+    admin_key = world.api_key(domain_admin, scopes="public admin", permission="admin")
+    system = world.user(world.domain(OTHER_HOST), "system@example.com", admin=True, system_admin=True)
+    system_key = world.api_key(system, scopes="public admin", permission="admin")
+    client = on_premises_app.test_client()
+    provider_id = create_provider(on_premises_app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    path = f"/sso/{provider_id}"
+    body = {"provider": provider_id, "subject": "root-at-idp"}
+    assert api(client, "post", f"/users/{root.id}/identities", system_key, body, host=OTHER_HOST).status_code == 201
+    with Provider("oidc") as own:
+        # The domain admin's own IdP, which would assert the system admin's subject.
+        own.sign_in_as(sub="root-at-idp", email="anyone@example.com")
+        for change in (
+            {"issuer": own.url},
+            {"token_url": own.url + "/token"},
+            {"client_id": "someone-else"},
+            {"profile_mappings": {"uid": ["email"]}},
+        ):
+            refused = api(client, "patch", path, admin_key, change)
+            assert refused.status_code == 422, (change, refused.get_json())
+            [name] = change
+            assert "only a system admin" in refused.get_json()["fields"][name]
+        [stored] = world.query(select(SsoProvider))
+        assert (stored.issuer, stored.token_url, stored.client_id) == (oidc.url, None, "authsvc")
+        # Other settings, and the same values again, stay the domain admin's to change.
+        assert api(client, "patch", path, admin_key, {"name": "Renamed", "issuer": oidc.url}).status_code == 200
+        moved = api(client, "patch", path, system_key, {"issuer": own.url}, host=OTHER_HOST)
+        assert moved.status_code == 200, moved.get_json()
+
+
+def test_a_domain_admin_repoints_a_provider_only_ordinary_users_sign_in_through(on_premises_app, world, setup, oidc):
+    domain_admin = world.user(setup.domain, "tenant-admin@example.com", admin=True)
+    admin_key = world.api_key(domain_admin, scopes="public admin", permission="admin")
+    client = on_premises_app.test_client()
+    provider_id = create_provider(on_premises_app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    oidc.sign_in_as(**PERSON)
+    assert sign_in(client, provider_id)[1].status_code == 303
+    changed = api(client, "patch", f"/sso/{provider_id}", admin_key, {"client_id": "new-client"})
+    assert changed.status_code == 200, changed.get_json()
+
+
+def test_a_second_account_at_the_same_provider_is_not_linked_by_email(client, world, setup, oidc, oidc_id):
+    from authsvc.core.models import AuditRecord
+
+    oidc.sign_in_as(sub="ext-1", email="person@example.com", email_verified=True)
+    sign_in(client, oidc_id)
+    client.delete_cookie("user", domain=HOST)
+    oidc.sign_in_as(sub="ext-2", email="person@example.com", email_verified=True)
+    _, callback = sign_in(client, oidc_id)
+    assert callback.headers["Location"] == "/auth/login?sso_error=link_required"
+    assert client.get_cookie("user", domain=HOST) is None
+    assert [i.subject for i in world.query(select(ExternalIdentity))] == ["ext-1"]
+    [refused] = world.query(select(AuditRecord).where(AuditRecord.event == "sso.link_refused"))
+    assert refused.details["reason"] == "already_linked"
+
+
 # Provider records: the rules hold on every change (issue 13.4, 13.5).
 
 
@@ -937,6 +1034,9 @@ def test_a_patch_cannot_trust_email_from_any_entra_tenant(client, setup, admin_k
         "code_challenge_method",
         "scope",
         "State",
+        "request",
+        "request_uri",
+        "response_mode",
     ],
 )
 def test_reserved_authorize_params_are_refused_on_create_and_update(client, runner, setup, admin_key, name):
@@ -975,6 +1075,55 @@ def test_a_stored_reserved_param_does_not_replace_ours(client, world, oidc, oidc
     query = parse_qs(urlsplit(response.headers["Location"]).query)
     assert query["state"] != ["fixed"] and len(query["state"]) == 1
     assert query["redirect_uri"] == [f"https://{HOST}/auth/oauth2/callback"]
+
+
+def test_a_stored_reserved_param_is_left_out_however_it_is_spaced_or_cased(client, world, oidc, oidc_id):
+    world.update(SsoProvider, oidc_id, authorize_params={" State ": "fixed", "Response_Mode": "form_post", "x": "1"})
+    response = client.get("/auth/oauth2", query_string={"id": oidc_id}, headers=headers())
+    assert response.status_code == 302
+    query = parse_qs(urlsplit(response.headers["Location"]).query)
+    assert " State " not in query and "Response_Mode" not in query
+    assert query["x"] == ["1"]
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"preset": "microsoft", "tenant": "Organizations"},
+        {"preset": "microsoft", "tenant": "COMMON"},
+        {"issuer": "https://login.microsoftonline.com/{tenantid}/v2.0"},
+        {"issuer": "https://login.microsoftonline.com/organizations/v2.0"},
+        {
+            "authorize_url": "https://login.microsoftonline.com/Common/oauth2/v2.0/authorize",
+            "token_url": "https://login.microsoftonline.com/Common/oauth2/v2.0/token",
+            "userinfo_url": "https://graph.microsoft.com/v1.0/me",
+        },
+    ],
+)
+def test_trust_email_is_refused_for_any_multi_tenant_microsoft_provider(client, setup, admin_key, fields):
+    body = {"name": "E", "client_id": "c", "client_secret": "s", "trust_email": True, **fields}
+    refused = api(client, "post", "/sso", admin_key, body)
+    assert refused.status_code == 422, refused.get_json()
+    assert "tid match rule" in refused.get_json()["fields"]["trust_email"]
+    pinned = api(client, "post", "/sso", admin_key, body | {"match_rules": {"tid": ["t-1"]}})
+    assert pinned.status_code == 201, pinned.get_json()
+
+
+def test_trust_email_is_allowed_for_a_single_microsoft_tenant(client, setup, admin_key):
+    body = {"name": "E", "client_id": "c", "client_secret": "s", "trust_email": True}
+    preset = api(client, "post", "/sso", admin_key, body | {"preset": "microsoft", "tenant": "contoso.example"})
+    assert preset.status_code == 201, preset.get_json()
+    issuer = "https://login.microsoftonline.com/72f988bf-86f1-41af-91ab-2d7cd011db47/v2.0"
+    assert api(client, "post", "/sso", admin_key, body | {"issuer": issuer}).status_code == 201
+
+
+def test_the_cli_refuses_trust_email_for_a_multi_tenant_issuer(runner, setup):
+    args = ["--issuer", "https://login.microsoftonline.com/organizations/v2.0", "--trust-email"]
+    refused = runner.invoke(
+        args=["sso", "create", "--domain", HOST, "--name", "X", "--client-id", "c", "--client-secret", "s", *args]
+    )
+    assert refused.exit_code != 0
+    assert "tid match rule" in refused.stderr
 
 
 # Where the service goes for a tenant (issue 13.6).
@@ -1111,3 +1260,21 @@ def test_a_rotated_provider_key_is_refetched_once_on_an_unknown_kid(make_app, se
     time.sleep(2.1)
     assert sign_in(client, provider_id)[1].status_code == 303
     assert oidc.jwks_requests == 3
+
+
+def test_a_rotated_key_is_refetched_once_for_an_id_token_without_kid(make_app, setup, oidc):
+    from tests.conftest import HttpsClient
+
+    app = make_app(AUTHSVC_SSO_JWKS_REFETCH_INTERVAL=2)
+    app.test_client_class = HttpsClient
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    client = app.test_client()
+    oidc.omit_kid = True
+    assert sign_in(client, provider_id)[1].status_code == 303
+    assert oidc.jwks_requests == 1
+    oidc.rotate_key()
+    assert sign_in(client, provider_id)[1].status_code == 303, "the new key is fetched"
+    assert oidc.jwks_requests == 2
+    oidc.rotate_key()
+    assert sign_in(client, provider_id)[1].status_code == 502, "at most one refetch per interval"
+    assert oidc.jwks_requests == 2

@@ -6,7 +6,7 @@ import secrets
 from typing import Any
 
 from flask import current_app, has_request_context, url_for
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 
 from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
 from authsvc.admin.fields import Fields, domain_field
@@ -30,7 +30,9 @@ def sso_json(provider: SsoProvider) -> dict[str, Any]:
     return out
 
 
-SSO_URL_FIELDS = ("issuer", "authorize_url", "token_url", "userinfo_url", "jwks_url")
+SSO_URL_FIELDS = providers.PROVIDER_URL_FIELDS
+# What decides who an account at the provider is: changed, the same subject may be someone else's.
+SSO_IDENTITY_FIELDS = (*SSO_URL_FIELDS, "client_id", "profile_mappings")
 
 
 def _sso_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
@@ -78,9 +80,7 @@ def _check_sso_state(fields: Fields, state: dict[str, Any]) -> None:
             problem = validation.public_url_problem(state[name]) if state.get(name) else None
             if problem:
                 fields.errors.setdefault(name, problem)
-    problem = providers.email_trust_problem(
-        state.get("tenant"), bool(state.get("trust_email")), state.get("match_rules") or {}
-    )
+    problem = providers.email_trust_problem(state)
     if problem:
         fields.errors["trust_email"] = problem
 
@@ -136,6 +136,8 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
         # Where an on-premises provider may be reached was a system admin's
         # decision for the URLs they saw; new URLs from anyone else lose it.
         values["allow_private_network"] = False
+    if not actor.system_admin:
+        _refuse_identity_changes_over_privileged_links(fields, provider, values)
     state = ("tenant", "trust_email", "match_rules", "allow_private_network", *SSO_URL_FIELDS)
     _check_sso_state(fields, {**{name: getattr(provider, name) for name in state}, **values})
     fields.done()
@@ -147,6 +149,33 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
     audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, after)
     db.session.commit()
     return provider
+
+
+def _refuse_identity_changes_over_privileged_links(fields: Fields, provider: SsoProvider, values: dict) -> None:
+    """Refuse new identity settings while a privileged user signs in through ``provider``.
+
+    Whoever points the provider at an IdP of their own decides which subject
+    it asserts: with a system admin's subject, the link would sign them in as
+    that system admin. Only a system admin may make such a change.
+    """
+    changed = [name for name in SSO_IDENTITY_FIELDS if name in values and values[name] != getattr(provider, name)]
+    if not changed:
+        return
+    privileged_link = db.session.scalar(
+        select(ExternalIdentity.id)
+        .join(User, User.id == ExternalIdentity.user_id)
+        .where(
+            ExternalIdentity.provider_id == provider.id,
+            or_(User.system_admin, User.admin, User.support, User.service_account),
+        )
+        .limit(1)
+    )
+    if privileged_link is not None:
+        for name in changed:
+            fields.errors[name] = (
+                "only a system admin may change this while a privileged account (system admin, admin, support "
+                "or service account) signs in through this provider"
+            )
 
 
 def delete_sso_provider(actor: Actor, provider: SsoProvider) -> None:

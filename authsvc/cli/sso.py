@@ -117,7 +117,9 @@ def create_sso(
     fields.setdefault("scopes", "openid email profile" if fields["kind"] == "oidc" else "email profile")
     mappings = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(maps, "--map").items()}
     rules = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(matches, "--match").items()}
-    problem = providers.email_trust_problem(tenant, trust_email, rules)
+    problem = providers.email_trust_problem(
+        {**fields, "tenant": tenant, "trust_email": trust_email, "match_rules": rules}
+    )
     if problem:
         raise click.ClickException(f"--trust-email: {problem} (--match tid=<tenant id>)")
     extra_params = _pairs(params, "--param")

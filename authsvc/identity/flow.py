@@ -25,7 +25,6 @@ from authsvc.identity.delegated import save_tokens
 from authsvc.identity.linking import check_match_rules, link_identity, link_user, map_profile
 from authsvc.identity.providers import (
     METADATA_TTL,
-    RESERVED_AUTHORIZE_PARAMS,
     Endpoints,
     ProviderRefused,
     SsoError,
@@ -34,6 +33,7 @@ from authsvc.identity.providers import (
     fetch_json,
     find_provider,
     http_session,
+    reserved_authorize_param,
 )
 from authsvc.web import metrics
 from authsvc.web.deployment import client_address
@@ -90,7 +90,7 @@ def start(
         holder,
     )
     # Rows saved before reserved names were refused may still hold one: ours win.
-    extra = {k: v for k, v in provider.authorize_params.items() if k.lower() not in RESERVED_AUTHORIZE_PARAMS}
+    extra = {k: v for k, v in provider.authorize_params.items() if not reserved_authorize_param(k)}
     if nonce:
         extra["nonce"] = nonce
     url, _ = client_for(provider, callback_url).create_authorization_url(
@@ -205,12 +205,22 @@ def _claims(provider: SsoProvider, urls: Endpoints, token: dict, nonce: str | No
 
 def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None, nonce: str | None) -> dict:
     """Signature (provider's JWKS), issuer, audience, azp, nonce and expiry, or ValueError/JoseError."""
-    from joserfc import jwt
+    from joserfc import jws, jwt
+    from joserfc.errors import BadSignatureError
 
     if not id_token or not isinstance(id_token, str):
         raise ValueError("no id_token in the token response")
-    keys = _signing_keys(provider, urls.jwks_url, id_token)
-    decoded = jwt.decode(id_token, keys, algorithms=["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"])
+    kid = jws.extract_compact(id_token.encode()).headers().get("kid")
+    keys = _signing_keys(provider, urls.jwks_url, kid)
+    try:
+        decoded = jwt.decode(id_token, keys, algorithms=ID_TOKEN_ALGORITHMS)
+    except BadSignatureError:
+        # A token without kid names no key to look for: a signature that fails
+        # against the cached keys may just as well be the provider's rotation.
+        fresh = _refetched_keys(provider, urls.jwks_url, kid) if kid is None else None
+        if fresh is None:
+            raise
+        decoded = jwt.decode(id_token, fresh, algorithms=ID_TOKEN_ALGORITHMS)
     claims = decoded.claims
     issuer = urls.issuer or ""
     if "{tenantid}" in issuer:
@@ -231,30 +241,41 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
     return claims
 
 
-def _signing_keys(provider: SsoProvider, jwks_url: str, id_token: str) -> Any:
-    """The provider's key set, refetched once when the token's kid is not in the cached one.
+ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 
-    A provider that rotates its keys signs with a kid our cache has not seen.
-    One worker per provider per interval refetches (a claim in Redis), so
-    tokens with made-up kids cannot make us hammer the provider; it shares
-    what it fetched, which the other workers read instead of their stale copy.
-    """
-    from joserfc import jws
+
+def _signing_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> Any:
+    """The provider's key set, refetched once when the token's kid is not in the cached one."""
     from joserfc.jwk import KeySet
 
-    kid = jws.extract_compact(id_token.encode()).headers().get("kid")
     keys = KeySet.import_key_set(fetch_json(provider, jwks_url))
     if kid is None or kid in {key.kid for key in keys.keys}:
         return keys
+    return _refetched_keys(provider, jwks_url, kid) or keys
+
+
+def _refetched_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> Any:
+    """The provider's newer key set (with ``kid`` when one is named), or None when none may be fetched now.
+
+    A provider that rotates its keys signs with a key our cache has not seen.
+    One worker per provider per interval refetches (a claim in Redis), so
+    tokens with made-up kids or bad signatures cannot make us hammer the
+    provider; it shares what it fetched, which the other workers read instead
+    of their stale copy.
+    """
+    from joserfc.jwk import KeySet
+
     shared = store.load_jwks(provider.id, jwks_url)
-    if shared is not None and kid in {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}:
-        return KeySet.import_key_set(shared)
+    if shared is not None:
+        shared_kids = {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}
+        if kid in shared_kids or (kid is None and shared != fetch_json(provider, jwks_url)):
+            return KeySet.import_key_set(shared)
     if store.claim_jwks_refetch(provider.id, current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]):
-        log.info("SSO provider %s: unknown key id, refetching its JWKS", provider.id)
+        log.info("SSO provider %s: unknown key, refetching its JWKS", provider.id)
         fresh = fetch_json(provider, jwks_url, fresh=True)
         store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
-        keys = KeySet.import_key_set(fresh)
-    return keys
+        return KeySet.import_key_set(fresh)
+    return None
 
 
 class TooManyFlows(ApiError):

@@ -66,6 +66,13 @@ def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
             user = db.session.get(User, identity.user_id)
             if user.disabled:
                 raise ProviderRefused("account_disabled")
+            if identity.via in AUTOMATIC and privileged(user):
+                # Promoted since the first sign-in linked them (or linked before
+                # this rule): what a provider asserts must not reach a privileged
+                # account until its holder (or a system admin) links it.
+                _audit_link(provider, "sso.link_refused", user, actor=f"sso:{provider.id}", reason="automatic_link")
+                db.session.commit()
+                raise ProviderRefused("link_required")
             return user
         try:
             return _link_new_identity(provider, profile, claims)
@@ -73,6 +80,15 @@ def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
             # A concurrent callback for the same account won the race; use its result.
             db.session.rollback()
     raise SsoError(409, "Sign-in conflict", "Your account is being set up elsewhere; try again.")
+
+
+# How a first sign-in links by itself; "user" and "system_admin" are explicit steps.
+AUTOMATIC = ("new_user", "email")
+
+
+def privileged(user: User) -> bool:
+    """Whether ``user`` holds a privilege an SSO provider's assertion alone may never reach."""
+    return bool(user.system_admin or user.admin or user.support or user.service_account)
 
 
 def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> User:
@@ -93,7 +109,7 @@ def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> Us
         db.session.add(user)
         db.session.flush()
         via = "new_user"
-    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=profile["uid"]))
+    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=profile["uid"], via=via))
     _audit_link(provider, "sso.linked", user, actor=f"sso:{provider.id}", via=via)
     db.session.commit()
     return user
@@ -107,19 +123,17 @@ def _automatic_link_refusal(provider: SsoProvider, user: User, claims: dict) -> 
         return "email_in_use", "email_not_verified"
     if user.disabled:
         return "account_disabled", "account_disabled"
-    if user.system_admin or user.admin or user.support or user.service_account:
+    if privileged(user):
         # Whoever runs a provider (a domain admin can register one) controls
         # what it asserts: an e-mail claim must never be a way into a
         # privileged account. Such a link is the account holder's own step.
         return "link_required", "privileged_account"
-    other = db.session.scalar(
-        select(ExternalIdentity.id).where(
-            ExternalIdentity.user_id == user.id, ExternalIdentity.provider_id != provider.id
-        )
-    )
+    other = db.session.scalar(select(ExternalIdentity.provider_id).where(ExternalIdentity.user_id == user.id).limit(1))
     if other is not None:
-        # The account already trusts another provider; this one's e-mail claim does not decide for it.
-        return "link_required", "linked_to_another_provider"
+        # The account already signs in through some account at a provider (another
+        # one's, or another account at this one): an e-mail claim does not add one.
+        reason = "already_linked" if other == provider.id else "linked_to_another_provider"
+        return "link_required", reason
     return None
 
 
@@ -127,18 +141,24 @@ def link_identity(provider: SsoProvider, subject: str, user: User, *, actor: str
     """Link ``provider``'s account ``subject`` to ``user`` by an explicit step (the user, or a system admin).
 
     An account of the provider already linked to someone else stays theirs
-    (ProviderRefused "identity_in_use"); linking it again to the same user is a no-op.
+    (ProviderRefused "identity_in_use"); linking it again to the same user
+    makes an automatic link an explicit one (``via``), so a user promoted
+    since can sign in through it again.
     """
     identity = db.session.scalar(
         select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
     )
     if identity is not None:
         if identity.user_id == user.id:
+            if identity.via in AUTOMATIC:
+                identity.via = via
+                _audit_link(provider, "sso.linked", user, actor=actor, via=via)
+                db.session.commit()
             return user
         _audit_link(provider, "sso.link_refused", user, actor=actor, reason="identity_in_use", via=via)
         db.session.commit()
         raise ProviderRefused("identity_in_use")
-    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=subject))
+    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=subject, via=via))
     _audit_link(provider, "sso.linked", user, actor=actor, via=via)
     try:
         db.session.commit()

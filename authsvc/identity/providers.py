@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from flask import current_app
 from sqlalchemy import select
@@ -53,7 +54,7 @@ def microsoft_preset(tenant: str) -> dict[str, Any]:
     """Microsoft Entra ID (v2.0 endpoints of ``tenant``) with Graph as the profile source."""
     login = f"https://login.microsoftonline.com/{tenant}"
     # Multi-tenant endpoints issue tokens whose issuer names the user's tenant.
-    issuer_tenant = "{tenantid}" if tenant in MULTI_TENANT else tenant
+    issuer_tenant = "{tenantid}" if tenant.lower() in MULTI_TENANT else tenant
     return {
         "kind": "oidc",
         "issuer": f"https://login.microsoftonline.com/{issuer_tenant}/v2.0",
@@ -77,30 +78,71 @@ def microsoft_preset(tenant: str) -> dict[str, Any]:
 
 
 MULTI_TENANT = ("common", "organizations", "consumers")
+MICROSOFT_LOGIN_HOSTS = ("login.microsoftonline.com", "login.microsoft.com")
+PROVIDER_URL_FIELDS = ("issuer", "authorize_url", "token_url", "userinfo_url", "jwks_url")
 
 
-def email_trust_problem(tenant: str | None, trust_email: bool, match_rules: dict) -> str | None:
-    """Why trusting e-mail would be unsafe for this provider, or None.
+def multi_tenant_microsoft(state: Mapping[str, Any]) -> bool:
+    """Whether the provider ``state`` describes accepts accounts of any Entra tenant.
 
-    A multi-tenant Entra app accepts any tenant, whose administrators set
-    users' ``mail`` as they like: trusting it for linking lets them claim our
-    users' accounts unless a ``tid`` match rule pins the tenants.
+    Told by the tenant (in any case), and by the URLs themselves, so a provider
+    registered without the preset is judged the same: an issuer with
+    ``{tenantid}``, or a login.microsoftonline.com URL under a multi-tenant path.
     """
-    if trust_email and tenant in MULTI_TENANT and not match_rules.get("tid"):
+    if str(state.get("tenant") or "").strip().lower() in MULTI_TENANT:
+        return True
+    for name in PROVIDER_URL_FIELDS:
+        url = str(state.get(name) or "")
+        if "{tenantid}" in url.lower():
+            return True
+        parts = urlsplit(url.lower())
+        if parts.hostname in MICROSOFT_LOGIN_HOSTS and parts.path.strip("/").split("/")[0] in MULTI_TENANT:
+            return True
+    return False
+
+
+def email_trust_problem(state: Mapping[str, Any]) -> str | None:
+    """Why trusting e-mail would be unsafe for the provider ``state`` describes, or None.
+
+    ``state``: the provider's fields as they would be saved (``tenant``,
+    ``trust_email``, ``match_rules`` and the URLs). A multi-tenant Entra app
+    accepts any tenant, whose administrators set users' ``mail`` as they like:
+    trusting it for linking lets them claim our users' accounts unless a
+    ``tid`` match rule pins the tenants.
+    """
+    if state.get("trust_email") and multi_tenant_microsoft(state) and not (state.get("match_rules") or {}).get("tid"):
         return "a multi-tenant Microsoft tenant needs a tid match rule before e-mail can be trusted"
     return None
 
 
 # Sent by ``start`` itself: a provider's authorize_params may not replace them
 # (a state of its own broke every start; a redirect_uri of its own went to the provider).
+# request, request_uri (RFC 9101) and response_mode would replace them from elsewhere or change how they come back.
 RESERVED_AUTHORIZE_PARAMS = frozenset(
-    {"state", "nonce", "redirect_uri", "client_id", "response_type", "code_challenge", "code_challenge_method", "scope"}
+    {
+        "state",
+        "nonce",
+        "redirect_uri",
+        "client_id",
+        "response_type",
+        "code_challenge",
+        "code_challenge_method",
+        "scope",
+        "request",
+        "request_uri",
+        "response_mode",
+    }
 )
+
+
+def reserved_authorize_param(name: object) -> bool:
+    """Whether ``name`` is a reserved authorise parameter, however it is spaced or cased."""
+    return str(name).strip().lower() in RESERVED_AUTHORIZE_PARAMS
 
 
 def authorize_params_problem(params: dict) -> str | None:
     """Why ``params`` cannot be a provider's extra authorise parameters, or None."""
-    reserved = sorted(name for name in params if str(name).strip().lower() in RESERVED_AUTHORIZE_PARAMS)
+    reserved = sorted(name for name in params if reserved_authorize_param(name))
     if reserved:
         return f"{', '.join(reserved)} cannot be set: the service sends {'it' if len(reserved) == 1 else 'them'} itself"
     return None

@@ -85,6 +85,10 @@ class ExternalIdentity(db.Model):
     provider_id: Mapped[str] = mapped_column(ForeignKey("sso_provider.id"))
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)
     subject: Mapped[str] = mapped_column(String(255))
+    # How the link was made: "new_user" or "email" (automatic, by a first sign-in),
+    # "user" (the account holder's own step) or "system_admin". A privileged
+    # user signs in only through a link that was not automatic.
+    via: Mapped[str] = mapped_column(String(20), default="email", server_default="email")
     access_token_encrypted: Mapped[str | None] = mapped_column(Text)
     refresh_token_encrypted: Mapped[str | None] = mapped_column(Text)
     expires_at: Mapped[int | None] = mapped_column(Integer)
