@@ -16,6 +16,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
+from authsvc.oauth import keys
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -163,3 +164,14 @@ def revoke() -> Response:
 def introspect() -> Response:
     current_domain()
     return authorization_server().create_endpoint_response("introspection")
+
+
+@bp.get("/jwks")
+def jwks() -> Response:
+    """The domain's public signing keys (RFC 7517): public, cacheable, never a private part."""
+    response = jsonify(keys.public_jwks(current_domain()))
+    # Short enough that a relying party sees a new key soon after a rotation
+    # (and it refetches on an unknown kid anyway); per Host, as each domain has its own.
+    response.headers["Cache-Control"] = "public, max-age=300"
+    response.headers["Vary"] = "Host"
+    return response
