@@ -16,7 +16,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
-from authsvc.oauth import keys
+from authsvc.oauth import keys, oidc
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -39,9 +39,10 @@ def authorize() -> Response:
     # Validate the client and redirect URI first: a bad request is reported
     # at once, not after the user has signed in. The client's lookup finds the
     # domain too (an unknown host is a 404 whatever else is wrong).
-    grant = authorization_server().get_consent_grant(end_user=None)
     domain = current_domain()
     user = sessions.session_user(domain)
+    # With the user known, OpenID Connect's prompt=none is answered from the session.
+    grant = authorization_server().get_consent_grant(end_user=user)
     if user is None:
         return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
     application: Application = grant.client
@@ -174,4 +175,22 @@ def jwks() -> Response:
     # (and it refetches on an unknown kid anyway); per Host, as each domain has its own.
     response.headers["Cache-Control"] = "public, max-age=300"
     response.headers["Vary"] = "Host"
+    return response
+
+
+@bp.route("/userinfo", methods=["GET", "POST"])
+def userinfo() -> Response:
+    """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
+    domain = current_domain()
+    credential = lookup.authenticate(domain)  # 401 with WWW-Authenticate for a missing or bad token
+    if credential.kind != "token":
+        raise ApiError(
+            401,
+            "invalid_token",
+            "UserInfo needs an access token issued with the 'openid' scope, not an API key.",
+            headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_token"'},
+        )
+    lookup.require_scopes(credential, "openid")  # 403 insufficient_scope
+    response = jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
+    response.headers["Cache-Control"] = "no-store"
     return response
