@@ -142,6 +142,8 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_REFRESH_IDLE_TTL": _int("AUTHSVC_REFRESH_IDLE_TTL", 14 * 24 * 3600),
         "AUTHSVC_REFRESH_REUSE_GRACE": _int("AUTHSVC_REFRESH_REUSE_GRACE", 10),
         "AUTHSVC_CODE_TTL": _int("AUTHSVC_CODE_TTL", 300),
+        # ID tokens' lifetime; a rotated-out signing key stays in the JWKS this long.
+        "AUTHSVC_ID_TOKEN_TTL": _int("AUTHSVC_ID_TOKEN_TTL", 3600),
         "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),

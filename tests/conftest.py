@@ -278,3 +278,21 @@ def get_code(client, client_id: str, **params) -> str:
     response = authorize(client, client_id, **params)
     assert response.status_code == 302, response.get_data(as_text=True)
     return location_params(response)["code"]
+
+
+OIDC_SCOPES = "public openid profile email groups"
+
+
+@pytest.fixture
+def oidc(world):
+    """A domain whose scopes include OpenID Connect's, an application that may ask them, and a person."""
+
+    class Oidc:
+        domain = world.domain(scopes=OIDC_SCOPES)
+        app, secret = world.application(domain, confidential=True, scopes=OIDC_SCOPES)
+        es256_app, es256_secret = world.application(
+            domain, confidential=True, scopes=OIDC_SCOPES, id_token_signed_response_alg="ES256", name="ES"
+        )
+        person = world.user(domain, "person@example.com", name="Person", groups=["staff", "ops"])
+
+    return Oidc

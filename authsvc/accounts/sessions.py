@@ -13,15 +13,18 @@ from authsvc.core.models import Domain, Token, User
 SESSION_COOKIE = "user"
 
 
-def start_session(response: Response, user: User, domain: Domain) -> None:
-    """Start a new session for ``user`` and set the ``user`` cookie on ``response``."""
+def start_session(response: Response, user: User, domain: Domain, amr: list[str] | None = None) -> None:
+    """Start a new session for ``user`` and set the ``user`` cookie on ``response``.
+
+    ``amr``: how the user signed in (OpenID Connect's values; ``pwd`` unless given).
+    """
     config = current_app.config
     previous = request.cookies.get(SESSION_COOKIE)
     if previous:
         # Signing in again replaces the session the browser had, not adds to it.
         store.delete_session(previous)
     ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
-    session_id = store.create_session(user.id, user.domain_id, ttl)
+    session_id = store.create_session(user.id, user.domain_id, ttl, amr)
     response.set_cookie(
         SESSION_COOKIE,
         session_id,
@@ -48,6 +51,11 @@ def end_session(response: Response) -> None:
     )
 
 
+def current_session(domain: Domain) -> dict | None:
+    """The record of the request's live session of ``domain`` (``sid``, ``amr``, ``created`` in ms), if any."""
+    return g.authsvc_session if session_user(domain) is not None else None
+
+
 def session_user(domain: Domain) -> User | None:
     """The user of the request's ``user`` session cookie, if it is live and of ``domain``."""
     if "authsvc_session_user" in g:
@@ -65,6 +73,7 @@ def session_user(domain: Domain) -> User | None:
         ):
             user = candidate
     g.authsvc_session_user = user
+    g.authsvc_session = session if user is not None else None
     return user
 
 

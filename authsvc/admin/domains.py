@@ -18,6 +18,7 @@ from authsvc.core.models import (
     Consent,
     Domain,
     ExternalIdentity,
+    SigningKey,
     SsoProvider,
     Token,
     User,
@@ -101,6 +102,7 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(delete(User).where(User.domain_id == domain.id))
     db.session.execute(delete(Application).where(Application.domain_id == domain.id))
     db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
+    db.session.execute(delete(SigningKey).where(SigningKey.domain_id == domain.id))
     db.session.delete(domain)
     audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)
     db.session.commit()

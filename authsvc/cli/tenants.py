@@ -115,6 +115,11 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @click.option(
     "--refresh-token-ttl", type=TTL, help="Seconds a grant may be refreshed; default AUTHSVC_REFRESH_TOKEN_TTL."
 )
+@click.option(
+    "--id-token-alg",
+    type=click.Choice(["RS256", "ES256"]),
+    help="How its ID tokens are signed (OpenID Connect); default RS256.",
+)
 def create_app_command(
     host: str,
     name: str,
@@ -126,6 +131,7 @@ def create_app_command(
     allow_plain_pkce: bool,
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
+    id_token_alg: str | None,
 ) -> None:
     domain = domain_by_host(host)
     uris = list(dict.fromkeys(validate_redirect_uri(uri) for uri in redirect_uris))
@@ -141,6 +147,7 @@ def create_app_command(
         allow_plain_pkce=allow_plain_pkce,
         access_token_ttl=access_token_ttl or None,
         refresh_token_ttl=refresh_token_ttl or None,
+        id_token_signed_response_alg=id_token_alg,
         # Unset, the model's default: required for a public application.
         **({} if require_pkce is None else {"require_pkce": require_pkce}),
     )

@@ -44,6 +44,13 @@ SECRET_KEYS = {
     "code",
     "key",
     "client_secret_encrypted",
+    # OpenID Connect: a nonce or session id in a log would let a reader replay or follow a sign-in.
+    "nonce",
+    "sid",
+    "id_token",
+    "id_token_hint",
+    "logout_token",
+    "private_key_encrypted",
 }
 
 

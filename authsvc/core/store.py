@@ -133,10 +133,22 @@ def _delete(kind: str, secret: str) -> None:
 # Sessions: the ``user`` cookie holds the session id.
 
 
-def create_session(user_id: int, domain_id: int, ttl: int) -> str:
-    """Start a new session and return its id; ids are never reused."""
+def create_session(user_id: int, domain_id: int, ttl: int, amr: list[str] | None = None) -> str:
+    """Start a new session and return its id; ids are never reused.
+
+    ``sid`` is the session's public name in ID tokens (OpenID Connect): never
+    the id itself, which the cookie carries as a bearer secret. ``amr`` names
+    how the user signed in (``pwd``, ``fed``).
+    """
     session_id = security.new_secret()
-    _put("session", session_id, {"user": user_id, "domain": domain_id, "created": int(time.time() * 1000)}, ttl)
+    record = {
+        "user": user_id,
+        "domain": domain_id,
+        "created": int(time.time() * 1000),
+        "sid": security.new_secret(),
+        "amr": amr or ["pwd"],
+    }
+    _put("session", session_id, record, ttl)
     return session_id
 
 

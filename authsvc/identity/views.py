@@ -137,7 +137,7 @@ def callback() -> Response:
     response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
-    sessions.start_session(response, signed_in.user, domain)
+    sessions.start_session(response, signed_in.user, domain, amr=["fed"])
     response.delete_cookie(FLOW_COOKIE, path=bp.url_prefix)
     return response
 

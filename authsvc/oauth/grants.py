@@ -10,7 +10,7 @@ from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import current_app
 from sqlalchemy import update
 
-from authsvc.accounts import signin
+from authsvc.accounts import sessions, signin
 from authsvc.core import audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token, User
@@ -40,12 +40,29 @@ class AuthorizationCode:
     code_challenge: str | None
     code_challenge_method: str | None
     family: str
+    # OpenID Connect: the sign-in behind the code, for its ID token (Authlib's AuthorizationCodeMixin).
+    nonce: str | None = None
+    auth_time: int | None = None
+    amr: list[str] | None = None
+    sid: str | None = None
 
     def get_redirect_uri(self) -> str | None:
         return self.redirect_uri
 
     def get_scope(self) -> str:
         return self.scope
+
+    def get_nonce(self) -> str | None:
+        return self.nonce
+
+    def get_auth_time(self) -> int | None:
+        return self.auth_time
+
+    def get_amr(self) -> list[str] | None:
+        return self.amr
+
+    def get_acr(self) -> str | None:
+        return None
 
 
 class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
@@ -87,6 +104,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
 
     def save_authorization_code(self, code: str, request: MergedRequest) -> None:
         data = request.payload.data
+        session = sessions.current_session(current_domain()) or {}
         store.save_code(
             code,
             {
@@ -96,6 +114,10 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "scope": request.scope,
                 "code_challenge": data.get("code_challenge"),
                 "code_challenge_method": data.get("code_challenge_method"),
+                "nonce": data.get("nonce"),
+                "auth_time": session["created"] // 1000 if session else None,
+                "amr": session.get("amr"),
+                "sid": session.get("sid"),
             },
             current_app.config["AUTHSVC_CODE_TTL"],
         )
@@ -131,6 +153,10 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             code_challenge=data["code_challenge"],
             code_challenge_method=data["code_challenge_method"],
             family=family,
+            nonce=data.get("nonce"),
+            auth_time=data.get("auth_time"),
+            amr=data.get("amr"),
+            sid=data.get("sid"),
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:

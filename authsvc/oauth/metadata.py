@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
+from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
 from authsvc.core.models import Domain
@@ -24,6 +25,8 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "token_endpoint": f"{base}/auth/oauth/token",
             "revocation_endpoint": f"{base}/auth/oauth/revoke",
             "introspection_endpoint": f"{base}/auth/oauth/introspect",
+            "userinfo_endpoint": f"{base}/auth/oauth/userinfo",
+            "jwks_uri": f"{base}/auth/oauth/jwks",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
@@ -37,9 +40,54 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
     )
 
 
-@bp.get("/oauth-authorization-server")
-def oauth_authorization_server() -> Response:
-    response = jsonify(dict(server_metadata(current_domain())))
+# OpenID Connect Core 5.1: the claims we may state (by scope: profile, email, groups).
+CLAIMS_SUPPORTED = [
+    "iss",
+    "sub",
+    "aud",
+    "azp",
+    "exp",
+    "iat",
+    "auth_time",
+    "nonce",
+    "at_hash",
+    "sid",
+    "amr",
+    "name",
+    "email",
+    "email_verified",
+    "groups",
+]
+
+
+def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
+    """OpenID Connect Discovery 1.0: RFC 8414's document with the provider's own fields."""
+    return OpenIDProviderMetadata(
+        {
+            **server_metadata(domain),
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": ["RS256", "ES256"],
+            "claims_supported": CLAIMS_SUPPORTED,
+            "claims_parameter_supported": False,
+            # Their default is true: say we take neither.
+            "request_parameter_supported": False,
+            "request_uri_parameter_supported": False,
+        }
+    )
+
+
+def _document(metadata: dict) -> Response:
+    response = jsonify(dict(metadata))
     # The document depends on the Host (domain, issuer), so shared caches must key on it.
     response.headers["Vary"] = "Host"
     return response
+
+
+@bp.get("/oauth-authorization-server")
+def oauth_authorization_server() -> Response:
+    return _document(server_metadata(current_domain()))
+
+
+@bp.get("/openid-configuration")
+def openid_configuration() -> Response:
+    return _document(provider_metadata(current_domain()))

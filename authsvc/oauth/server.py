@@ -29,6 +29,7 @@ from authsvc.oauth.clients import (
 )
 from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, PasswordGrant, RefreshTokenGrant, revoke_replayed
+from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.web import metrics
 
@@ -97,6 +98,8 @@ class AuthorizationServer(_AuthorizationServer):
             idle = current_app.config["AUTHSVC_REFRESH_IDLE_TTL"]
             if idle > 0:
                 refresh_expires_at = min(grant_expires_at, issued + idle)
+        # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
+        origin = request.authorization_code or request.refresh_token
         row = Token(
             application_id=client.id,
             user_id=request.user.id if request.user else None,
@@ -110,6 +113,9 @@ class AuthorizationServer(_AuthorizationServer):
             refresh_expires_at=refresh_expires_at,
             grant_expires_at=grant_expires_at,
             purgeable_at=max(access_expires_at, refresh_expires_at or 0),
+            auth_time=getattr(origin, "auth_time", None),
+            amr=getattr(origin, "amr", None),
+            sid=getattr(origin, "sid", None),
         )
         db.session.add(row)
         db.session.flush()
@@ -157,8 +163,8 @@ def init_app(app: Flask) -> None:
     server = AuthorizationServer(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)
-    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False)])
-    server.register_grant(RefreshTokenGrant)
+    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension()])
+    server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)

@@ -16,6 +16,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
+from authsvc.oauth import keys, oidc
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -38,9 +39,10 @@ def authorize() -> Response:
     # Validate the client and redirect URI first: a bad request is reported
     # at once, not after the user has signed in. The client's lookup finds the
     # domain too (an unknown host is a 404 whatever else is wrong).
-    grant = authorization_server().get_consent_grant(end_user=None)
     domain = current_domain()
     user = sessions.session_user(domain)
+    # With the user known, OpenID Connect's prompt=none is answered from the session.
+    grant = authorization_server().get_consent_grant(end_user=user)
     if user is None:
         return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
     application: Application = grant.client
@@ -163,3 +165,32 @@ def revoke() -> Response:
 def introspect() -> Response:
     current_domain()
     return authorization_server().create_endpoint_response("introspection")
+
+
+@bp.get("/jwks")
+def jwks() -> Response:
+    """The domain's public signing keys (RFC 7517): public, cacheable, never a private part."""
+    response = jsonify(keys.public_jwks(current_domain()))
+    # Short enough that a relying party sees a new key soon after a rotation
+    # (and it refetches on an unknown kid anyway); per Host, as each domain has its own.
+    response.headers["Cache-Control"] = "public, max-age=300"
+    response.headers["Vary"] = "Host"
+    return response
+
+
+@bp.route("/userinfo", methods=["GET", "POST"])
+def userinfo() -> Response:
+    """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
+    domain = current_domain()
+    credential = lookup.authenticate(domain)  # 401 with WWW-Authenticate for a missing or bad token
+    if credential.kind != "token":
+        raise ApiError(
+            401,
+            "invalid_token",
+            "UserInfo needs an access token issued with the 'openid' scope, not an API key.",
+            headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_token"'},
+        )
+    lookup.require_scopes(credential, "openid")  # 403 insufficient_scope
+    response = jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -8,6 +8,7 @@ answer.
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
+from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.tenancy import DEFAULT_DOMAIN_SCOPES, RESERVED_SCOPES, Application, Domain
 from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, capped_permissions
 
@@ -21,6 +22,7 @@ __all__ = [
     "Consent",
     "Domain",
     "ExternalIdentity",
+    "SigningKey",
     "SsoProvider",
     "Token",
     "User",

@@ -71,6 +71,8 @@ class Application(db.Model):
     allow_plain_pkce: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     access_token_ttl: Mapped[int | None] = mapped_column(Integer)
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer)
+    # OpenID Connect: how its ID tokens are signed (Authlib reads this name); None is RS256.
+    id_token_signed_response_alg: Mapped[str | None] = mapped_column(String(10))
     created_at: Mapped[int] = mapped_column(Integer, default=now)
 
     domain: Mapped[Domain] = relationship(lazy="joined")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import secrets
 
-from sqlalchemy import ColumnElement, ForeignKey, Index, Integer, String, Text, delete, select, update
+from sqlalchemy import JSON, ColumnElement, ForeignKey, Index, Integer, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
@@ -53,6 +53,10 @@ class Token(db.Model):
     # From this moment the row serves nothing (both tokens expired, or revoked)
     # and `tokens purge` may delete it; indexed so that finding them never scans.
     purgeable_at: Mapped[int] = mapped_column(Integer, index=True)
+    # OpenID Connect: the sign-in behind the grant, for the ID tokens of later refreshes.
+    auth_time: Mapped[int | None] = mapped_column(Integer)
+    amr: Mapped[list[str] | None] = mapped_column(JSON)
+    sid: Mapped[str | None] = mapped_column(String(64))
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")

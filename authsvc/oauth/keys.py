@@ -1,0 +1,144 @@
+"""The domain's signing keys: made on first need, kept encrypted, rotated, published as a JWKS.
+
+ID tokens and logout tokens are signed with the domain's current key of their
+algorithm; every JWS names its key (``kid``). A rotated-out key stays in the
+JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import current_app
+from joserfc import jwt
+from joserfc.jwk import ECKey, KeySet, RSAKey
+from sqlalchemy.exc import IntegrityError
+
+from authsvc.core import audit, security
+from authsvc.core.database import db, now
+from authsvc.core.models import Domain, SigningKey
+
+ALGORITHMS = ("RS256", "ES256")
+DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
+EXTENSION = "authsvc.signing_keys"
+
+PrivateKey = RSAKey | ECKey
+
+
+def _generate(alg: str) -> PrivateKey:
+    parameters = {"alg": alg, "use": "sig"}
+    if alg == "ES256":
+        return ECKey.generate_key("P-256", parameters=parameters, private=True, auto_kid=True)
+    return RSAKey.generate_key(2048, parameters=parameters, private=True, auto_kid=True)
+
+
+def _new_row(domain: Domain, alg: str) -> SigningKey:
+    key = _generate(alg)
+    return SigningKey(
+        domain_id=domain.id,
+        kid=key.kid,
+        alg=alg,
+        private_key_encrypted=security.encrypt(key.as_pem(private=True).decode("ascii")),
+        public_jwk=key.as_dict(private=False),
+        created_at=now(),
+    )
+
+
+def current_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
+    """The domain's current key of ``alg``, made and committed on first need (call it with nothing pending)."""
+    row = SigningKey.current(domain.id, alg)
+    if row is not None:
+        return row
+    row = _new_row(domain, alg)
+    db.session.add(row)
+    try:
+        db.session.commit()
+    except IntegrityError:
+        # Another worker made it first (one current key per domain and algorithm): use that one.
+        db.session.rollback()
+        row = SigningKey.current(domain.id, alg)
+        if row is None:
+            raise
+    return row
+
+
+def private_key(row: SigningKey) -> PrivateKey:
+    """The decrypted key of ``row``, kept per process by ``kid`` (decrypting and parsing costs ms)."""
+    cache: dict[str, PrivateKey] = current_app.extensions.setdefault(EXTENSION, {})
+    key = cache.get(row.kid)
+    if key is None:
+        pem = security.decrypt(row.private_key_encrypted)
+        key_class = ECKey if row.alg == "ES256" else RSAKey
+        # The PEM holds no kid or alg: they come from the row.
+        key = key_class.import_key(pem, parameters={"kid": row.kid, "alg": row.alg, "use": "sig"})
+        cache[row.kid] = key
+    return key
+
+
+def signing_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
+    """The private key that signs the domain's tokens of ``alg`` now."""
+    return private_key(current_key(domain, alg))
+
+
+def sign(domain: Domain, claims: dict[str, Any], alg: str = DEFAULT_ALGORITHM, typ: str = "JWT") -> str:
+    """A JWS of ``claims`` with the domain's current key of ``alg``; its header names the key (``kid``)."""
+    key = signing_key(domain, alg)
+    return jwt.encode({"alg": alg, "kid": key.kid, "typ": typ}, claims, key, algorithms=[alg])
+
+
+def published(domain: Domain) -> list[SigningKey]:
+    """The keys a token of the domain may still be signed with: current and not yet expired previous ones."""
+    at = now()
+    return [row for row in SigningKey.of_domain(domain.id) if row.state(at) != "expired"]
+
+
+def public_jwks(domain: Domain) -> dict[str, Any]:
+    """The JWKS document: public parts only (no ``d``, ``p``, ``q``...), newest key first."""
+    keys = published(domain)
+    if not any(row.alg == DEFAULT_ALGORITHM and row.retired_at is None for row in keys):
+        # Made now, so that a relying party never caches an empty set.
+        keys.insert(0, current_key(domain, DEFAULT_ALGORITHM))
+    return {"keys": [row.public_jwk for row in keys]}
+
+
+def public_key_set(domain: Domain) -> KeySet:
+    """The domain's published keys, to verify its own tokens (an ``id_token_hint``)."""
+    return KeySet.import_key_set(public_jwks(domain))
+
+
+def rotate(domain: Domain, alg: str, actor: str) -> SigningKey:
+    """Make a new current key of ``alg``; the old one stays published until its tokens expire."""
+    at = now()
+    old = SigningKey.current(domain.id, alg)
+    if old is not None:
+        old.retired_at = at
+        old.retire_after = at + current_app.config["AUTHSVC_ID_TOKEN_TTL"]
+        db.session.flush()  # the old key is no longer current before the new one is
+    row = _new_row(domain, alg)
+    db.session.add(row)
+    db.session.flush()
+    audit.record(
+        "signing_key.rotated",
+        domain_id=domain.id,
+        actor=actor,
+        target=f"signing_key:{row.kid}",
+        details={"alg": alg, "previous": old.kid if old else None},
+        commit=False,
+    )
+    db.session.commit()
+    return row
+
+
+def key_states(domain: Domain) -> list[dict[str, Any]]:
+    """Every key of the domain with its state (current, previous, expired), newest first."""
+    at = now()
+    return [
+        {
+            "kid": row.kid,
+            "alg": row.alg,
+            "state": row.state(at),
+            "created_at": row.created_at,
+            "retire_after": row.retire_after,
+        }
+        for row in SigningKey.of_domain(domain.id)
+    ]
