@@ -1,7 +1,7 @@
 """oidc: the domains' signing keys
 
 Revision ID: d4a8e2f1c7b9
-Revises: b7e3c1d9a4f2
+Revises: e4a7c2b9d1f3
 Create Date: 2026-11-25 02:00:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'd4a8e2f1c7b9'
-down_revision = 'b7e3c1d9a4f2'
+down_revision = 'e4a7c2b9d1f3'
 branch_labels = None
 depends_on = None
 
