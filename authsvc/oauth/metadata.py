@@ -5,7 +5,7 @@ from __future__ import annotations
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from flask import Blueprint, Response, jsonify
 
-from authsvc.core.models import Domain
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
@@ -24,10 +24,11 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "token_endpoint": f"{base}/auth/oauth/token",
             "revocation_endpoint": f"{base}/auth/oauth/revoke",
             "introspection_endpoint": f"{base}/auth/oauth/introspect",
+            "device_authorization_endpoint": f"{base}/auth/oauth/device_authorization",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "password"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "password", DEVICE_CODE_GRANT_TYPE],
             "code_challenge_methods_supported": ["S256", "plain"],
             "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": methods,

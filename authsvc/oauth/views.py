@@ -163,3 +163,12 @@ def revoke() -> Response:
 def introspect() -> Response:
     current_domain()
     return authorization_server().create_endpoint_response("introspection")
+
+
+@bp.post("/device_authorization")
+def device_authorization() -> Response:
+    """RFC 8628 3.1: a device code and a user code; the person answers at /auth/device."""
+    current_domain()
+    response = authorization_server().create_endpoint_response("device_authorization")
+    response.headers["Cache-Control"] = "no-store"
+    return response
