@@ -46,8 +46,8 @@ VERIFICATION_PATH = "/auth/device"
 
 
 def normalise_user_code(value: str) -> str:
-    """A user code as typed: case and dashes (or spaces) do not matter."""
-    return "".join(c for c in value.upper() if c.isalnum())
+    """A user code as typed: case and dashes (or spaces) do not matter; only ASCII letters and digits count."""
+    return "".join(c for c in value.upper() if c.isascii() and c.isalnum())
 
 
 def _key(kind: str, digest: str) -> str:
@@ -113,6 +113,16 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
 
     def generate_device_code(self) -> str:
         return security.new_secret()
+
+    def generate_user_code(self) -> str:
+        # Authlib's: 8 of BCDFGHJKLMNPQRSTVWXZ as XXXX-XXXX. Reserved with SET NX, so that two
+        # pending requests never share a user code (one person would answer for another's screen).
+        redis = store.client()
+        while True:
+            code = super().generate_user_code()
+            key = _key("device_user", security.digest(normalise_user_code(code)))
+            if redis.set(key, "", nx=True, ex=self.EXPIRES_IN):
+                return code
 
     def get_verification_uri(self) -> str:
         return issuer() + VERIFICATION_PATH
