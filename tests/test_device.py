@@ -10,8 +10,9 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.core import security, store
-from authsvc.core.models import AuditRecord, Token
+from authsvc.core.models import Application, AuditRecord, Token
 from tests.conftest import HOST, HttpsClient, headers, signin
+from tests.test_console import as_admin, new_application
 from tests.test_pages import csrf_token
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
@@ -289,3 +290,13 @@ def test_the_admin_api_sets_and_shows_the_device_flag(client, world, setup):
     assert response.status_code == 201, response.get_json()
     assert response.get_json()["device"] is True
     assert start(client, response.get_json()["client_id"]).status_code == 200
+
+
+def test_the_console_creates_an_application_with_the_device_grant(client, world, setup):
+    world.user(setup.domain, "admin@example.com", admin=True, name="Admin")
+    as_admin(client)
+    response = new_application(client, setup, name="Signage", device="y")
+    assert response.status_code in (200, 303), response.get_data(as_text=True)[:300]
+    (created,) = world.query(select(Application).where(Application.name == "Signage"))
+    assert created.device is True
+    assert start(client, created.client_id).status_code == 200
