@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import psycopg
 
@@ -46,7 +46,17 @@ from devtools.services import REPO, Database, Gunicorn, ServiceError, Services, 
 RESULTS = Path(__file__).resolve().parent / "results"
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
 INSPECT_SAMPLE = 10_000
-SCENARIOS = ("bare", "inspect_bearer", "inspect_api_key", "code_flow", "refresh", "password_grant", "signin", "bcrypt")
+SCENARIOS = (
+    "bare",
+    "inspect_bearer",
+    "inspect_api_key",
+    "code_flow",
+    "refresh",
+    "device_poll",
+    "password_grant",
+    "signin",
+    "bcrypt",
+)
 # A few requests a second each: they need longer slices for a steady figure.
 BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
 PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,password_grant,signin"
@@ -324,6 +334,23 @@ class Run:
             raise BenchError(f"sign-in failed: {response.status}")
         return cookie.split(";", 1)[0].removeprefix("user=")
 
+    def device_code(self) -> str:
+        """A fresh device code of the seeded --device application (it lasts AUTHSVC_DEVICE_CODE_TTL, 600 s)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.main.server.port, timeout=30)
+        body = urlencode({"client_id": self.seed.device_client_id})
+        conn.request(
+            "POST",
+            "/auth/oauth/device_authorization",
+            body=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        if response.status != 200:
+            raise BenchError(f"device authorisation failed: {response.status}")
+        return json.loads(data)["device_code"]
+
     # ---------------------------------------------------------------- loads
 
     def keys(self) -> list[str]:
@@ -378,6 +405,26 @@ class Run:
             # Every refresh token is good once: each run gets fresh ones.
             pool = seed.insert_tokens(self.main.conn, s, 50 * fast, 50 * fast, refresh=True)
             return Load(key, port, "refresh", connections=fast, secrets=pool, client_id=s.client_id)
+        if key == "device_poll":
+            # A device polling while nobody has answered: every poll after the first is too soon,
+            # so the answers are 400 slow_down (the same reads, and one write, as authorization_pending).
+            body = urlencode(
+                {
+                    "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                    "device_code": self.device_code(),
+                    "client_id": s.device_client_id,
+                }
+            )
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body=body,
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                ok=(400,),
+                connections=fast,
+            )
         if key == "password_grant":
             body = json.dumps(
                 {

@@ -56,6 +56,7 @@ def rows(token_counts: list[int]) -> list[Row]:
         # Issue 14: the code flow's 0.4 target is withdrawn; its ratio is reported without one.
         Row("code flow, authorise + exchange", "code_flow", "bare"),
         Row("refresh grant (rotating)", "refresh", "bare"),
+        Row("device grant poll (pending)", "device_poll", "bare"),
         Row("bcrypt checkpw (floor)", "bcrypt", short="bcrypt"),
         Row("password grant", "password_grant", "bcrypt", 0.9),
         Row("sign-in", "signin", "bcrypt"),

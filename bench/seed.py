@@ -45,6 +45,8 @@ class Seed:
     api_key: str
     api_key_id: str
     password_hash: str
+    # An application with the device grant (RFC 8628), for the device poll row.
+    device_client_id: str
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -118,6 +120,9 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     )
     flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
     key = flask(env, "api-keys", "create", "--domain", HOST, "--user", SERVICE_EMAIL, "--name", "bench")
+    device = flask(
+        env, "apps", "create", "--domain", HOST, "--name", "Bench screen", "--redirect-uri", REDIRECT_URI, "--device"
+    )
     password_hash = db.execute('SELECT password_hash FROM "user" WHERE id = %s', (int(service["id"]),)).fetchone()[0]
     return Seed(
         client_id=application["client_id"],
@@ -126,6 +131,7 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         api_key=key["key"],
         api_key_id=key["id"],
         password_hash=password_hash,
+        device_client_id=device["client_id"],
     )
 
 

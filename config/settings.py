@@ -144,6 +144,9 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_CODE_TTL": _int("AUTHSVC_CODE_TTL", 300),
         # ID tokens' lifetime; a rotated-out signing key stays in the JWKS this long.
         "AUTHSVC_ID_TOKEN_TTL": _int("AUTHSVC_ID_TOKEN_TTL", 3600),
+        # The device grant (RFC 8628): how long a device code lasts, and the polling interval it starts with.
+        "AUTHSVC_DEVICE_CODE_TTL": _int("AUTHSVC_DEVICE_CODE_TTL", 600),
+        "AUTHSVC_DEVICE_INTERVAL": _int("AUTHSVC_DEVICE_INTERVAL", 5),
         "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
@@ -167,6 +170,8 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute"),
         "AUTHSVC_TOKEN_RATE_LIMIT": _rate("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute"),
         "AUTHSVC_SSO_START_RATE_LIMIT": _rate("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute"),
+        # User codes entered at /auth/device, per client address (wrong ones also count towards lockouts).
+        "AUTHSVC_DEVICE_VERIFY_RATE_LIMIT": _rate("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT", "30/minute"),
         # Unfinished SSO flows one address may hold in the store at a time; 0 turns the bound off.
         "AUTHSVC_SSO_FLOWS_PER_ADDRESS": _int("AUTHSVC_SSO_FLOWS_PER_ADDRESS", 100),
         # Lockouts after failed sign-ins: the window doubles with every failure past the threshold.

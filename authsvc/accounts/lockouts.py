@@ -28,44 +28,49 @@ PREFIX = f"{store.PREFIX}limits"
 class LockedOut(ApiError):
     """429: too many failed sign-ins for this account or address; says when to retry."""
 
-    def __init__(self, retry_after: int):
+    def __init__(self, retry_after: int, attempts: str = "sign-in attempts"):
         until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         super().__init__(
             429,
             "too_many_attempts",
-            f"Too many failed sign-in attempts. Retry in {retry_after} s (after {until}).",
+            f"Too many failed {attempts}. Retry in {retry_after} s (after {until}).",
             headers={"Retry-After": str(retry_after)},
             extra={"retry_after": retry_after},
         )
         self.retry_after = retry_after
 
 
-def _subjects(domain: Domain, email: str) -> list[tuple[str, str, int]]:
-    """(scope, key suffix, threshold) of what a password attempt counts against."""
+def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str, int]]:
+    """(scope, key suffix, threshold) of what a password attempt counts against.
+
+    Another ``kind`` of secret (``device``: user codes) counts apart, so that
+    wrong user codes do not lock the account's password sign-in, and the other way round.
+    """
     config = current_app.config
     account = security.digest(f"{domain.id} {email.strip().lower()}")
+    prefix = f"{kind}-" if kind else ""
     return [
-        ("account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
-        ("address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
+        (f"{prefix}account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
+        (f"{prefix}address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
     ]
 
 
-def refuse_if_locked_out(domain: Domain, email: str) -> None:
+def refuse_if_locked_out(domain: Domain, email: str, kind: str = "") -> None:
     """Raise LockedOut while the account or the client address is locked, whatever the password."""
     pipe = store.client().pipeline(transaction=False)
-    for scope, subject, _ in _subjects(domain, email):
+    for scope, subject, _ in _subjects(domain, email, kind):
         pipe.pttl(f"{PREFIX}:lock:{scope}:{subject}")
     wait_ms = max(pipe.execute())
     if wait_ms > 0:
         metrics.RATE_LIMITED.labels(reason="lockout").inc()
-        raise LockedOut(math.ceil(wait_ms / 1000))
+        raise LockedOut(math.ceil(wait_ms / 1000), "user code entries" if kind == "device" else "sign-in attempts")
 
 
-def note_failure(domain: Domain, email: str, user: User | None) -> None:
+def note_failure(domain: Domain, email: str, user: User | None, kind: str = "") -> None:
     """Count a failed password attempt; lock what reached its threshold, for a doubling time."""
     config = current_app.config
     client = store.client()
-    for scope, subject, threshold in _subjects(domain, email):
+    for scope, subject, threshold in _subjects(domain, email, kind):
         key = f"{PREFIX}:failures:{scope}:{subject}"
         pipe = client.pipeline()
         pipe.incr(key)
@@ -76,7 +81,7 @@ def note_failure(domain: Domain, email: str, user: User | None) -> None:
         doubled = config["AUTHSVC_LOCKOUT_BASE"] * 2 ** min(failures - threshold, 30)
         seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
         client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
-        if scope == "account":
+        if scope.endswith("account"):
             target = f"user:{user.id}" if user is not None else None
         else:
             target = f"address:{subject}"

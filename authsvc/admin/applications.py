@@ -24,6 +24,7 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "consent": fields.boolean("consent"),
         "require_pkce": fields.boolean("require_pkce"),
         "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
+        "device": fields.boolean("device"),
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
     }

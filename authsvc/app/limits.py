@@ -4,7 +4,8 @@ the bound on unfinished SSO flows: authsvc.identity.flow.)
 
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests
-  per client, and SSO starts per client address. Over the rate, a request gets
+  per client (device authorisation requests too), SSO starts per client
+  address, and user codes entered at ``/auth/device`` per client address. Over the rate, a request gets
   429 before any password is checked. Accounts are keyed on the domain's id,
   not on the Host header, so another port or host name for the domain counts
   against the same account.
@@ -35,9 +36,15 @@ from authsvc.web.deployment import client_address
 PASSWORD_ENDPOINTS = {"auth.signin", "auth.login"}
 TOKEN_ENDPOINT = "oauth.token"
 SSO_START_ENDPOINT = "sso.start"
+# Counted with the token requests, per client.
+DEVICE_AUTHORIZATION_ENDPOINT = "oauth.device_authorization"
+# Where a person enters a device's user code (RFC 8628 5.1: user codes can be guessed).
+DEVICE_VERIFY_ENDPOINTS = {"device.verify", "device.decide"}
 # Nothing else is rate limited, so nothing else depends on the limiter's storage
 # (inspect must keep answering from SQL while Redis is down).
-LIMITED_ENDPOINTS = PASSWORD_ENDPOINTS | {TOKEN_ENDPOINT, SSO_START_ENDPOINT}
+LIMITED_ENDPOINTS = (
+    PASSWORD_ENDPOINTS | DEVICE_VERIFY_ENDPOINTS | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
+)
 
 PREFIX = f"{store.PREFIX}limits"
 
@@ -71,6 +78,13 @@ def _password_attempt() -> bool:
     if request.endpoint in PASSWORD_ENDPOINTS:
         return request.method == "POST"
     return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+
+
+def _user_code_entry() -> bool:
+    """Whether the request tries a user code: a form posted, or the page opened with ``user_code``."""
+    if request.endpoint not in DEVICE_VERIFY_ENDPOINTS:
+        return False
+    return request.method == "POST" or "user_code" in request.args
 
 
 def _find_the_domain_first() -> None:
@@ -142,7 +156,7 @@ def _limits() -> list[Limit]:
             key_function=_requesting_client,
             scope="token-client",
             shared=True,
-            exempt_when=lambda: request.endpoint != TOKEN_ENDPOINT,
+            exempt_when=lambda: request.endpoint not in (TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT),
         ),
         Limit(
             _setting("AUTHSVC_SSO_START_RATE_LIMIT"),
@@ -150,6 +164,13 @@ def _limits() -> list[Limit]:
             scope="sso-start-address",
             shared=True,
             exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
+        ),
+        Limit(
+            _setting("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT"),
+            key_function=client_address,
+            scope="device-verify-address",
+            shared=True,
+            exempt_when=lambda: not _user_code_entry(),
         ),
     ]
 

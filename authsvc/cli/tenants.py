@@ -111,6 +111,7 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     "--no-require-pkce is the legacy mode for clients that send the spec's flow literally.",
 )
 @click.option("--allow-plain-pkce", is_flag=True, help="Accept code_challenge_method=plain (RFC 9700: avoid).")
+@click.option("--device", is_flag=True, help="Allow the device authorisation grant (RFC 8628), for screens.")
 @click.option("--access-token-ttl", type=TTL, help="Seconds; default AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option(
     "--refresh-token-ttl", type=TTL, help="Seconds a grant may be refreshed; default AUTHSVC_REFRESH_TOKEN_TTL."
@@ -129,6 +130,7 @@ def create_app_command(
     consent: bool,
     require_pkce: bool | None,
     allow_plain_pkce: bool,
+    device: bool,
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
     id_token_alg: str | None,
@@ -145,6 +147,7 @@ def create_app_command(
         scopes=validate_scopes(scopes, domain.assignable_scopes),
         consent=consent,
         allow_plain_pkce=allow_plain_pkce,
+        device=device,
         access_token_ttl=access_token_ttl or None,
         refresh_token_ttl=refresh_token_ttl or None,
         id_token_signed_response_alg=id_token_alg,

@@ -1,14 +1,26 @@
-"""The consent page's form."""
+"""The consent page's form and the device verification page's."""
 
 from __future__ import annotations
 
-from wtforms import (
-    SubmitField,
-)
+from wtforms import HiddenField, StringField, SubmitField
+from wtforms.validators import Length
 
 from authsvc.web.forms import PageForm
 
 
 class ConsentForm(PageForm):
+    approve = SubmitField("Allow")
+    deny = SubmitField("Deny")
+
+
+class DeviceCodeForm(PageForm):
+    """The user code a device shows, typed in (case and dashes do not matter)."""
+
+    user_code = StringField("Code", validators=[Length(max=20)])
+    submit = SubmitField("Continue")
+
+
+class DeviceDecisionForm(PageForm):
+    user_code = HiddenField()
     approve = SubmitField("Allow")
     deny = SubmitField("Deny")

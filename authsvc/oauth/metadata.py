@@ -6,7 +6,7 @@ from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
-from authsvc.core.models import Domain
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
@@ -27,10 +27,11 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "introspection_endpoint": f"{base}/auth/oauth/introspect",
             "userinfo_endpoint": f"{base}/auth/oauth/userinfo",
             "jwks_uri": f"{base}/auth/oauth/jwks",
+            "device_authorization_endpoint": f"{base}/auth/oauth/device_authorization",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "password"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "password", DEVICE_CODE_GRANT_TYPE],
             "code_challenge_methods_supported": ["S256", "plain"],
             "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": methods,

@@ -27,6 +27,7 @@ from authsvc.oauth.clients import (
     client_of_request_domain,
     refresh_token_ttl,
 )
+from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
 from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, PasswordGrant, RefreshTokenGrant, revoke_replayed
 from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
@@ -165,9 +166,11 @@ def init_app(app: Flask) -> None:
     server.register_grant(PasswordGrant)
     server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension()])
     server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
+    server.register_grant(DeviceGrant)
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)
+    server.register_endpoint(DeviceAuthorization)
     app.extensions["authsvc.authorization"] = server
 
 

@@ -194,3 +194,12 @@ def userinfo() -> Response:
     response = jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+@bp.post("/device_authorization")
+def device_authorization() -> Response:
+    """RFC 8628 3.1: a device code and a user code; the person answers at /auth/device."""
+    current_domain()
+    response = authorization_server().create_endpoint_response("device_authorization")
+    response.headers["Cache-Control"] = "no-store"
+    return response

@@ -36,6 +36,7 @@ class ApplicationForm(PageForm):
     consent = BooleanField("Ask users for consent before issuing a code")
     require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
     allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
+    device = BooleanField("Allow the device grant (RFC 8628): screens and kiosks show a code that a person approves")
     submit = SubmitField("Save")
 
     def values(self) -> dict[str, Any]:
@@ -47,6 +48,7 @@ class ApplicationForm(PageForm):
             "consent": bool(self.consent.data),
             "require_pkce": bool(self.require_pkce.data),
             "allow_plain_pkce": bool(self.allow_plain_pkce.data),
+            "device": bool(self.device.data),
         }
 
 

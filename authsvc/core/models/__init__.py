@@ -9,12 +9,19 @@ from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
-from authsvc.core.models.tenancy import DEFAULT_DOMAIN_SCOPES, RESERVED_SCOPES, Application, Domain
+from authsvc.core.models.tenancy import (
+    DEFAULT_DOMAIN_SCOPES,
+    DEVICE_CODE_GRANT_TYPE,
+    RESERVED_SCOPES,
+    Application,
+    Domain,
+)
 from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, capped_permissions
 
 __all__ = [
     "API_KEY_PERMISSIONS",
     "DEFAULT_DOMAIN_SCOPES",
+    "DEVICE_CODE_GRANT_TYPE",
     "RESERVED_SCOPES",
     "ApiKey",
     "Application",

@@ -11,6 +11,7 @@ from authsvc.core import security
 from authsvc.core.database import db, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
+DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 
 # Scopes every domain knows, for surfaces that act with the user's powers;
 # the consent page shows these descriptions.
@@ -69,6 +70,8 @@ class Application(db.Model):
     # legacy mode (require_pkce false) for clients that follow the spec's flow literally.
     require_pkce: Mapped[bool] = mapped_column(Boolean, default=_public)
     allow_plain_pkce: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The device authorisation grant (RFC 8628), for screens without a keyboard.
+    device: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     access_token_ttl: Mapped[int | None] = mapped_column(Integer)
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer)
     # OpenID Connect: how its ID tokens are signed (Authlib reads this name); None is RS256.
@@ -114,6 +117,8 @@ class Application(db.Model):
         return response_type == "code"
 
     def check_grant_type(self, grant_type: str) -> bool:
+        if grant_type == DEVICE_CODE_GRANT_TYPE:
+            return self.device
         return grant_type in ("authorization_code", "password", "refresh_token")
 
     def as_json(self) -> dict:
@@ -128,6 +133,7 @@ class Application(db.Model):
             "consent": self.consent,
             "require_pkce": self.require_pkce,
             "allow_plain_pkce": self.allow_plain_pkce,
+            "device": self.device,
             "access_token_ttl": self.access_token_ttl,
             "refresh_token_ttl": self.refresh_token_ttl,
             "created_at": self.created_at,

@@ -39,7 +39,8 @@ class Token(db.Model):
     access_token_digest: Mapped[str] = mapped_column(String(64))
     refresh_token_digest: Mapped[str | None] = mapped_column(String(64), unique=True)
     family: Mapped[str] = mapped_column(String(64))
-    grant_type: Mapped[str] = mapped_column(String(40))
+    # 64: urn:ietf:params:oauth:grant-type:device_code is 44 characters.
+    grant_type: Mapped[str] = mapped_column(String(64))
     scope: Mapped[str] = mapped_column(Text)
     issued_at: Mapped[int] = mapped_column(Integer, default=now)
     expires_in: Mapped[int] = mapped_column(Integer)

@@ -1,0 +1,225 @@
+"""The device authorisation grant (RFC 8628): the device's two endpoints and the codes in Redis.
+
+A device asks ``/auth/oauth/device_authorization`` for a device code and a
+user code, shows the user code, and polls the token endpoint with the device
+code while a person approves or denies it at ``/auth/device`` (authsvc.oauth.device_page).
+
+Redis keys, each named by a digest of the secret it stands for:
+- ``device:<d>``: the request (client, scope, domain, expiry). It outlives its
+  ``expires_at`` by ``GRACE`` seconds, so that a late poll is answered
+  ``expired_token`` rather than as an unknown code.
+- ``device_poll:<d>``: the last poll's time and the interval the device must keep.
+- ``device_decision:<d>``: the person's answer, written once.
+- ``device_user:<u>``: the user code (normalised) to the device code's digest, until expiry.
+A successful poll deletes ``device:<d>`` with GETDEL: a device code gives tokens once.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, OAuth2Request, UnauthorizedClientError
+from authlib.oauth2.rfc8628 import (
+    AuthorizationPendingError,
+    DeviceAuthorizationEndpoint,
+    DeviceCodeGrant,
+    ExpiredTokenError,
+    SlowDownError,
+)
+from flask import current_app
+
+from authsvc.core import security, store
+from authsvc.core.database import db
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, User
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.grants import resolve_scope
+
+# How long past its expiry a device code is still known, to be answered expired_token.
+GRACE = 300
+# RFC 8628 3.5: after slow_down the device waits this much longer, from then on.
+SLOW_DOWN_STEP = 5
+VERIFICATION_PATH = "/auth/device"
+
+
+def normalise_user_code(value: str) -> str:
+    """A user code as typed: case and dashes (or spaces) do not matter; only ASCII letters and digits count."""
+    return "".join(c for c in value.upper() if c.isascii() and c.isalnum())
+
+
+def _key(kind: str, digest: str) -> str:
+    return f"{store.PREFIX}{kind}:{digest}"
+
+
+@dataclass
+class DevicePending:
+    """A device code's request, as the verification page reads it by its user code."""
+
+    digest: str
+    client_id: str
+    scope: str
+    domain_id: int
+
+
+def pending_by_user_code(user_code: str) -> DevicePending | None:
+    """The unexpired, undecided request a user code stands for, or None."""
+    code = normalise_user_code(user_code)
+    if len(code) != 8:
+        return None
+    redis = store.client()
+    digest = redis.get(_key("device_user", security.digest(code)))
+    raw = redis.get(_key("device", digest)) if digest else None
+    if raw is None:
+        return None
+    data = json.loads(raw)
+    if data["expires_at"] <= time.time() or redis.exists(_key("device_decision", digest)):
+        return None
+    return DevicePending(digest, data["client_id"], data["scope"], data["domain_id"])
+
+
+def decide(pending: DevicePending, user: User, approved: bool) -> bool:
+    """Record the person's answer; False when the request was answered already (once only)."""
+    redis = store.client()
+    ttl = redis.ttl(_key("device", pending.digest))
+    if ttl <= 0:
+        return False
+    answer = json.dumps({"user": user.id, "approved": approved})
+    return bool(redis.set(_key("device_decision", pending.digest), answer, nx=True, ex=ttl))
+
+
+class DeviceAuthorization(DeviceAuthorizationEndpoint):
+    """``POST /auth/oauth/device_authorization``: a device code and a user code for a --device application."""
+
+    CLIENT_AUTH_METHODS = AUTH_METHODS
+
+    @property
+    def EXPIRES_IN(self) -> int:  # noqa: N802 - Authlib's attribute name
+        return current_app.config["AUTHSVC_DEVICE_CODE_TTL"]
+
+    @property
+    def INTERVAL(self) -> int:  # noqa: N802 - Authlib's attribute name
+        return current_app.config["AUTHSVC_DEVICE_INTERVAL"]
+
+    def authenticate_client(self, request: OAuth2Request) -> Application:
+        client: Application = super().authenticate_client(request)
+        if not client.check_grant_type(DEVICE_CODE_GRANT_TYPE):
+            raise UnauthorizedClientError("This application may not use the device grant; create it with --device.")
+        # Authlib asks only the server, which checks nothing; the scope is the application's.
+        resolve_scope(client, request.payload.scope)
+        return client
+
+    def generate_device_code(self) -> str:
+        return security.new_secret()
+
+    def generate_user_code(self) -> str:
+        # Authlib's: 8 of BCDFGHJKLMNPQRSTVWXZ as XXXX-XXXX. Reserved with SET NX, so that two
+        # pending requests never share a user code (one person would answer for another's screen).
+        redis = store.client()
+        while True:
+            code = super().generate_user_code()
+            key = _key("device_user", security.digest(normalise_user_code(code)))
+            if redis.set(key, "", nx=True, ex=self.EXPIRES_IN):
+                return code
+
+    def get_verification_uri(self) -> str:
+        return issuer() + VERIFICATION_PATH
+
+    def save_device_credential(self, client_id: str, scope: str | None, data: dict[str, Any]) -> None:
+        client = self.server.query_client(client_id)
+        digest = security.digest(data["device_code"])
+        record = {
+            "client_id": client_id,
+            "scope": resolve_scope(client, scope),
+            "domain_id": client.domain_id,
+            "expires_at": int(time.time()) + self.EXPIRES_IN,
+        }
+        poll = {"last": 0, "interval": self.INTERVAL}
+        pipe = store.client().pipeline()
+        pipe.set(_key("device", digest), json.dumps(record), ex=self.EXPIRES_IN + GRACE)
+        pipe.set(_key("device_poll", digest), json.dumps(poll), ex=self.EXPIRES_IN + GRACE)
+        user_code = security.digest(normalise_user_code(data["user_code"]))
+        pipe.set(_key("device_user", user_code), digest, ex=self.EXPIRES_IN)
+        pipe.execute()
+
+
+@dataclass
+class DeviceCredential:
+    """A device code's request, as the token endpoint reads it (Authlib's credential interface)."""
+
+    digest: str
+    client_id: str
+    scope: str
+    domain_id: int
+    expires_at: int
+
+    def get_client_id(self) -> str:
+        return self.client_id
+
+    def get_scope(self) -> str:
+        return self.scope
+
+    def get_user_code(self) -> str:
+        # The decision is found by the device code's digest, not by the user code.
+        return self.digest
+
+    def is_expired(self) -> bool:
+        return self.expires_at <= time.time()
+
+
+class DeviceGrant(DeviceCodeGrant):
+    """Polling the token endpoint with ``grant_type=urn:ietf:params:oauth:grant-type:device_code``."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+
+    def query_device_credential(self, device_code: str) -> DeviceCredential:
+        digest = security.digest(device_code)
+        raw = store.client().get(_key("device", digest))
+        if raw is None:
+            # Authlib would say invalid_request; the code is a grant that is unknown or used.
+            raise InvalidGrantError("The device code is unknown, used, or expired long ago.")
+        data = json.loads(raw)
+        if data["domain_id"] != current_domain().id:
+            raise InvalidGrantError("The device code is unknown, used, or expired long ago.")
+        return DeviceCredential(digest, data["client_id"], data["scope"], data["domain_id"], data["expires_at"])
+
+    def query_user_grant(self, user_code: str) -> tuple[User | None, bool] | None:
+        # Called with get_user_code(), which is the device code's digest.
+        raw = store.client().get(_key("device_decision", user_code))
+        if raw is None:
+            return None
+        answer = json.loads(raw)
+        return db.session.get(User, answer["user"]), answer["approved"]
+
+    def should_slow_down(self, credential: DeviceCredential) -> bool:
+        """RFC 8628 3.5: a poll sooner than the interval gets slow_down, and the interval grows by 5 s."""
+        redis = store.client()
+        key = _key("device_poll", credential.digest)
+        now = time.time()
+        poll = json.loads(redis.get(key) or '{"last": 0, "interval": 5}')
+        too_soon = now - poll["last"] < poll["interval"]
+        if too_soon:
+            poll["interval"] += SLOW_DOWN_STEP
+        poll["last"] = now
+        redis.set(key, json.dumps(poll), keepttl=True)
+        return too_soon
+
+    def validate_device_credential(self, credential: DeviceCredential) -> User:
+        if credential.is_expired():
+            raise ExpiredTokenError("The device code expired; start again at the device authorisation endpoint.")
+        grant = self.query_user_grant(credential.get_user_code())
+        if grant is None:
+            if self.should_slow_down(credential):
+                raise SlowDownError("Polling too often: wait 5 s longer between requests from now on.")
+            raise AuthorizationPendingError("The user has not answered yet; poll again after the interval.")
+        user, approved = grant
+        if not approved:
+            raise AccessDeniedError("The user denied the request.")
+        if user is None or user.disabled or user.domain_id != credential.domain_id:
+            raise InvalidGrantError("The account that approved the request is disabled or gone.")
+        # Single use: of two polls that raced here, only one deletes the record and gets tokens.
+        if store.client().getdel(_key("device", credential.digest)) is None:
+            raise InvalidGrantError("The device code has already been used.")
+        return user
