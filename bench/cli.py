@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import concurrent.futures
 import http.client
 import json
@@ -46,10 +47,20 @@ from devtools.services import REPO, Database, Gunicorn, ServiceError, Services, 
 RESULTS = Path(__file__).resolve().parent / "results"
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
 INSPECT_SAMPLE = 10_000
-SCENARIOS = ("bare", "inspect_bearer", "inspect_api_key", "code_flow", "refresh", "password_grant", "signin", "bcrypt")
+SCENARIOS = (
+    "bare",
+    "inspect_bearer",
+    "inspect_api_key",
+    "code_flow",
+    "refresh",
+    "client_credentials",
+    "password_grant",
+    "signin",
+    "bcrypt",
+)
 # A few requests a second each: they need longer slices for a steady figure.
 BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
-PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,password_grant,signin"
+PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,client_credentials,password_grant,signin"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -378,6 +389,18 @@ class Run:
             # Every refresh token is good once: each run gets fresh ones.
             pool = seed.insert_tokens(self.main.conn, s, 50 * fast, 50 * fast, refresh=True)
             return Load(key, port, "refresh", connections=fast, secrets=pool, client_id=s.client_id)
+        if key == "client_credentials":
+            # HTTP Basic: the secret is checked as a SHA-256 digest compare, not bcrypt.
+            basic = base64.b64encode(f"{s.machine_client_id}:{s.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
         if key == "password_grant":
             body = json.dumps(
                 {

@@ -45,6 +45,9 @@ class Seed:
     api_key: str
     api_key_id: str
     password_hash: str
+    # A confidential application bound to the service account: the client credentials grant.
+    machine_client_id: str
+    machine_client_secret: str
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -116,6 +119,18 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         "Bench service",
         "--service-account",
     )
+    machine = flask(
+        env,
+        "apps",
+        "create",
+        "--domain",
+        HOST,
+        "--name",
+        "Bench machine",
+        "--confidential",
+        "--service-account",
+        SERVICE_EMAIL,
+    )
     flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
     key = flask(env, "api-keys", "create", "--domain", HOST, "--user", SERVICE_EMAIL, "--name", "bench")
     password_hash = db.execute('SELECT password_hash FROM "user" WHERE id = %s', (int(service["id"]),)).fetchone()[0]
@@ -126,6 +141,8 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         api_key=key["key"],
         api_key_id=key["id"],
         password_hash=password_hash,
+        machine_client_id=machine["client_id"],
+        machine_client_secret=machine["client_secret"],
     )
 
 

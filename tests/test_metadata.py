@@ -19,7 +19,12 @@ def test_the_document_passes_authlibs_validation(client, setup):
     assert metadata["token_endpoint"] == f"https://{HOST}/auth/oauth/token"
     assert metadata["revocation_endpoint"] == f"https://{HOST}/auth/oauth/revoke"
     assert metadata["introspection_endpoint"] == f"https://{HOST}/auth/oauth/introspect"
-    assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token", "password"]
+    assert metadata["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "password",
+        "client_credentials",
+    ]
     assert metadata["response_types_supported"] == ["code"]
     assert metadata["code_challenge_methods_supported"] == ["S256", "plain"]
     assert metadata["token_endpoint_auth_methods_supported"] == ["client_secret_basic", "client_secret_post", "none"]

@@ -27,7 +27,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
-            "grant_types_supported": ["authorization_code", "refresh_token", "password"],
+            "grant_types_supported": ["authorization_code", "refresh_token", "password", "client_credentials"],
             "code_challenge_methods_supported": ["S256", "plain"],
             "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": methods,

@@ -72,8 +72,11 @@ class Application(db.Model):
     access_token_ttl: Mapped[int | None] = mapped_column(Integer)
     refresh_token_ttl: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
+    # The service account a confidential application's client_credentials tokens act as (issue 16).
+    service_account_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
 
     domain: Mapped[Domain] = relationship(lazy="joined")
+    service_account: Mapped[Any] = relationship("User")
 
     @property
     def confidential(self) -> bool:
@@ -112,6 +115,8 @@ class Application(db.Model):
         return response_type == "code"
 
     def check_grant_type(self, grant_type: str) -> bool:
+        if grant_type == "client_credentials":
+            return self.confidential and self.service_account_id is not None
         return grant_type in ("authorization_code", "password", "refresh_token")
 
     def as_json(self) -> dict:
@@ -128,5 +133,6 @@ class Application(db.Model):
             "allow_plain_pkce": self.allow_plain_pkce,
             "access_token_ttl": self.access_token_ttl,
             "refresh_token_ttl": self.refresh_token_ttl,
+            "service_account": str(self.service_account_id) if self.service_account_id else None,
             "created_at": self.created_at,
         }
