@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import argparse
+import base64
 import concurrent.futures
 import http.client
 import json
@@ -53,13 +54,14 @@ SCENARIOS = (
     "code_flow",
     "refresh",
     "device_poll",
+    "client_credentials",
     "password_grant",
     "signin",
     "bcrypt",
 )
 # A few requests a second each: they need longer slices for a steady figure.
 BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
-PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,password_grant,signin"
+PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,client_credentials,password_grant,signin"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -423,6 +425,18 @@ class Run:
                 body=body,
                 headers={"Content-Type": "application/x-www-form-urlencoded"},
                 ok=(400,),
+                connections=fast,
+            )
+        if key == "client_credentials":
+            # HTTP Basic: the secret is checked as a SHA-256 digest compare, not bcrypt.
+            basic = base64.b64encode(f"{s.machine_client_id}:{s.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
                 connections=fast,
             )
         if key == "password_grant":

@@ -47,6 +47,9 @@ class Seed:
     password_hash: str
     # An application with the device grant (RFC 8628), for the device poll row.
     device_client_id: str
+    # A confidential application bound to the service account: the client credentials grant.
+    machine_client_id: str
+    machine_client_secret: str
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -118,6 +121,18 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         "Bench service",
         "--service-account",
     )
+    machine = flask(
+        env,
+        "apps",
+        "create",
+        "--domain",
+        HOST,
+        "--name",
+        "Bench machine",
+        "--confidential",
+        "--service-account",
+        SERVICE_EMAIL,
+    )
     flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
     key = flask(env, "api-keys", "create", "--domain", HOST, "--user", SERVICE_EMAIL, "--name", "bench")
     device = flask(
@@ -132,6 +147,8 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         api_key_id=key["id"],
         password_hash=password_hash,
         device_client_id=device["client_id"],
+        machine_client_id=machine["client_id"],
+        machine_client_secret=machine["client_secret"],
     )
 
 

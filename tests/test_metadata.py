@@ -25,6 +25,7 @@ def test_the_document_passes_authlibs_validation(client, setup):
         "refresh_token",
         "password",
         "urn:ietf:params:oauth:grant-type:device_code",
+        "client_credentials",
     ]
     assert metadata["response_types_supported"] == ["code"]
     assert metadata["code_challenge_methods_supported"] == ["S256", "plain"]

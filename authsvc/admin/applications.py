@@ -11,13 +11,31 @@ from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import security, validation
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, Domain, Token
+from authsvc.core.models import Application, Consent, Domain, Token, User
+
+
+def _service_account(fields: Fields, domain: Domain) -> int | None:
+    """The ``service_account`` field: the id of an enabled-or-not service account of the domain."""
+    given = fields.string("service_account", max_length=20)
+    if given is None:
+        return None
+    user_id = validation.record_id(given)
+    user = db.session.get(User, user_id) if user_id is not None else None
+    if user is None or user.domain_id != domain.id or not user.service_account:
+        fields.errors["service_account"] = "must be a service account of the domain"
+        return None
+    return user.id
 
 
 def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
+    service_account_id = _service_account(fields, domain)
     values = {
         "name": fields.string("name", required=True),
-        "redirect_uris": fields.strings("redirect_uris", required=True, rule=validation.redirect_uri),
+        # A client-credentials application redirects nowhere.
+        "redirect_uris": fields.strings(
+            "redirect_uris", required=service_account_id is None, rule=validation.redirect_uri
+        ),
+        "service_account_id": service_account_id,
         "scopes": fields.string(
             "scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes)
         ),
@@ -28,7 +46,12 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
     }
-    return {k: v for k, v in values.items() if v is not None or (fields.has(k) and k.endswith("_ttl"))}
+    explicit_null = ("access_token_ttl", "refresh_token_ttl", "service_account")
+    return {
+        k: v
+        for k, v in values.items()
+        if v is not None or (fields.has(k.removesuffix("_id")) and k.removesuffix("_id") in explicit_null)
+    }
 
 
 def create_application(actor: Actor, data: Any) -> tuple[Application, str | None]:
@@ -36,13 +59,15 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
     domain = domain_field(actor, fields)
     values = _application_fields(fields, domain) if domain else {}
     confidential = fields.boolean("confidential")
+    if values.get("service_account_id") and not confidential:
+        fields.errors["service_account"] = "only a confidential application may have a service account"
     fields.done()
     secret = security.new_secret() if confidential else None
     application = Application(
         domain_id=domain.id,
         client_id=secrets.token_urlsafe(24),
         client_secret_digest=security.digest(secret) if secret else None,
-        **{"scopes": "public", **values},
+        **{"scopes": "public", "redirect_uris": [], **values},
     )
     db.session.add(application)
     db.session.flush()
@@ -58,6 +83,8 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
     values = _application_fields(fields, application.domain)
     if fields.has("confidential") or fields.has("client_id"):
         fields.errors["confidential" if fields.has("confidential") else "client_id"] = "cannot be changed"
+    if values.get("service_account_id") and not application.confidential:
+        fields.errors["service_account"] = "only a confidential application may have a service account"
     fields.done()
     for attr, value in values.items():
         setattr(application, attr, value)

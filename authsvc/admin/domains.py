@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 
 from authsvc.admin.actors import Actor, Conflict, Forbidden, audit_change, commit, require_change
 from authsvc.admin.fields import Fields
@@ -99,6 +99,7 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(delete(ApiKey).where(ApiKey.domain_id == domain.id))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id.in_(providers)))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
+    db.session.execute(update(Application).where(Application.domain_id == domain.id).values(service_account_id=None))
     db.session.execute(delete(User).where(User.domain_id == domain.id))
     db.session.execute(delete(Application).where(Application.domain_id == domain.id))
     db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))

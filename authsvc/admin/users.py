@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 
 from authsvc.accounts import sessions, signin
 from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change_of_user
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import validation
 from authsvc.core.database import db
-from authsvc.core.models import ApiKey, Consent, Domain, ExternalIdentity, Token, User
+from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, Token, User
 from authsvc.identity import delegated
 
 
@@ -100,6 +100,10 @@ def delete_user(actor: Actor, user: User) -> None:
     db.session.execute(delete(Consent).where(Consent.user_id == user.id))
     db.session.execute(delete(ApiKey).where(ApiKey.user_id == user.id))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
+    # An application bound to the account is left unbound: its client_credentials grant stops.
+    db.session.execute(
+        update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)
+    )
     sessions.invalidate_sessions(user)
     db.session.delete(user)
     audit_change(actor, "user.deleted", int(before["domain"]), f"user:{before['id']}", before=before)

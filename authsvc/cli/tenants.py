@@ -16,6 +16,7 @@ from authsvc.cli.common import (
     commit_or_fail,
     domain_by_host,
     emit,
+    user_by_email,
     validate_host,
     validate_redirect_uri,
     validate_scopes,
@@ -100,9 +101,14 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @apps.command("create")
 @click.option("--domain", "host", required=True, help="The domain's host.")
 @click.option("--name", required=True)
-@click.option("--redirect-uri", "redirect_uris", multiple=True, required=True)
+@click.option("--redirect-uri", "redirect_uris", multiple=True, help="Required unless --service-account is given.")
 @click.option("--scopes", default="public", show_default=True, help=RESERVED_SCOPES_HELP)
 @click.option("--confidential", is_flag=True, help="Issue a client secret; the client must authenticate.")
+@click.option(
+    "--service-account",
+    "service_account_email",
+    help="E-mail of a service account of the domain: client_credentials tokens act as it (needs --confidential).",
+)
 @click.option("--consent", is_flag=True, help="Ask the user before issuing a code.")
 @click.option(
     "--require-pkce/--no-require-pkce",
@@ -127,6 +133,7 @@ def create_app_command(
     redirect_uris: tuple[str, ...],
     scopes: str,
     confidential: bool,
+    service_account_email: str | None,
     consent: bool,
     require_pkce: bool | None,
     allow_plain_pkce: bool,
@@ -136,6 +143,15 @@ def create_app_command(
     id_token_alg: str | None,
 ) -> None:
     domain = domain_by_host(host)
+    service_account = None
+    if service_account_email is not None:
+        if not confidential:
+            raise click.UsageError("--service-account needs --confidential")
+        service_account = user_by_email(host, service_account_email)
+        if not service_account.service_account:
+            raise click.ClickException(f"{service_account_email!r} is not a service account")
+    elif not redirect_uris:
+        raise click.UsageError("--redirect-uri is required (unless --service-account is given)")
     uris = list(dict.fromkeys(validate_redirect_uri(uri) for uri in redirect_uris))
     secret = security.new_secret() if confidential else None
     application = Application(
@@ -145,6 +161,7 @@ def create_app_command(
         client_secret_digest=security.digest(secret) if secret else None,
         redirect_uris=uris,
         scopes=validate_scopes(scopes, domain.assignable_scopes),
+        service_account_id=service_account.id if service_account else None,
         consent=consent,
         allow_plain_pkce=allow_plain_pkce,
         device=device,

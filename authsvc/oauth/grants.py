@@ -1,11 +1,17 @@
-"""The grants: password (service accounts), authorization code with PKCE, refresh token with rotation."""
+"""The grants: password and client credentials (service accounts), authorization code with PKCE, refresh token."""
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
 
-from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError, InvalidScopeError, grants
+from authlib.oauth2.rfc6749 import (
+    InvalidGrantError,
+    InvalidRequestError,
+    InvalidScopeError,
+    UnauthorizedClientError,
+    grants,
+)
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import current_app
 from sqlalchemy import update
@@ -92,6 +98,30 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
 
     def create_token_response(self) -> tuple[int, dict, list]:
         token = self.generate_token(user=self.request.user, scope=self.request.scope)
+        self.save_token(token)
+        return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+class ClientCredentialsGrant(grants.ClientCredentialsGrant):
+    """RFC 6749 4.4: a confidential application's tokens, acting as the service account it is bound to."""
+
+    # Authlib's default is Basic only; the body secret is as good here as at the other grants.
+    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+
+    def validate_token_request(self) -> None:
+        # Authenticates the client (public ones cannot: invalid_client) and checks
+        # check_grant_type (an unbound application: unauthorized_client).
+        super().validate_token_request()
+        client: Application = self.request.client
+        user = client.service_account
+        if user is None or user.disabled or not user.service_account or user.domain_id != client.domain_id:
+            raise UnauthorizedClientError("The application's service account is disabled or not a service account.")
+        self.request.user = user
+        self.request.scope = resolve_scope(client, self.request.payload.scope)
+
+    def create_token_response(self) -> tuple[int, dict, list]:
+        # Authlib's own passes the raw scope and no user; RFC 6749 4.4.3: no refresh token.
+        token = self.generate_token(user=self.request.user, scope=self.request.scope, include_refresh_token=False)
         self.save_token(token)
         return 200, token, self.TOKEN_RESPONSE_HEADER
 

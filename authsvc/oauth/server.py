@@ -29,7 +29,14 @@ from authsvc.oauth.clients import (
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
 from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
-from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, PasswordGrant, RefreshTokenGrant, revoke_replayed
+from authsvc.oauth.grants import (
+    PKCE,
+    AuthorizationCodeGrant,
+    ClientCredentialsGrant,
+    PasswordGrant,
+    RefreshTokenGrant,
+    revoke_replayed,
+)
 from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.web import metrics
@@ -39,7 +46,7 @@ log = logging.getLogger(__name__)
 
 # Authlib raises some errors without a description; every answer carries one.
 DEFAULT_DESCRIPTIONS = {
-    "unsupported_grant_type": "grant_type must be password, authorization_code or refresh_token.",
+    "unsupported_grant_type": "grant_type must be authorization_code, refresh_token, client_credentials or password.",
     "unsupported_response_type": "response_type must be code.",
     "invalid_grant": "The grant is invalid, expired, revoked or was issued to another client.",
     "invalid_scope": "The requested scope is not allowed for this application.",
@@ -125,7 +132,10 @@ class AuthorizationServer(_AuthorizationServer):
         audit.record(
             "token.refreshed" if grant_type == "refresh_token" else "token.issued",
             domain_id=client.domain_id,
-            actor=f"user:{request.user.id}" if request.user else f"client:{client.client_id}",
+            # A client_credentials token is the application's doing, though it acts as its service account.
+            actor=f"client:{client.client_id}"
+            if grant_type == "client_credentials" or not request.user
+            else f"user:{request.user.id}",
             target=f"token:{row.id}",
             details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
             commit=False,
@@ -167,6 +177,7 @@ def init_app(app: Flask) -> None:
     server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension()])
     server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
     server.register_grant(DeviceGrant)
+    server.register_grant(ClientCredentialsGrant)
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)

@@ -54,10 +54,18 @@ class ApplicationForm(PageForm):
 
 class NewApplicationForm(ApplicationForm):
     confidential = BooleanField("Confidential: the application keeps a client secret (a server, not a browser app)")
+    service_account = StringField(
+        "Service account (user id)",
+        validators=[Length(max=20)],
+        description="Confidential only: client_credentials tokens act as this service account.",
+    )
     submit = SubmitField("Create application")
 
     def values(self) -> dict[str, Any]:
-        return super().values() | {"confidential": bool(self.confidential.data)}
+        values = super().values() | {"confidential": bool(self.confidential.data)}
+        if (self.service_account.data or "").strip():
+            values["service_account"] = self.service_account.data.strip()
+        return values
 
 
 class ConfirmForm(PageForm):

@@ -77,8 +77,11 @@ class Application(db.Model):
     # OpenID Connect: how its ID tokens are signed (Authlib reads this name); None is RS256.
     id_token_signed_response_alg: Mapped[str | None] = mapped_column(String(10))
     created_at: Mapped[int] = mapped_column(Integer, default=now)
+    # The service account a confidential application's client_credentials tokens act as (issue 16).
+    service_account_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
 
     domain: Mapped[Domain] = relationship(lazy="joined")
+    service_account: Mapped[Any] = relationship("User")
 
     @property
     def confidential(self) -> bool:
@@ -119,6 +122,8 @@ class Application(db.Model):
     def check_grant_type(self, grant_type: str) -> bool:
         if grant_type == DEVICE_CODE_GRANT_TYPE:
             return self.device
+        if grant_type == "client_credentials":
+            return self.confidential and self.service_account_id is not None
         return grant_type in ("authorization_code", "password", "refresh_token")
 
     def as_json(self) -> dict:
@@ -136,5 +141,6 @@ class Application(db.Model):
             "device": self.device,
             "access_token_ttl": self.access_token_ttl,
             "refresh_token_ttl": self.refresh_token_ttl,
+            "service_account": str(self.service_account_id) if self.service_account_id else None,
             "created_at": self.created_at,
         }
