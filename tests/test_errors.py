@@ -38,7 +38,16 @@ def test_malformed_token_requests_are_invalid_request(client, setup, data, conte
 
 @pytest.mark.parametrize(
     "grant_type",
-    ["urn:ietf:params:oauth:grant-type:jwt-bearer", "implicit", 'quo"te', "back\\slash", "\u00fcber", "urn:x", "", "a" * 300],
+    [
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "implicit",
+        'quo"te',
+        "back\\slash",
+        "\u00fcber",
+        "urn:x",
+        "",
+        "a" * 300,
+    ],
 )
 def test_unsupported_or_hostile_grant_types_are_400(client, setup, grant_type):
     response = client.post(

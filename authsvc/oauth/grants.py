@@ -22,6 +22,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ def resolve_scope(client: Application, requested: str | None) -> str:
 
 
 @dataclass
-class AuthorizationCode:
+class AuthorizationCode(SignInClaims):
     """A claimed code, as read back from Redis."""
 
     user_id: int
@@ -57,18 +58,6 @@ class AuthorizationCode:
 
     def get_scope(self) -> str:
         return self.scope
-
-    def get_nonce(self) -> str | None:
-        return self.nonce
-
-    def get_auth_time(self) -> int | None:
-        return self.auth_time
-
-    def get_amr(self) -> list[str] | None:
-        return self.amr
-
-    def get_acr(self) -> str | None:
-        return None
 
 
 class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):

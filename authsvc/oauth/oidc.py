@@ -20,14 +20,12 @@ from authsvc.oauth import keys
 from authsvc.oauth.parameters import MergedRequest
 
 
-@dataclass
-class SignIn:
-    """The sign-in behind a grant, as ID tokens state it (Authlib's AuthorizationCodeMixin names)."""
+class SignInClaims:
+    """What an ID token states of the sign-in behind a grant, under Authlib's AuthorizationCodeMixin names."""
 
+    nonce: str | None
     auth_time: int | None
     amr: list[str] | None
-    sid: str | None
-    nonce: str | None = None
 
     def get_nonce(self) -> str | None:
         return self.nonce
@@ -40,6 +38,16 @@ class SignIn:
 
     def get_acr(self) -> str | None:
         return None
+
+
+@dataclass
+class SignIn(SignInClaims):
+    """The sign-in behind a refresh token (its grant's code is long spent)."""
+
+    auth_time: int | None
+    amr: list[str] | None
+    sid: str | None
+    nonce: str | None = None
 
 
 def user_claims(user: User, scope: str) -> UserInfo:
