@@ -39,7 +39,13 @@ def test_the_discovery_document_has_every_required_and_recommended_field(client,
         metadata["claims_supported"]
     )
     assert metadata["code_challenge_methods_supported"] == ["S256", "plain"]
-    assert metadata["grant_types_supported"] == ["authorization_code", "refresh_token", "password"]
+    assert metadata["grant_types_supported"] == [
+        "authorization_code",
+        "refresh_token",
+        "password",
+        "urn:ietf:params:oauth:grant-type:device_code",
+        "client_credentials",
+    ]
     assert metadata["request_parameter_supported"] is False
     assert metadata["request_uri_parameter_supported"] is False
 
