@@ -100,7 +100,7 @@ def start(
 
 
 def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoError:
-    from authsvc.identity import outbound  # imports requests: see the note at the top
+    from authsvc.core import outbound  # imports requests: see the note at the top
 
     if outbound.refused(exc):
         # Not the provider's fault: its URLs point where this service may not go.

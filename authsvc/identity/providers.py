@@ -1,6 +1,6 @@
 """Upstream identity providers (OpenID Connect or plain OAuth 2.0): presets, discovery, endpoints.
 
-Outbound HTTP to a provider follows authsvc.identity.outbound's destination rules.
+Outbound HTTP to a provider follows authsvc.core.outbound's destination rules.
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def private_networks_allowed(provider: SsoProvider) -> bool:
 
 def http_session(provider: SsoProvider, session: requests.Session | None = None) -> requests.Session:
     """``session`` (or a new one) with the destination rules for ``provider`` (see authsvc.outbound)."""
-    from authsvc.identity import outbound  # imports requests: see the note at the top
+    from authsvc.core import outbound  # imports requests: see the note at the top
 
     return outbound.guard(session, allow_private=private_networks_allowed(provider))
 

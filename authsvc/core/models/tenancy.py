@@ -79,6 +79,15 @@ class Application(db.Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The service account a confidential application's client_credentials tokens act as (issue 16).
     service_account_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
+    # Client authentication at the token, revocation and introspection endpoints (RFC 7591 names):
+    # None means the default for its kind (client_secret_basic or post when confidential, none when
+    # public); "private_key_jwt" authenticates with a JWT signed by a key of jwks / jwks_uri (RFC 7523).
+    token_endpoint_auth_method: Mapped[str | None] = mapped_column(String(32))
+    jwks: Mapped[dict | None] = mapped_column(JSON)
+    jwks_uri: Mapped[str | None] = mapped_column(String(2000))
+    # OpenID Connect RP-Initiated Logout 1.0 and Back-Channel Logout 1.0.
+    post_logout_redirect_uris: Mapped[list[str] | None] = mapped_column(JSON)
+    backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2000))
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
