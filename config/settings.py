@@ -156,6 +156,13 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),
         # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
         "AUTHSVC_SSO_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60),
+        # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri
+        # waits at most this long, and is tried this many times, waiting BACKOFF, 2 x BACKOFF... between.
+        "AUTHSVC_BACKCHANNEL_TIMEOUT": _float("AUTHSVC_BACKCHANNEL_TIMEOUT", 5),
+        "AUTHSVC_BACKCHANNEL_ATTEMPTS": _int("AUTHSVC_BACKCHANNEL_ATTEMPTS", 3),
+        "AUTHSVC_BACKCHANNEL_BACKOFF": _float("AUTHSVC_BACKCHANNEL_BACKOFF", 1),
+        # Applications' backchannel_logout_uri may be on loopback, private networks and plain http.
+        "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS", False),
         "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
         # Form bodies: no more fields than any of our forms could use.
         "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),

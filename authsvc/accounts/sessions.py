@@ -1,16 +1,55 @@
-"""Sign-in sessions (the ``user`` cookie, kept in Redis) and ending a user's sessions and tokens."""
+"""Sign-in sessions (the ``user`` cookie, kept in Redis) and ending a user's sessions and tokens.
+
+Whenever sessions end, ``sessions_ended`` is sent with their sids (the names ID
+tokens carry), so that the applications signed in through them can be told
+(OpenID Connect Back-Channel Logout, authsvc.oauth.backchannel).
+"""
 
 from __future__ import annotations
 
+import logging
 import time
+from typing import Any
 
+import redis
+from blinker import Namespace
 from flask import Response, current_app, g, has_request_context, request
+from sqlalchemy import event
+from sqlalchemy.orm import Session
 
 from authsvc.core import audit, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
 
+log = logging.getLogger(__name__)
+
 SESSION_COOKIE = "user"
+
+# Sent (sender: the app) with ``sids``, a list of the ended sessions' sids,
+# once the sessions have ended: at once for a signed-out session, after the
+# commit for a user's every session (a rolled-back change ends none).
+sessions_ended = Namespace().signal("sessions-ended")
+_ENDED = "authsvc_sessions_ended"
+
+
+def _announce(sids: list[str]) -> None:
+    if sids:
+        sessions_ended.send(current_app._get_current_object(), sids=sids)
+
+
+@event.listens_for(Session, "after_commit")
+def _announce_committed(session: Session) -> None:
+    _announce(session.info.pop(_ENDED, []))
+
+
+@event.listens_for(Session, "after_rollback")
+def _forget_ended(session: Session) -> None:
+    session.info.pop(_ENDED, None)
+
+
+def _ended_session(record: dict[str, Any] | None) -> None:
+    if record and record.get("sid"):
+        _announce([record["sid"]])
 
 
 def start_session(response: Response, user: User, domain: Domain, amr: list[str] | None = None) -> None:
@@ -22,7 +61,7 @@ def start_session(response: Response, user: User, domain: Domain, amr: list[str]
     previous = request.cookies.get(SESSION_COOKIE)
     if previous:
         # Signing in again replaces the session the browser had, not adds to it.
-        store.delete_session(previous)
+        _ended_session(store.take_session(previous))
     ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
     session_id = store.create_session(user.id, user.domain_id, ttl, amr)
     response.set_cookie(
@@ -40,7 +79,7 @@ def end_session(response: Response) -> None:
     """End the request's session, if any, and delete its cookie."""
     session_id = request.cookies.get(SESSION_COOKIE)
     if session_id:
-        store.delete_session(session_id)
+        _ended_session(store.take_session(session_id))
     config = current_app.config
     response.delete_cookie(
         SESSION_COOKIE,
@@ -78,8 +117,16 @@ def session_user(domain: Domain) -> User | None:
 
 
 def invalidate_sessions(user: User) -> None:
-    """Refuse every session ``user`` has now (password change, disable)."""
+    """Refuse every session ``user`` has now (password change, disable); announced once the caller commits."""
     user.sessions_valid_after = int(time.time() * 1000) + 1
+    try:
+        # The sids now, not after the commit: a session started meanwhile is not ended.
+        sids = store.user_sids(user.id)
+    except redis.RedisError:
+        # Ending the sessions must not fail for it; their applications are not told.
+        log.warning("the sessions of user %s ended, but Redis did not name them for back-channel logout", user.id)
+        return
+    db.session.info.setdefault(_ENDED, []).extend(sids)
 
 
 def end_everything(user: User, via: str = "end_sessions", actor: str | None = None) -> int:

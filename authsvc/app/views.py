@@ -10,7 +10,7 @@ from authsvc.admin import openapi
 from authsvc.admin.console import views as console
 from authsvc.credentials import views as credentials
 from authsvc.identity import views as identity
-from authsvc.oauth import device_page, metadata
+from authsvc.oauth import device_page, end_session, metadata
 from authsvc.oauth import views as oauth
 from authsvc.web import health
 
@@ -19,6 +19,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(accounts.bp)
     app.register_blueprint(oauth.bp)
     app.register_blueprint(device_page.bp)
+    app.register_blueprint(end_session.bp)
     app.register_blueprint(credentials.bp)
     app.register_blueprint(identity.resource_tokens)
     app.register_blueprint(openapi.bp)

@@ -160,6 +160,11 @@ def delete_session(session_id: str) -> None:
     _delete("session", session_id)
 
 
+def take_session(session_id: str) -> dict[str, Any] | None:
+    """End the session and return its record (None if it was already gone)."""
+    return _take("session", session_id)
+
+
 # Authorisation codes: single use, short-lived.
 
 
@@ -254,3 +259,53 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
     return json.loads(raw) if raw else None
+
+
+# Back-channel logout: which applications received an ID token in a sign-in
+# session (named by its sid), and the sids of each user. Both live as long as
+# a session can; ending a session takes its record, once, whoever ends it.
+
+
+def _relying_parties_key(sid: str) -> str:
+    return f"{PREFIX}sid-rps:{security.digest(sid)}"
+
+
+def _user_sids_key(user_id: int) -> str:
+    return f"{PREFIX}user-sids:{user_id}"
+
+
+def remember_relying_party(sid: str, user_id: int, domain_id: int, issuer: str, application_id: int, ttl: int) -> None:
+    """Note that ``application_id`` received an ID token in the session ``sid`` (of ``issuer``)."""
+    key, user_key = _relying_parties_key(sid), _user_sids_key(user_id)
+    pipe = client().pipeline(transaction=False)
+    pipe.hset(
+        key, mapping={"sid": sid, "user": user_id, "domain": domain_id, "iss": issuer, f"app:{application_id}": 1}
+    )
+    pipe.expire(key, ttl)
+    pipe.sadd(user_key, sid)
+    pipe.expire(user_key, ttl)
+    pipe.execute()
+
+
+def user_sids(user_id: int) -> list[str]:
+    """The sids of ``user_id``'s sessions in which an application received an ID token."""
+    return sorted(client().smembers(_user_sids_key(user_id)))
+
+
+def take_relying_parties(sid: str) -> dict[str, Any] | None:
+    """The session's record (``sid``, ``user``, ``domain``, ``iss``, ``applications``), taken: one caller gets it."""
+    key = _relying_parties_key(sid)
+    pipe = client().pipeline()  # MULTI: read and delete together
+    pipe.hgetall(key)
+    pipe.delete(key)
+    raw, _ = pipe.execute()
+    if not raw:
+        return None
+    client().srem(_user_sids_key(int(raw["user"])), sid)
+    return {
+        "sid": raw["sid"],
+        "user": int(raw["user"]),
+        "domain": int(raw["domain"]),
+        "iss": raw["iss"],
+        "applications": sorted(int(name[4:]) for name in raw if name.startswith("app:")),
+    }

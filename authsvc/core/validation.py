@@ -73,6 +73,22 @@ def redirect_uri(uri: str) -> str:
     return uri
 
 
+def backchannel_logout_uri(uri: str) -> str:
+    """An absolute https URL without fragment (Back-Channel Logout 2.2); plain http only for loopback."""
+    try:
+        parts = urlsplit(uri)
+        parts.port  # noqa: B018 - raises on a bad port
+    except ValueError:
+        raise Invalid(f"{uri!r} is not a valid URL") from None
+    if any(ord(c) <= 0x20 or ord(c) >= 0x7F for c in uri):
+        raise Invalid(f"{uri!r} has characters a URL cannot hold")
+    if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or "#" in uri:
+        raise Invalid(f"{uri!r} must be an absolute https URL without a fragment")
+    if parts.scheme == "http" and not is_loopback(parts.hostname):
+        raise Invalid(f"{uri!r}: plain http is allowed only for localhost and loopback addresses")
+    return uri
+
+
 def email(value: str) -> str:
     value = value.strip().lower()
     if len(value) > 320 or not EMAIL_PATTERN.match(value):

@@ -24,3 +24,14 @@ class DeviceDecisionForm(PageForm):
     user_code = HiddenField()
     approve = SubmitField("Allow")
     deny = SubmitField("Deny")
+
+
+class EndSessionForm(PageForm):
+    """Sign out here? The relying party's parameters ride along, to be checked again."""
+
+    id_token_hint = HiddenField(validators=[Length(max=8000)])
+    client_id = HiddenField(validators=[Length(max=200)])
+    post_logout_redirect_uri = HiddenField(validators=[Length(max=2000)])
+    state = HiddenField(validators=[Length(max=2000)])
+    confirm = SubmitField("Sign out")
+    cancel = SubmitField("Stay signed in")

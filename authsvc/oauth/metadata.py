@@ -27,6 +27,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "introspection_endpoint": f"{base}/auth/oauth/introspect",
             "userinfo_endpoint": f"{base}/auth/oauth/userinfo",
             "jwks_uri": f"{base}/auth/oauth/jwks",
+            "end_session_endpoint": f"{base}/auth/oauth/end_session",
             "device_authorization_endpoint": f"{base}/auth/oauth/device_authorization",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
@@ -76,6 +77,9 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             "claims_supported": CLAIMS_SUPPORTED,
             "claims_parameter_supported": False,
+            # Back-Channel Logout 1.0: Logout Tokens carry sid, as the ID tokens do.
+            "backchannel_logout_supported": True,
+            "backchannel_logout_session_supported": True,
             # Their default is true: say we take neither.
             "request_parameter_supported": False,
             "request_uri_parameter_supported": False,

@@ -16,7 +16,7 @@ from flask import current_app
 
 from authsvc.core.models import Application, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import keys
+from authsvc.oauth import backchannel, keys
 from authsvc.oauth.parameters import MergedRequest
 
 
@@ -98,6 +98,15 @@ class IDTokenClaims:
 
 
 class OpenIDCodeExtension(IDTokenClaims, OpenIDCode):
+    def process_token(self, grant: Any, response: Any) -> dict[str, Any]:
+        token = super().process_token(grant, response)
+        if "id_token" in token:
+            # Back-channel logout tells the applications that received an ID token in the session.
+            request = grant.request
+            sid = request.authorization_code.sid
+            backchannel.remember(sid, request.user.id, current_domain(), issuer(), request.client)
+        return token
+
     def exists_nonce(self, nonce: str, request: MergedRequest) -> bool:
         # Authlib validates the request twice per authorisation (consent, then
         # the code), so a check-and-set here would refuse its own request; the

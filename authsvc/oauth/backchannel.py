@@ -1,0 +1,197 @@
+"""OpenID Connect Back-Channel Logout 1.0: telling applications that a sign-in session ended.
+
+When an application receives an ID token, its session's sid is noted in Redis
+(store.remember_relying_party). When the session ends (sign-out, RP-initiated
+logout, logout everywhere, a password change, an admin disabling the user or
+ending their sessions: accounts.sessions announces it), each such application
+with a ``backchannel_logout_uri`` gets a Logout Token by POST.
+
+The POSTs run off the request path, on a few threads per process with a
+bounded queue: a user's sign-out never waits for an application. Each process
+sends the logouts of the requests it served, so stateless instances need no
+coordination; taking a session's record from Redis is atomic, so two
+instances never both send for one session. A process that dies with logouts
+queued loses them: the specification makes delivery best effort, and an
+application's own sessions still expire.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import secrets
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+import redis
+from flask import Flask, current_app
+from sqlalchemy import select
+
+from authsvc.accounts import sessions
+from authsvc.core import audit, store
+from authsvc.core.database import db
+from authsvc.core.models import Application, Domain
+from authsvc.oauth import keys
+
+if TYPE_CHECKING:
+    import requests
+
+# requests (through core.outbound) is imported where a logout is sent: it costs
+# every web worker memory, and most never send one.
+
+log = logging.getLogger(__name__)
+
+EVENT = "http://schemas.openid.net/event/backchannel-logout"
+TOKEN_TYPE = "logout+jwt"  # Back-Channel Logout 2.4: the header's typ
+TOKEN_TTL = 120  # seconds: the token is sent at once, or retried for a few seconds
+
+
+def remember(sid: str | None, user_id: int, domain: Domain, issuer: str, application: Application) -> None:
+    """Note that ``application`` received an ID token in the session ``sid``, for as long as a session lasts."""
+    if not sid:
+        return
+    ttl = domain.session_ttl or current_app.config["AUTHSVC_SESSION_TTL"]
+    try:
+        store.remember_relying_party(sid, user_id, domain.id, issuer, application.id, ttl)
+    except redis.RedisError:  # the token answer must not fail for it
+        log.warning("application %s was not noted for back-channel logout (Redis)", application.client_id)
+
+
+def logout_token(application: Application, session: dict[str, Any]) -> str:
+    """The Logout Token (Back-Channel Logout 2.4), signed as the application's ID tokens are."""
+    at = int(time.time())
+    claims = {
+        "iss": session["iss"],
+        "sub": str(session["user"]),
+        "aud": application.client_id,
+        "iat": at,
+        "exp": at + TOKEN_TTL,
+        "jti": secrets.token_urlsafe(24),
+        "sid": session["sid"],
+        "events": {EVENT: {}},
+    }
+    alg = application.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM
+    return keys.sign(application.domain, claims, alg, typ=TOKEN_TYPE)
+
+
+def _post(http: requests.Session, url: str, token: str) -> str | None:
+    """POST the token, with retries on what may pass (no answer, 5xx); None when delivered, else why not."""
+    from authsvc.core import outbound  # imports requests: see the note at the top
+
+    config = current_app.config
+    attempts = max(1, config["AUTHSVC_BACKCHANNEL_ATTEMPTS"])
+    reason = "not sent"
+    for attempt in range(attempts):
+        if attempt:
+            time.sleep(config["AUTHSVC_BACKCHANNEL_BACKOFF"] * 2 ** (attempt - 1))
+        try:
+            response = http.post(
+                url,
+                data={"logout_token": token},
+                timeout=config["AUTHSVC_BACKCHANNEL_TIMEOUT"],
+                headers={"Cache-Control": "no-store"},
+            )
+        except Exception as exc:  # noqa: BLE001 - any failure of the peer is reported, never raised
+            if outbound.refused(exc):
+                return "refused by the outbound rules"
+            reason = exc.__class__.__name__
+            continue
+        if 200 <= response.status_code < 300:
+            return None
+        reason = f"HTTP {response.status_code}"
+        if response.status_code < 500:
+            return reason  # the application refused this token: sending it again will not help
+    return f"{reason} after {attempts} attempts"
+
+
+def deliver(sid: str) -> None:
+    """Send the Logout Tokens of the ended session ``sid`` (in an app context, off the request path)."""
+    from authsvc.core import outbound  # imports requests: see the note at the top
+
+    session = store.take_relying_parties(sid)
+    if session is None:
+        return
+    ids = session["applications"]
+    applications = db.session.scalars(
+        select(Application).where(
+            Application.id.in_(ids),
+            Application.domain_id == session["domain"],
+            Application.backchannel_logout_uri.is_not(None),
+        )
+    ).all()
+    http = outbound.guard(None, allow_private=current_app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"])
+    for application in applications:
+        problem = _post(http, application.backchannel_logout_uri, logout_token(application, session))
+        if problem is None:
+            log.info("back-channel logout delivered to application %s", application.client_id)
+            continue
+        # No token, sid or user in the log line: what failed, and where.
+        log.warning("back-channel logout to application %s failed: %s", application.client_id, problem)
+        audit.record(
+            "backchannel_logout.failed",
+            domain_id=application.domain_id,
+            actor="system",
+            target=f"application:{application.id}",
+            details={"uri": application.backchannel_logout_uri, "reason": problem},
+        )
+
+
+class Dispatcher:
+    """A few threads per process that deliver ended sessions' logouts, from a bounded queue."""
+
+    THREADS = 2
+    BOUND = 1000  # sessions waiting at most; past it, one is logged and not told
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[Flask, str]] = queue.Queue(self.BOUND)
+        self._pid = 0
+        self._lock = threading.Lock()
+
+    def put(self, app: Flask, sid: str) -> None:
+        if self._pid != os.getpid():
+            self._start()
+        try:
+            self._queue.put_nowait((app, sid))
+        except queue.Full:
+            log.warning("a session ended but its applications are not told: the back-channel logout queue is full")
+
+    def flush(self, timeout: float = 5.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the logouts queued so far are delivered or given up."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _start(self) -> None:
+        # A forked worker starts its own threads; the parent's did not survive the fork.
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._queue = queue.Queue(self.BOUND)
+            for n in range(self.THREADS):
+                threading.Thread(target=self._run, name=f"authsvc-backchannel-{n}", daemon=True).start()
+            self._pid = os.getpid()
+
+    def _run(self) -> None:
+        while True:
+            app, sid = self._queue.get()
+            try:
+                with app.app_context():
+                    try:
+                        deliver(sid)
+                    finally:
+                        db.session.remove()
+            except Exception:  # noqa: BLE001 - one broken delivery must not stop the thread
+                log.exception("back-channel logout failed")
+            finally:
+                self._queue.task_done()
+
+
+DISPATCHER = Dispatcher()
+
+
+@sessions.sessions_ended.connect
+def _sessions_ended(app: Flask, sids: list[str]) -> None:
+    for sid in sids:
+        DISPATCHER.put(app, sid)
