@@ -13,6 +13,7 @@ from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_ke
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import create_domain, delete_domain, update_domain
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.signing_keys import rotate_signing_key, signing_keys
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -54,7 +55,9 @@ __all__ = [
     "regenerate_secret",
     "revoke_api_key",
     "revoke_user_tokens",
+    "rotate_signing_key",
     "serialise",
+    "signing_keys",
     "sso_json",
     "update_api_key",
     "update_application",

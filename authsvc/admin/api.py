@@ -219,6 +219,24 @@ def regenerate_application_secret(record_id: str) -> Response:
     return jsonify(application.as_json() | {"client_secret": admin.regenerate_secret(actor, application)})
 
 
+@bp.get("/domains/<record_id>/signing_keys")
+@admin_errors
+def list_signing_keys(record_id: str) -> Response:
+    """The domain's signing keys and their states (no key material)."""
+    actor = current_actor()
+    return jsonify(keys=admin.signing_keys(actor, admin.get(actor, Domain, record_id)))
+
+
+@bp.post("/domains/<record_id>/signing_keys/rotate")
+@admin_errors
+def rotate_signing_key(record_id: str) -> Response:
+    """A new current signing key (``alg``: RS256 by default, or ES256); audited."""
+    actor = current_actor()
+    domain = admin.get(actor, Domain, record_id)
+    data = body() if request.get_data() else {}
+    return _created(admin.rotate_signing_key(actor, domain, data))
+
+
 @bp.post("/users/<record_id>/identities")
 @admin_errors
 def link_identity(record_id: str) -> Response:

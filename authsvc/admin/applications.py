@@ -45,8 +45,23 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "device": fields.boolean("device"),
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
+        # OpenID Connect: the ID tokens' algorithm; where RP-initiated logout may return; back-channel logout.
+        "id_token_signed_response_alg": fields.string(
+            "id_token_signed_response_alg", max_length=10, rule=validation.id_token_alg
+        ),
+        "post_logout_redirect_uris": fields.strings("post_logout_redirect_uris", rule=validation.redirect_uri),
+        "backchannel_logout_uri": fields.string(
+            "backchannel_logout_uri", max_length=2000, rule=validation.backchannel_logout_uri
+        ),
     }
-    explicit_null = ("access_token_ttl", "refresh_token_ttl", "service_account")
+    explicit_null = (
+        "access_token_ttl",
+        "refresh_token_ttl",
+        "service_account",
+        "id_token_signed_response_alg",
+        "post_logout_redirect_uris",
+        "backchannel_logout_uri",
+    )
     return {
         k: v
         for k, v in values.items()

@@ -50,6 +50,7 @@ def _clear(rule: Callable[..., Any]) -> Callable[..., Any]:
 validate_host = _clear(validation.host)
 validate_scopes = _clear(validation.scopes)
 validate_redirect_uri = _clear(validation.redirect_uri)
+validate_backchannel_logout_uri = _clear(validation.backchannel_logout_uri)
 validate_email = _clear(validation.email)
 check_password = _clear(validation.password)
 

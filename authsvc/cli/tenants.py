@@ -17,6 +17,7 @@ from authsvc.cli.common import (
     domain_by_host,
     emit,
     user_by_email,
+    validate_backchannel_logout_uri,
     validate_host,
     validate_redirect_uri,
     validate_scopes,
@@ -127,6 +128,16 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     type=click.Choice(["RS256", "ES256"]),
     help="How its ID tokens are signed (OpenID Connect); default RS256.",
 )
+@click.option(
+    "--post-logout-redirect-uri",
+    "post_logout_redirect_uris",
+    multiple=True,
+    help="Where RP-initiated logout may send the user back (OpenID Connect); matched exactly.",
+)
+@click.option(
+    "--backchannel-logout-uri",
+    help="Receives a Logout Token by POST when a session it signed in through ends (https; http on loopback only).",
+)
 def create_app_command(
     host: str,
     name: str,
@@ -141,6 +152,8 @@ def create_app_command(
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
     id_token_alg: str | None,
+    post_logout_redirect_uris: tuple[str, ...],
+    backchannel_logout_uri: str | None,
 ) -> None:
     domain = domain_by_host(host)
     service_account = None
@@ -168,6 +181,11 @@ def create_app_command(
         access_token_ttl=access_token_ttl or None,
         refresh_token_ttl=refresh_token_ttl or None,
         id_token_signed_response_alg=id_token_alg,
+        post_logout_redirect_uris=list(dict.fromkeys(validate_redirect_uri(u) for u in post_logout_redirect_uris))
+        or None,
+        backchannel_logout_uri=validate_backchannel_logout_uri(backchannel_logout_uri)
+        if backchannel_logout_uri
+        else None,
         # Unset, the model's default: required for a public application.
         **({} if require_pkce is None else {"require_pkce": require_pkce}),
     )
@@ -185,12 +203,25 @@ def create_app_command(
 @click.option("--scopes", help="The application's whole scope list, among the domain's and the reserved ones.")
 @click.option("--access-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option("--refresh-token-ttl", type=TTL, help="Seconds; 0 means AUTHSVC_REFRESH_TOKEN_TTL.")
+@click.option("--id-token-alg", type=click.Choice(["RS256", "ES256"]), help="How its ID tokens are signed.")
+@click.option(
+    "--post-logout-redirect-uri",
+    "post_logout_redirect_uris",
+    multiple=True,
+    help="The whole list of post-logout redirect URIs (repeat the option); --no-post-logout-redirect-uris clears it.",
+)
+@click.option("--no-post-logout-redirect-uris", is_flag=True, help="Remove every post-logout redirect URI.")
+@click.option("--backchannel-logout-uri", help='The back-channel logout URI; "" removes it.')
 def update_app(
     client_id: str,
     name: str | None,
     scopes: str | None,
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
+    id_token_alg: str | None,
+    post_logout_redirect_uris: tuple[str, ...],
+    no_post_logout_redirect_uris: bool,
+    backchannel_logout_uri: str | None,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -202,6 +233,16 @@ def update_app(
         application.access_token_ttl = access_token_ttl or None
     if refresh_token_ttl is not None:
         application.refresh_token_ttl = refresh_token_ttl or None
+    if id_token_alg is not None:
+        application.id_token_signed_response_alg = id_token_alg
+    if post_logout_redirect_uris:
+        uris = dict.fromkeys(validate_redirect_uri(uri) for uri in post_logout_redirect_uris)
+        application.post_logout_redirect_uris = list(uris)
+    elif no_post_logout_redirect_uris:
+        application.post_logout_redirect_uris = None
+    if backchannel_logout_uri is not None:
+        uri = backchannel_logout_uri.strip()
+        application.backchannel_logout_uri = validate_backchannel_logout_uri(uri) if uri else None
     db.session.commit()
     emit(application.as_json())
 

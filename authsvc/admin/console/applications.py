@@ -40,7 +40,14 @@ def new_application(actor: admin.Actor, domain: Domain) -> Response:
 @console_page
 def application(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
     record: Application = base.record(actor, Application, record_id, domain)
-    form = ApplicationForm(data=record.as_json() | {"redirect_uris": "\n".join(record.redirect_uris)})
+    form = ApplicationForm(
+        data=record.as_json()
+        | {
+            "redirect_uris": "\n".join(record.redirect_uris),
+            "post_logout_redirect_uris": "\n".join(record.post_logout_redirect_uris or []),
+            "id_token_signed_response_alg": record.id_token_signed_response_alg or "",
+        }
+    )
 
     def save() -> Response:
         admin.update_application(actor, record, form.values())

@@ -15,6 +15,7 @@ from wtforms import (
     SubmitField,
     TextAreaField,
 )
+from wtforms.fields.choices import SelectChoice
 from wtforms.validators import Length, NumberRange, Optional
 
 from authsvc.core.models import API_KEY_PERMISSIONS
@@ -37,10 +38,24 @@ class ApplicationForm(PageForm):
     require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
     allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
     device = BooleanField("Allow the device grant (RFC 8628): screens and kiosks show a code that a person approves")
+    # OpenID Connect.
+    id_token_signed_response_alg = SelectField(
+        "ID token signature",
+        choices=[SelectChoice("", "RS256 (the default)"), SelectChoice("RS256"), SelectChoice("ES256")],
+        validate_choice=False,  # the verb decides, and says why
+    )
+    post_logout_redirect_uris = TextAreaField(
+        "Post-logout redirect URIs", description="Where sign-out may send users back; one per line, matched exactly."
+    )
+    backchannel_logout_uri = StringField(
+        "Back-channel logout URI",
+        validators=[Length(max=2000)],
+        description="Receives a Logout Token by POST when a user's session ends (https).",
+    )
     submit = SubmitField("Save")
 
     def values(self) -> dict[str, Any]:
-        """The verbs' input: redirect URIs as a list, checkboxes as booleans."""
+        """The verbs' input: redirect URIs as a list, checkboxes as booleans, empty settings as null."""
         return {
             "name": self.name.data or "",
             "redirect_uris": _lines(self.redirect_uris.data),
@@ -49,6 +64,9 @@ class ApplicationForm(PageForm):
             "require_pkce": bool(self.require_pkce.data),
             "allow_plain_pkce": bool(self.allow_plain_pkce.data),
             "device": bool(self.device.data),
+            "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
+            "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
+            "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,
         }
 
 
@@ -66,6 +84,11 @@ class NewApplicationForm(ApplicationForm):
         if (self.service_account.data or "").strip():
             values["service_account"] = self.service_account.data.strip()
         return values
+
+
+class RotateKeyForm(PageForm):
+    alg = SelectField("Algorithm", choices=["RS256", "ES256"])
+    submit = SubmitField("Rotate key")
 
 
 class ConfirmForm(PageForm):

@@ -151,5 +151,8 @@ class Application(db.Model):
             "access_token_ttl": self.access_token_ttl,
             "refresh_token_ttl": self.refresh_token_ttl,
             "service_account": str(self.service_account_id) if self.service_account_id else None,
+            "id_token_signed_response_alg": self.id_token_signed_response_alg,
+            "post_logout_redirect_uris": list(self.post_logout_redirect_uris or []),
+            "backchannel_logout_uri": self.backchannel_logout_uri,
             "created_at": self.created_at,
         }

@@ -1,0 +1,32 @@
+"""A domain's signing keys (ID tokens, logout tokens): listed, and rotated by the domain's admins.
+
+Rotating is a domain admin's (or a system admin's) to do: it touches only that
+domain's tokens, and tokens signed before stay valid until they expire. Support
+users may see the keys' states. Private parts never leave authsvc.oauth.keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authsvc.admin.actors import Actor, ValidationFailed, require_change
+from authsvc.core.models import Domain
+from authsvc.oauth import keys
+
+
+def signing_keys(actor: Actor, domain: Domain) -> list[dict[str, Any]]:
+    """The domain's keys, newest first: ``kid``, ``alg``, ``state`` (current, previous, expired)."""
+    # Reading was checked when the domain was looked up (admin.get).
+    return keys.key_states(domain)
+
+
+def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
+    """A new current key of ``alg`` (default RS256); the old one stays published until its tokens expire."""
+    require_change(actor, domain.id)
+    if not isinstance(data, dict):
+        raise ValidationFailed({"body": "must be a JSON object"})
+    alg = data.get("alg") or keys.DEFAULT_ALGORITHM
+    if alg not in keys.ALGORITHMS:
+        raise ValidationFailed({"alg": f"must be one of {', '.join(keys.ALGORITHMS)}"})
+    row = keys.rotate(domain, alg, actor=actor.name)  # audited there: signing_key.rotated
+    return {"kid": row.kid, "alg": row.alg, "state": row.state(row.created_at)}
