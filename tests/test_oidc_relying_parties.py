@@ -2,8 +2,11 @@
 
 - panva's openid-client (Node, OpenID certified; tests/rp/, installed from its
   lock with ``npm ci`` into a cache directory): discovery, code + PKCE + nonce,
-  ID token validation against the JWKS, UserInfo, refresh.
+  ID token validation against the JWKS, UserInfo, refresh, RP-initiated logout
+  (``buildEndSessionUrl``), then ``prompt=none`` answered ``login_required``.
 - Authlib's Flask client with ``server_metadata_url``: the same from Python.
+- Back-channel logout: a receiver on loopback gets the Logout Token of the
+  session the relying party signed out of, valid against the JWKS.
 - Key rotation: a token signed before still validates through the JWKS; new
   ones carry the new ``kid``.
 """
@@ -20,13 +23,15 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_client import OAuth
 from authlib.oidc.core import CodeIDToken
-from flask import Flask, jsonify
+from flask import Flask, jsonify, redirect, request
 from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
 from tests.servers import running_service
+from tests.test_oidc_logout import Receiver
 
 pytestmark = pytest.mark.slow
 
@@ -34,11 +39,21 @@ RP_SOURCE = Path(__file__).resolve().parent / "rp"
 PASSWORD = "relying party password"
 SCOPES = "openid profile email groups"
 REDIRECT_URI = "http://127.0.0.1:9/callback"
+POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1:9/signed-out"
 
 
 @pytest.fixture(scope="module")
-def service(schema, tmp_path_factory):
-    with running_service(tmp_path_factory.mktemp("instance")) as svc:
+def receiver():
+    made = Receiver()
+    yield made
+    made.close()
+
+
+@pytest.fixture(scope="module")
+def service(schema, tmp_path_factory, receiver):
+    # The back-channel receiver is on loopback: the operator's setting allows it.
+    instance = tmp_path_factory.mktemp("instance")
+    with running_service(instance, AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS="true") as svc:
         svc.cli("domains", "create", "--name", "OIDC", "--host", "127.0.0.1")
         svc.cli("domains", "scopes", "add", "--domain", "127.0.0.1", *SCOPES.split())
         svc.app = svc.cli(
@@ -54,6 +69,10 @@ def service(schema, tmp_path_factory):
             SCOPES,
             "--confidential",
             "--require-pkce",
+            "--post-logout-redirect-uri",
+            POST_LOGOUT_REDIRECT_URI,
+            "--backchannel-logout-uri",
+            receiver.url,
         )
         svc.es256_app = svc.cli(
             "apps",
@@ -116,8 +135,8 @@ def run_openid_client(command, service, app, *extra):
             *command,
             "--issuer",
             service.url,
-            "--client-id",
-            app["client_id"],
+            # "=": a client_id may start with "-", which parseArgs would take for an option.
+            f"--client-id={app['client_id']}",
             "--redirect-uri",
             REDIRECT_URI,
             "--email",
@@ -126,7 +145,6 @@ def run_openid_client(command, service, app, *extra):
             PASSWORD,
             "--scope",
             SCOPES,
-            "--no-logout",
             *extra,
         ],
         capture_output=True,
@@ -135,12 +153,19 @@ def run_openid_client(command, service, app, *extra):
     )
     assert result.stdout.strip(), f"openid-client exited {result.returncode} without output: {result.stderr[-2000:]}"
     out = json.loads(result.stdout)
-    assert result.returncode == 0 and out["ok"], out.get("error") or result.stderr
+    assert result.returncode == 0 and out["ok"], (out.get("error") or result.stderr, out["steps"][-2:])
     return {step.pop("step"): step for step in out["steps"]}
 
 
-def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_token(openid_client, service):
-    steps = run_openid_client(openid_client, service, service.app, f"--client-secret={service.app['client_secret']}")
+def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_token(openid_client, service, receiver):
+    steps = run_openid_client(
+        openid_client,
+        service,
+        service.app,
+        f"--client-secret={service.app['client_secret']}",
+        "--post-logout-redirect-uri",
+        POST_LOGOUT_REDIRECT_URI,
+    )
     assert steps["discovery"]["issuer"] == service.url
     assert steps["discovery"]["jwks_uri"] == f"{service.url}/auth/oauth/jwks"
     token = steps["token"]
@@ -159,16 +184,34 @@ def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_to
     # openid-client compared sub, aud, auth_time, sid and azp of the refreshed ID token with the first.
     assert steps["refresh"]["new_access_token"] is True
     assert "nonce" not in steps["refresh"]["claims"]
+    # RP-initiated logout: openid-client found end_session_endpoint and was sent back with its state.
+    assert steps["discovery"]["end_session_endpoint"] == f"{service.url}/auth/oauth/end_session"
+    assert steps["logout"]["status"] == 303
+    assert steps["logout"]["location"].startswith(f"{POST_LOGOUT_REDIRECT_URI}?state=")
+    assert steps["prompt_none_after_logout"]["error"] == "login_required"
+    # Back-channel logout: the application was told that this very session ended.
+    (received,) = receiver.wait()
+    jwks = KeySet.import_key_set(requests.get(f"{service.url}/auth/oauth/jwks", timeout=10).json())
+    logout = jwt.decode(received["form"]["logout_token"][0], jwks)
+    assert logout.header["typ"] == "logout+jwt"
+    assert logout.claims["sid"] == claims["sid"]
+    assert logout.claims["sub"] == claims["sub"]
+    assert logout.claims["aud"] == service.app["client_id"]
+    assert logout.claims["iss"] == service.url
+    assert logout.claims["events"] == {"http://schemas.openid.net/event/backchannel-logout": {}}
 
 
 def test_openid_client_validates_es256_id_tokens_of_a_public_application(openid_client, service):
-    steps = run_openid_client(openid_client, service, service.es256_app, "--id-token-alg", "ES256")
+    steps = run_openid_client(openid_client, service, service.es256_app, "--id-token-alg", "ES256", "--no-logout")
     assert steps["token"]["id_token_header"]["alg"] == "ES256"
     assert steps["token"]["claims"]["aud"] == service.es256_app["client_id"]
 
 
-def authlib_sign_in(service):
-    """Authlib's Flask client as the relying party, a requests.Session as the user's browser."""
+def authlib_sign_in(service, logout=False):
+    """Authlib's Flask client as the relying party, a requests.Session as the user's browser.
+
+    With ``logout``, the relying party then sends the browser to the end_session_endpoint of the metadata.
+    """
     rp = Flask("rp")
     rp.secret_key = "rp-secret-key"
     oauth = OAuth(rp)
@@ -198,6 +241,13 @@ def authlib_sign_in(service):
             access_token=token["access_token"],
         )
 
+    @rp.get("/logout")
+    def logout():
+        # Authlib's client has no end-session helper: the endpoint comes from the metadata it loaded.
+        endpoint = oauth.authsvc.load_server_metadata()["end_session_endpoint"]
+        params = {"id_token_hint": request.args["id_token"], "post_logout_redirect_uri": POST_LOGOUT_REDIRECT_URI}
+        return redirect(add_params_to_uri(endpoint, {**params, "state": "authlib-state"}))
+
     browser = requests.Session()
     signed_in = browser.post(
         f"{service.url}/auth/signin", data={"email": "alice@example.com", "password": PASSWORD}, timeout=10
@@ -210,11 +260,18 @@ def authlib_sign_in(service):
         back = urlsplit(at_provider.headers["Location"])
         response = rp_client.get(f"/callback?{back.query}")
         assert response.status_code == 200, response.get_data(as_text=True)
-        return response.get_json()
+        out = response.get_json()
+        if logout:
+            end_session = rp_client.get("/logout", query_string={"id_token": out["id_token"]}).headers["Location"]
+            answer = browser.get(end_session, allow_redirects=False, timeout=10)
+            out["logout"] = {"status": answer.status_code, "location": answer.headers.get("Location")}
+            again = browser.get(authorize_url, allow_redirects=False, timeout=10)
+            out["after_logout"] = urlsplit(again.headers["Location"]).path
+        return out
 
 
-def test_authlibs_client_with_server_metadata_url_signs_in_fetches_userinfo_and_refreshes(service):
-    out = authlib_sign_in(service)
+def test_authlibs_client_with_server_metadata_url_signs_in_fetches_userinfo_refreshes_and_logs_out(service):
+    out = authlib_sign_in(service, logout=True)
     claims = out["claims"]
     assert claims["iss"] == service.url
     assert claims["sub"] == out["userinfo"]["sub"] == out["refreshed_claims"]["sub"]
@@ -223,6 +280,8 @@ def test_authlibs_client_with_server_metadata_url_signs_in_fetches_userinfo_and_
     assert out["refreshed_claims"]["auth_time"] == claims["auth_time"]
     # at_hash binds the ID token to its access token (OpenID Connect Core 3.1.3.6).
     CodeIDToken(claims, {"alg": "RS256"}, params={"access_token": out["access_token"]}).validate()
+    assert out["logout"] == {"status": 303, "location": f"{POST_LOGOUT_REDIRECT_URI}?state=authlib-state"}
+    assert out["after_logout"] == "/auth/login"  # the session is gone: authorising asks to sign in again
 
 
 def test_tokens_signed_before_a_rotation_still_validate_and_new_ones_carry_the_new_kid(service):

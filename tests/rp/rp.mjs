@@ -152,12 +152,21 @@ try {
     step('logout', { status: response.status, location })
 
     // 8. The session is gone: prompt=none must come back to the client as login_required.
-    const after = await authorize(config, cookie, { prompt: 'none', nonce: client.randomNonce(), state: logoutState })
+    // A valid request in every other way (PKCE too), so that the only error left is the missing session.
+    const after = await authorize(config, cookie, {
+      prompt: 'none',
+      nonce: client.randomNonce(),
+      state: logoutState,
+      code_challenge: codeChallenge,
+      code_challenge_method: 'S256',
+    })
     try {
       await client.authorizationCodeGrant(config, after, { expectedState: logoutState, pkceCodeVerifier: codeVerifier })
       throw new Error('prompt=none after logout returned a code')
     } catch (error) {
-      if (!(error instanceof client.AuthorizationResponseError) || error.error !== 'login_required') throw error
+      if (!(error instanceof client.AuthorizationResponseError) || error.error !== 'login_required') {
+        throw new Error(`prompt=none after logout: ${error?.error ?? ''} ${error?.error_description ?? error?.message}`)
+      }
       step('prompt_none_after_logout', { error: error.error })
     }
   }
