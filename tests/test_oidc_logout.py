@@ -413,3 +413,24 @@ def test_without_the_operators_setting_a_loopback_receiver_is_refused_and_audite
         time.sleep(0.05)
     assert records[0].details["reason"] == "refused by the outbound rules"
     assert receiver.received == []
+
+
+def test_signing_in_again_in_the_same_browser_ends_the_old_session_and_tells_its_applications(client, rp, receiver):
+    signin(client)
+    id_claims = claims_of(client, id_token(client, rp)["id_token"])
+    signin(client)  # the browser's session is replaced by a new one
+    (received,) = receiver.wait()
+    assert_logout_token(client, received, rp, id_claims)
+
+
+def test_a_password_change_by_an_admin_tells_the_applications(client, rp, receiver, admin_key):
+    signin(client)
+    id_claims = claims_of(client, id_token(client, rp)["id_token"])
+    response = client.patch(
+        f"/api/engine/v2/users/{rp.person.id}",
+        json={"password": "another long password"},
+        headers=headers(**{"X-API-Key": admin_key}),
+    )
+    assert response.status_code == 200
+    (received,) = receiver.wait()
+    assert_logout_token(client, received, rp, id_claims)

@@ -329,6 +329,11 @@ def test_real_admin_answers_conform_too(client, world, document):
     call("delete", "/domains/{record_id}", 409, record_id=domain.id, key=root_key)
     call("delete", "/domains/{record_id}", 200, record_id=second["id"], key=root_key)
 
+    # The domain's signing keys: listed, rotated.
+    assert call("get", "/domains/{record_id}/signing_keys", 200, record_id=domain.id) == {"keys": []}
+    rotated = call("post", "/domains/{record_id}/signing_keys/rotate", 201, record_id=domain.id, json={"alg": "ES256"})
+    assert rotated["alg"] == "ES256" and rotated["state"] == "current"
+
     # The audit log of all that, whole and filtered.
     log = call("get", "/audit", 200)
     assert {"domain.updated", "application.secret_regenerated", "user.tokens_revoked"} <= {
