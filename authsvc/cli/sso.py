@@ -98,7 +98,7 @@ def create_sso(
     if not (preset or issuer or (authorize_url and token_url and userinfo_url)):
         raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
     urls = {
-        # As before the admin verbs: an issuer is kept without its trailing slash.
+        # The command line has always stored an issuer without its trailing slash.
         "issuer": issuer.rstrip("/") if issuer else None,
         "authorize_url": authorize_url,
         "token_url": token_url,
