@@ -60,10 +60,10 @@ class Actor:
         return self.user.domain_id if self.user is not None else None
 
     def can_read(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 3))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 3))
 
     def can_change(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 2))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 2))
 
 
 COMMAND_LINE = "cli"
