@@ -67,6 +67,12 @@ def sign_in_through(client, response, email="person@example.com"):
     return client.get(signed_in.headers["Location"], headers=headers())
 
 
+def approve(client, page):
+    """Press Allow on the consent page ``page``."""
+    action = unescape(re.search(r'<form method="post" action="([^"]+)"', page.get_data(as_text=True)).group(1))
+    return client.post(action, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers())
+
+
 def email_field(page) -> str:
     """The e-mail field's value on the sign-in page, as a browser reads it."""
     field = re.search(r'<input[^>]*name="email"[^>]*>', page.get_data(as_text=True)).group(0)
@@ -120,8 +126,7 @@ def test_prompt_none_is_consent_required_until_the_user_has_approved(client, oid
     response = authorize(client, consent_app.client_id, scope="openid", prompt="none", state="s")
     redirected_error(response, "consent_required")
     page = authorize(client, consent_app.client_id, scope="openid", state="s")
-    action = unescape(re.search(r'<form method="post" action="([^"]+)"', page.get_data(as_text=True)).group(1))
-    approved = client.post(action, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers())
+    approved = approve(client, page)
     assert "code" in location_params(approved)
     response = authorize(client, consent_app.client_id, scope="openid", prompt="none", state="s")
     assert "code" in location_params(response), "approved before: no page needed"
@@ -203,12 +208,21 @@ def test_prompt_consent_asks_even_an_application_without_consent_and_after_appro
         page = authorize(client, application.client_id, scope="openid", prompt="consent", state="s")
         assert page.status_code == 200
         assert "Allow" in page.get_data(as_text=True)
-        action = unescape(re.search(r'<form method="post" action="([^"]+)"', page.get_data(as_text=True)).group(1))
-        approved = client.post(action, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers())
+        approved = approve(client, page)
         assert "code" in location_params(approved)
         # Approved now, and still asked when the request says so.
         assert authorize(client, application.client_id, scope="openid", prompt="consent").status_code == 200
         assert authorize(client, application.client_id, scope="openid").status_code == 302
+
+
+def test_prompt_login_consent_signs_in_then_asks_and_the_approval_goes_through(client, oidc, consent_app):
+    signin(client)
+    response = authorize(client, consent_app.client_id, scope="openid", prompt="login consent", state="s")
+    page = sign_in_through(client, response)
+    assert page.status_code == 200, "the consent page, after the new sign-in"
+    approved = approve(client, page)
+    assert approved.status_code == 302
+    assert "code" in location_params(approved)
 
 
 # max_age -----------------------------------------------------------------------------
