@@ -12,6 +12,8 @@ from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select
 
 from authsvc.core.database import db
@@ -382,3 +384,35 @@ def test_discovery_says_which_parameters_are_taken(client, oidc):
     assert metadata["request_uri_parameter_supported"] is False
     assert metadata["claims_parameter_supported"] is False
     assert metadata["prompt_values_supported"] == ["none", "login", "consent", "select_account"]
+
+
+OIDC_VALUES = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(["none", "login", "consent", "none login", "select_account", "0", "-1", "9" * 30, "eyJ.eyJ.x"]),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    params=st.dictionaries(
+        st.sampled_from(
+            ["nonce", "prompt", "max_age", "login_hint", "id_token_hint", "request", "request_uri", "sign_in_asked"]
+        ),
+        OIDC_VALUES,
+        max_size=4,
+    ),
+    signed_in=st.booleans(),
+)
+def test_any_value_of_the_parameters_gets_a_page_a_sign_in_or_a_redirect_to_the_client(client, oidc, params, signed_in):
+    client.delete_cookie("user", domain=HOST)
+    if signed_in:
+        signin(client)
+    response = authorize(client, oidc.app.client_id, scope="openid", state="s", **params)
+    assert response.status_code in (200, 302, 303, 400), response.get_data(as_text=True)
+    if response.status_code == 302:
+        assert response.headers["Location"].startswith(REDIRECT_URI + "?")
+        assert location_params(response)["state"] == "s"
+    elif response.status_code == 303:
+        assert urlsplit(response.headers["Location"]).path == "/auth/login"
+    elif response.status_code == 400:
+        assert response.get_json()["error"] == "invalid_request"
