@@ -3,7 +3,8 @@
 - panva's openid-client (Node, OpenID certified; tests/rp/, installed from its
   lock with ``npm ci`` into a cache directory): discovery, code + PKCE + nonce,
   ID token validation against the JWKS, UserInfo, refresh, RP-initiated logout
-  (``buildEndSessionUrl``), then ``prompt=none`` answered ``login_required``.
+  (``buildEndSessionUrl``), then ``prompt=none`` answered ``login_required``;
+  max_age=0 signs in again.
 - Authlib's Flask client with ``server_metadata_url``: the same from Python.
 - Back-channel logout: a receiver on loopback gets the Logout Token of the
   session the relying party signed out of, valid against the JWKS.
@@ -199,6 +200,11 @@ def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_to
     assert logout.claims["aud"] == service.app["client_id"]
     assert logout.claims["iss"] == service.url
     assert logout.claims["events"] == {"http://schemas.openid.net/event/backchannel-logout": {}}
+    # max_age=0 with a live session: the sign-in page, then a code whose ID token openid-client held to max_age.
+    assert steps["max_age"]["signin_page"] == "/auth/login"
+    assert steps["max_age"]["claims"]["sub"] == claims["sub"]
+    assert steps["max_age"]["claims"]["auth_time"] >= claims["auth_time"]
+    assert steps["max_age"]["claims"]["sid"] != claims["sid"]
 
 
 def test_openid_client_validates_es256_id_tokens_of_a_public_application(openid_client, service):

@@ -89,15 +89,6 @@ def backchannel_logout_uri(uri: str) -> str:
     return uri
 
 
-ID_TOKEN_ALGORITHMS = ("RS256", "ES256")
-
-
-def id_token_alg(value: str) -> str:
-    if value not in ID_TOKEN_ALGORITHMS:
-        raise Invalid(f"{value!r} is not one of {', '.join(ID_TOKEN_ALGORITHMS)}")
-    return value
-
-
 def email(value: str) -> str:
     value = value.strip().lower()
     if len(value) > 320 or not EMAIL_PATTERN.match(value):
