@@ -147,6 +147,8 @@ def from_environment() -> dict[str, Any]:
         # The device grant (RFC 8628): how long a device code lasts, and the polling interval it starts with.
         "AUTHSVC_DEVICE_CODE_TTL": _int("AUTHSVC_DEVICE_CODE_TTL", 600),
         "AUTHSVC_DEVICE_INTERVAL": _int("AUTHSVC_DEVICE_INTERVAL", 5),
+        # Seconds between a correct password and the second factor (multi-factor sign-in).
+        "AUTHSVC_MFA_PENDING_TTL": _int("AUTHSVC_MFA_PENDING_TTL", 300),
         "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),

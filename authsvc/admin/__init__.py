@@ -13,6 +13,7 @@ from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_ke
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import create_domain, delete_domain, update_domain
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.mfa import reset_factors, set_policy
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -32,6 +33,8 @@ from authsvc.admin.users import (
 )
 
 __all__ = [
+    "reset_factors",
+    "set_policy",
     "Actor",
     "Conflict",
     "Forbidden",

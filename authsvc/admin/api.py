@@ -236,6 +236,23 @@ def revoke_user_tokens(record_id: str) -> Response:
     return jsonify(revoked_tokens=admin.revoke_user_tokens(actor, admin.get(actor, User, record_id)))
 
 
+@bp.put("/domains/<record_id>/mfa_policy")
+@admin_errors
+def set_mfa_policy(record_id: str) -> Response:
+    """Who of the domain must sign in with a second factor: ``{"require": "off" | "admins" | "all"}``."""
+    actor = current_actor()
+    domain = admin.set_policy(actor, admin.get(actor, Domain, record_id), body())
+    return jsonify(domain=str(domain.id), require=domain.mfa_require)
+
+
+@bp.post("/users/<record_id>/mfa/reset")
+@admin_errors
+def reset_user_factors(record_id: str) -> Response:
+    """Remove the user's second factors and recovery codes; their sessions end."""
+    actor = current_actor()
+    return jsonify(factors_removed=admin.reset_factors(actor, admin.get(actor, User, record_id)))
+
+
 @bp.get("/audit")
 @admin_errors
 def audit_log() -> Response:

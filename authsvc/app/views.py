@@ -5,6 +5,8 @@ from __future__ import annotations
 from flask import Flask
 
 from authsvc.accounts import views as accounts
+from authsvc.accounts.mfa import settings as mfa_settings
+from authsvc.accounts.mfa import views as mfa
 from authsvc.admin import api as admin_api
 from authsvc.admin import openapi
 from authsvc.admin.console import views as console
@@ -17,6 +19,8 @@ from authsvc.web import health
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(accounts.bp)
+    app.register_blueprint(mfa.bp)
+    app.register_blueprint(mfa_settings.bp)
     app.register_blueprint(oauth.bp)
     app.register_blueprint(device_page.bp)
     app.register_blueprint(credentials.bp)

@@ -254,3 +254,19 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
     return json.loads(raw) if raw else None
+
+
+# Multi-factor sign-in: what is known between a correct password and the second factor.
+
+
+def save_mfa_pending(token: str, data: dict[str, Any], ttl: int) -> None:
+    _put("mfa", token, data, ttl)
+
+
+def get_mfa_pending(token: str) -> dict[str, Any] | None:
+    return _get("mfa", token)
+
+
+def take_mfa_pending(token: str) -> dict[str, Any] | None:
+    """Claim the pending sign-in once: of two concurrent completions, one wins."""
+    return _take("mfa", token)
