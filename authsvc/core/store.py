@@ -270,3 +270,14 @@ def get_mfa_pending(token: str) -> dict[str, Any] | None:
 def take_mfa_pending(token: str) -> dict[str, Any] | None:
     """Claim the pending sign-in once: of two concurrent completions, one wins."""
     return _take("mfa", token)
+
+
+def save_webauthn_challenge(holder: str, challenge: str, ttl: int) -> None:
+    """The challenge of a passkey ceremony that ``holder`` (a session, a pending sign-in) started."""
+    _put("webauthn", holder, {"challenge": challenge}, ttl)
+
+
+def take_webauthn_challenge(holder: str) -> str | None:
+    """The challenge, once: a ceremony's answer is checked against it a single time."""
+    record = _take("webauthn", holder)
+    return record["challenge"] if record else None

@@ -3,16 +3,24 @@
 from __future__ import annotations
 
 from wtforms import HiddenField, StringField, SubmitField
-from wtforms.validators import DataRequired, Length
+from wtforms.validators import DataRequired, Length, Optional
 
 from authsvc.web.forms import PageForm
 
 
 class CodeForm(PageForm):
-    """A code from an authenticator app, or a recovery code, for a pending sign-in."""
+    """A code from an authenticator app, a recovery code, or a passkey's answer, for a pending sign-in."""
 
     mfa_token = HiddenField(validators=[DataRequired(), Length(max=100)])
-    code = StringField("Code", validators=[DataRequired(), Length(max=40)])
+    code = StringField("Code", validators=[Optional(), Length(max=40)])
+    webauthn = HiddenField(validators=[Optional(), Length(max=20000)])
+
+
+class PasskeyForm(PageForm):
+    """A new passkey: its name, and the browser's answer to the registration (filled in by mfa.js)."""
+
+    name = StringField("Name of this passkey", validators=[Optional(), Length(max=100)])
+    webauthn = HiddenField(validators=[DataRequired(), Length(max=20000)])
 
 
 class EnrolForm(PageForm):

@@ -6,8 +6,9 @@ from __future__ import annotations
 from flask import Blueprint, Response, redirect, request, url_for
 
 from authsvc.accounts import sessions
-from authsvc.accounts.mfa import factors
-from authsvc.accounts.mfa.forms import ActionForm, EnrolForm
+from authsvc.accounts.mfa import factors, passkeys
+from authsvc.accounts.mfa.forms import ActionForm, EnrolForm, PasskeyForm
+from authsvc.accounts.mfa.views import SCRIPT_CSP
 from authsvc.core import audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, MfaFactor, User
@@ -91,6 +92,49 @@ def add_totp() -> Response:
         user=user,
     )
     response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/passkey", methods=["GET", "POST"])
+def add_passkey() -> Response:
+    """Register a passkey or security key (WebAuthn); mfa.js runs the browser's side."""
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    holder = request.cookies[sessions.SESSION_COOKIE]
+    form = PasskeyForm()
+    error, status = None, 200
+    if request.method == "POST":
+        if not form.validate_on_submit():
+            error, status = "The form expired or the passkey did not answer. Try again.", 400
+        else:
+            first = not factors.enrolled(user)
+            try:
+                factor = passkeys.register(user, domain, holder, form.webauthn.data, (form.name.data or "").strip())
+            except passkeys.Refused as exc:
+                db.session.rollback()
+                error, status = f"Not added: {exc}.", 400
+            else:
+                codes = factors.new_recovery_codes(user) if first else []
+                details = {"kind": "webauthn", "name": factor.name}
+                audit.record(
+                    "mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details=details, commit=False
+                )
+                response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
+                amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+                _rotate(response, user, domain, list(dict.fromkeys([*amr, "hwk", "mfa"])))
+                return response
+    options = passkeys.registration_options(user, domain, holder)
+    response = page(
+        "mfa_passkey.html",
+        status,
+        domain=domain,
+        form=PasskeyForm(formdata=None),
+        error=error,
+        options=options,
+        user=user,
+    )
+    response.headers["Content-Security-Policy"] = SCRIPT_CSP
     return response
 
 

@@ -8,10 +8,10 @@ of a session. The session starts only once the second factor passed, with
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
 
 from authsvc.accounts import lockouts, sessions
-from authsvc.accounts.mfa import factors, pending
+from authsvc.accounts.mfa import factors, passkeys, pending
 from authsvc.accounts.mfa.forms import CodeForm, EnrolForm
 from authsvc.accounts.signin import refused
 from authsvc.core import audit, validation
@@ -24,7 +24,13 @@ from authsvc.web.pages import page
 
 bp = Blueprint("mfa", __name__, url_prefix="/auth")
 
-SIGNED_IN_AMR = ["pwd", "otp", "mfa"]
+# OpenID Connect's amr (RFC 8176) for each second factor; "mfa" says there were two.
+AMR = {"otp": ["pwd", "otp", "mfa"], "recovery_code": ["pwd", "otp", "mfa"], "hwk": ["pwd", "hwk", "mfa"]}
+# The second-factor pages run mfa.js (passkeys); nothing else may run.
+SCRIPT_CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
 EXPIRED = "The sign-in step expired or was already used. Sign in again."
 WRONG_CODE = "The code is incorrect or was used already."
 
@@ -60,8 +66,16 @@ def challenge(user: User, domain: Domain, target: str, via: str, *, html: bool) 
 
 
 def _code_page(token: str, error: str | None = None, status: int = 200) -> Response:
+    domain = current_domain()
+    record = pending.read(token, domain)
+    user = db.session.get(User, record["user"]) if record else None
+    options = None
+    if user is not None and passkeys.passkeys(user):
+        options = passkeys.authentication_options(user, domain, token)
     form = CodeForm(formdata=None, mfa_token=token)
-    return page("mfa_code.html", status, domain=current_domain(), form=form, error=error, user=None)
+    response = page("mfa_code.html", status, domain=domain, form=form, error=error, user=None, options=options)
+    response.headers["Content-Security-Policy"] = SCRIPT_CSP
+    return response
 
 
 def _enrol_page(user: User, domain: Domain, token: str, error: str | None = None, status: int = 200) -> Response:
@@ -84,12 +98,18 @@ def _pending_user(token: str, domain: Domain) -> tuple[dict, User]:
     return record, user
 
 
-def _check_code(record: dict, user: User, domain: Domain, code: str) -> str:
-    """Which factor ``code`` passed (``otp`` or ``recovery_code``); a wrong one counts towards the lockout."""
+def _check_code(record: dict, user: User, domain: Domain, token: str, code: str, webauthn: object) -> str:
+    """Which factor passed (``otp``, ``recovery_code`` or ``hwk``); a wrong answer counts towards the lockout."""
     lockouts.refuse_if_locked_out(domain, user.email)
-    if factors.verify_any_totp(user, code):
+    if webauthn:
+        try:
+            passkeys.authenticate(user, domain, token, webauthn)
+            return "hwk"
+        except passkeys.Refused:
+            pass
+    elif factors.verify_any_totp(user, code):
         return "otp"
-    if factors.use_recovery_code(user, code):
+    elif factors.use_recovery_code(user, code):
         return "recovery_code"
     db.session.rollback()
     refused(domain, user, "invalid_mfa_code", record["via"])
@@ -114,35 +134,55 @@ def _finish(token: str, user: User, domain: Domain, method: str, response: Respo
     if method == "recovery_code":
         audit.record("mfa.recovery_code_used", domain_id=domain.id, actor=f"user:{user.id}", commit=False)
     db.session.commit()
-    sessions.start_session(response, user, domain, amr=SIGNED_IN_AMR)
+    sessions.start_session(response, user, domain, amr=AMR[method])
     pending.forget(response)
 
 
-def _parameters() -> dict[str, str]:
-    """``mfa_token`` and ``code`` from a JSON body, a form or the query string."""
+def _body() -> dict:
     if request.mimetype == "application/json":
         try:
-            body = validation.json_object(request.get_data())
+            return validation.json_object(request.get_data())
         except validation.Invalid as exc:
             raise ApiError(400, "invalid_request", str(exc)) from None
-    else:
-        body = request.form
-    values = {}
-    for name in ("mfa_token", "code"):
-        value = body.get(name, request.args.get(name))
-        if not isinstance(value, str) or not value or len(value) > 200:
-            raise ApiError(400, "invalid_request", f"'{name}' is required, as a string.")
-        values[name] = value
-    return values
+    return request.form
+
+
+def _string(body: dict, name: str, *, required: bool = True) -> str:
+    value = body.get(name, request.args.get(name))
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or not value or len(value) > 200:
+        raise ApiError(400, "invalid_request", f"'{name}' is required, as a string.")
+    return value
+
+
+@bp.post("/signin/mfa/webauthn")
+def signin_webauthn_options() -> Response:
+    """``navigator.credentials.get`` options for a pending sign-in's passkeys (``mfa_token``)."""
+    domain = current_domain()
+    token = _string(_body(), "mfa_token")
+    _, user = _pending_user(token, domain)
+    if not passkeys.passkeys(user):
+        raise ApiError(400, "invalid_request", "This account has no passkey.")
+    response = current_app.response_class(
+        passkeys.authentication_options(user, domain, token), mimetype="application/json"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
 
 
 @bp.post("/signin/mfa")
 def signin_mfa() -> Response:
     """The programmatic second step: the same 202 / 303 answer as /auth/signin."""
     domain = current_domain()
-    params = _parameters()
-    record, user = _pending_user(params["mfa_token"], domain)
-    method = _check_code(record, user, domain, params["code"])
+    body = _body()
+    token = _string(body, "mfa_token")
+    webauthn = body.get("webauthn")
+    code = "" if webauthn else _string(body, "code")
+    if webauthn is not None and not isinstance(webauthn, dict | str):
+        raise ApiError(400, "invalid_request", "'webauthn' must be the credential the browser returned.")
+    record, user = _pending_user(token, domain)
+    method = _check_code(record, user, domain, token, code, webauthn)
     target = record["continue"]
     if target:
         response = redirect(target, 303)
@@ -154,7 +194,7 @@ def signin_mfa() -> Response:
         response = jsonify(body)
         response.status_code = 202
     response.headers["Cache-Control"] = "no-store"
-    _finish(params["mfa_token"], user, domain, method, response)
+    _finish(token, user, domain, method, response)
     return response
 
 
@@ -164,7 +204,7 @@ def login_mfa() -> Response:
     domain = current_domain()
     form = CodeForm()
     token = form.mfa_token.data or ""
-    if not form.validate_on_submit():
+    if not form.validate_on_submit() or not (form.code.data or form.webauthn.data):
         if form.csrf_token.errors:
             return _code_page(token, "The form expired. Please sign in again.", 400)
         return _code_page(token, "Enter the code.", 400)
@@ -173,7 +213,7 @@ def login_mfa() -> Response:
     except ApiError:
         return page("message.html", 401, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page"))
     try:
-        method = _check_code(record, user, domain, form.code.data)
+        method = _check_code(record, user, domain, token, form.code.data or "", form.webauthn.data)
     except lockouts.LockedOut as exc:
         response = _code_page(token, exc.description, 429)
         response.headers["Retry-After"] = str(exc.retry_after)

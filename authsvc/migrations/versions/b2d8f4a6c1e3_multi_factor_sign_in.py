@@ -1,4 +1,4 @@
-"""multi-factor sign-in: authenticator apps, recovery codes, the domain's policy
+"""multi-factor sign-in: authenticator apps, passkeys, recovery codes, the domain's policy
 
 Revision ID: b2d8f4a6c1e3
 Revises: a7c3e9f1b2d4
@@ -23,12 +23,16 @@ def upgrade():
         sa.Column('user_id', sa.Integer(), nullable=False),
         sa.Column('kind', sa.String(length=16), nullable=False),
         sa.Column('name', sa.String(length=100), nullable=False),
-        sa.Column('secret', sa.Text(), nullable=False),
+        sa.Column('secret', sa.Text(), nullable=True),
         sa.Column('last_step', sa.BigInteger(), nullable=False),
+        sa.Column('credential_id', sa.String(length=1400), nullable=True),
+        sa.Column('public_key', sa.Text(), nullable=True),
+        sa.Column('sign_count', sa.BigInteger(), nullable=False),
         sa.Column('confirmed', sa.Boolean(), nullable=False),
         sa.Column('created_at', sa.Integer(), nullable=False),
         sa.ForeignKeyConstraint(['user_id'], ['user.id'], name='fk_mfa_factor_user_id_user'),
         sa.PrimaryKeyConstraint('id', name='pk_mfa_factor'),
+        sa.UniqueConstraint('credential_id', name='uq_mfa_factor_credential_id'),
     )
     op.create_index('ix_mfa_factor_user_id', 'mfa_factor', ['user_id'])
     op.create_table(
