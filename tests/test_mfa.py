@@ -325,3 +325,19 @@ def test_the_policy_command_refuses_an_unknown_value(runner, setup):
     result = runner.invoke(args=["mfa", "policy", "--domain", HOST, "--require", "sometimes"])
     assert result.exit_code != 0
     assert "sometimes" in result.output
+
+
+def test_second_step_attempts_are_rate_limited_per_address(make_app, setup):
+    from tests.conftest import HttpsClient
+
+    app = make_app(AUTHSVC_SIGNIN_RATE_LIMIT="3/minute")
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    secret, _ = enrol(client)
+    client.delete_cookie("user", domain=HOST)
+    token = signin_password(client).get_json()["mfa_token"]
+    answers = [
+        client.post("/auth/signin/mfa", json={"mfa_token": token, "code": "000000"}, headers=headers()).status_code
+        for _ in range(4)
+    ]
+    assert answers == [401, 401, 401, 429]
