@@ -14,7 +14,7 @@ from sqlalchemy import select
 from authsvc.core import store
 from authsvc.core.models import AuditRecord, Domain, MfaFactor, RecoveryCode, User
 from tests.conftest import HOST, PASSWORD, headers
-from tests.test_pages import csrf_token, login_page, submit_login
+from tests.test_pages import csrf_token, submit_login
 
 
 def _secret(page) -> str:
@@ -341,3 +341,42 @@ def test_second_step_attempts_are_rate_limited_per_address(make_app, setup):
         for _ in range(4)
     ]
     assert answers == [401, 401, 401, 429]
+
+
+def test_a_forged_passkey_answer_is_refused_and_counted(client, setup, world, enrolled):
+    token = signin_password(client).get_json()["mfa_token"]
+    forged = {"id": "AAAA", "rawId": "AAAA", "type": "public-key", "response": {"clientDataJSON": "e30"}}
+    answer = client.post("/auth/signin/mfa", json={"mfa_token": token, "webauthn": forged}, headers=headers())
+    assert answer.status_code == 401
+    assert answer.get_json()["error"] == "invalid_mfa_code"
+    assert client.get_cookie("user", domain=HOST) is None
+    reasons = [r.details.get("reason") for r in world.query(select(AuditRecord)) if r.event == "signin.failed"]
+    assert reasons == ["invalid_mfa_code"]
+
+
+def test_the_console_sets_the_policy_and_resets_a_users_factors(client, setup, world, enrolled):
+    world.user(setup.domain, "admin@example.com", admin=True)
+    assert signin_password(client, "admin@example.com").status_code == 202
+    page = client.get(f"/auth/admin/domains/{setup.domain.id}/mfa", headers=headers())
+    assert page.status_code == 200
+    saved = client.post(
+        f"/auth/admin/domains/{setup.domain.id}/mfa",
+        data={"csrf_token": csrf_token(page), "require": "all", "submit": "1"},
+        headers=headers(),
+    )
+    assert saved.status_code == 303
+    assert [d.mfa_require for d in world.query(select(Domain))] == ["all"]
+    # The admin's own session predates the policy: the console asks for a factor now.
+    assert client.get(f"/auth/admin/domains/{setup.domain.id}/mfa", headers=headers()).status_code == 303
+    world.update(Domain, setup.domain.id, mfa_require="off")
+    confirm = client.get(f"/auth/admin/domains/{setup.domain.id}/users/{setup.person.id}/mfa/reset", headers=headers())
+    assert confirm.status_code == 200
+    done = client.post(
+        f"/auth/admin/domains/{setup.domain.id}/users/{setup.person.id}/mfa/reset",
+        data={"csrf_token": csrf_token(confirm), "submit": "1"},
+        headers=headers(),
+    )
+    assert done.status_code == 303
+    assert world.query(select(MfaFactor)) == []
+    events = world.query(select(AuditRecord.event))
+    assert "domain.mfa_policy_changed" in events and "mfa.reset" in events

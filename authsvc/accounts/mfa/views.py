@@ -43,7 +43,7 @@ def challenge(user: User, domain: Domain, target: str, via: str, *, html: bool) 
     enrol = not factors.enrolled(user)
     token, binding = pending.start(user, domain, target=target, via=via, enrol=enrol)
     if html:
-        response = _enrol_page(user, domain, token) if enrol else _code_page(token)
+        response = _enrol_page(user, domain, token) if enrol else _code_page(token, user=user)
     elif enrol:
         # Setting up an authenticator needs a page to show its QR code on.
         response = jsonify(
@@ -65,10 +65,12 @@ def challenge(user: User, domain: Domain, target: str, via: str, *, html: bool) 
     return response
 
 
-def _code_page(token: str, error: str | None = None, status: int = 200) -> Response:
+def _code_page(token: str, error: str | None = None, status: int = 200, user: User | None = None) -> Response:
     domain = current_domain()
-    record = pending.read(token, domain)
-    user = db.session.get(User, record["user"]) if record else None
+    if user is None:
+        # Later posts of the page carry the browser's binding; the first answer sets it.
+        record = pending.read(token, domain)
+        user = db.session.get(User, record["user"]) if record else None
     options = None
     if user is not None and passkeys.passkeys(user):
         options = passkeys.authentication_options(user, domain, token)
