@@ -380,3 +380,16 @@ def test_the_console_sets_the_policy_and_resets_a_users_factors(client, setup, w
     assert world.query(select(MfaFactor)) == []
     events = world.query(select(AuditRecord.event))
     assert "domain.mfa_policy_changed" in events and "mfa.reset" in events
+
+
+def test_id_tokens_name_the_second_factor_in_amr(client, oidc):
+    from tests.conftest import get_code
+    from tests.test_id_tokens import exchange, verify
+
+    secret, _ = enrol(client)
+    client.delete_cookie("user", domain=HOST)
+    token = signin_password(client).get_json()["mfa_token"]
+    client.post("/auth/signin/mfa", json={"mfa_token": token, "code": fresh_code(secret, set())}, headers=headers())
+    code = get_code(client, oidc.app.client_id, scope="openid")
+    _, claims = verify(client, exchange(client, oidc.app, oidc.secret, code).get_json()["id_token"])
+    assert claims["amr"] == ["pwd", "otp", "mfa"]

@@ -56,10 +56,13 @@ def required_at_sign_in(user: User, domain: Domain) -> bool:
 
 
 def console_allowed(user: User, domain: Domain, amr: list[str]) -> bool:
-    """The console needs a session that passed a second factor whenever the policy covers the user."""
+    """The console needs a session that passed a second factor whenever the policy covers the user.
+
+    A single sign-on session counts: the identity provider owns that sign-in, second factor included.
+    """
     if not policy_applies(user, domain):
         return True
-    return not user.service_account and "mfa" in amr
+    return not user.service_account and ("mfa" in amr or "fed" in amr)
 
 
 def methods(user: User) -> list[str]:
