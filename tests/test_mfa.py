@@ -319,6 +319,9 @@ def test_the_cli_resets_a_users_factors(runner, client, setup, world, enrolled):
     assert result.exit_code == 0, result.output
     assert json.loads(result.output) == {"id": str(setup.person.id), "factors_removed": 1}
     assert world.query(select(MfaFactor)) == []
+    assert [(r.event, r.actor) for r in world.query(select(AuditRecord)) if r.event == "mfa.reset"] == [
+        ("mfa.reset", "cli")
+    ]
 
 
 def test_the_policy_command_refuses_an_unknown_value(runner, setup):
