@@ -3,6 +3,7 @@ codes, the second step of /auth/signin and of the sign-in page, the domain's pol
 
 from __future__ import annotations
 
+import html
 import json
 import re
 import time
@@ -396,3 +397,49 @@ def test_id_tokens_name_the_second_factor_in_amr(client, oidc):
     code = get_code(client, oidc.app.client_id, scope="openid")
     _, claims = verify(client, exchange(client, oidc.app, oidc.secret, code).get_json()["id_token"])
     assert claims["amr"] == ["pwd", "otp", "mfa"]
+
+
+def test_acr_values_mfa_steps_up_a_password_session_and_the_id_token_says_so(client, oidc):
+    """acr_values=mfa: a session without a second factor signs in again, with one (enrolling if need be)."""
+    from tests.conftest import authorize, location_params
+    from tests.test_id_tokens import exchange, verify
+
+    assert signin_password(client).status_code == 202
+    asked = authorize(client, oidc.app.client_id, scope="openid", acr_values="mfa", state="s1")
+    assert asked.status_code == 303
+    assert asked.headers["Location"].startswith("/auth/login?")
+    sign_in_page = client.get(asked.headers["Location"], headers=headers())
+    continue_to = re.search(r'name="continue" type="hidden" value="([^"]+)"', sign_in_page.get_data(as_text=True))
+    target = html.unescape(continue_to.group(1))
+    # No policy and no factor: the request's acr_values make this sign-in set one up.
+    form = {"csrf_token": csrf_token(sign_in_page), "email": "person@example.com", "password": PASSWORD}
+    page = client.post("/auth/login", data=form | {"continue": target}, headers=headers())
+    assert page.status_code == 200
+    assert "Set up an authenticator app" in page.get_data(as_text=True)
+    token = re.search(r'name="mfa_token" type="hidden" value="([^"]+)"', page.get_data(as_text=True)).group(1)
+    enrolled = client.post(
+        "/auth/login/mfa/enrol",
+        data={"csrf_token": csrf_token(page), "mfa_token": token, "code": _code(_secret(page))},
+        headers=headers(),
+    )
+    assert enrolled.status_code == 200
+    back = re.search(r'class="button" href="([^"]+)"', enrolled.get_data(as_text=True)).group(1)
+    answer = client.get(html.unescape(back), headers=headers())
+    assert answer.status_code == 302, answer.get_data(as_text=True)
+    params = location_params(answer)
+    assert params["state"] == "s1"
+    _, claims = verify(client, exchange(client, oidc.app, oidc.secret, params["code"]).get_json()["id_token"])
+    assert claims["acr"] == "mfa"
+    assert claims["amr"] == ["pwd", "otp", "mfa"]
+
+
+def test_without_acr_values_no_acr_claim_and_discovery_names_mfa(client, oidc):
+    from tests.conftest import get_code
+    from tests.test_id_tokens import exchange, verify
+
+    assert signin_password(client).status_code == 202
+    code = get_code(client, oidc.app.client_id, scope="openid")
+    _, claims = verify(client, exchange(client, oidc.app, oidc.secret, code).get_json()["id_token"])
+    assert "acr" not in claims
+    discovery = client.get("/.well-known/openid-configuration", headers=headers()).get_json()
+    assert discovery["acr_values_supported"] == ["mfa"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import secrets
 import time
+from urllib.parse import parse_qsl, urlsplit
 
 import pyotp
 import segno
@@ -21,6 +22,8 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Domain, MfaFactor, RecoveryCode, User
 
 RECOVERY_CODES = 10
+# The Authentication Context Class a relying party asks for, and an ID token states, for two factors.
+MFA_ACR = "mfa"
 # Codes of the previous and the next 30-second step are accepted (clock drift, typing time).
 VALID_WINDOW = 1
 # Recovery codes: 10 characters of Crockford-like base32 (50 bits), shown as XXXXX-XXXXX.
@@ -48,11 +51,30 @@ def policy_applies(user: User, domain: Domain) -> bool:
     return domain.mfa_require == "admins" and (user.admin or user.support or user.system_admin)
 
 
-def required_at_sign_in(user: User, domain: Domain) -> bool:
-    """An enrolled user, or one the policy covers, gets no session until a second factor passes."""
+def required_at_sign_in(user: User, domain: Domain, *, asked: bool = False) -> bool:
+    """An enrolled user, or one the policy covers, gets no session until a second factor passes.
+
+    ``asked``: the sign-in is for an authorisation request whose ``acr_values``
+    asks for multi-factor (step-up): everyone then passes one, enrolling if need be.
+    """
+    if asked:
+        return True
     if user.service_account:
         return enrolled(user)
     return enrolled(user) or policy_applies(user, domain)
+
+
+def asks_for_mfa(acr_values: str | None) -> bool:
+    """Whether OpenID Connect ``acr_values`` ask for a multi-factor sign-in."""
+    return MFA_ACR in (acr_values or "").split()
+
+
+def continue_asks_for_mfa(target: str) -> bool:
+    """Whether the sign-in returns to an authorisation request asking for multi-factor (``acr_values``)."""
+    parts = urlsplit(target or "")
+    if parts.path != "/auth/oauth/authorize":
+        return False
+    return any(asks_for_mfa(value) for name, value in parse_qsl(parts.query) if name == "acr_values")
 
 
 def console_allowed(user: User, domain: Domain, amr: list[str]) -> bool:
