@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Response, flash, redirect, url_for
 from wtforms import SelectField
+from wtforms.fields.choices import SelectChoice
 
 from authsvc import admin
 from authsvc.accounts.mfa import factors
@@ -21,7 +22,9 @@ POLICY_LABELS = {
 
 
 class PolicyForm(PageForm):
-    require = SelectField("Who must sign in with a second factor", choices=[(p, POLICY_LABELS[p]) for p in POLICIES])
+    require = SelectField(
+        "Who must sign in with a second factor", choices=[SelectChoice(p, POLICY_LABELS[p]) for p in POLICIES]
+    )
 
 
 @bp.route("/domains/<domain_id>/mfa", methods=["GET", "POST"])
