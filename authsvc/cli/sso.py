@@ -13,9 +13,10 @@ from sqlalchemy import select
 
 from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
 from authsvc.core import security, validation
+from authsvc.core.audit import record as audit_record
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.identity import providers
+from authsvc.identity import providers, saml
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 
@@ -44,8 +45,20 @@ def validate_provider_url(url: str | None, what: str, private_allowed: bool) -> 
 @sso.command("create")
 @click.option("--domain", "host", required=True)
 @click.option("--name", required=True, help="Shown on the sign-in button.")
-@click.option("--client-id", required=True, help="Our client id at the provider.")
-@click.option("--client-secret", required=True, help="Our client secret at the provider (stored encrypted).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["oidc", "oauth2", "saml"]),
+    help="Default: oidc with --issuer, oauth2 with the three URLs. saml needs --metadata-url or --metadata-file.",
+)
+@click.option("--client-id", help="Our client id at the provider (OIDC, OAuth 2.0).")
+@click.option("--client-secret", help="Our client secret at the provider (stored encrypted).")
+@click.option("--metadata-url", help="SAML: the IdP's metadata URL (refetched when stale: new certificates).")
+@click.option("--metadata-file", type=click.File("r"), help="SAML: the IdP's metadata XML file.")
+@click.option("--email-attribute", help="SAML: the attribute holding the e-mail address.")
+@click.option("--name-attribute", help="SAML: the attribute holding the display name.")
+@click.option("--groups-attribute", help="SAML: the attribute holding the groups (the user's groups).")
+@click.option("--allow-unsolicited", is_flag=True, help="SAML: accept IdP-initiated sign-ins (no browser binding).")
+@click.option("--clock-skew", type=click.IntRange(0, 600), default=60, help="SAML: seconds of clock difference.")
 @click.option("--issuer", help="OpenID Connect issuer; endpoints come from its discovery document.")
 @click.option("--authorize-url")
 @click.option("--token-url")
@@ -68,8 +81,16 @@ def validate_provider_url(url: str | None, what: str, private_allowed: bool) -> 
 def create_sso(
     host: str,
     name: str,
-    client_id: str,
-    client_secret: str,
+    protocol: str | None,
+    client_id: str | None,
+    client_secret: str | None,
+    metadata_url: str | None,
+    metadata_file: Any,
+    email_attribute: str | None,
+    name_attribute: str | None,
+    groups_attribute: str | None,
+    allow_unsolicited: bool,
+    clock_skew: int,
     issuer: str | None,
     authorize_url: str | None,
     token_url: str | None,
@@ -88,6 +109,17 @@ def create_sso(
 ) -> None:
     domain = domain_by_host(host)
     private_allowed = allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    saml_options = (metadata_url, metadata_file, email_attribute, name_attribute, groups_attribute, allow_unsolicited)
+    if protocol == "saml":
+        metadata_url = validate_provider_url(metadata_url, "--metadata-url", private_allowed)
+        attributes = {"email": email_attribute, "name": name_attribute, "groups": groups_attribute}
+        xml = metadata_file.read(saml.MAX_METADATA_BYTES + 1) if metadata_file else None
+        _create_saml(domain, name, metadata_url, xml, attributes, allow_unsolicited, clock_skew, allow_private_network)
+        return
+    if any(saml_options):
+        raise click.ClickException("--metadata-url, --metadata-file and the attribute options go with --protocol saml")
+    if not client_id or not client_secret:
+        raise click.ClickException("--client-id and --client-secret are needed (or --protocol saml)")
     fields: dict[str, Any] = {}
     if preset == "microsoft":
         if not tenant or not re.match(r"^[A-Za-z0-9.-]{1,100}$", tenant):
@@ -95,9 +127,9 @@ def create_sso(
         fields = providers.microsoft_preset(tenant)
     elif tenant:
         raise click.ClickException("--tenant goes with --preset microsoft")
-    elif issuer:
+    elif issuer and protocol != "oauth2":
         fields = {"kind": "oidc"}
-    elif authorize_url and token_url and userinfo_url:
+    elif authorize_url and token_url and userinfo_url and protocol != "oidc":
         fields = {"kind": "oauth2"}
     else:
         raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
@@ -147,6 +179,56 @@ def create_sso(
     emit(out)
 
 
+def _create_saml(
+    domain: Domain,
+    name: str,
+    metadata_url: str | None,
+    metadata_xml: str | None,
+    attributes: dict[str, str | None],
+    allow_unsolicited: bool,
+    clock_skew: int,
+    allow_private_network: bool,
+) -> None:
+    if bool(metadata_url) == bool(metadata_xml):
+        raise click.ClickException("--protocol saml needs --metadata-url or --metadata-file (one of them)")
+    try:
+        provider = saml.new_provider(
+            secrets.token_hex(8),
+            domain.id,
+            domain.host,
+            name,
+            metadata_xml=metadata_xml,
+            metadata_url=metadata_url,
+            attributes=attributes,
+            allow_private_network=allow_private_network,
+            allow_unsolicited=allow_unsolicited,
+            clock_skew=clock_skew,
+        )
+    except saml.SamlError as exc:
+        raise click.ClickException(exc.message) from None
+    db.session.add(provider)
+    audit_record(
+        "sso.created",
+        domain_id=domain.id,
+        actor="cli",
+        target=f"sso:{provider.id}",
+        details={"after": provider.as_json()},
+        commit=False,
+    )
+    commit_or_fail("that SSO provider")
+    emit(_saml_urls(domain, provider))
+
+
+def _saml_urls(domain: Domain, provider: SsoProvider) -> dict[str, str]:
+    urls = saml.sp_urls(domain.host, provider.id)
+    return {
+        "id": provider.id,
+        "callback_url": urls["acs_url"],
+        "metadata_url": urls["metadata_url"],
+        "entity_id": urls["entity_id"],
+    }
+
+
 def _callback_url(domain: Domain) -> str:
     return f"https://{domain.host}/auth/oauth2/callback"
 
@@ -172,6 +254,9 @@ def list_sso(host: str | None) -> None:
 def show_sso(provider_id: str) -> None:
     provider = _provider(provider_id)
     domain = db.session.get(Domain, provider.domain_id)
+    if provider.kind == "saml":
+        emit(provider.as_json() | _saml_urls(domain, provider))
+        return
     out = provider.as_json() | {"callback_url": _callback_url(domain)}
     consent = providers.admin_consent_url(provider, out["callback_url"])
     if consent:
@@ -184,3 +269,27 @@ def show_sso(provider_id: str) -> None:
 def check_sso(provider_id: str) -> None:
     """List the required permissions the latest sign-in was not granted (admin consent missing)."""
     emit(providers.check(_provider(provider_id)))
+
+
+@sso.command("refresh-metadata")
+@click.argument("provider_id")
+def refresh_metadata(provider_id: str) -> None:
+    """Refetch a SAML provider's IdP metadata now (a new signing certificate at the IdP)."""
+    provider = _provider(provider_id)
+    if provider.kind != "saml":
+        raise click.ClickException("only a SAML provider has IdP metadata")
+    try:
+        changed = saml.refresh_metadata(provider, force=True)
+    except saml.SamlError as exc:
+        db.session.rollback()
+        raise click.ClickException(exc.message) from None
+    audit_record(
+        "saml.metadata_refreshed",
+        domain_id=provider.domain_id,
+        actor="cli",
+        target=f"sso:{provider.id}",
+        details={"changed": changed},
+        commit=False,
+    )
+    db.session.commit()
+    emit({"id": provider.id, "changed": changed, "fetched_at": provider.saml_metadata_fetched_at})

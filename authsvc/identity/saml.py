@@ -1,0 +1,413 @@
+"""SAML 2.0 service provider: pysaml2 does the protocol, the xmlsec1 binary the signatures and decryption.
+
+Per provider we are one SP with our own entity id, assertion consumer service
+(ACS) and key pair; the IdP is described by its metadata. Nothing here checks
+a signature itself: pysaml2 asks xmlsec1, against the certificates of the
+IdP's metadata only. What pysaml2 leaves to its caller (whether the response
+answers *our* pending request, replays) is decided in ``verify_response`` and
+in authsvc.identity.saml_flow.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime
+import hmac
+import logging
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flask import current_app
+
+from authsvc.core import security
+from authsvc.core.models import SsoProvider
+
+if TYPE_CHECKING:
+    from saml2.client import Saml2Client
+
+# pysaml2 (and the cryptography it drives) is imported inside the functions
+# that use it: a web worker that never serves a SAML sign-in does not pay for it.
+
+log = logging.getLogger(__name__)
+
+SAML_PREFIX = "/auth/oauth2/saml"
+
+# Attribute names tried for our fields when the provider names none: the
+# friendly names pysaml2 maps URN attributes to, and the claim URIs ADFS and
+# Microsoft Entra send.
+DEFAULT_ATTRIBUTES = {
+    "email": [
+        "email",
+        "mail",
+        "emailAddress",
+        "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/emailaddress",
+        "urn:oid:0.9.2342.19200300.100.1.3",
+    ],
+    "name": [
+        "displayName",
+        "name",
+        "cn",
+        "http://schemas.microsoft.com/identity/claims/displayname",
+        "http://schemas.xmlsoap.org/ws/2005/05/identity/claims/name",
+    ],
+    "groups": [
+        "groups",
+        "memberOf",
+        "isMemberOf",
+        "http://schemas.microsoft.com/ws/2008/06/identity/claims/groups",
+        "http://schemas.xmlsoap.org/claims/Group",
+    ],
+}
+ATTRIBUTE_FIELDS = tuple(DEFAULT_ATTRIBUTES)
+MAX_METADATA_BYTES = 1_000_000
+MAX_RESPONSE_BYTES = 500_000
+
+
+class SamlError(Exception):
+    """The SAML sign-in or configuration cannot go on; ``reason`` is a short code for the audit record."""
+
+    def __init__(self, reason: str, message: str = "The identity provider's answer was refused."):
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def sp_urls(domain_host: str, provider_id: str) -> dict[str, str]:
+    """Our entity id (the metadata URL, as is customary), metadata URL and ACS for a provider.
+
+    Built from the domain's host, never from the request: the IdP was told
+    these once, and they must not change with how a request reached us.
+    """
+    base = f"https://{domain_host}{SAML_PREFIX}/{provider_id}"
+    return {"entity_id": f"{base}/metadata", "metadata_url": f"{base}/metadata", "acs_url": f"{base}/acs"}
+
+
+def new_key_pair(common_name: str) -> tuple[str, str]:
+    """A fresh RSA key and a self-signed certificate for it (ten years), both PEM.
+
+    SAML uses the certificate only as a container for the public key: the IdP
+    trusts it because our metadata names it, not because of who signed it.
+    """
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name[:64])])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=3650))
+        .sign(key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    return key_pem, cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def xmlsec_binary() -> str:
+    """The xmlsec1 binary pysaml2 runs, or SamlError when this machine has none."""
+    from saml2.sigver import SigverError, get_xmlsec_binary
+
+    try:
+        return get_xmlsec_binary(["/usr/bin", "/usr/local/bin", "/opt/local/bin"])
+    except SigverError:
+        raise SamlError(
+            "xmlsec1_missing", "SAML sign-in is not available on this server (xmlsec1 is missing)."
+        ) from None
+
+
+def idp_entity_id(metadata_xml: str) -> str:
+    """The entity id of the one IdP that ``metadata_xml`` describes, or SamlError.
+
+    It must offer single sign-on over the HTTP-Redirect binding and name at
+    least one signing certificate: without one, no response could be verified.
+    """
+    from saml2 import BINDING_HTTP_REDIRECT
+    from saml2.mdstore import MetadataStore
+
+    if not metadata_xml or len(metadata_xml.encode()) > MAX_METADATA_BYTES:
+        raise SamlError("bad_metadata", "The IdP metadata is empty or too large.")
+    store = MetadataStore(attrc=None, config=None)
+    try:
+        store.load("inline", metadata_xml)
+        idps = list(store.identity_providers())
+    except Exception as exc:  # noqa: BLE001 - pysaml2 raises many kinds on bad XML
+        raise SamlError("bad_metadata", f"The IdP metadata cannot be read ({exc.__class__.__name__}).") from None
+    if len(idps) != 1:
+        raise SamlError("bad_metadata", f"The metadata must describe exactly one identity provider, not {len(idps)}.")
+    entity_id = idps[0]
+    if not store.single_sign_on_service(entity_id, BINDING_HTTP_REDIRECT):
+        raise SamlError("bad_metadata", "The identity provider offers no HTTP-Redirect single sign-on service.")
+    if not store.certs(entity_id, "idpsso", "signing"):
+        raise SamlError("bad_metadata", "The identity provider's metadata names no signing certificate.")
+    return entity_id
+
+
+def fetch_metadata(url: str, allow_private: bool) -> str:
+    """The IdP metadata at ``url``, through the outbound destination rules; SamlError when unreachable."""
+    import requests
+
+    from authsvc.core import outbound
+
+    try:
+        with outbound.guard(None, allow_private=allow_private) as session:
+            response = session.get(url, timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"], stream=True)
+            response.raise_for_status()
+            body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+    except requests.RequestException as exc:
+        reason = "metadata_refused" if outbound.refused(exc) else "metadata_unreachable"
+        raise SamlError(reason, f"The IdP metadata URL could not be read ({exc.__class__.__name__}).") from None
+    if len(body) > MAX_METADATA_BYTES:
+        raise SamlError("bad_metadata", "The IdP metadata is too large.")
+    return body.decode("utf-8", "replace")
+
+
+def refresh_metadata(provider: SsoProvider, *, force: bool = False) -> bool:
+    """Refetch the IdP metadata of ``provider`` from its URL when stale (or ``force``); whether it changed.
+
+    This is how a new IdP signing certificate reaches us (rollover). The
+    caller commits. A document for another IdP entity id is refused: that
+    would change who the provider's accounts are.
+    """
+    if not provider.saml_metadata_url:
+        if force:
+            raise SamlError("no_metadata_url", "This provider's metadata was given as a file: upload the new one.")
+        return False
+    max_age = current_app.config["AUTHSVC_SAML_METADATA_MAX_AGE"]
+    if not force and provider.saml_metadata_fetched_at and time.time() - provider.saml_metadata_fetched_at < max_age:
+        return False
+    allowed = provider.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    xml = fetch_metadata(provider.saml_metadata_url, allowed)
+    if idp_entity_id(xml) != provider.client_id:
+        raise SamlError("metadata_entity_changed", "The fetched metadata is for another identity provider.")
+    changed = xml != provider.saml_metadata_xml
+    provider.saml_metadata_xml = xml
+    provider.saml_metadata_fetched_at = int(time.time())
+    return changed
+
+
+@contextmanager
+def _client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = False) -> Iterator[Saml2Client]:
+    """A pysaml2 SP client for ``provider``; our private key exists on disk (0600) only inside the block.
+
+    xmlsec1 reads keys from files. The key is decrypted into a private
+    temporary directory and removed when the block ends.
+    """
+    from saml2 import BINDING_HTTP_POST
+    from saml2.client import Saml2Client
+    from saml2.config import SPConfig
+
+    binary = xmlsec_binary()
+    urls = sp_urls(domain_host, provider.id)
+    with tempfile.TemporaryDirectory(prefix="authsvc-saml-") as private:
+        key_file, cert_file = os.path.join(private, "sp.key"), os.path.join(private, "sp.crt")
+        for path, text in (
+            (key_file, security.decrypt(provider.saml_sp_key_encrypted)),
+            (cert_file, provider.saml_sp_certificate),
+        ):
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(text)
+        config = SPConfig()
+        config.load(
+            {
+                "entityid": urls["entity_id"],
+                "xmlsec_binary": binary,
+                "key_file": key_file,
+                "cert_file": cert_file,
+                "encryption_keypairs": [{"key_file": key_file, "cert_file": cert_file}],
+                "metadata": {"inline": [provider.saml_metadata_xml]},
+                "accepted_time_diff": provider.saml_clock_skew,
+                "allow_unknown_attributes": True,
+                "service": {
+                    "sp": {
+                        "name": provider.name,
+                        "endpoints": {"assertion_consumer_service": [(urls["acs_url"], BINDING_HTTP_POST)]},
+                        "allow_unsolicited": unsolicited,
+                        "authn_requests_signed": True,
+                        "logout_requests_signed": True,
+                        # Either is enough, as long as it covers the assertion; pysaml2 refuses neither.
+                        "want_response_signed": False,
+                        "want_assertions_signed": False,
+                        "want_assertions_or_response_signed": True,
+                    }
+                },
+            }
+        )
+        yield Saml2Client(config=config)
+
+
+def metadata_document(provider: SsoProvider, domain_host: str) -> str:
+    """Our SP metadata for ``provider``: entity id, ACS (HTTP-POST), signing and encryption certificate."""
+    from saml2.metadata import entity_descriptor
+
+    with _client(provider, domain_host) as client:
+        return str(entity_descriptor(client.config))
+
+
+def authn_request(provider: SsoProvider, domain_host: str, relay_state: str) -> tuple[str, str]:
+    """A signed AuthnRequest over HTTP-Redirect: (its id, the IdP URL to send the browser to)."""
+    from saml2 import BINDING_HTTP_REDIRECT
+    from saml2.xmldsig import SIG_RSA_SHA256
+
+    with _client(provider, domain_host) as client:
+        request_id, info = client.prepare_for_authenticate(
+            entityid=provider.client_id,
+            relay_state=relay_state,
+            binding=BINDING_HTTP_REDIRECT,
+            sign=True,
+            sigalg=SIG_RSA_SHA256,
+        )
+    return request_id, dict(info["headers"])["Location"]
+
+
+@dataclass
+class Verified:
+    """What a verified response says: who, their attributes, and the assertion's id and end of validity."""
+
+    subject: str
+    attributes: dict[str, list[str]]
+    assertion_id: str
+    not_on_or_after: int
+    in_response_to: str | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def verify_response(provider: SsoProvider, domain_host: str, saml_response: str, request_id: str | None) -> Verified:
+    """Verify an HTTP-POST ``SAMLResponse`` for ``provider``; SamlError(reason) on any failure.
+
+    ``request_id``: our pending AuthnRequest's id this browser's flow holds, or
+    None for an IdP-initiated (unsolicited) response, which the caller allows
+    only when the provider does. pysaml2 checks signatures (a signed assertion,
+    or a signed response around it), audience, destination, recipient, times
+    and the request id it is given; it accepts a response without
+    ``InResponseTo`` even then, which we do not.
+    """
+    from saml2 import BINDING_HTTP_POST
+
+    if not saml_response or len(saml_response) > MAX_RESPONSE_BYTES:
+        raise SamlError("malformed")
+    try:
+        base64.b64decode(saml_response, validate=True)
+    except (binascii.Error, ValueError):
+        raise SamlError("malformed") from None
+    outstanding = {request_id: "/"} if request_id else {}
+    with _client(provider, domain_host, unsolicited=request_id is None) as client:
+        try:
+            response = client.parse_authn_request_response(saml_response, BINDING_HTTP_POST, outstanding=outstanding)
+        except Exception as exc:  # noqa: BLE001 - pysaml2 signals each refusal by its own exception
+            log.info("SAML provider %s: response refused: %s", provider.id, exc.__class__.__name__)
+            raise SamlError(_reason(exc)) from None
+    if response is None or response.assertion is None or response.name_id is None:
+        # pysaml2 answers None for a Destination that is not our ACS, and for undecodable input.
+        raise SamlError("destination" if response is None else "no_assertion")
+    answered = response.in_response_to
+    if request_id is not None:
+        if not answered or not hmac.compare_digest(answered, request_id):
+            raise SamlError("in_response_to")
+    elif answered:
+        # An answer to some request that is not pending here is not "unsolicited": it belongs to someone else.
+        raise SamlError("in_response_to")
+    for confirmation in response.assertion.subject.subject_confirmation:
+        data = confirmation.subject_confirmation_data
+        if data is not None and (data.in_response_to or None) != (request_id or None):
+            raise SamlError("in_response_to")
+    issuer = response.issuer()
+    if issuer and issuer != provider.client_id:
+        raise SamlError("issuer")
+    attributes = {name: [str(v) for v in values if v is not None] for name, values in (response.ava or {}).items()}
+    return Verified(
+        subject=response.name_id.text.strip() if response.name_id.text else "",
+        attributes=attributes,
+        assertion_id=response.assertion.id,
+        not_on_or_after=int(response.not_on_or_after or 0),
+        in_response_to=answered,
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    """A short code for why pysaml2 refused a response (for the audit record; the user sees one message)."""
+    name, text = exc.__class__.__name__, str(exc).lower()
+    if "signature" in text or "signed" in text or name in ("SignatureError", "SigverError", "BadSignature"):
+        return "signature"
+    if name == "UnsolicitedResponse" or "recall" in text:
+        return "in_response_to"
+    if name in ("ResponseLifetimeExceed", "ToEarly") or "lifetime" in text or "too early" in text:
+        return "expired"
+    if "audience" in text:
+        return "audience"
+    if "recipient" in text:
+        return "recipient"
+    if "assertion" in text and "number" in text:
+        return "assertion_count"
+    if name.startswith("Status"):
+        return "idp_status"
+    if name in ("DecryptError", "DecryptionFailed"):
+        return "decryption"
+    return "invalid"
+
+
+def new_provider(
+    provider_id: str,
+    domain_id: int,
+    domain_host: str,
+    name: str,
+    *,
+    metadata_xml: str | None,
+    metadata_url: str | None,
+    attributes: dict[str, str | None],
+    allow_private_network: bool = False,
+    allow_unsolicited: bool = False,
+    clock_skew: int = 60,
+    trust_email: bool = False,
+) -> SsoProvider:
+    """A new SAML provider (not saved): the IdP's metadata read (fetched from its URL when given), a fresh key pair.
+
+    ``attributes`` maps our fields (email, name, groups) to the IdP's attribute name; unnamed ones use
+    DEFAULT_ATTRIBUTES. SamlError when the metadata cannot be had or read.
+    """
+    if metadata_url:
+        allowed = allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+        metadata_xml = fetch_metadata(metadata_url, allowed)
+    entity_id = idp_entity_id(metadata_xml or "")
+    key_pem, cert_pem = new_key_pair(sp_urls(domain_host, provider_id)["entity_id"])
+    mappings = {name: [value] for name, value in attributes.items() if value}
+    return SsoProvider(
+        id=provider_id,
+        domain_id=domain_id,
+        name=name,
+        kind="saml",
+        client_id=entity_id[:255],
+        client_secret_encrypted=security.encrypt(""),
+        scopes="",
+        profile_mappings=mappings,
+        match_rules={},
+        trust_email=trust_email,
+        allow_private_network=allow_private_network,
+        saml_metadata_xml=metadata_xml,
+        saml_metadata_url=metadata_url,
+        saml_metadata_fetched_at=int(time.time()) if metadata_url else None,
+        saml_sp_certificate=cert_pem,
+        saml_sp_key_encrypted=security.encrypt(key_pem),
+        saml_allow_unsolicited=allow_unsolicited,
+        saml_clock_skew=clock_skew,
+    )
+
+
+def attribute_names(provider: SsoProvider, field_name: str) -> list[str]:
+    """The IdP attribute names read for our ``field_name`` (email, name, groups), the configured one first."""
+    return [*provider.profile_mappings.get(field_name, []), *DEFAULT_ATTRIBUTES[field_name]]

@@ -1,0 +1,258 @@
+"""SAML 2.0 sign-in against a real IdP on loopback (pysaml2's saml2.server.Server, tests/saml_idp.py).
+
+The browser's path is followed as a browser takes it: our redirect to the IdP,
+the IdP's auto-posting form, that POST to our ACS from the IdP's site (a
+foreign Origin, and no cookie: ours are SameSite=Lax), then our redirect back
+to ourselves, which carries the flow cookie.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from authsvc.core.models import AuditRecord, ExternalIdentity, SsoProvider, User
+from tests.conftest import HOST, headers
+from tests.saml_idp import SamlIdp, xmlsec_available
+
+pytestmark = pytest.mark.skipif(
+    not xmlsec_available(), reason="xmlsec1 is not installed (Debian package xmlsec1; scripts/test installs it as root)"
+)
+
+ADA = {"mail": "ada@example.com", "displayName": "Ada Lovelace", "groups": ["staff", "ops"]}
+
+
+@pytest.fixture
+def idp():
+    with SamlIdp() as idp:
+        idp.sign_in_as("saml-ada", **ADA)
+        yield idp
+
+
+def create_saml(runner, *args) -> dict:
+    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "Corp SAML", "--protocol", "saml", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def introduce(client, idp, created: dict) -> None:
+    """What an IdP administrator does: import our SP metadata from its URL."""
+    metadata = client.get(urlsplit(created["metadata_url"]).path, headers=headers())
+    assert metadata.status_code == 200
+    idp.trust_sp(metadata.get_data(as_text=True))
+
+
+@pytest.fixture
+def saml_provider(client, runner, setup, idp):
+    created = create_saml(
+        runner, "--metadata-url", idp.url + "/metadata", "--groups-attribute", "groups", "--allow-private-network"
+    )
+    introduce(client, idp, created)
+    return created
+
+
+def read_form(page: str) -> tuple[str, dict[str, str]]:
+    action = unescape(re.search(r'<form[^>]*action="([^"]+)"', page).group(1))
+    fields = {
+        unescape(n): unescape(v) for n, v in re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page)
+    }
+    return action, fields
+
+
+def post_from_idp(app, idp, action: str, fields: dict[str, str]):
+    """The IdP page's cross-site POST: foreign Origin, and none of our (SameSite=Lax) cookies."""
+    browser_without_cookies = app.test_client()
+    return browser_without_cookies.post(
+        urlsplit(action).path,
+        data=fields,
+        headers=headers(Origin=idp.url, **{"Sec-Fetch-Site": "cross-site", "Sec-Fetch-Mode": "navigate"}),
+    )
+
+
+def to_idp(client, provider_id: str, **query):
+    start = client.get("/auth/oauth2", query_string={"id": provider_id, **query}, headers=headers())
+    assert start.status_code == 302, start.get_data(as_text=True)
+    at_idp = requests.get(start.headers["Location"], timeout=10)
+    assert at_idp.status_code == 200, at_idp.text
+    return start, read_form(at_idp.text)
+
+
+def sign_in(app, client, idp, provider_id: str, **query):
+    """The whole round trip; returns the ACS's answer and, when it redirected, our finishing answer."""
+    _, (action, fields) = to_idp(client, provider_id, **query)
+    posted = post_from_idp(app, idp, action, fields)
+    if posted.status_code != 303:
+        return posted, None
+    return posted, client.get(posted.headers["Location"], headers=headers())
+
+
+def audit_events(world, event: str) -> list[AuditRecord]:
+    return world.query(select(AuditRecord).where(AuditRecord.event == event).order_by(AuditRecord.id))
+
+
+def refusal_reasons(world) -> list[str]:
+    return [r.details.get("reason") for r in audit_events(world, "saml.refused")]
+
+
+# Configuration and metadata
+
+
+def test_sso_create_saml_prints_the_acs_metadata_url_and_entity_id(client, runner, setup, idp, world):
+    created = create_saml(runner, "--metadata-url", idp.url + "/metadata", "--allow-private-network")
+    base = f"https://{HOST}/auth/oauth2/saml/{created['id']}"
+    assert created == {
+        "id": created["id"],
+        "callback_url": f"{base}/acs",
+        "metadata_url": f"{base}/metadata",
+        "entity_id": f"{base}/metadata",
+    }
+    provider = world.query(select(SsoProvider))[0]
+    assert provider.kind == "saml" and provider.client_id == idp.entity_id
+    assert "PRIVATE KEY" not in provider.saml_sp_key_encrypted and provider.saml_sp_key_encrypted
+    assert provider.saml_sp_certificate.startswith("-----BEGIN CERTIFICATE-----")
+    assert [r.target for r in audit_events(world, "sso.created")] == [f"sso:{created['id']}"]
+
+
+def test_sp_metadata_names_our_entity_id_acs_and_certificate(client, runner, setup, idp, world):
+    created = create_saml(runner, "--metadata-url", idp.url + "/metadata", "--allow-private-network")
+    response = client.get(urlsplit(created["metadata_url"]).path, headers=headers())
+    assert response.status_code == 200
+    assert response.mimetype == "application/samlmetadata+xml"
+    document = response.get_data(as_text=True)
+    assert f'entityID="{created["entity_id"]}"' in document
+    assert f'Location="{created["callback_url"]}"' in document
+    assert "urn:oasis:names:tc:SAML:2.0:bindings:HTTP-POST" in document
+    certificate = world.query(select(SsoProvider))[0].saml_sp_certificate
+    body = "".join(certificate.strip().splitlines()[1:-1])
+    assert document.count(body) == 2  # one KeyDescriptor for signing, one for encryption
+    assert 'use="signing"' in document and 'use="encryption"' in document
+    assert "PRIVATE" not in document
+
+
+def test_sso_create_saml_from_a_metadata_file(client, runner, setup, idp, tmp_path):
+    path = tmp_path / "idp.xml"
+    path.write_text(idp.metadata())
+    created = create_saml(runner, "--metadata-file", str(path), "--email-attribute", "mail")
+    assert created["callback_url"].endswith("/acs")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([], "--metadata-url or --metadata-file"),
+        (["--metadata-url", "https://idp.example.com/md", "--metadata-file", "x"], "one of them"),
+        (["--metadata-url", "http://127.0.0.1:1/metadata"], "private"),
+    ],
+)
+def test_sso_create_saml_refuses_bad_input(runner, setup, tmp_path, args, message):
+    if "x" in args:
+        (tmp_path / "x").write_text("<x/>")
+        args = [a if a != "x" else str(tmp_path / "x") for a in args]
+    result = runner.invoke(args=["sso", "create", "--domain", HOST, "--name", "S", "--protocol", "saml", *args])
+    assert result.exit_code != 0
+    assert message in result.output
+
+
+def test_metadata_that_is_not_an_idp_is_refused(runner, setup, tmp_path):
+    path = tmp_path / "idp.xml"
+    path.write_text("<not-metadata/>")
+    result = runner.invoke(
+        args=["sso", "create", "--domain", HOST, "--name", "S", "--protocol", "saml", "--metadata-file", str(path)]
+    )
+    assert result.exit_code != 0
+    assert "exactly one identity provider" in result.output or "cannot be read" in result.output
+
+
+def test_an_unknown_providers_metadata_is_a_404(client, setup):
+    assert client.get("/auth/oauth2/saml/0123456789abcdef/metadata", headers=headers()).status_code == 404
+
+
+# The sign-in
+
+
+def test_start_sends_a_signed_authn_request_over_http_redirect(client, idp, saml_provider):
+    start = client.get("/auth/oauth2", query_string={"id": saml_provider["id"]}, headers=headers())
+    assert start.status_code == 302
+    location = urlsplit(start.headers["Location"])
+    query = parse_qs(location.query)
+    assert f"{location.scheme}://{location.netloc}{location.path}" == idp.url + "/sso/redirect"
+    assert {"SAMLRequest", "RelayState", "SigAlg", "Signature"} <= set(query)
+    assert query["SigAlg"] == ["http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"]
+    # RelayState is our own flow id, not a URL.
+    assert not query["RelayState"][0].startswith(("http", "/"))
+    cookie = start.headers["Set-Cookie"]
+    assert "authsvc_sso=" in cookie and "SameSite=Lax" in cookie and "HttpOnly" in cookie
+
+
+def test_a_signed_assertion_signs_the_user_in_with_groups(app, client, world, idp, saml_provider):
+    posted, finished = sign_in(app, client, idp, saml_provider["id"], **{"continue": "/auth/login?x=1"})
+    assert posted.status_code == 303
+    assert urlsplit(posted.headers["Location"]).path == "/auth/oauth2/saml/finish"
+    assert finished.status_code == 303
+    assert finished.headers["Location"] == "/auth/login?x=1"
+    assert client.get_cookie("user", domain=HOST) is not None
+    user = world.query(select(User).where(User.email == "ada@example.com"))[0]
+    assert user.name == "Ada Lovelace"
+    assert user.groups == ["ops", "staff"]
+    identity = world.query(select(ExternalIdentity))[0]
+    assert identity.subject == "saml-ada" and identity.provider_id == saml_provider["id"]
+    signins = audit_events(world, "saml.signin")
+    assert [s.target for s in signins] == [f"user:{user.id}"]
+    # The request was signed, and the IdP saw our ACS and entity id.
+    assert idp.requests[-1]["signed"]
+    assert idp.requests[-1]["acs"] == saml_provider["callback_url"]
+    assert idp.requests[-1]["issuer"] == saml_provider["entity_id"]
+
+
+def test_the_session_inspects_with_the_groups(app, client, world, setup, idp, saml_provider):
+    from tests.conftest import get_code
+
+    sign_in(app, client, idp, saml_provider["id"])
+    code = get_code(client, setup.public_app.client_id)
+    token = client.post(
+        "/auth/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": setup.public_app.client_id,
+            "redirect_uri": "https://app.example.com/callback",
+        },
+        headers=headers(),
+    ).get_json()["access_token"]
+    claims = client.get("/api/engine/v2/api_keys/inspect", headers=headers(Authorization=f"Bearer {token}")).get_json()
+    assert claims["u"]["e"] == "ada@example.com"
+    assert claims["u"]["r"] == ["ops", "staff"]
+
+
+def test_an_encrypted_assertion_signs_the_user_in(app, client, world, idp, saml_provider):
+    idp.fault = "encrypted"
+    _, (action, fields) = to_idp(client, saml_provider["id"])
+    assert "EncryptedAssertion" in __import__("base64").b64decode(fields["SAMLResponse"]).decode()
+    posted = post_from_idp(app, idp, action, fields)
+    assert posted.status_code == 303, posted.get_data(as_text=True)
+    finished = client.get(posted.headers["Location"], headers=headers())
+    assert finished.status_code == 303
+    assert world.query(select(User.email).where(User.email == "ada@example.com")) == ["ada@example.com"]
+
+
+def test_a_signed_response_covering_an_unsigned_assertion_is_accepted(app, client, world, idp, saml_provider):
+    idp.fault = "signed_response"
+    posted, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert posted.status_code == 303, posted.get_data(as_text=True)
+    assert finished.status_code == 303
+
+
+def test_a_second_sign_in_uses_the_link_and_updates_the_groups(app, client, world, idp, saml_provider):
+    sign_in(app, client, idp, saml_provider["id"])
+    idp.sign_in_as("saml-ada", **{**ADA, "groups": ["staff"]})
+    _, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    users = world.query(select(User).where(User.email == "ada@example.com"))
+    assert len(users) == 1 and users[0].groups == ["staff"]
+    assert len(world.query(select(ExternalIdentity))) == 1
