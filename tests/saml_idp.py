@@ -183,6 +183,10 @@ class SamlIdp:
         past = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         future = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         if fault == "expired":
+            long_ago = (datetime.datetime.now(datetime.UTC) - datetime.timedelta(hours=2)).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"
+            )
+            xml = re.sub(r'NotBefore="[^"]+"', f'NotBefore="{long_ago}"', xml)
             return re.sub(r'NotOnOrAfter="[^"]+"', f'NotOnOrAfter="{past}"', xml)
         if fault == "not_yet_valid":
             return re.sub(r'NotBefore="[^"]+"', f'NotBefore="{future}"', xml)

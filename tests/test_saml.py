@@ -256,3 +256,153 @@ def test_a_second_sign_in_uses_the_link_and_updates_the_groups(app, client, worl
     users = world.query(select(User).where(User.email == "ada@example.com"))
     assert len(users) == 1 and users[0].groups == ["staff"]
     assert len(world.query(select(ExternalIdentity))) == 1
+
+
+# Refusals: each is a 400 page, signs nobody in, creates nobody, and is audited with its reason.
+
+
+def assert_refused(posted, world, reason: str) -> None:
+    assert posted.status_code == 400, posted.get_data(as_text=True)
+    assert "Sign-in refused" in posted.get_data(as_text=True)
+    assert world.query(select(User).where(User.email.in_(["ada@example.com", "mallory@example.com"]))) == []
+    assert world.query(select(ExternalIdentity)) == []
+    assert refusal_reasons(world)[-1] == reason
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("unsigned", "signature"),
+        ("tampered", "signature"),
+        ("other_key", "signature"),
+        ("expired", "expired"),
+        ("not_yet_valid", "expired"),
+        ("wrong_audience", "audience"),
+        ("wrong_destination", "destination"),
+        ("wrong_recipient", "recipient"),
+        ("no_in_response_to", "in_response_to"),
+        ("foreign_in_response_to", "in_response_to"),
+        ("wrapped_first", "assertion_count"),
+        ("wrapped_advice", "signature"),
+    ],
+)
+def test_a_bad_response_is_refused(app, client, world, idp, saml_provider, fault, reason):
+    idp.fault = fault
+    posted, _ = sign_in(app, client, idp, saml_provider["id"])
+    assert_refused(posted, world, reason)
+
+
+def test_a_replayed_response_is_refused(app, client, world, idp, saml_provider):
+    _, (action, fields) = to_idp(client, saml_provider["id"])
+    first = post_from_idp(app, idp, action, fields)
+    assert first.status_code == 303
+    again = post_from_idp(app, idp, action, fields)
+    assert again.status_code == 400
+    assert refusal_reasons(world) == ["unsolicited"]
+
+
+def test_a_replayed_unsolicited_assertion_is_refused_by_its_id(app, client, runner, world, setup, idp):
+    created = create_saml(
+        runner, "--metadata-url", idp.url + "/metadata", "--allow-private-network", "--allow-unsolicited"
+    )
+    introduce(client, idp, created)
+    page = requests.get(idp.initiate_url(created["entity_id"], created["callback_url"]), timeout=10).text
+    action, fields = read_form(page)
+    first = post_from_idp(app, idp, action, fields)
+    assert first.status_code == 303, first.get_data(as_text=True)
+    again = post_from_idp(app, idp, action, fields)
+    assert again.status_code == 400
+    assert refusal_reasons(world) == ["replayed"]
+
+
+def test_an_unsolicited_response_is_refused_unless_the_provider_allows_it(app, client, world, idp, saml_provider):
+    page = requests.get(idp.initiate_url(saml_provider["entity_id"], saml_provider["callback_url"]), timeout=10).text
+    action, fields = read_form(page)
+    assert_refused(post_from_idp(app, idp, action, fields), world, "unsolicited")
+
+
+def test_an_allowed_unsolicited_response_signs_in_and_ignores_a_url_relay_state(app, client, runner, world, setup, idp):
+    created = create_saml(
+        runner, "--metadata-url", idp.url + "/metadata", "--allow-private-network", "--allow-unsolicited"
+    )
+    introduce(client, idp, created)
+    url = idp.initiate_url(created["entity_id"], created["callback_url"], relay_state="https://evil.example.com/")
+    action, fields = read_form(requests.get(url, timeout=10).text)
+    posted = post_from_idp(app, idp, action, fields)
+    assert posted.status_code == 303
+    finished = client.get(posted.headers["Location"], headers=headers())
+    assert finished.status_code == 303
+    assert "evil.example.com" not in finished.headers["Location"]
+    assert audit_events(world, "saml.signin")[0].details["solicited"] is False
+
+
+def test_a_response_to_another_providers_flow_is_refused(app, client, runner, world, setup, idp, saml_provider):
+    other = create_saml(runner, "--metadata-url", idp.url + "/metadata", "--allow-private-network")
+    _, (action, fields) = to_idp(client, saml_provider["id"])
+    elsewhere = action.replace(saml_provider["id"], other["id"])
+    assert_refused(post_from_idp(app, idp, elsewhere, fields), world, "relay_state")
+
+
+def test_garbage_at_the_acs_is_a_400_not_a_500(app, client, world, idp, saml_provider):
+    _, (action, fields) = to_idp(client, saml_provider["id"])
+    for garbage in ("", "not base64!", "PHg+PC94Pg==", "A" * 10):
+        posted = post_from_idp(app, idp, action, {**fields, "SAMLResponse": garbage})
+        assert posted.status_code == 400
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+# The cross-site POST and the browser that started the flow
+
+
+def test_the_acs_takes_the_idps_cross_site_post_and_only_the_starting_browser_finishes(
+    app, client, world, idp, saml_provider
+):
+    _, (action, fields) = to_idp(client, saml_provider["id"])
+    posted = post_from_idp(app, idp, action, fields)
+    assert posted.status_code == 303  # not the cross-site guard's 403
+    # Another browser (an attacker's victim, handed the finishing link) signs nobody in.
+    victim = app.test_client()
+    stolen = victim.get(posted.headers["Location"], headers=headers())
+    assert stolen.status_code == 400
+    assert victim.get_cookie("user", domain=HOST) is None
+    assert refusal_reasons(world) == ["browser"]
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+def test_the_cross_site_guard_still_refuses_other_posts_from_the_idps_site(client, idp, saml_provider):
+    response = client.post(
+        "/auth/signin",
+        data={"email": "a@example.com", "password": "x"},
+        headers=headers(Origin=idp.url, **{"Sec-Fetch-Site": "cross-site"}),
+    )
+    assert response.status_code == 403
+    assert response.get_json()["error"] == "cross_site_request"
+
+
+def test_a_finishing_link_works_once(app, client, world, idp, saml_provider):
+    posted, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    assert client.get(posted.headers["Location"], headers=headers()).status_code == 400
+
+
+# Accounts
+
+
+def test_a_first_sign_in_never_links_itself_to_a_privileged_account(app, client, world, setup, idp, saml_provider):
+    world.user(setup.domain, "ada@example.com", admin=True)
+    posted, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    assert "sso_error=" in finished.headers["Location"]
+    assert client.get_cookie("user", domain=HOST) is None
+    assert world.query(select(ExternalIdentity)) == []
+
+
+def test_a_disabled_user_cannot_sign_in_through_saml(app, client, world, idp, saml_provider):
+    sign_in(app, client, idp, saml_provider["id"])
+    client.delete_cookie("user", domain=HOST)
+    user = world.query(select(User).where(User.email == "ada@example.com"))[0]
+    world.update(User, user.id, disabled=True)
+    _, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert "sso_error=account_disabled" in finished.headers["Location"]
+    assert client.get_cookie("user", domain=HOST) is None
+    assert refusal_reasons(world)[-1] == "account_disabled"

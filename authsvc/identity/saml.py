@@ -313,8 +313,10 @@ def verify_response(provider: SsoProvider, domain_host: str, saml_response: str,
             log.info("SAML provider %s: response refused: %s", provider.id, exc.__class__.__name__)
             raise SamlError(_reason(exc)) from None
     if response is None or response.assertion is None or response.name_id is None:
-        # pysaml2 answers None for a Destination that is not our ACS, and for undecodable input.
-        raise SamlError("destination" if response is None else "no_assertion")
+        # pysaml2 stops without an exception for a Destination that is not our ACS.
+        destination = getattr(getattr(response, "response", None), "destination", None)
+        wrong_destination = destination and destination != sp_urls(domain_host, provider.id)["acs_url"]
+        raise SamlError("destination" if wrong_destination else "no_assertion")
     answered = response.in_response_to
     if request_id is not None:
         if not answered or not hmac.compare_digest(answered, request_id):
@@ -322,10 +324,15 @@ def verify_response(provider: SsoProvider, domain_host: str, saml_response: str,
     elif answered:
         # An answer to some request that is not pending here is not "unsolicited": it belongs to someone else.
         raise SamlError("in_response_to")
+    acs_url = sp_urls(domain_host, provider.id)["acs_url"]
     for confirmation in response.assertion.subject.subject_confirmation:
         data = confirmation.subject_confirmation_data
         if data is not None and (data.in_response_to or None) != (request_id or None):
             raise SamlError("in_response_to")
+        # pysaml2 checks the Recipient only when given conversation info; the
+        # Web SSO profile (4.1.4.2) wants our ACS there, and nothing else.
+        if data is None or data.recipient != acs_url:
+            raise SamlError("recipient")
     issuer = response.issuer()
     if issuer and issuer != provider.client_id:
         raise SamlError("issuer")
@@ -346,7 +353,7 @@ def _reason(exc: BaseException) -> str:
         return "signature"
     if name == "UnsolicitedResponse" or "recall" in text:
         return "in_response_to"
-    if name in ("ResponseLifetimeExceed", "ToEarly") or "lifetime" in text or "too early" in text:
+    if name in ("ResponseLifetimeExceed", "ToEarly") or "lifetime" in text or "condition not ok" in text:
         return "expired"
     if "audience" in text:
         return "audience"
