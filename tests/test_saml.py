@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from html import unescape
 from urllib.parse import parse_qs, urlsplit
 
@@ -406,3 +407,124 @@ def test_a_disabled_user_cannot_sign_in_through_saml(app, client, world, idp, sa
     assert "sso_error=account_disabled" in finished.headers["Location"]
     assert client.get_cookie("user", domain=HOST) is None
     assert refusal_reasons(world)[-1] == "account_disabled"
+
+
+# IdP certificate rollover: the metadata is refetched on a schedule and on demand
+
+
+def test_a_rotated_idp_key_is_refused_until_the_metadata_is_refreshed_on_demand(
+    app, client, runner, world, idp, saml_provider
+):
+    idp.rotate_key()
+    posted, _ = sign_in(app, client, idp, saml_provider["id"])
+    assert posted.status_code == 400
+    assert refusal_reasons(world) == ["signature"]
+    result = runner.invoke(args=["sso", "refresh-metadata", saml_provider["id"]])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["changed"] is True
+    _, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    assert [e.details["changed"] for e in audit_events(world, "saml.metadata_refreshed")] == [True]
+
+
+def test_stale_metadata_is_refetched_at_the_next_sign_in(app, client, world, idp, saml_provider):
+    idp.rotate_key()
+    fetched = idp.metadata_requests
+    world.update(SsoProvider, saml_provider["id"], saml_metadata_fetched_at=int(time.time()) - 2 * 86400)
+    _, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    assert idp.metadata_requests == fetched + 1
+    assert audit_events(world, "saml.metadata_refreshed")[0].details["scheduled"] is True
+
+
+def test_fresh_metadata_is_not_refetched(app, client, idp, saml_provider):
+    fetched = idp.metadata_requests
+    sign_in(app, client, idp, saml_provider["id"])
+    assert idp.metadata_requests == fetched
+
+
+# The admin API
+
+
+API = "/api/engine/v2"
+
+
+@pytest.fixture
+def admin_key(world, setup):
+    admin = world.user(setup.domain, "admin@example.com", admin=True)
+    return world.api_key(admin, scopes="public admin", permission="admin")
+
+
+@pytest.fixture
+def root_key(world, setup):
+    root = world.user(setup.domain, "root@example.com", admin=True, system_admin=True)
+    return world.api_key(root, scopes="public admin", permission="admin")
+
+
+def api(client, method, path, key, body=None):
+    kwargs = {"json": body} if body is not None else {}
+    return getattr(client, method)(API + path, headers=headers(**{"X-API-Key": key}), **kwargs)
+
+
+def test_the_admin_api_creates_a_saml_provider_and_shows_its_sp_urls(client, world, idp, root_key):
+    created = api(
+        client,
+        "post",
+        "/sso",
+        root_key,
+        {
+            "protocol": "saml",
+            "name": "Corp SAML",
+            "metadata_url": idp.url + "/metadata",
+            "allow_private_network": True,
+            "email_attribute": "mail",
+            "groups_attribute": "groups",
+        },
+    )
+    assert created.status_code == 201, created.get_json()
+    body = created.get_json()
+    base = f"https://{HOST}/auth/oauth2/saml/{body['id']}"
+    assert body["protocol"] == "saml" and body["idp_entity_id"] == idp.entity_id
+    assert (body["callback_url"], body["metadata_url"], body["entity_id"]) == (
+        f"{base}/acs",
+        f"{base}/metadata",
+        f"{base}/metadata",
+    )
+    assert body["email_attribute"] == "mail" and body["groups_attribute"] == "groups"
+    assert "PRIVATE KEY" not in json.dumps(body) and "sp_key" not in json.dumps(body)
+    shown = api(client, "get", f"/sso/{body['id']}", root_key).get_json()
+    assert shown["metadata_url"] == f"{base}/metadata"
+    assert [r.target for r in audit_events(world, "sso.created")] == [f"sso:{body['id']}"]
+
+
+def test_a_domain_admin_cannot_point_a_saml_provider_at_a_private_network(client, idp, admin_key):
+    answer = api(
+        client, "post", "/sso", admin_key, {"protocol": "saml", "name": "S", "metadata_url": idp.url + "/metadata"}
+    )
+    assert answer.status_code == 422
+    assert "metadata_url" in answer.get_json()["fields"]
+
+
+def test_the_admin_api_refuses_saml_metadata_that_describes_no_idp(client, admin_key):
+    answer = api(client, "post", "/sso", admin_key, {"protocol": "saml", "name": "S", "metadata_xml": "<x/>"})
+    assert answer.status_code == 422
+    assert "metadata_xml" in answer.get_json()["fields"]
+
+
+def test_the_admin_api_updates_a_saml_provider_and_refreshes_its_metadata(client, world, idp, saml_provider, admin_key):
+    changed = api(
+        client,
+        "patch",
+        f"/sso/{saml_provider['id']}",
+        admin_key,
+        {"allow_unsolicited": True, "clock_skew": 30, "name_attribute": "cn"},
+    )
+    assert changed.status_code == 200, changed.get_json()
+    body = changed.get_json()
+    assert (body["allow_unsolicited"], body["clock_skew"], body["name_attribute"]) == (True, 30, "cn")
+    assert audit_events(world, "sso.updated")[-1].details["after"]["allow_unsolicited"] is True
+    idp.rotate_key()
+    refreshed = api(client, "post", f"/sso/{saml_provider['id']}/refresh_metadata", admin_key)
+    assert refreshed.status_code == 200
+    assert refreshed.get_json()["changed"] is True
+    assert audit_events(world, "saml.metadata_refreshed")[-1].actor.startswith("api_key:")

@@ -13,6 +13,7 @@ from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_ke
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import create_domain, delete_domain, update_domain
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -51,6 +52,7 @@ __all__ = [
     "get",
     "link_identity",
     "listing",
+    "refresh_saml_metadata",
     "regenerate_secret",
     "revoke_api_key",
     "revoke_user_tokens",
