@@ -142,9 +142,13 @@ class SamlIdp:
         return self._server
 
     def metadata(self) -> str:
+        """The IdP's metadata (built from its configuration alone: serving it needs no xmlsec1)."""
+        from saml2.config import IdPConfig
         from saml2.metadata import entity_descriptor
 
-        return str(entity_descriptor(self.idp_server().config))
+        config = IdPConfig()
+        config.load(self._config())
+        return str(entity_descriptor(config))
 
     # Responses.
 
