@@ -528,3 +528,30 @@ def test_the_admin_api_updates_a_saml_provider_and_refreshes_its_metadata(client
     assert refreshed.status_code == 200
     assert refreshed.get_json()["changed"] is True
     assert audit_events(world, "saml.metadata_refreshed")[-1].actor.startswith("api_key:")
+
+
+# The console
+
+
+def test_an_admin_adds_a_saml_provider_in_the_console_and_sees_what_to_register(client, world, setup, idp):
+    from tests.test_console import as_admin, get, submit, text
+
+    world.user(setup.domain, "admin@example.com", admin=True)
+    as_admin(client)
+    sso = f"/domains/{setup.domain.id}/sso"
+    assert "New SAML provider" in text(get(client, sso))
+    response = submit(
+        client, sso + "/new-saml", {"name": "Corp ADFS", "metadata_xml": idp.metadata(), "groups_attribute": "groups"}
+    )
+    assert response.status_code == 303, text(response)
+    [provider] = world.query(select(SsoProvider))
+    base = f"https://{HOST}/auth/oauth2/saml/{provider.id}"
+    page = text(client.get(response.headers["Location"], headers=headers()))
+    assert f'<code id="entity-id">{base}/metadata</code>' in page
+    assert f'<code id="callback-url">{base}/acs</code>' in page
+    assert f'id="metadata-url" href="{base}/metadata"' in page
+    assert "PRIVATE KEY" not in page
+    assert "SAML 2.0" in text(get(client, sso))
+    refused = submit(client, sso + "/new-saml", {"name": "Bad", "metadata_xml": "<x/>"})
+    assert refused.status_code == 422
+    assert len(world.query(select(SsoProvider))) == 1
