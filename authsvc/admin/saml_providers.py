@@ -18,7 +18,7 @@ from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
-from authsvc.identity import saml
+from authsvc.identity import saml, saml_setup
 
 ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
 
@@ -42,7 +42,7 @@ def _saml_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
         "metadata_url": fields.string(
             "metadata_url", max_length=500, rule=lambda v: validation.provider_url(v, "metadata_url")
         ),
-        "metadata_xml": fields.string("metadata_xml", max_length=saml.MAX_METADATA_BYTES),
+        "metadata_xml": fields.string("metadata_xml", max_length=saml_setup.MAX_METADATA_BYTES),
         "allow_unsolicited": fields.boolean("allow_unsolicited"),
         "clock_skew": fields.integer("clock_skew"),
         "trust_email": fields.boolean("trust_email"),
@@ -75,7 +75,7 @@ def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
     fields.done()
     provider_id = secrets.token_hex(8)
     try:
-        provider = saml.new_provider(
+        provider = saml_setup.new_provider(
             provider_id,
             domain.id,
             domain.host,
@@ -115,10 +115,10 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
     if metadata_xml or metadata_url:
         try:
             if metadata_url:
-                metadata_xml = saml.fetch_metadata(
+                metadata_xml = saml_setup.fetch_metadata(
                     metadata_url, private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
                 )
-            entity_id = saml.idp_entity_id(metadata_xml)
+            entity_id = saml_setup.idp_entity_id(metadata_xml)
         except saml.SamlError as exc:
             raise ValidationFailed({"metadata_url" if metadata_url else "metadata_xml": exc.message}) from None
         if entity_id != provider.client_id and not actor.system_admin and _privileged_link(provider):
@@ -147,7 +147,7 @@ def refresh_saml_metadata(actor: Actor, provider: SsoProvider) -> bool:
     if provider.kind != "saml":
         raise ValidationFailed({"id": "only a SAML provider has IdP metadata"})
     try:
-        changed = saml.refresh_metadata(provider, force=True)
+        changed = saml_setup.refresh_metadata(provider, force=True)
     except saml.SamlError as exc:
         db.session.rollback()
         raise ValidationFailed({"metadata_url": exc.message}) from None

@@ -16,7 +16,7 @@ from authsvc.core import security, validation
 from authsvc.core.audit import record as audit_record
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.identity import providers, saml
+from authsvc.identity import providers, saml, saml_setup
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 
@@ -113,7 +113,7 @@ def create_sso(
     if protocol == "saml":
         metadata_url = validate_provider_url(metadata_url, "--metadata-url", private_allowed)
         attributes = {"email": email_attribute, "name": name_attribute, "groups": groups_attribute}
-        xml = metadata_file.read(saml.MAX_METADATA_BYTES + 1) if metadata_file else None
+        xml = metadata_file.read(saml_setup.MAX_METADATA_BYTES + 1) if metadata_file else None
         _create_saml(domain, name, metadata_url, xml, attributes, allow_unsolicited, clock_skew, allow_private_network)
         return
     if any(saml_options):
@@ -192,7 +192,7 @@ def _create_saml(
     if bool(metadata_url) == bool(metadata_xml):
         raise click.ClickException("--protocol saml needs --metadata-url or --metadata-file (one of them)")
     try:
-        provider = saml.new_provider(
+        provider = saml_setup.new_provider(
             secrets.token_hex(8),
             domain.id,
             domain.host,
@@ -279,7 +279,7 @@ def refresh_metadata(provider_id: str) -> None:
     if provider.kind != "saml":
         raise click.ClickException("only a SAML provider has IdP metadata")
     try:
-        changed = saml.refresh_metadata(provider, force=True)
+        changed = saml_setup.refresh_metadata(provider, force=True)
     except saml.SamlError as exc:
         db.session.rollback()
         raise click.ClickException(exc.message) from None

@@ -21,7 +21,7 @@ from flask import current_app
 from authsvc.core import audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider, User
-from authsvc.identity import saml
+from authsvc.identity import saml, saml_setup
 from authsvc.identity.flow import SignedIn
 from authsvc.identity.linking import check_match_rules, link_identity, link_user
 from authsvc.identity.providers import ProviderRefused, SsoError, find_provider
@@ -59,23 +59,29 @@ def start(
 
 
 def refresh_if_stale(provider: SsoProvider) -> None:
-    """Refetch the IdP metadata when older than AUTHSVC_SAML_METADATA_MAX_AGE; a failure keeps the copy held."""
+    """Refetch the IdP metadata when older than AUTHSVC_SAML_METADATA_MAX_AGE; a failure keeps the copy held.
+
+    One worker tries per provider per AUTHSVC_SSO_JWKS_REFETCH_INTERVAL: an IdP
+    whose metadata URL hangs costs one sign-in a timeout, not every sign-in.
+    """
+    interval = current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]
+    if not saml_setup.metadata_stale(provider) or not store.claim_jwks_refetch(f"saml:{provider.id}", interval):
+        return
     try:
-        changed = saml.refresh_metadata(provider)
+        changed = saml_setup.refresh_metadata(provider)
     except saml.SamlError as exc:
         db.session.rollback()
         log.warning("SAML provider %s: metadata refresh failed: %s", provider.id, exc.reason)
         return
-    if provider.saml_metadata_url and db.session.is_modified(provider):
-        audit.record(
-            "saml.metadata_refreshed",
-            domain_id=provider.domain_id,
-            actor=f"sso:{provider.id}",
-            target=f"sso:{provider.id}",
-            details={"changed": changed, "scheduled": True},
-            commit=False,
-        )
-        db.session.commit()
+    audit.record(
+        "saml.metadata_refreshed",
+        domain_id=provider.domain_id,
+        actor=f"sso:{provider.id}",
+        target=f"sso:{provider.id}",
+        details={"changed": changed, "scheduled": True},
+        commit=False,
+    )
+    db.session.commit()
 
 
 def consume(domain: Domain, provider: SsoProvider, saml_response: str | None, relay_state: str | None) -> str:

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, redirect, request, url_for
 
 from authsvc.accounts import sessions
 from authsvc.core.errors import ApiError
+from authsvc.core.models import SsoProvider
 from authsvc.core.tenancy import current_domain
 from authsvc.identity import providers, saml, saml_flow
 from authsvc.identity.views import FLOW_COOKIE
@@ -23,7 +24,7 @@ bp = Blueprint("saml", __name__, url_prefix=saml.SAML_PREFIX)
 REFUSED_MESSAGE = "The identity provider's answer could not be accepted. Start the sign-in again."
 
 
-def _saml_provider(provider_id: str):  # noqa: ANN202 - SsoProvider, or ApiError
+def _saml_provider(provider_id: str) -> SsoProvider:
     provider = providers.find_provider(current_domain(), provider_id)
     if provider is None or provider.kind != "saml":
         raise ApiError(404, "not_found", "No SAML provider with this id here.")
