@@ -555,3 +555,29 @@ def test_an_admin_adds_a_saml_provider_in_the_console_and_sees_what_to_register(
     refused = submit(client, sso + "/new-saml", {"name": "Bad", "metadata_xml": "<x/>"})
     assert refused.status_code == 422
     assert len(world.query(select(SsoProvider))) == 1
+
+
+def test_a_signed_in_user_links_their_account_at_the_idp(app, client, world, setup, idp, saml_provider):
+    from tests.conftest import signin
+
+    signin(client)
+    page = client.get("/auth/oauth2/link", query_string={"id": saml_provider["id"]}, headers=headers())
+    token = re.search(r'name="csrf_token" type="hidden" value="([^"]+)"', page.get_data(as_text=True)).group(1)
+    start = client.post("/auth/oauth2/link", data={"id": saml_provider["id"], "csrf_token": token}, headers=headers())
+    assert start.status_code == 303
+    action, fields = read_form(requests.get(start.headers["Location"], timeout=10).text)
+    posted = post_from_idp(app, idp, action, fields)
+    finished = client.get(posted.headers["Location"], headers=headers())
+    assert finished.status_code == 303
+    [identity] = world.query(select(ExternalIdentity))
+    assert (identity.user_id, identity.subject, identity.via) == (setup.person.id, "saml-ada", "user")
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+def test_pysaml2_logs_no_assertion_contents(app, client, idp, saml_provider, caplog):
+    import logging
+
+    with caplog.at_level(logging.DEBUG):
+        sign_in(app, client, idp, saml_provider["id"])
+    assert "saml-ada" not in caplog.text
+    assert "ada@example.com" not in caplog.text

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 # that use it: a web worker that never serves a SAML sign-in does not pay for it.
 
 log = logging.getLogger(__name__)
+# pysaml2 logs whole responses at DEBUG and the signed-in subject at INFO: an
+# assertion's contents are personal data and a bearer credential until it expires.
+logging.getLogger("saml2").setLevel(logging.WARNING)
 
 SAML_PREFIX = "/auth/oauth2/saml"
 
