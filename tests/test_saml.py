@@ -424,7 +424,7 @@ def test_a_rotated_idp_key_is_refused_until_the_metadata_is_refreshed_on_demand(
     assert json.loads(result.stdout)["changed"] is True
     _, finished = sign_in(app, client, idp, saml_provider["id"])
     assert finished.status_code == 303
-    assert [e.details["changed"] for e in audit_events(world, "saml.metadata_refreshed")] == [True]
+    assert [e.details["after"]["changed"] for e in audit_events(world, "saml.metadata_refreshed")] == [True]
 
 
 def test_stale_metadata_is_refetched_at_the_next_sign_in(app, client, world, idp, saml_provider):

@@ -78,7 +78,7 @@ def refresh_if_stale(provider: SsoProvider) -> None:
         domain_id=provider.domain_id,
         actor=f"sso:{provider.id}",
         target=f"sso:{provider.id}",
-        details={"changed": changed, "scheduled": True},
+        details={"after": {"changed": changed, "fetched_at": provider.saml_metadata_fetched_at}, "scheduled": True},
         commit=False,
     )
     db.session.commit()
