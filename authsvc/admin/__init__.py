@@ -20,6 +20,7 @@ from authsvc.admin.domains import (
 )
 from authsvc.admin.listing import listing, serialise
 from authsvc.admin.mfa import reset_factors, set_policy
+from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -63,6 +64,7 @@ __all__ = [
     "get",
     "link_identity",
     "listing",
+    "refresh_saml_metadata",
     "regenerate_secret",
     "remove_domain_scopes",
     "revoke_api_key",

@@ -219,6 +219,16 @@ def regenerate_application_secret(record_id: str) -> Response:
     return jsonify(application.as_json() | {"client_secret": admin.regenerate_secret(actor, application)})
 
 
+@bp.post("/sso/<record_id>/refresh_metadata")
+@admin_errors
+def refresh_saml_metadata(record_id: str) -> Response:
+    """Refetch a SAML provider's IdP metadata from its URL now (a new IdP signing certificate)."""
+    actor = current_actor()
+    provider = admin.get(actor, SsoProvider, record_id)
+    changed = admin.refresh_saml_metadata(actor, provider)
+    return jsonify(admin.sso_json(provider) | {"changed": changed})
+
+
 @bp.post("/users/<record_id>/identities")
 @admin_errors
 def link_identity(record_id: str) -> Response:

@@ -11,6 +11,7 @@ from authsvc.admin import api as admin_api
 from authsvc.admin import openapi
 from authsvc.admin.console import views as console
 from authsvc.credentials import views as credentials
+from authsvc.identity import saml_views
 from authsvc.identity import views as identity
 from authsvc.oauth import device_page, metadata
 from authsvc.oauth import views as oauth
@@ -27,6 +28,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(identity.resource_tokens)
     app.register_blueprint(openapi.bp)
     app.register_blueprint(identity.bp)
+    app.register_blueprint(saml_views.bp)
     app.register_blueprint(metadata.bp)
     app.register_blueprint(admin_api.bp)
     app.register_blueprint(console.bp)
