@@ -1,0 +1,242 @@
+"""Issue 16 point 2: private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Core 9).
+
+The application registers its public keys (a JWKS) instead of a secret and signs
+a short-lived assertion for each request. tests/test_machines_e2e.py runs the
+same with Authlib's client under gunicorn, with the keys at a jwks_uri.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+import time
+
+import pytest
+from joserfc import jwt
+from joserfc.jwk import ECKey, OctKey, RSAKey
+
+from authsvc.core import validation
+from authsvc.core.models import Application
+from tests.conftest import HOST, headers
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+TOKEN_URL = f"https://{HOST}/auth/oauth/token"
+RSA_KEY = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})
+EC_KEY = ECKey.generate_key("P-256", parameters={"kid": "ec-1"})
+OTHER_KEY = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})  # same kid, another key
+JWKS = {"keys": [RSA_KEY.as_dict(private=False), EC_KEY.as_dict(private=False)]}
+
+
+@pytest.fixture
+def keyed(world, setup) -> Application:
+    application, _ = world.application(
+        setup.domain,
+        name="Keyed",
+        redirect_uris=[],
+        service_account_id=setup.service.id,
+        token_endpoint_auth_method="private_key_jwt",
+        jwks=JWKS,
+    )
+    return application
+
+
+def assertion(client_id: str, key=RSA_KEY, alg: str = "RS256", **claims) -> str:
+    now = int(time.time())
+    body = {"iss": client_id, "sub": client_id, "aud": TOKEN_URL, "exp": now + 60, "iat": now}
+    body["jti"] = secrets.token_urlsafe(12)
+    body.update(claims)
+    body = {k: v for k, v in body.items() if v is not None}
+    header = {"alg": alg}
+    if key is not None and key.kid:
+        header["kid"] = key.kid
+    return jwt.encode(header, body, key, algorithms=[alg])
+
+
+def token_request(client, signed: str, **extra):
+    body = {"grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE, "client_assertion": signed}
+    return client.post("/auth/oauth/token", data={**body, **extra}, headers=headers())
+
+
+def assert_invalid_client(response, fragment: str = "") -> None:
+    assert response.status_code in (400, 401), response.get_json()
+    body = response.get_json()
+    assert body["error"] == "invalid_client"
+    assert fragment in body["error_description"]
+
+
+@pytest.mark.parametrize(
+    ("key", "alg", "aud"),
+    [
+        (RSA_KEY, "RS256", TOKEN_URL),
+        (RSA_KEY, "PS256", TOKEN_URL),
+        (EC_KEY, "ES256", f"https://{HOST}"),  # the issuer is an audience too
+    ],
+)
+def test_a_signed_assertion_gets_a_token_acting_as_the_service_account(client, keyed, key, alg, aud):
+    response = token_request(client, assertion(keyed.client_id, key, alg, aud=aud), scope="mqtt.read")
+    assert response.status_code == 200, response.get_json()
+    token = response.get_json()
+    assert "refresh_token" not in token
+    inspect = client.get(
+        "/api/engine/v2/api_keys/inspect", headers=headers(Authorization=f"Bearer {token['access_token']}")
+    )
+    assert inspect.status_code == 200
+    assert inspect.get_json()["u"]["e"] == "service@example.com"
+    assert inspect.get_json()["client_id"] == keyed.client_id
+
+
+@pytest.mark.parametrize(
+    ("claims", "fragment"),
+    [
+        ({"aud": "https://elsewhere.example/token"}, "aud"),
+        ({"aud": f"https://{HOST}/auth/oauth/introspect"}, "aud"),
+        ({"exp": int(time.time()) - 120}, "expired"),
+        ({"exp": None}, "exp"),
+        ({"exp": int(time.time()) + 3600}, "seconds ahead"),
+        ({"jti": None}, "JWT ID"),
+        ({"iss": "somebody-else"}, ""),
+    ],
+)
+def test_assertions_breaking_the_rules_are_refused(client, keyed, claims, fragment):
+    assert_invalid_client(token_request(client, assertion(keyed.client_id, **claims)), fragment)
+
+
+def test_a_jti_is_single_use(client, keyed):
+    signed = assertion(keyed.client_id)
+    assert token_request(client, signed).status_code == 200
+    assert_invalid_client(token_request(client, signed), "JWT ID is used before")
+
+
+def test_a_refused_assertion_does_not_spend_its_jti(client, keyed):
+    jti = "kept-for-later"
+    assert_invalid_client(token_request(client, assertion(keyed.client_id, exp=int(time.time()) + 3600, jti=jti)))
+    assert token_request(client, assertion(keyed.client_id, jti=jti)).status_code == 200
+
+
+def test_a_key_that_is_not_registered_is_refused(client, keyed):
+    assert_invalid_client(token_request(client, assertion(keyed.client_id, OTHER_KEY)))
+
+
+def b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def hand_made(header: dict, claims: dict, secret: bytes | None) -> str:
+    """A JWT made without a library, which would refuse to make these."""
+    signing_input = b64(json.dumps(header).encode()) + "." + b64(json.dumps(claims).encode())
+    signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest() if secret else b""
+    return signing_input + "." + b64(signature)
+
+
+def claims_for(client_id: str) -> dict:
+    return {"iss": client_id, "sub": client_id, "aud": TOKEN_URL, "exp": int(time.time()) + 60, "jti": secrets.token_hex(8)}
+
+
+def test_hs256_with_the_public_key_as_secret_is_refused(client, keyed):
+    # The classic confusion attack: the public key's PEM used as an HMAC secret.
+    forged = hand_made({"alg": "HS256", "kid": "rsa-1"}, claims_for(keyed.client_id), RSA_KEY.as_pem(private=False))
+    assert_invalid_client(token_request(client, forged), "HS256")
+
+
+def test_alg_none_is_refused(client, keyed):
+    assert_invalid_client(token_request(client, hand_made({"alg": "none"}, claims_for(keyed.client_id), None)))
+
+
+def test_a_client_id_beside_the_assertion_must_name_the_same_client(client, keyed, setup):
+    response = token_request(client, assertion(keyed.client_id), client_id=setup.confidential_app.client_id)
+    assert_invalid_client(response, "client_id")
+
+
+def test_a_keyed_application_cannot_use_a_secret_or_nothing(client, keyed):
+    basic = "Basic " + base64.b64encode(f"{keyed.client_id}:anything".encode()).decode()
+    response = client.post(
+        "/auth/oauth/token", data={"grant_type": "client_credentials"}, headers=headers(Authorization=basic)
+    )
+    assert_invalid_client(response)
+    response = client.post(
+        "/auth/oauth/token", data={"grant_type": "client_credentials", "client_id": keyed.client_id}, headers=headers()
+    )
+    assert_invalid_client(response)
+
+
+def test_a_secret_application_cannot_use_an_assertion(client, world, setup):
+    app, _ = world.application(setup.domain, confidential=True, service_account_id=setup.service.id)
+    assert_invalid_client(token_request(client, assertion(app.client_id)), "private_key_jwt")
+
+
+def test_revocation_and_introspection_take_an_assertion(client, keyed):
+    access = token_request(client, assertion(keyed.client_id)).get_json()["access_token"]
+    form = {"client_assertion_type": ASSERTION_TYPE, "token": access}
+    response = client.post(
+        "/auth/oauth/introspect", data={**form, "client_assertion": assertion(keyed.client_id)}, headers=headers()
+    )
+    assert response.status_code == 200, response.get_json()
+    assert response.get_json()["active"] is True
+    assert response.get_json()["client_id"] == keyed.client_id
+    response = client.post(
+        "/auth/oauth/revoke", data={**form, "client_assertion": assertion(keyed.client_id)}, headers=headers()
+    )
+    assert response.status_code == 200
+    response = client.post(
+        "/auth/oauth/introspect", data={**form, "client_assertion": assertion(keyed.client_id)}, headers=headers()
+    )
+    assert response.get_json() == {"active": False}
+    replayed = assertion(keyed.client_id, jti="once")
+    client.post("/auth/oauth/introspect", data={**form, "client_assertion": replayed}, headers=headers())
+    response = client.post("/auth/oauth/introspect", data={**form, "client_assertion": replayed}, headers=headers())
+    assert_invalid_client(response, "JWT ID")
+
+
+def test_metadata_advertises_private_key_jwt(client, setup):
+    for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
+        body = client.get(path, headers=headers()).get_json()
+        for endpoint in ("token", "revocation", "introspection"):
+            assert "private_key_jwt" in body[f"{endpoint}_endpoint_auth_methods_supported"]
+            algs = body[f"{endpoint}_endpoint_auth_signing_alg_values_supported"]
+            assert "RS256" in algs and "ES256" in algs
+            assert not any(alg.startswith("HS") or alg == "none" for alg in algs)
+
+
+@pytest.mark.parametrize(
+    ("document", "fragment"),
+    [
+        ({"keys": [RSA_KEY.as_dict(private=True)]}, "private"),
+        ({"keys": [EC_KEY.as_dict(private=True)]}, "private"),
+        ({"keys": [OctKey.generate_key(256).as_dict()]}, "private"),
+        ({"keys": [{**EC_KEY.as_dict(private=False), "kty": "oct"}]}, "kty"),
+        ({"keys": []}, "between"),
+        ({"keys": [RSAKey.generate_key(1024).as_dict(private=False)]}, "2048"),
+        ({"keys": [{**RSA_KEY.as_dict(private=False), "kid": "a"}, {**EC_KEY.as_dict(private=False), "kid": "a"}]}, "kid"),
+        ({"keys": [{**RSA_KEY.as_dict(private=False), "alg": "HS256"}]}, "alg"),
+        ({"keys": [{**RSA_KEY.as_dict(private=False), "use": "enc"}]}, "use"),
+        ({"keys": [{"kty": "RSA", "n": "bad", "e": "AQAB"}]}, "cannot be read"),
+        ([], "keys"),
+    ],
+)
+def test_registered_jwks_must_be_public_signing_keys(document, fragment):
+    with pytest.raises(validation.Invalid, match=fragment):
+        validation.client_authentication(None, jwks=document)
+
+
+@pytest.mark.parametrize(
+    ("method", "jwks", "jwks_uri", "fragment"),
+    [
+        ("private_key_jwt", None, None, "needs"),
+        ("client_secret_basic", JWKS, None, "only for"),
+        (None, JWKS, "https://keys.example/jwks", "not both"),
+        ("client_secret_jwt", None, None, "must be one of"),
+        (None, None, "http://keys.example/jwks", "http"),
+        (None, None, "https://10.0.0.1/jwks", "private"),
+    ],
+)
+def test_auth_method_and_keys_are_checked_together(method, jwks, jwks_uri, fragment):
+    with pytest.raises(validation.Invalid, match=fragment):
+        validation.client_authentication(method, jwks=jwks, jwks_uri=jwks_uri)
+
+
+def test_keys_alone_mean_private_key_jwt():
+    fields = validation.client_authentication(None, jwks_uri="https://keys.example/jwks")
+    assert fields == {"token_endpoint_auth_method": "private_key_jwt", "jwks": None, "jwks_uri": "https://keys.example/jwks"}
