@@ -163,8 +163,9 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_CLIENT_JWKS_TIMEOUT": _float("AUTHSVC_CLIENT_JWKS_TIMEOUT", 5),
         "AUTHSVC_CLIENT_JWKS_TTL": _int("AUTHSVC_CLIENT_JWKS_TTL", 300),
         "AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL", 10),
-        # A client assertion may be valid at most this many seconds ahead (its exp), which bounds its jti's keep.
-        "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 300),
+        # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
+        # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
+        "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600),
         "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
         # Form bodies: no more fields than any of our forms could use.
         "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),

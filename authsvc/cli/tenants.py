@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import secrets
-from typing import Any
+from typing import Any, TextIO
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
@@ -21,7 +23,7 @@ from authsvc.cli.common import (
     validate_redirect_uri,
     validate_scopes,
 )
-from authsvc.core import security
+from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
 
@@ -127,6 +129,15 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     type=click.Choice(["RS256", "ES256"]),
     help="How its ID tokens are signed (OpenID Connect); default RS256.",
 )
+@click.option(
+    "--jwks-uri",
+    help="private_key_jwt (RFC 7523): where its public keys are served; a confidential application without secret.",
+)
+@click.option(
+    "--jwks-file",
+    type=click.File("r"),
+    help="private_key_jwt (RFC 7523): a file holding its public keys (a JWKS); instead of --jwks-uri.",
+)
 def create_app_command(
     host: str,
     name: str,
@@ -141,19 +152,23 @@ def create_app_command(
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
     id_token_alg: str | None,
+    jwks_uri: str | None,
+    jwks_file: TextIO | None,
 ) -> None:
     domain = domain_by_host(host)
+    keys = _client_keys(jwks_uri, jwks_file)
     service_account = None
     if service_account_email is not None:
-        if not confidential:
-            raise click.UsageError("--service-account needs --confidential")
+        if not (confidential or keys):
+            raise click.UsageError("--service-account needs --confidential (or --jwks-uri / --jwks-file)")
         service_account = user_by_email(host, service_account_email)
         if not service_account.service_account:
             raise click.ClickException(f"{service_account_email!r} is not a service account")
     elif not redirect_uris:
         raise click.UsageError("--redirect-uri is required (unless --service-account is given)")
     uris = list(dict.fromkeys(validate_redirect_uri(uri) for uri in redirect_uris))
-    secret = security.new_secret() if confidential else None
+    # Registered keys replace the secret: --confidential with them is redundant.
+    secret = security.new_secret() if confidential and not keys else None
     application = Application(
         domain_id=domain.id,
         name=name,
@@ -168,6 +183,7 @@ def create_app_command(
         access_token_ttl=access_token_ttl or None,
         refresh_token_ttl=refresh_token_ttl or None,
         id_token_signed_response_alg=id_token_alg,
+        **keys,
         # Unset, the model's default: required for a public application.
         **({} if require_pkce is None else {"require_pkce": require_pkce}),
     )
@@ -177,6 +193,23 @@ def create_app_command(
     if secret:
         out["client_secret"] = secret
     emit(out)
+
+
+def _client_keys(jwks_uri: str | None, jwks_file: TextIO | None) -> dict[str, Any]:
+    """The private_key_jwt fields from --jwks-uri or --jwks-file, checked as the admin API checks them."""
+    if jwks_uri is None and jwks_file is None:
+        return {}
+    jwks = None
+    if jwks_file is not None:
+        try:
+            jwks = json.loads(jwks_file.read(validation.JWKS_MAX_BYTES + 1))
+        except ValueError:
+            raise click.BadParameter("not a JSON document", param_hint="--jwks-file") from None
+    allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
+    try:
+        return validation.client_authentication(None, jwks, jwks_uri, allow_private=allow_private)
+    except validation.Invalid as exc:
+        raise click.UsageError(str(exc)) from None
 
 
 @apps.command("update")
