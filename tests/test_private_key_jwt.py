@@ -132,7 +132,13 @@ def hand_made(header: dict, claims: dict, secret: bytes | None) -> str:
 
 
 def claims_for(client_id: str) -> dict:
-    return {"iss": client_id, "sub": client_id, "aud": TOKEN_URL, "exp": int(time.time()) + 60, "jti": secrets.token_hex(8)}
+    return {
+        "iss": client_id,
+        "sub": client_id,
+        "aud": TOKEN_URL,
+        "exp": int(time.time()) + 60,
+        "jti": secrets.token_hex(8),
+    }
 
 
 def test_hs256_with_the_public_key_as_secret_is_refused(client, keyed):
@@ -209,7 +215,10 @@ def test_metadata_advertises_private_key_jwt(client, setup):
         ({"keys": [{**EC_KEY.as_dict(private=False), "kty": "oct"}]}, "kty"),
         ({"keys": []}, "between"),
         ({"keys": [RSAKey.generate_key(1024).as_dict(private=False)]}, "2048"),
-        ({"keys": [{**RSA_KEY.as_dict(private=False), "kid": "a"}, {**EC_KEY.as_dict(private=False), "kid": "a"}]}, "kid"),
+        (
+            {"keys": [{**RSA_KEY.as_dict(private=False), "kid": "a"}, {**EC_KEY.as_dict(private=False), "kid": "a"}]},
+            "kid",
+        ),
         ({"keys": [{**RSA_KEY.as_dict(private=False), "alg": "HS256"}]}, "alg"),
         ({"keys": [{**RSA_KEY.as_dict(private=False), "use": "enc"}]}, "use"),
         ({"keys": [{"kty": "RSA", "n": "bad", "e": "AQAB"}]}, "cannot be read"),
@@ -239,7 +248,11 @@ def test_auth_method_and_keys_are_checked_together(method, jwks, jwks_uri, fragm
 
 def test_keys_alone_mean_private_key_jwt():
     fields = validation.client_authentication(None, jwks_uri="https://keys.example/jwks")
-    assert fields == {"token_endpoint_auth_method": "private_key_jwt", "jwks": None, "jwks_uri": "https://keys.example/jwks"}
+    assert fields == {
+        "token_endpoint_auth_method": "private_key_jwt",
+        "jwks": None,
+        "jwks_uri": "https://keys.example/jwks",
+    }
 
 
 def test_the_exp_limit_is_a_setting(make_app, world, setup, keyed):

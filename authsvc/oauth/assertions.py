@@ -91,7 +91,9 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             header = obj.headers()
             alg, kid = header.get("alg"), header.get("kid")
             if alg not in ALGORITHMS:
-                raise InvalidClientError(description=f"The client assertion's alg must be one of {' '.join(ALGORITHMS)}.")
+                raise InvalidClientError(
+                    description=f"The client assertion's alg must be one of {' '.join(ALGORITHMS)}."
+                )
             return client_key(client, kid if isinstance(kid, str) else None, alg)
 
         return resolve
@@ -182,4 +184,6 @@ def fetch_jwks(url: str) -> dict:
     try:
         return validation.client_jwks(json.loads(body))
     except ValueError as exc:
-        raise InvalidClientError(description=f"The application's jwks_uri does not serve a usable JWKS: {exc}") from None
+        raise InvalidClientError(
+            description=f"The application's jwks_uri does not serve a usable JWKS: {exc}"
+        ) from None
