@@ -21,6 +21,8 @@ from joserfc.jwk import ECKey, OctKey, RSAKey
 from authsvc.core import validation
 from authsvc.core.models import Application
 from tests.conftest import HOST, HttpsClient, headers
+from tests.conftest import REDIRECT_URI as REDIRECT
+from tests.test_admin_api import ADMIN_SCOPES, call
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 TOKEN_URL = f"https://{HOST}/auth/oauth/token"
@@ -262,3 +264,66 @@ def test_the_exp_limit_is_a_setting(make_app, world, setup, keyed):
     response = token_request(client, assertion(keyed.client_id, exp=int(time.time()) + 300))
     assert_invalid_client(response, "more than 60 seconds ahead")
     assert token_request(client, assertion(keyed.client_id, exp=int(time.time()) + 50)).status_code == 200
+
+
+@pytest.fixture
+def admin_key(world, setup) -> str:
+    admin = world.user(setup.domain, "admin@example.com", admin=True)
+    return world.api_key(admin, scopes=ADMIN_SCOPES, permission="admin")
+
+
+def test_the_admin_api_registers_keys_instead_of_a_secret(client, setup, admin_key):
+    body = {"name": "Keyed robot", "service_account": str(setup.service.id), "jwks": JWKS}
+    response = call(client, "post", "/oauth_apps", admin_key, body)
+    assert response.status_code == 201, response.get_json()
+    created = response.get_json()
+    assert "client_secret" not in created
+    assert created["confidential"] is True
+    assert created["token_endpoint_auth_method"] == "private_key_jwt"
+    assert created["jwks"] == JWKS
+    assert token_request(client, assertion(created["client_id"])).status_code == 200
+    # Rotation: the keys may change; the secret cannot be regenerated (there is none).
+    rotated = {"keys": [EC_KEY.as_dict(private=False)]}
+    response = call(client, "patch", f"/oauth_apps/{created['id']}", admin_key, {"jwks": rotated})
+    assert response.status_code == 200, response.get_json()
+    assert_invalid_client(token_request(client, assertion(created["client_id"])))
+    assert token_request(client, assertion(created["client_id"], EC_KEY, "ES256")).status_code == 200
+    assert call(client, "post", f"/oauth_apps/{created['id']}/regenerate", admin_key).status_code == 409
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"jwks": {"keys": [RSA_KEY.as_dict(private=True)]}}, "jwks"),
+        ({"jwks_uri": "https://10.1.2.3/jwks"}, "jwks_uri"),
+        ({"jwks_uri": "http://keys.example/jwks"}, "jwks_uri"),
+        ({"jwks": JWKS, "confidential": False}, "confidential"),
+    ],
+)
+def test_the_admin_api_refuses_bad_keys(client, setup, admin_key, body, field):
+    response = call(client, "post", "/oauth_apps", admin_key, {"name": "Keyed", "redirect_uris": [REDIRECT], **body})
+    assert response.status_code == 422, response.get_json()
+    assert field in response.get_json()["fields"]
+
+
+def test_a_secret_application_cannot_trade_its_secret_for_keys(client, setup, admin_key):
+    path = f"/oauth_apps/{setup.confidential_app.id}"
+    response = call(client, "patch", path, admin_key, {"jwks": JWKS})
+    assert response.status_code == 422
+    assert "jwks" in response.get_json()["fields"]
+
+
+def test_the_cli_registers_a_jwks_file_and_refuses_a_private_key(runner, setup, tmp_path):
+    public, private = tmp_path / "jwks.json", tmp_path / "private.json"
+    public.write_text(json.dumps(JWKS))
+    private.write_text(json.dumps({"keys": [RSA_KEY.as_dict(private=True)]}))
+    common = ["apps", "create", "--domain", HOST, "--name", "Keyed", "--service-account", "service@example.com"]
+    result = runner.invoke(args=[*common, "--jwks-file", str(public)])
+    assert result.exit_code == 0, result.output
+    assert set(json.loads(result.output)) == {"id", "client_id"}
+    result = runner.invoke(args=[*common, "--jwks-file", str(private)])
+    assert result.exit_code != 0
+    assert "private key material" in result.output
+    result = runner.invoke(args=[*common, "--jwks-uri", "https://192.168.1.5/jwks"])
+    assert result.exit_code != 0
+    assert "private address" in result.output
