@@ -327,3 +327,22 @@ def test_the_cli_registers_a_jwks_file_and_refuses_a_private_key(runner, setup, 
     result = runner.invoke(args=[*common, "--jwks-uri", "https://192.168.1.5/jwks"])
     assert result.exit_code != 0
     assert "private address" in result.output
+
+
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda c: "not-a-jwt",
+        lambda c: "a.b.c",
+        lambda c: hand_made({}, claims_for(c), None),
+        lambda c: hand_made({"alg": "RS256", "kid": ["x"]}, claims_for(c), None),
+        lambda c: assertion(c, exp="soon"),
+        lambda c: assertion(c, aud={"a": 1}),
+        lambda c: assertion(c, jti=["x"]),
+        lambda c: assertion(c, sub=7, iss=7),
+        lambda c: b64(b'{"alg":"RS256"}') + "." + b64(b"[" * 5000) + ".x",
+        lambda c: b64(b'{"alg":"RS256","crit":["exp"]}') + "." + b64(json.dumps(claims_for(c)).encode()) + ".x",
+    ],
+)
+def test_malformed_assertions_are_invalid_client_never_500(client, keyed, mangle):
+    assert_invalid_client(token_request(client, mangle(keyed.client_id)))

@@ -53,6 +53,12 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             raise InvalidClientError(description="client_id does not match the assertion's sub.")
         return client
 
+    def extract_assertion(self, assertion: str) -> tuple[dict, dict]:
+        try:
+            return super().extract_assertion(assertion)
+        except RecursionError:  # "[[[[..." a few thousand deep: Authlib's json_loads lets it out
+            raise InvalidClientError(description="Invalid JWT payload.") from None
+
     def get_audiences(self) -> list[str]:
         # OpenID Connect Core 9 names the token endpoint; RFC 7523 3 allows the issuer.
         return [f"{issuer()}/auth/oauth/token", issuer()]
