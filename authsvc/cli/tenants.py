@@ -203,7 +203,7 @@ def _client_keys(jwks_uri: str | None, jwks_file: TextIO | None) -> dict[str, An
     if jwks_file is not None:
         try:
             jwks = json.loads(jwks_file.read(validation.JWKS_MAX_BYTES + 1))
-        except ValueError:
+        except (ValueError, RecursionError):
             raise click.BadParameter("not a JSON document", param_hint="--jwks-file") from None
     allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
     try:

@@ -189,6 +189,8 @@ def fetch_jwks(url: str) -> dict:
         raise InvalidClientError(description=f"The application's jwks_uri could not be fetched ({why}).") from None
     try:
         return validation.client_jwks(json.loads(body))
+    except RecursionError:
+        raise InvalidClientError(description="The application's jwks_uri does not serve a usable JWKS.") from None
     except ValueError as exc:
         raise InvalidClientError(
             description=f"The application's jwks_uri does not serve a usable JWKS: {exc}"
