@@ -201,8 +201,11 @@ def _client_keys(jwks_uri: str | None, jwks_file: TextIO | None) -> dict[str, An
         return {}
     jwks = None
     if jwks_file is not None:
+        text = jwks_file.read(validation.JWKS_MAX_BYTES + 1)
+        if len(text) > validation.JWKS_MAX_BYTES:
+            raise click.BadParameter(f"larger than {validation.JWKS_MAX_BYTES} bytes", param_hint="--jwks-file")
         try:
-            jwks = json.loads(jwks_file.read(validation.JWKS_MAX_BYTES + 1))
+            jwks = json.loads(text)
         except (ValueError, RecursionError):
             raise click.BadParameter("not a JSON document", param_hint="--jwks-file") from None
     allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
