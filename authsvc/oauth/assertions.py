@@ -100,7 +100,9 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
                 raise InvalidClientError(
                     description=f"The client assertion's alg must be one of {' '.join(ALGORITHMS)}."
                 )
-            return client_key(client, kid if isinstance(kid, str) else None, alg)
+            if kid is not None and not isinstance(kid, str):
+                raise InvalidClientError(description="The client assertion's kid must be a string.")
+            return client_key(client, kid, alg)
 
         return resolve
 
