@@ -17,6 +17,7 @@ import time
 import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, OctKey, RSAKey
+from sqlalchemy import select
 
 from authsvc.core import validation
 from authsvc.core.models import Application
@@ -313,14 +314,19 @@ def test_a_secret_application_cannot_trade_its_secret_for_keys(client, setup, ad
     assert "jwks" in response.get_json()["fields"]
 
 
-def test_the_cli_registers_a_jwks_file_and_refuses_a_private_key(runner, setup, tmp_path):
+def test_the_cli_registers_a_jwks_file_and_refuses_a_private_key(runner, world, setup, tmp_path):
     public, private = tmp_path / "jwks.json", tmp_path / "private.json"
     public.write_text(json.dumps(JWKS))
     private.write_text(json.dumps({"keys": [RSA_KEY.as_dict(private=True)]}))
     common = ["apps", "create", "--domain", HOST, "--name", "Keyed", "--service-account", "service@example.com"]
     result = runner.invoke(args=[*common, "--jwks-file", str(public)])
     assert result.exit_code == 0, result.output
-    assert set(json.loads(result.output)) == {"id", "client_id"}
+    created = json.loads(result.output)
+    assert set(created) == {"id", "client_id"}
+    [stored] = world.query(select(Application).where(Application.client_id == created["client_id"]))
+    # Confidential without a secret: no PKCE required by default, as for any confidential application.
+    assert stored.confidential and stored.client_secret_digest is None and not stored.require_pkce
+    assert stored.jwks == JWKS
     result = runner.invoke(args=[*common, "--jwks-file", str(private)])
     assert result.exit_code != 0
     assert "private key material" in result.output
