@@ -352,3 +352,22 @@ def test_the_cli_registers_a_jwks_file_and_refuses_a_private_key(runner, world, 
 )
 def test_malformed_assertions_are_invalid_client_never_500(client, keyed, mangle):
     assert_invalid_client(token_request(client, mangle(keyed.client_id)))
+
+
+def test_assertions_count_against_the_token_rate_limit_per_client(make_app, world, setup, keyed):
+    limited = make_app(AUTHSVC_TOKEN_RATE_LIMIT="3/minute")
+    limited.test_client_class = HttpsClient
+    client = limited.test_client()
+    other, _ = world.application(
+        setup.domain,
+        name="Other keyed",
+        redirect_uris=[],
+        service_account_id=setup.service.id,
+        jwks=JWKS,
+        token_endpoint_auth_method="private_key_jwt",
+    )
+    for _ in range(3):
+        assert token_request(client, assertion(keyed.client_id)).status_code == 200
+    assert token_request(client, assertion(keyed.client_id)).status_code == 429
+    # Another application from the same address has its own count.
+    assert token_request(client, assertion(other.client_id)).status_code == 200
