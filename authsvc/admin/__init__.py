@@ -19,6 +19,8 @@ from authsvc.admin.domains import (
     update_domain,
 )
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.mfa import reset_factors, set_policy
+from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -39,6 +41,8 @@ from authsvc.admin.users import (
 )
 
 __all__ = [
+    "reset_factors",
+    "set_policy",
     "Actor",
     "Conflict",
     "Forbidden",
@@ -60,6 +64,7 @@ __all__ = [
     "get",
     "link_identity",
     "listing",
+    "refresh_saml_metadata",
     "regenerate_secret",
     "remove_domain_scopes",
     "revoke_api_key",
