@@ -56,6 +56,7 @@ SCENARIOS = (
     "refresh",
     "device_poll",
     "client_credentials",
+    "client_credentials_jwt",
     "password_grant",
     "signin",
     "bcrypt",
@@ -440,6 +441,21 @@ class Run:
                 path="/auth/oauth/token",
                 body="grant_type=client_credentials",
                 headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
+        if key == "client_credentials_jwt":
+            # private_key_jwt: every assertion is good once (its jti), so each slice signs its own,
+            # enough for 800 requests a second, before the slice starts.
+            seconds = max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)
+            audience = f"http://{seed.HOST}:{port}/auth/oauth/token"
+            body = urlencode({"grant_type": "client_credentials", "client_assertion_type": seed.ASSERTION_TYPE})
+            return Load(
+                key,
+                port,
+                "once",
+                path="/auth/oauth/token",
+                body=body + "&client_assertion=",
+                secrets=seed.client_assertions(s, audience, int(800 * seconds)),
                 connections=fast,
             )
         if key == "password_grant":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Kind = Literal["static", "bearer", "code_flow", "refresh"]
+Kind = Literal["static", "bearer", "code_flow", "refresh", "once"]
 
 
 @dataclass
@@ -18,6 +18,8 @@ class Load:
                   code, then POST ``exchange_prefix`` + code; both count as requests
     ``refresh``   POST the refresh grant with one of ``secrets``; each answer's new refresh
                   token is used next (rotation: every refresh token is good once)
+    ``once``      POST ``path`` with ``body`` followed by one of ``secrets``, each sent once
+                  (client assertions: a jti is single use)
     """
 
     name: str

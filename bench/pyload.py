@@ -35,6 +35,8 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         return "GET", load.path, load.headers, None
     pool = state["pool"]
     token = pool.pop() if pool else "none-left"
+    if load.kind == "once":
+        return "POST", load.path, {"Content-Type": "application/x-www-form-urlencoded"}, load.body + token
     body = f"grant_type=refresh_token&client_id={load.client_id}&refresh_token={token}"
     return "POST", "/auth/oauth/token", {"Content-Type": "application/x-www-form-urlencoded"}, body
 

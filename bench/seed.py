@@ -11,11 +11,14 @@ import json
 import os
 import random
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from urllib.parse import quote
 
 import psycopg
+from joserfc import jwt
+from joserfc.jwk import ECKey
 
 from bench import BenchError
 from devtools.services import REPO, procfile_command, tool
@@ -25,6 +28,7 @@ REDIRECT_URI = "http://127.0.0.1/callback"
 SERVICE_EMAIL = "service@bench.test"
 PERSON_EMAIL = "person@bench.test"
 PASSWORD = "bench-password-1234"
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 # Bulk tokens stay valid for the whole run.
 BULK_TOKEN_TTL = 7 * 24 * 3600
 REFRESH_TTL = 30 * 24 * 3600
@@ -50,6 +54,9 @@ class Seed:
     # A confidential application bound to the service account: the client credentials grant.
     machine_client_id: str
     machine_client_secret: str
+    # One bound to it that authenticates with private_key_jwt, and the private key it signs with.
+    keyed_client_id: str
+    keyed_private_jwk: dict
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -137,6 +144,7 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         "--service-account",
         SERVICE_EMAIL,
     )
+    keyed, private_jwk = _keyed_application(env)
     flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
     key = flask(env, "api-keys", "create", "--domain", HOST, "--user", SERVICE_EMAIL, "--name", "bench")
     device = flask(
@@ -153,7 +161,40 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         device_client_id=device["client_id"],
         machine_client_id=machine["client_id"],
         machine_client_secret=machine["client_secret"],
+        keyed_client_id=keyed["client_id"],
+        keyed_private_jwk=private_jwk,
     )
+
+
+def _keyed_application(env: dict[str, str]) -> tuple[dict, dict]:
+    """A client_credentials application with a registered JWKS (private_key_jwt), and its private key."""
+    key = ECKey.generate_key("P-256", parameters={"kid": "bench"})
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as jwks:
+        jwks.write(json.dumps({"keys": [key.as_dict(private=False)]}))
+        jwks.flush()
+        created = flask(
+            env,
+            "apps",
+            "create",
+            "--domain",
+            HOST,
+            "--name",
+            "Bench keyed machine",
+            "--service-account",
+            SERVICE_EMAIL,
+            "--jwks-file",
+            jwks.name,
+        )
+    return created, key.as_dict(private=True)
+
+
+def client_assertions(seed: Seed, audience: str, count: int) -> list[str]:
+    """``count`` signed client assertions of the keyed application, each with its own jti."""
+    key = ECKey.import_key(seed.keyed_private_jwk)
+    now = int(time.time())
+    claims = {"iss": seed.keyed_client_id, "sub": seed.keyed_client_id, "aud": audience, "exp": now + 900}
+    header = {"alg": "ES256", "kid": "bench"}
+    return [jwt.encode(header, {**claims, "jti": f"{now}-{i}-{random.getrandbits(32)}"}, key) for i in range(count)]
 
 
 def _secret(raw: bytes) -> str:

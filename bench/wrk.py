@@ -125,6 +125,23 @@ end
 """
 
 
+ONCE = r"""
+local pool = {{}}
+starved = 0
+function init(args)
+  for line in io.lines(args[1] .. tid) do
+    if #line > 0 then pool[#pool + 1] = line end
+  end
+end
+function request()
+  local t = table.remove(pool)
+  if not t then starved = starved + 1; t = "none-left" end
+  return wrk.format("POST", {path}, {{["Content-Type"] = "application/x-www-form-urlencoded"}}, {body} .. t)
+end
+function response(status, headers, body) count(status) end
+"""
+
+
 def lua_string(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
@@ -183,6 +200,12 @@ class Wrk:
                 Path(f"{prefix}{t}").write_text("\n".join(load.secrets[t :: self.threads]) + "\n")
             args.append(str(prefix))
             body = REFRESH.format(client_id=lua_string(load.client_id))
+        elif load.kind == "once":
+            prefix = self.work_dir / f"{load.name}.once."
+            for t in range(self.threads):
+                Path(f"{prefix}{t}").write_text("\n".join(load.secrets[t :: self.threads]) + "\n")
+            args.append(str(prefix))
+            body = ONCE.format(path=lua_string(load.path), body=lua_string(load.body))
         else:
             raise ValueError(load.kind)
         return PRELUDE + body + DONE, args

@@ -158,6 +158,16 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),
         # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
         "AUTHSVC_SSO_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60),
+        # private_key_jwt (RFC 7523): an application's jwks_uri may be on loopback, private networks and
+        # plain http only when the operator says so; it is fetched with this timeout and kept this long
+        # (in Redis, for every worker); an unknown kid refetches it at most once an interval.
+        "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS", False),
+        "AUTHSVC_CLIENT_JWKS_TIMEOUT": _float("AUTHSVC_CLIENT_JWKS_TIMEOUT", 5),
+        "AUTHSVC_CLIENT_JWKS_TTL": _int("AUTHSVC_CLIENT_JWKS_TTL", 300),
+        "AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL", 10),
+        # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
+        # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
+        "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600),
         # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
         "AUTHSVC_SAML_METADATA_MAX_AGE": _int("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600),
         # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri

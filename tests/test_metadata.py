@@ -29,7 +29,12 @@ def test_the_document_passes_authlibs_validation(client, setup):
     ]
     assert metadata["response_types_supported"] == ["code"]
     assert metadata["code_challenge_methods_supported"] == ["S256", "plain"]
-    assert metadata["token_endpoint_auth_methods_supported"] == ["client_secret_basic", "client_secret_post", "none"]
+    assert metadata["token_endpoint_auth_methods_supported"] == [
+        "client_secret_basic",
+        "client_secret_post",
+        "private_key_jwt",
+        "none",
+    ]
     assert metadata["scopes_supported"] == ["public", "mqtt.read", "mqtt.write"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from flask import current_app
 from sqlalchemy import delete
 
 from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change
@@ -26,6 +27,19 @@ def _service_account(fields: Fields, domain: Domain) -> int | None:
         fields.errors["service_account"] = "must be a service account of the domain"
         return None
     return user.id
+
+
+def _client_keys(fields: Fields) -> dict[str, Any]:
+    """``jwks`` or ``jwks_uri``: the public keys of a private_key_jwt application (RFC 7523), which has no secret."""
+    jwks, jwks_uri = fields.mapping("jwks"), fields.string("jwks_uri", max_length=2000)
+    if jwks is None and jwks_uri is None:
+        return {}
+    allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
+    checked = fields.check(
+        "jwks" if jwks is not None else "jwks_uri",
+        lambda: validation.client_authentication(None, jwks, jwks_uri, allow_private=allow_private),
+    )
+    return checked or {}
 
 
 def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
@@ -74,16 +88,20 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
     fields = Fields(data, partial=False)
     domain = domain_field(actor, fields)
     values = _application_fields(fields, domain) if domain else {}
+    keys = _client_keys(fields)
     confidential = fields.boolean("confidential")
-    if values.get("service_account_id") and not confidential:
+    if keys and confidential is False:
+        fields.errors["confidential"] = "an application with keys (jwks, jwks_uri) is confidential"
+    if values.get("service_account_id") and not (confidential or keys):
         fields.errors["service_account"] = "only a confidential application may have a service account"
     fields.done()
-    secret = security.new_secret() if confidential else None
+    # Registered keys replace the secret.
+    secret = security.new_secret() if confidential and not keys else None
     application = Application(
         domain_id=domain.id,
         client_id=secrets.token_urlsafe(24),
         client_secret_digest=security.digest(secret) if secret else None,
-        **{"scopes": "public", "redirect_uris": [], **values},
+        **{"scopes": "public", "redirect_uris": [], **values, **keys},
     )
     db.session.add(application)
     db.session.flush()
@@ -97,6 +115,13 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
     before = application.as_json()
     fields = Fields(data, partial=True)
     values = _application_fields(fields, application.domain)
+    # A private_key_jwt application may change its keys (rotation); a secret one cannot trade its secret for keys.
+    keys = _client_keys(fields)
+    if keys and not application.private_key_jwt:
+        fields.errors["jwks" if fields.has("jwks") else "jwks_uri"] = (
+            "cannot be added to an application with a secret or none; create a private_key_jwt application"
+        )
+    values.update(keys)
     if fields.has("confidential") or fields.has("client_id"):
         fields.errors["confidential" if fields.has("confidential") else "client_id"] = "cannot be changed"
     if values.get("service_account_id") and not application.confidential:
@@ -121,6 +146,8 @@ def regenerate_secret(actor: Actor, application: Application) -> str:
     require_change(actor, application.domain_id)
     if not application.confidential:
         raise Conflict("a public application has no secret")
+    if application.private_key_jwt:
+        raise Conflict("a private_key_jwt application authenticates with its keys, not a secret")
     secret = security.new_secret()
     application.client_secret_digest = security.digest(secret)
     audit_change(actor, "application.secret_regenerated", application.domain_id, f"application:{application.id}")

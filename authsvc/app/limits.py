@@ -20,6 +20,8 @@ the bound on unfinished SSO flows: authsvc.identity.flow.)
 
 from __future__ import annotations
 
+import base64
+import json
 import math
 import time
 from typing import Any
@@ -130,8 +132,22 @@ def _requesting_client() -> str:
     if basic is not None and basic.type == "basic" and basic.username:
         client_id = basic.username
     else:
-        client_id = _parameter("client_id")
+        client_id = _parameter("client_id") or _assertion_subject()
     return f"client:{client_id[:100]}" if client_id else f"address:{client_address()}"
+
+
+def _assertion_subject() -> str | None:
+    """The ``sub`` of a private_key_jwt assertion, unverified: a claim of who is asking, as ``client_id`` is."""
+    assertion = _parameter("client_assertion")
+    if not assertion or assertion.count(".") != 2:
+        return None
+    payload = assertion.split(".")[1]
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    except (ValueError, RecursionError):
+        return None
+    subject = claims.get("sub") if isinstance(claims, dict) else None
+    return subject if isinstance(subject, str) else None
 
 
 def _setting(name: str) -> Any:

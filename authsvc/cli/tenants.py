@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, TextIO
 
 import click
 from flask.cli import AppGroup
@@ -18,6 +19,7 @@ from authsvc.cli.common import (
     emit,
     user_by_email,
 )
+from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain
 
@@ -31,6 +33,7 @@ APP_OPTIONS: dict[str, str | None] = {
     "redirect_uris": "--redirect-uri",
     "id_token_signed_response_alg": "--id-token-alg",
     "post_logout_redirect_uris": "--post-logout-redirect-uri",
+    "jwks": "--jwks-file",
 }
 
 
@@ -121,6 +124,15 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     "--backchannel-logout-uri",
     help="Receives a Logout Token by POST when a session it signed in through ends (https; http on loopback only).",
 )
+@click.option(
+    "--jwks-uri",
+    help="private_key_jwt (RFC 7523): where its public keys are served; a confidential application without secret.",
+)
+@click.option(
+    "--jwks-file",
+    type=click.File("r"),
+    help="private_key_jwt (RFC 7523): a file holding its public keys (a JWKS); instead of --jwks-uri.",
+)
 def create_app_command(
     host: str,
     name: str,
@@ -137,14 +149,19 @@ def create_app_command(
     id_token_alg: str | None,
     post_logout_redirect_uris: tuple[str, ...],
     backchannel_logout_uri: str | None,
+    jwks_uri: str | None,
+    jwks_file: TextIO | None,
 ) -> None:
     domain = domain_by_host(host)
+    jwks = _read_jwks(jwks_file)
+    keyed = jwks is not None or jwks_uri is not None
     data: dict[str, Any] = {
         "domain": str(domain.id),
         "name": name,
         "redirect_uris": list(redirect_uris),
         "scopes": scopes,
-        "confidential": confidential,
+        # Left out unless given: registered keys make the application confidential without a secret.
+        "confidential": confidential or None,
         "consent": consent,
         "require_pkce": require_pkce,
         "allow_plain_pkce": allow_plain_pkce,
@@ -154,11 +171,13 @@ def create_app_command(
         "id_token_signed_response_alg": id_token_alg,
         "post_logout_redirect_uris": list(post_logout_redirect_uris) or None,
         "backchannel_logout_uri": backchannel_logout_uri,
+        "jwks": jwks,
+        "jwks_uri": jwks_uri,
     }
     # How the options go together is the command line's to say, in its own words.
     if service_account_email is not None:
-        if not confidential:
-            raise click.UsageError("--service-account needs --confidential")
+        if not (confidential or keyed):
+            raise click.UsageError("--service-account needs --confidential (or --jwks-uri / --jwks-file)")
         # The option takes an e-mail; the admin field, the account's id.
         service_account = user_by_email(host, service_account_email)
         if not service_account.service_account:
@@ -175,6 +194,19 @@ def create_app_command(
     if secret:
         out["client_secret"] = secret
     emit(out)
+
+
+def _read_jwks(jwks_file: TextIO | None) -> Any:
+    """The JSON document of --jwks-file (checked as a JWKS by the admin rules), or None."""
+    if jwks_file is None:
+        return None
+    text = jwks_file.read(validation.JWKS_MAX_BYTES + 1)
+    if len(text) > validation.JWKS_MAX_BYTES:
+        raise click.BadParameter(f"larger than {validation.JWKS_MAX_BYTES} bytes", param_hint="--jwks-file")
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        raise click.BadParameter("not a JSON document", param_hint="--jwks-file") from None
 
 
 @apps.command("update")

@@ -243,7 +243,8 @@ def held_flow_states(holder: str) -> tuple[int, float]:
     return count, first[0][1] if first else time.time()
 
 
-# SSO: refetching a provider's keys on an unknown kid, at most once an interval.
+# Keys fetched from a JWKS URL (an SSO provider's, an application's for private_key_jwt):
+# refetched on an unknown kid at most once an interval, shared between workers.
 
 
 def claim_jwks_refetch(provider_id: str, interval: int) -> bool:
@@ -259,6 +260,15 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
     return json.loads(raw) if raw else None
+
+
+# private_key_jwt (RFC 7523 3): a client assertion's jti is accepted once, kept until the assertion expires.
+
+
+def claim_assertion_jti(client_id: str, jti: str, ttl: int) -> bool:
+    """Whether this is the first use of ``jti`` by ``client_id`` (SET NX: one winner, across workers)."""
+    key = f"{PREFIX}assertion-jti:{security.digest(f'{client_id} {jti}')}"
+    return bool(client().set(key, "1", nx=True, ex=max(ttl, 1)))
 
 
 # Multi-factor sign-in: what is known between a correct password and the second factor.

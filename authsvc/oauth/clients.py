@@ -14,7 +14,9 @@ from authsvc.core.database import db
 from authsvc.core.models import Application
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
-AUTH_METHODS = ["client_secret_basic", "client_secret_post", "none"]
+AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+# The methods by which a confidential application proves who it is (introspection, client_credentials).
+CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
 
 def client_of_request_domain(client_id: str) -> Application | None:

@@ -19,11 +19,11 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.credentials import lookup
-from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 
 # Resource servers introspect as confidential clients; a public client has
 # nothing to prove who it is, so it may not read other clients' tokens.
-INTROSPECTION_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+INTROSPECTION_AUTH_METHODS = CONFIDENTIAL_AUTH_METHODS
 
 
 @dataclass
@@ -175,4 +175,5 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
 
 def _client_authenticates(request: OAuth2Request) -> bool:
     header = request.headers.get("Authorization", "")
-    return header.lower().startswith("basic ") or "client_secret" in request.payload.data
+    data = request.payload.data
+    return header.lower().startswith("basic ") or "client_secret" in data or "client_assertion" in data

@@ -21,7 +21,7 @@ from authsvc.core import audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
 
@@ -94,8 +94,8 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
 class ClientCredentialsGrant(grants.ClientCredentialsGrant):
     """RFC 6749 4.4: a confidential application's tokens, acting as the service account it is bound to."""
 
-    # Authlib's default is Basic only; the body secret is as good here as at the other grants.
-    TOKEN_ENDPOINT_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+    # Authlib's default is Basic only; the body secret and a client assertion are as good here as elsewhere.
+    TOKEN_ENDPOINT_AUTH_METHODS = CONFIDENTIAL_AUTH_METHODS
 
     def validate_token_request(self) -> None:
         # Authenticates the client (public ones cannot: invalid_client) and checks

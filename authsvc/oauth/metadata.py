@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 from authsvc.accounts.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.core.validation import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
@@ -44,8 +45,11 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "code_challenge_methods_supported": ["S256", "plain"],
             "authorization_response_iss_parameter_supported": True,
             "token_endpoint_auth_methods_supported": methods,
+            "token_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
             "revocation_endpoint_auth_methods_supported": methods,
+            "revocation_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
             "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
+            "introspection_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
         }
     )
 

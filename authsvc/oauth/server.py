@@ -21,6 +21,7 @@ from authsvc.core import audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -180,6 +181,7 @@ def init_app(app: Flask) -> None:
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
+    server.register_client_auth_method(PrivateKeyJWT.CLIENT_AUTH_METHOD, PrivateKeyJWT())
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)
     server.register_endpoint(DeviceAuthorization)

@@ -55,7 +55,10 @@ class Domain(db.Model):
 
 
 def _public(context: Any) -> bool:
-    return context.get_current_parameters().get("client_secret_digest") is None
+    parameters = context.get_current_parameters()
+    return parameters.get("client_secret_digest") is None and parameters.get("token_endpoint_auth_method") != (
+        "private_key_jwt"
+    )
 
 
 class Application(db.Model):
@@ -97,7 +100,12 @@ class Application(db.Model):
 
     @property
     def confidential(self) -> bool:
-        return self.client_secret_digest is not None
+        # A private_key_jwt application proves who it is with its keys: confidential, without a secret.
+        return self.client_secret_digest is not None or self.private_key_jwt
+
+    @property
+    def private_key_jwt(self) -> bool:
+        return self.token_endpoint_auth_method == "private_key_jwt"
 
     @property
     def scope_list(self) -> list[str]:
@@ -124,6 +132,9 @@ class Application(db.Model):
         )
 
     def check_endpoint_auth_method(self, method: str, endpoint: str) -> bool:
+        # Registered keys replace the secret: no other method may stand in for them.
+        if self.private_key_jwt:
+            return method == "private_key_jwt"
         if method == "none":
             return not self.confidential
         return self.confidential and method in ("client_secret_basic", "client_secret_post")
@@ -157,5 +168,9 @@ class Application(db.Model):
             "id_token_signed_response_alg": self.id_token_signed_response_alg,
             "post_logout_redirect_uris": list(self.post_logout_redirect_uris or []),
             "backchannel_logout_uri": self.backchannel_logout_uri,
+            "token_endpoint_auth_method": self.token_endpoint_auth_method
+            or ("client_secret_basic" if self.confidential else "none"),
+            "jwks_uri": self.jwks_uri,
+            "jwks": self.jwks,
             "created_at": self.created_at,
         }
