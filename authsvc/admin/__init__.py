@@ -13,6 +13,7 @@ from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_ke
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import create_domain, delete_domain, update_domain
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.registration_tokens import create_registration_token, revoke_registration_token
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -42,6 +43,7 @@ __all__ = [
     "create_api_key",
     "create_application",
     "create_domain",
+    "create_registration_token",
     "create_sso_provider",
     "create_user",
     "delete_application",
@@ -53,6 +55,7 @@ __all__ = [
     "listing",
     "regenerate_secret",
     "revoke_api_key",
+    "revoke_registration_token",
     "revoke_user_tokens",
     "serialise",
     "sso_json",

@@ -10,6 +10,7 @@ from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
+from authsvc.oauth.registration import REGISTER_PATH
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 
@@ -28,6 +29,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "userinfo_endpoint": f"{base}/auth/oauth/userinfo",
             "jwks_uri": f"{base}/auth/oauth/jwks",
             "device_authorization_endpoint": f"{base}/auth/oauth/device_authorization",
+            "registration_endpoint": f"{base}{REGISTER_PATH}",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],

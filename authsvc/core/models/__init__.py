@@ -9,6 +9,7 @@ from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
+from authsvc.core.models.registration import RegistrationToken
 from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
@@ -29,6 +30,7 @@ __all__ = [
     "Consent",
     "Domain",
     "ExternalIdentity",
+    "RegistrationToken",
     "SigningKey",
     "SsoProvider",
     "Token",
