@@ -7,18 +7,39 @@ import json
 import re
 import time
 
+import pytest
 from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, RegistrationToken
 from tests.conftest import HOST, REDIRECT_URI, headers
 from tests.test_admin_api import call
-from tests.test_admin_api import keys as _keys  # noqa: F401 - the fixture "keys"
 from tests.test_console import as_admin, get, submit, text
-from tests.test_console import people as _people  # noqa: F401 - the fixture "people"
 
 REGISTER = "/auth/oauth/register"
 METADATA = {"redirect_uris": [REDIRECT_URI], "client_name": "Partner app"}
+
+
+@pytest.fixture
+def keys(world, setup):
+    """API keys of an admin, a support user and a plain user of the domain."""
+
+    class Keys:
+        admin_key = world.api_key(
+            world.user(setup.domain, "admin@example.com", admin=True), "public admin", permission="admin"
+        )
+        support_key = world.api_key(
+            world.user(setup.domain, "support@example.com", support=True), "public admin", permission="support"
+        )
+        user_key = world.api_key(setup.person)
+
+    return Keys
+
+
+@pytest.fixture
+def people(world, setup):
+    world.user(setup.domain, "admin@example.com", admin=True, name="Admin")
+    world.user(setup.domain, "support@example.com", support=True, name="Support")
 
 
 def register(client, token):
