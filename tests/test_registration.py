@@ -460,3 +460,44 @@ def test_registrations_are_rate_limited_per_address(make_app, world):
     answers = [register(client, value).status_code for _ in range(3)]
     assert answers == [201, 201, 429]
     assert register(client, value, environ_base={"REMOTE_ADDR": "192.0.2.9"}).status_code == 201
+
+
+METADATA_NAMES = [
+    "redirect_uris",
+    "grant_types",
+    "response_types",
+    "token_endpoint_auth_method",
+    "jwks",
+    "jwks_uri",
+    "scope",
+    "client_name",
+    "post_logout_redirect_uris",
+    "backchannel_logout_uri",
+    "id_token_signed_response_alg",
+    "software_statement",
+]
+
+
+def test_generated_metadata_of_any_shape_is_registered_or_refused_never_a_500(client, issue):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    _, value = issue(max_uses=1000)
+    json_values = st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+        max_leaves=10,
+    )
+    plausible = st.sampled_from(
+        [REDIRECT_URI, "none", "private_key_jwt", "code", "authorization_code", "public", "RS256", ["code"]]
+    )
+    bodies = st.dictionaries(st.sampled_from(METADATA_NAMES), json_values | plausible, max_size=6)
+
+    @given(body=bodies)
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    def answers(body):
+        response = register(client, value, body)
+        assert response.status_code in (201, 400), (body, response.get_data(as_text=True))
+        assert response.get_json()["error" if response.status_code == 400 else "client_id"]
+
+    answers()
