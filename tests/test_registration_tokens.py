@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, RegistrationToken
-from tests.conftest import HOST, REDIRECT_URI, headers
+from tests.conftest import HOST, OTHER_HOST, REDIRECT_URI, headers
 from tests.test_admin_api import call
 from tests.test_console import as_admin, get, submit, text
 
@@ -149,3 +149,16 @@ def test_support_users_see_tokens_but_cannot_issue_them(client, world, people, s
     base = f"/domains/{setup.domain.id}/registration_tokens"
     assert get(client, base).status_code == 200
     assert get(client, base + "/new").status_code == 403
+
+
+def test_deleting_a_domain_removes_its_registration_tokens_and_registered_applications(client, world, setup):
+    from authsvc.core.models import Domain
+
+    root = world.user(world.domain(OTHER_HOST), "root@example.com", admin=True, system_admin=True)
+    root_key = world.api_key(root, "public admin", permission="admin")
+    token = call(client, "post", "/registration_tokens", root_key, {"domain": str(setup.domain.id)}, host=OTHER_HOST)
+    assert register(client, token.get_json()["token"]).status_code == 201
+    deleted = call(client, "delete", f"/domains/{setup.domain.id}?force=true", root_key, host=OTHER_HOST)
+    assert deleted.status_code == 200, deleted.get_json()
+    assert tokens(world) == []
+    assert world.query(select(Domain).where(Domain.id == setup.domain.id)) == []
