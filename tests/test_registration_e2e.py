@@ -131,3 +131,21 @@ def test_a_registered_client_reads_updates_and_deletes_its_registration(service)
         timeout=10,
     )
     assert gone.status_code in (400, 401) and gone.json()["error"] == "invalid_client"
+
+
+def test_a_single_use_token_registers_once_when_raced_across_workers(service):
+    from concurrent.futures import ThreadPoolExecutor
+
+    once = service.cli("registration-tokens", "create", "--domain", "127.0.0.1")
+
+    def attempt(_: int) -> int:
+        return requests.post(
+            registration_endpoint(service),
+            json={"redirect_uris": [REDIRECT_URI]},
+            headers={"Authorization": f"Bearer {once['token']}"},
+            timeout=30,
+        ).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = sorted(pool.map(attempt, range(8)))
+    assert answers == [201] + [401] * 7
