@@ -501,3 +501,26 @@ def test_generated_metadata_of_any_shape_is_registered_or_refused_never_a_500(cl
         assert response.get_json()["error" if response.status_code == 400 else "client_id"]
 
     answers()
+
+
+def test_real_registration_answers_conform_to_the_openapi_document(client, issue):
+    from jsonschema import Draft202012Validator
+
+    document = client.get("/api/engine/v2/openapi.json", headers=headers()).get_json()
+
+    def conforms(body, name):
+        schema = {**document["components"]["schemas"][name], "components": document["components"]}
+        Draft202012Validator(schema).validate(body)
+
+    _, value = issue()
+    registered = register(client, value).get_json()
+    conforms(registered, "ClientInformation")
+    conforms(manage(client, "get", registered).get_json(), "ClientInformation")
+    update = {
+        "client_id": registered["client_id"],
+        "redirect_uris": [REDIRECT_URI],
+        "token_endpoint_auth_method": "none",
+    }
+    conforms(manage(client, "put", registered, json=update).get_json(), "ClientInformation")
+    for failure in (register(client, value), manage(client, "get", registered, token="wrong")):
+        conforms(failure.get_json(), "Error")
