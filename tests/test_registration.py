@@ -220,6 +220,17 @@ PRIVATE_JWK = ECKey.generate_key("P-256").as_dict(private=True)
         ({"jwks": {"keys": [PRIVATE_JWK]}, "token_endpoint_auth_method": "private_key_jwt"}, "invalid_client_metadata"),
         ({"jwks": "keys", "token_endpoint_auth_method": "private_key_jwt"}, "invalid_client_metadata"),
         (
+            {
+                "jwks": {"keys": [{"kty": "EC", "crv": "P-999", "x": "AAAA", "y": "AAAA"}]},
+                "token_endpoint_auth_method": "private_key_jwt",
+            },
+            "invalid_client_metadata",
+        ),
+        (
+            {"jwks": {"keys": [{"kty": "oct", "k": "c2VjcmV0"}]}, "token_endpoint_auth_method": "private_key_jwt"},
+            "invalid_client_metadata",
+        ),
+        (
             {"jwks_uri": "http://keys.example.com/jwks", "token_endpoint_auth_method": "private_key_jwt"},
             "invalid_client_metadata",
         ),
@@ -524,3 +535,27 @@ def test_real_registration_answers_conform_to_the_openapi_document(client, issue
     conforms(manage(client, "put", registered, json=update).get_json(), "ClientInformation")
     for failure in (register(client, value), manage(client, "get", registered, token="wrong")):
         conforms(failure.get_json(), "Error")
+
+
+def test_generated_jwks_are_registered_or_refused_never_a_500(client, issue):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    _, value = issue(max_uses=1000)
+    fields = st.text(max_size=12) | st.integers() | st.none() | st.lists(st.text(max_size=5), max_size=2)
+    key = st.fixed_dictionaries(
+        {"kty": st.sampled_from(["RSA", "EC", "OKP", "oct", "", 1])},
+        optional={
+            name: st.sampled_from(["P-256", "P-999", "Ed25519", "AQAB", "AAAA", "sig"]) | fields
+            for name in ("crv", "x", "y", "n", "e", "d", "use", "alg", "kid")
+        },
+    )
+    jwks = st.fixed_dictionaries({"keys": st.lists(key, max_size=3)}) | fields
+
+    @given(jwks=jwks)
+    @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    def answers(jwks):
+        response = register(client, value, METADATA | {"token_endpoint_auth_method": "private_key_jwt", "jwks": jwks})
+        assert response.status_code in (201, 400), (jwks, response.get_data(as_text=True))
+
+    answers()

@@ -35,6 +35,7 @@ ID_TOKEN_ALGORITHMS = ["RS256", "ES256"]
 MAX_URIS = 20
 MAX_URI_LENGTH = 2000
 MAX_JWKS_KEYS = 10
+ASYMMETRIC_KEY_TYPES = ["RSA", "EC", "OKP"]
 
 
 def _printable(text: str) -> str:
@@ -212,9 +213,12 @@ def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | Non
         raise invalid("jwks must be a JWK Set: an object with a non-empty keys array.")
     if len(jwks["keys"]) > MAX_JWKS_KEYS or not all(isinstance(k, dict) for k in jwks["keys"]):
         raise invalid(f"jwks must hold at most {MAX_JWKS_KEYS} keys, each a JSON object.")
+    if any(key.get("kty") not in ASYMMETRIC_KEY_TYPES for key in jwks["keys"]):
+        raise invalid(f"jwks: every key's kty must be one of {', '.join(ASYMMETRIC_KEY_TYPES)}.")
     try:
         key_set = KeySet.import_key_set(jwks)
-    except (JoseError, ValueError, TypeError) as exc:
+    # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.
+    except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise invalid(f"jwks: a key cannot be read ({exc.__class__.__name__}).") from None
     if any(key.is_private for key in key_set.keys):
         raise invalid("jwks must hold public keys only: never send a private key.")
