@@ -6,10 +6,10 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
+from authsvc import admin
 from authsvc.admin.registration_tokens import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
-from authsvc.cli.common import domain_by_host, emit
-from authsvc.core import audit
-from authsvc.core.database import db, now
+from authsvc.cli.common import admin_rules, domain_by_host, emit
+from authsvc.core.database import db
 from authsvc.core.models import RegistrationToken
 
 registration_tokens = AppGroup(
@@ -32,16 +32,9 @@ registration_tokens = AppGroup(
 @click.option("--name", default="", help="What it is for, shown in the console.")
 def create_registration_token(host: str, expires_in: int, uses: int, name: str) -> None:
     """Issue an initial access token; its value is printed only now."""
-    domain = domain_by_host(host)
-    token, value = RegistrationToken.issue(domain.id, expires_in=expires_in, max_uses=uses, created_by="cli", name=name)
-    db.session.add(token)
-    audit.record(
-        "registration_token.created",
-        domain_id=domain.id,
-        actor="cli",
-        target=f"registration_token:{token.id}",
-        details={"after": token.as_json()},
-    )
+    data = {"domain": str(domain_by_host(host).id), "expires_in": expires_in, "max_uses": uses, "name": name}
+    with admin_rules({"max_uses": "--uses"}):
+        token, value = admin.create_registration_token(admin.command_line(), data)
     emit({"id": token.id, "token": value, "expires_at": token.expires_at, "max_uses": token.max_uses})
 
 
@@ -61,17 +54,10 @@ def list_registration_tokens(host: str) -> None:
 @click.argument("token_id")
 def revoke_registration_token(token_id: str) -> None:
     """Revoke a token: no further registration with it; the applications it registered stay."""
-    token = db.session.get(RegistrationToken, token_id)
-    if token is None:
-        raise click.ClickException(f"no registration token {token_id!r}")
-    if token.revoked_at is None:
-        token.revoked_at = now()
-        audit.record(
-            "registration_token.revoked",
-            domain_id=token.domain_id,
-            actor="cli",
-            target=f"registration_token:{token.id}",
-            commit=False,
-        )
-    db.session.commit()
+    try:
+        token = admin.get(admin.command_line(), RegistrationToken, token_id)
+    except admin.NotFound:
+        raise click.ClickException(f"no registration token {token_id!r}") from None
+    with admin_rules():
+        admin.revoke_registration_token(admin.command_line(), token)
     emit(token.as_json())
