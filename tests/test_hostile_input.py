@@ -302,6 +302,7 @@ CONSOLE_FORMS = {
     "users/{user}/password": ["password"],
     "api_keys/new": ["user", "name", "scopes", "permission", "expires_in_days"],
     "sso/new": ["name", "client_id", "client_secret", "tenant"],
+    "registration_tokens/new": ["name", "expires_in_hours", "max_uses"],
 }
 
 

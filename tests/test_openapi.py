@@ -343,6 +343,13 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert call("post", "/users/{record_id}/revoke", 200, record_id=kiosk["id"]) == {"revoked_tokens": 0}
     assert call("delete", "/api_keys/{record_id}", 200, record_id=key["id"])["revoked"] is True
     call("delete", "/sso/{record_id}", 200, record_id=entra["id"])
+    # Registration tokens (dynamic client registration): the token is in the create answer only.
+    registration = call("post", "/registration_tokens", 201, json={"name": "partner", "max_uses": 2})
+    assert registration["token"] and registration["state"] == "active"
+    assert call("get", "/registration_tokens", 200)["total"] == 1
+    assert "token" not in call("get", "/registration_tokens/{record_id}", 200, record_id=registration["id"])
+    revoked = call("delete", "/registration_tokens/{record_id}", 200, record_id=registration["id"])
+    assert revoked["state"] == "revoked"
     call("delete", "/users/{record_id}", 200, record_id=kiosk["id"])
     call("delete", "/oauth_apps/{record_id}", 200, record_id=confidential["id"])
     call("delete", "/domains/{record_id}", 409, record_id=domain.id, key=root_key)

@@ -20,6 +20,7 @@ from authsvc.admin.domains import (
 )
 from authsvc.admin.listing import listing, serialise
 from authsvc.admin.mfa import reset_factors, set_policy
+from authsvc.admin.registration_tokens import create_registration_token, revoke_registration_token
 from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.signing_keys import rotate_signing_key, signing_keys
 from authsvc.admin.sso_providers import (
@@ -56,6 +57,7 @@ __all__ = [
     "create_api_key",
     "create_application",
     "create_domain",
+    "create_registration_token",
     "create_sso_provider",
     "create_user",
     "delete_application",
@@ -69,6 +71,7 @@ __all__ = [
     "regenerate_secret",
     "remove_domain_scopes",
     "revoke_api_key",
+    "revoke_registration_token",
     "revoke_user_tokens",
     "rotate_signing_key",
     "serialise",

@@ -17,7 +17,7 @@ from authsvc import admin
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
-from authsvc.core.models import ApiKey, Application, AuditRecord, Domain, SsoProvider, User
+from authsvc.core.models import ApiKey, Application, AuditRecord, Domain, RegistrationToken, SsoProvider, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
 from authsvc.identity.views import resource_token_response
@@ -245,6 +245,37 @@ def rotate_signing_key(record_id: str) -> Response:
     domain = admin.get(actor, Domain, record_id)
     data = body() if request.get_data() else {}
     return _created(admin.rotate_signing_key(actor, domain, data))
+
+
+@bp.get("/registration_tokens")
+@admin_errors
+def list_registration_tokens() -> Response:
+    """Initial access tokens for dynamic client registration (never their values)."""
+    return _listing(RegistrationToken)
+
+
+@bp.post("/registration_tokens")
+@admin_errors
+def create_registration_token() -> Response:
+    """A new initial access token; its value is shown once, in this answer."""
+    token, value = admin.create_registration_token(current_actor(), body())
+    return _created(token.as_json() | {"token": value})
+
+
+@bp.get("/registration_tokens/<record_id>")
+@admin_errors
+def get_registration_token(record_id: str) -> Response:
+    return jsonify(admin.get(current_actor(), RegistrationToken, record_id).as_json())
+
+
+@bp.delete("/registration_tokens/<record_id>")
+@admin_errors
+def revoke_registration_token(record_id: str) -> Response:
+    """Revoke: no further registration with it; the applications it registered stay."""
+    actor = current_actor()
+    token = admin.get(actor, RegistrationToken, record_id)
+    admin.revoke_registration_token(actor, token)
+    return jsonify(token.as_json())
 
 
 @bp.post("/users/<record_id>/identities")

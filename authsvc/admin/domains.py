@@ -18,6 +18,7 @@ from authsvc.core.models import (
     Consent,
     Domain,
     ExternalIdentity,
+    RegistrationToken,
     SigningKey,
     SsoProvider,
     Token,
@@ -137,6 +138,7 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(update(Application).where(Application.domain_id == domain.id).values(service_account_id=None))
     db.session.execute(delete(User).where(User.domain_id == domain.id))
     db.session.execute(delete(Application).where(Application.domain_id == domain.id))
+    db.session.execute(delete(RegistrationToken).where(RegistrationToken.domain_id == domain.id))
     db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
     db.session.execute(delete(SigningKey).where(SigningKey.domain_id == domain.id))
     db.session.delete(domain)

@@ -4,7 +4,7 @@ the bound on unfinished SSO flows: authsvc.identity.flow.)
 
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests
-  per client (device authorisation requests too), SSO starts per client
+  per client (device authorisation requests and client registrations too), SSO starts per client
   address, and user codes entered at ``/auth/device`` per client address. Over the rate, a request gets
   429 before any password is checked. Accounts are keyed on the domain's id,
   not on the Host header, so another port or host name for the domain counts
@@ -40,6 +40,9 @@ TOKEN_ENDPOINT = "oauth.token"
 SSO_START_ENDPOINT = "sso.start"
 # Counted with the token requests, per client.
 DEVICE_AUTHORIZATION_ENDPOINT = "oauth.device_authorization"
+# Dynamic client registration (RFC 7591, RFC 7592): counted with the token requests, per address
+# when registering, per client when managing a registration.
+REGISTRATION_ENDPOINTS = {"oauth.register", "oauth.client_configuration"}
 # Where a person enters a device's user code (RFC 8628 5.1: user codes can be guessed).
 DEVICE_VERIFY_ENDPOINTS = {"device.verify", "device.decide"}
 # Where a second factor is tried (codes can be guessed too; the account's lockout also counts them).
@@ -50,8 +53,10 @@ LIMITED_ENDPOINTS = (
     PASSWORD_ENDPOINTS
     | DEVICE_VERIFY_ENDPOINTS
     | MFA_ENDPOINTS
+    | REGISTRATION_ENDPOINTS
     | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
 )
+TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
 
 PREFIX = f"{store.PREFIX}limits"
 
@@ -125,6 +130,10 @@ def _refused(response: Response) -> bool:
 
 
 def _requesting_client() -> str:
+    if request.endpoint == "oauth.register":
+        return f"address:{client_address()}"
+    if request.endpoint == "oauth.client_configuration":
+        return f"client:{(request.view_args or {}).get('client_id', '')[:100]}"
     try:
         basic = request.authorization
     except Exception:  # noqa: BLE001 - a garbled header is the view's to refuse
@@ -177,7 +186,7 @@ def _limits() -> list[Limit]:
             key_function=_requesting_client,
             scope="token-client",
             shared=True,
-            exempt_when=lambda: request.endpoint not in (TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT),
+            exempt_when=lambda: request.endpoint not in TOKEN_RATE_ENDPOINTS,
         ),
         Limit(
             _setting("AUTHSVC_SSO_START_RATE_LIMIT"),

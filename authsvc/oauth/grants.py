@@ -67,6 +67,9 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
 
     def validate_token_request(self) -> None:
         client = self.authenticate_token_endpoint_client()
+        # A dynamically registered client has only the grants it registered (never this one).
+        if not client.check_grant_type(self.GRANT_TYPE):
+            raise UnauthorizedClientError("This application may not use the password grant.")
         params = self.request.form
         for name in ("username", "password"):
             if not params.get(name):

@@ -13,6 +13,7 @@ from authsvc.core.validation import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
+from authsvc.oauth.registration import REGISTER_PATH
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 
@@ -32,6 +33,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "jwks_uri": f"{base}/auth/oauth/jwks",
             "end_session_endpoint": f"{base}/auth/oauth/end_session",
             "device_authorization_endpoint": f"{base}/auth/oauth/device_authorization",
+            "registration_endpoint": f"{base}{REGISTER_PATH}",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],

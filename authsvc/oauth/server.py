@@ -40,6 +40,7 @@ from authsvc.oauth.grants import (
 )
 from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.registration import ClientConfiguration, ClientRegistration
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
@@ -185,6 +186,8 @@ def init_app(app: Flask) -> None:
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)
     server.register_endpoint(DeviceAuthorization)
+    server.register_endpoint(ClientRegistration)
+    server.register_endpoint(ClientConfiguration)
     app.extensions["authsvc.authorization"] = server
 
 

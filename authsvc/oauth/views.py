@@ -1,5 +1,5 @@
 """The authorisation, token, revocation and introspection endpoints (SPEC 4.4, 4.1, 4.5; RFC 7009, RFC 7662),
-consent, and the user's approvals."""
+consent, the user's approvals, and dynamic client registration (RFC 7591, RFC 7592)."""
 
 from __future__ import annotations
 
@@ -202,3 +202,17 @@ def device_authorization() -> Response:
     response = authorization_server().create_endpoint_response("device_authorization")
     response.headers["Cache-Control"] = "no-store"
     return response
+
+
+@bp.post("/register")
+def register() -> Response:
+    """RFC 7591: register a client with an initial access token (authsvc.oauth.registration)."""
+    current_domain()
+    return authorization_server().create_endpoint_response("client_registration")
+
+
+@bp.route("/register/<client_id>", methods=["GET", "PUT", "DELETE"])
+def client_configuration(client_id: str) -> Response:
+    """RFC 7592: read, replace or delete a registration with its registration access token."""
+    current_domain()
+    return authorization_server().create_endpoint_response("client_configuration")

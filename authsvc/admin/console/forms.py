@@ -158,6 +158,22 @@ class ApiKeyForm(PageForm):
         return values
 
 
+class RegistrationTokenForm(PageForm):
+    name = StringField("Name", validators=[Length(max=200)], description="Whom it is for, for your records.")
+    expires_in_hours = IntegerField(
+        "Expires in (hours)", validators=[Optional(), NumberRange(min=1, max=8760)], default=24
+    )
+    max_uses = IntegerField("Registrations allowed", validators=[Optional(), NumberRange(min=1, max=1000)], default=1)
+    submit = SubmitField("Create token")
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "name": self.name.data or "",
+            "expires_in": (self.expires_in_hours.data or 24) * 3600,
+            "max_uses": self.max_uses.data or 1,
+        }
+
+
 class MicrosoftSsoForm(PageForm):
     name = StringField("Name", validators=[Length(max=200)], description="Shown on the sign-in button.")
     client_id = StringField("Application (client) id", validators=[Length(max=255)])

@@ -94,6 +94,12 @@ class Application(db.Model):
     # OpenID Connect RP-Initiated Logout 1.0 and Back-Channel Logout 1.0.
     post_logout_redirect_uris: Mapped[list[str] | None] = mapped_column(JSON)
     backchannel_logout_uri: Mapped[str | None] = mapped_column(String(2000))
+    # Dynamic client registration (RFC 7591/7592): the grant types the client registered (None: an
+    # admin's application, which may use every grant its settings allow), the initial access token it
+    # registered with, and the digest of its registration access token (RFC 7592).
+    grant_types: Mapped[list[str] | None] = mapped_column(JSON)
+    registration_token_id: Mapped[str | None] = mapped_column(ForeignKey("registration_token.id"))
+    registration_access_token_digest: Mapped[str | None] = mapped_column(String(64))
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -143,6 +149,8 @@ class Application(db.Model):
         return response_type == "code"
 
     def check_grant_type(self, grant_type: str) -> bool:
+        if self.grant_types is not None and grant_type not in self.grant_types:
+            return False
         if grant_type == DEVICE_CODE_GRANT_TYPE:
             return self.device
         if grant_type == "client_credentials":
@@ -172,5 +180,7 @@ class Application(db.Model):
             or ("client_secret_basic" if self.confidential else "none"),
             "jwks_uri": self.jwks_uri,
             "jwks": self.jwks,
+            # The initial access token it registered itself with (RFC 7591), if it did.
+            "registration_token": self.registration_token_id,
             "created_at": self.created_at,
         }

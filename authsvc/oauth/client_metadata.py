@@ -1,0 +1,271 @@
+"""Client metadata of dynamic registration (RFC 7591 2): what a client may register, checked, and read back.
+
+The rules are the service's own, applied to what a client sends about itself:
+redirect URIs as an admin's are checked (authsvc.core.validation), scopes
+within the domain's (never a reserved one), only the grants a client can use
+without an admin's help, and the client authentication methods the token
+endpoint knows. Metadata the service does not keep (``logo_uri``,
+``contacts``, ...) is ignored, as RFC 7591 2 allows; the answer names only
+what was registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authlib.oauth2.rfc7591 import ClientMetadataClaims, InvalidClientMetadataError, InvalidRedirectURIError
+from flask import current_app
+from joserfc.errors import JoseError
+from joserfc.jwk import KeySet
+
+from authsvc.core import validation
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
+
+# The grants a registered client may ask for. client_credentials acts as a service account, which
+# only a domain admin binds; the password grant is not for new clients (RFC 9700 2.4).
+REGISTRABLE_GRANT_TYPES = ["authorization_code", "refresh_token", DEVICE_CODE_GRANT_TYPE]
+ADMIN_ONLY_GRANT_TYPES = {
+    "client_credentials": "client_credentials acts as a service account, which only a domain admin can bind: "
+    "ask one for an application",
+    "password": "the password grant is not available to registered clients (RFC 9700)",
+}
+SECRET_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
+REGISTRABLE_AUTH_METHODS = [*SECRET_AUTH_METHODS, "none", "private_key_jwt"]
+ID_TOKEN_ALGORITHMS = ["RS256", "ES256"]
+MAX_URIS = 20
+MAX_URI_LENGTH = 2000
+MAX_JWKS_KEYS = 10
+ASYMMETRIC_KEY_TYPES = ["RSA", "EC", "OKP"]
+
+
+def _printable(text: str) -> str:
+    """``text`` fit for an error description (RFC 6749 allows only some ASCII there)."""
+    return "".join(c if 0x20 <= ord(c) <= 0x7E and c not in '"\\' else "?" for c in text)[:300]
+
+
+def invalid(message: str) -> InvalidClientMetadataError:
+    return InvalidClientMetadataError(_printable(message))
+
+
+class RegisteredClientMetadata(ClientMetadataClaims):
+    """RFC 7591 metadata as this service registers it. ``params`` is the domain's registration policy
+    (see ``registration_policy``): its scopes."""
+
+    REGISTERED_CLAIMS = [
+        "redirect_uris",
+        "token_endpoint_auth_method",
+        "grant_types",
+        "response_types",
+        "client_name",
+        "scope",
+        "jwks_uri",
+        "jwks",
+        # OpenID Connect Registration 1.0, RP-Initiated and Back-Channel Logout 1.0.
+        "post_logout_redirect_uris",
+        "backchannel_logout_uri",
+        "id_token_signed_response_alg",
+    ]
+
+    @classmethod
+    def get_claims_options(cls, metadata: dict) -> dict:
+        # Every rule is checked in validate(), with a message that says what is wrong.
+        return {}
+
+    def validate(self, now: Any = None, leeway: int = 0) -> None:
+        self._grant_types()
+        self._response_types()
+        self["redirect_uris"] = _uris(self, "redirect_uris", InvalidRedirectURIError)
+        if "authorization_code" in self["grant_types"] and not self["redirect_uris"]:
+            raise InvalidRedirectURIError("redirect_uris is required for the authorization_code grant.")
+        self["post_logout_redirect_uris"] = _uris(self, "post_logout_redirect_uris", InvalidClientMetadataError)
+        self._auth_method()
+        self._scope()
+        self._client_name()
+        backchannel = _string(self, "backchannel_logout_uri", MAX_URI_LENGTH)
+        if backchannel is not None:
+            self["backchannel_logout_uri"] = outbound_url(backchannel, "backchannel_logout_uri")
+        alg = _string(self, "id_token_signed_response_alg", 10)
+        if alg is not None and alg not in ID_TOKEN_ALGORITHMS:
+            raise invalid(f"id_token_signed_response_alg must be one of {', '.join(ID_TOKEN_ALGORITHMS)}.")
+        for name in list(self):
+            if self[name] is None or self[name] == []:
+                if name not in ("redirect_uris", "grant_types", "response_types"):
+                    del self[name]
+
+    def _grant_types(self) -> None:
+        grant_types = _list(self, "grant_types") or ["authorization_code"]
+        for grant_type in grant_types:
+            if grant_type in ADMIN_ONLY_GRANT_TYPES:
+                raise invalid(f"grant_types: {ADMIN_ONLY_GRANT_TYPES[grant_type]}.")
+            if grant_type not in REGISTRABLE_GRANT_TYPES:
+                raise invalid(f"grant_types: {grant_type} is not supported; use {', '.join(REGISTRABLE_GRANT_TYPES)}.")
+        if grant_types == ["refresh_token"]:
+            raise invalid("grant_types: refresh_token needs a grant that issues refresh tokens.")
+        self["grant_types"] = list(dict.fromkeys(grant_types))
+
+    def _response_types(self) -> None:
+        # RFC 7591 2.1: response_types and grant_types must agree; "code" goes with authorization_code.
+        code = "authorization_code" in self["grant_types"]
+        response_types = _list(self, "response_types")
+        if response_types is None:
+            response_types = ["code"] if code else []
+        if any(r != "code" for r in response_types):
+            raise invalid("response_types: only code is supported.")
+        if bool(response_types) != code:
+            raise invalid("response_types code and grant type authorization_code go together (RFC 7591 2.1).")
+        self["response_types"] = list(dict.fromkeys(response_types))
+
+    def _auth_method(self) -> None:
+        method = _string(self, "token_endpoint_auth_method", 40) or "client_secret_basic"
+        if method not in REGISTRABLE_AUTH_METHODS:
+            raise invalid(f"token_endpoint_auth_method must be one of {', '.join(REGISTRABLE_AUTH_METHODS)}.")
+        self["token_endpoint_auth_method"] = method
+        jwks = self.get("jwks")
+        jwks_uri = _string(self, "jwks_uri", MAX_URI_LENGTH)
+        if method != "private_key_jwt":
+            if jwks is not None or jwks_uri is not None:
+                raise invalid("jwks and jwks_uri are used only with token_endpoint_auth_method private_key_jwt.")
+            return
+        if (jwks is None) == (jwks_uri is None):
+            raise invalid("private_key_jwt needs exactly one of jwks and jwks_uri.")
+        self["jwks"], self["jwks_uri"] = client_keys(jwks, jwks_uri)
+
+    def _scope(self) -> None:
+        scope = _string(self, "scope", 2000) or "public"
+        domain_scopes = self.params["scopes"]
+        reserved = [s for s in scope.split() if s in RESERVED_SCOPES]
+        if reserved:
+            raise invalid(f"scope: {' '.join(reserved)} is granted only by a domain admin, never by registration.")
+        try:
+            self["scope"] = validation.scopes(scope, domain_scopes)
+        except validation.Invalid as exc:
+            raise invalid(f"scope: {exc}") from None
+
+    def _client_name(self) -> None:
+        name = _string(self, "client_name", 200)
+        if name is not None:
+            if not name.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in name):
+                raise invalid("client_name must be non-empty text without control characters.")
+            self["client_name"] = name.strip()
+
+
+def _string(claims: dict, name: str, max_length: int) -> str | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str) or len(value) > max_length:
+        raise invalid(f"{name} must be a string of at most {max_length} characters.")
+    return value
+
+
+def _list(claims: dict, name: str) -> list[str] | None:
+    value = claims.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and 0 < len(v) <= 100 for v in value):
+        raise invalid(f"{name} must be an array of strings.")
+    return value
+
+
+def _uris(claims: dict, name: str, error: type) -> list[str]:
+    value = claims.get(name)
+    if value is None:
+        return []
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_URIS
+        or not all(isinstance(v, str) and 0 < len(v) <= MAX_URI_LENGTH for v in value)
+    ):
+        raise error(f"{name} must be an array of at most {MAX_URIS} URIs.")
+    try:
+        return list(dict.fromkeys(validation.redirect_uri(uri) for uri in value))
+    except validation.Invalid as exc:
+        raise error(_printable(f"{name}: {exc}")) from None
+
+
+def outbound_url(url: str, name: str) -> str:
+    """A URL the service will call for this client: absolute https to a public address.
+
+    Loopback and private addresses only where the operator allows private networks
+    (AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS); the address is checked again on every call (authsvc.core.outbound).
+    """
+    try:
+        validation.provider_url(url, name)
+    except validation.Invalid as exc:
+        raise invalid(str(exc)) from None
+    if not current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]:
+        problem = validation.public_url_problem(url)
+        if problem:
+            raise invalid(f"{name} {problem}.")
+    return url
+
+
+def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | None]:
+    """The client's public keys for private_key_jwt, minimally checked.
+
+    A seam: the private_key_jwt work (RFC 7523) owns what keys are acceptable and how a
+    jwks_uri is fetched; here a JWKS must parse as public keys, and a jwks_uri be a URL the
+    service may call.
+    """
+    if jwks_uri is not None:
+        return None, outbound_url(jwks_uri, "jwks_uri")
+    if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list) or not jwks["keys"]:
+        raise invalid("jwks must be a JWK Set: an object with a non-empty keys array.")
+    if len(jwks["keys"]) > MAX_JWKS_KEYS or not all(isinstance(k, dict) for k in jwks["keys"]):
+        raise invalid(f"jwks must hold at most {MAX_JWKS_KEYS} keys, each a JSON object.")
+    if any(key.get("kty") not in ASYMMETRIC_KEY_TYPES for key in jwks["keys"]):
+        raise invalid(f"jwks: every key's kty must be one of {', '.join(ASYMMETRIC_KEY_TYPES)}.")
+    try:
+        key_set = KeySet.import_key_set(jwks)
+    # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.
+    except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise invalid(f"jwks: a key cannot be read ({exc.__class__.__name__}).") from None
+    if any(key.is_private for key in key_set.keys):
+        raise invalid("jwks must hold public keys only: never send a private key.")
+    return {"keys": [key.as_dict(private=False) for key in key_set.keys]}, None
+
+
+def registration_policy(domain: Domain) -> dict[str, Any]:
+    """What a client may register in ``domain`` (the claims' ``params``)."""
+    return {"scopes": [s for s in domain.scope_list if s not in RESERVED_SCOPES]}
+
+
+def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
+    """Set the application's registered fields from checked metadata (a full replacement, RFC 7592 2.2)."""
+    grant_types = metadata["grant_types"]
+    application.name = metadata.get("client_name") or application.client_id
+    application.redirect_uris = metadata["redirect_uris"]
+    application.grant_types = grant_types
+    application.device = DEVICE_CODE_GRANT_TYPE in grant_types
+    application.scopes = metadata["scope"]
+    application.token_endpoint_auth_method = metadata["token_endpoint_auth_method"]
+    application.jwks = metadata.get("jwks")
+    application.jwks_uri = metadata.get("jwks_uri")
+    application.post_logout_redirect_uris = metadata.get("post_logout_redirect_uris") or None
+    application.backchannel_logout_uri = metadata.get("backchannel_logout_uri")
+    application.id_token_signed_response_alg = metadata.get("id_token_signed_response_alg")
+
+
+def client_information(application: Application) -> dict[str, Any]:
+    """The registered metadata of ``application`` (RFC 7591 3.2.1), without secrets."""
+    info: dict[str, Any] = {
+        "client_id": application.client_id,
+        "client_id_issued_at": application.created_at,
+        "client_name": application.name,
+        "redirect_uris": list(application.redirect_uris),
+        "grant_types": list(application.grant_types or []),
+        "response_types": ["code"] if "authorization_code" in (application.grant_types or []) else [],
+        "token_endpoint_auth_method": application.token_endpoint_auth_method,
+        "scope": application.scopes,
+    }
+    if application.confidential:
+        info["client_secret_expires_at"] = 0
+    optional = {
+        "jwks": application.jwks,
+        "jwks_uri": application.jwks_uri,
+        "post_logout_redirect_uris": application.post_logout_redirect_uris,
+        "backchannel_logout_uri": application.backchannel_logout_uri,
+        "id_token_signed_response_alg": application.id_token_signed_response_alg,
+    }
+    info.update({k: v for k, v in optional.items() if v})
+    return info
