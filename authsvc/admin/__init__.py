@@ -12,6 +12,12 @@ from authsvc.admin.actors import Actor, Conflict, Forbidden, NotFound, Validatio
 from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_key
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import create_domain, delete_domain, update_domain
+from authsvc.admin.ldap_directories import (
+    check_ldap_directory,
+    create_ldap_directory,
+    delete_ldap_directory,
+    update_ldap_directory,
+)
 from authsvc.admin.listing import listing, serialise
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
@@ -38,14 +44,17 @@ __all__ = [
     "NotFound",
     "SSO_URL_FIELDS",
     "ValidationFailed",
+    "check_ldap_directory",
     "clear_user_resource_tokens",
     "create_api_key",
     "create_application",
     "create_domain",
+    "create_ldap_directory",
     "create_sso_provider",
     "create_user",
     "delete_application",
     "delete_domain",
+    "delete_ldap_directory",
     "delete_sso_provider",
     "delete_user",
     "get",
@@ -59,6 +68,7 @@ __all__ = [
     "update_api_key",
     "update_application",
     "update_domain",
+    "update_ldap_directory",
     "update_sso_provider",
     "update_user",
     "user_domain",

@@ -6,6 +6,7 @@ from flask import Flask
 
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
+from authsvc.cli.ldap import ldap
 from authsvc.cli.sso import sso
 from authsvc.cli.tenants import apps, domains
 from authsvc.cli.tokens import tokens
@@ -13,5 +14,5 @@ from authsvc.cli.users import api_keys, users
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys):
+    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap):
         app.cli.add_command(command)
