@@ -125,9 +125,17 @@ def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
         if directory.starttls and not connection.start_tls():
             raise DirectoryUnavailable(directory, f"StartTLS refused: {connection.result}")
     except LDAPException as exc:
-        connection.unbind()
+        close(connection)
         raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
     return connection
+
+
+def close(connection: Connection) -> None:
+    """Unbind and close; a connection that already broke has nothing left to close."""
+    try:
+        connection.unbind()
+    except LDAPException:
+        pass
 
 
 def service_connection(directory: LdapDirectory) -> Connection:
@@ -136,12 +144,12 @@ def service_connection(directory: LdapDirectory) -> Connection:
     try:
         bound = connection.bind()
     except LDAPException as exc:
-        connection.unbind()
+        close(connection)
         raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
     if not bound:
         # Our own credentials failed: the directory's configuration, never the user's password.
         result = connection.result.get("description")
-        connection.unbind()
+        close(connection)
         raise DirectoryUnavailable(directory, f"service bind refused: {result}")
     return connection
 
@@ -186,12 +194,22 @@ def _entry(directory: LdapDirectory, raw: dict) -> Entry:
     groups = attributes.get(directory.group_attribute) or []
     return Entry(
         dn=raw["dn"],
-        subject=next((first(n) for n in ID_ATTRIBUTES if first(n)), None) or raw["dn"],
+        subject=_subject(raw),
         email=(first("mail") or "").lower() or None,
         name=first("displayName") or first("cn") or "",
         groups=list(dict.fromkeys(group_name(g) for g in (groups if isinstance(groups, list) else [groups]))),
         disabled=disabled,
     )
+
+
+def _subject(raw: dict) -> str:
+    """The entry's stable id: entryUUID as text, AD's binary objectGUID in hex; else the DN."""
+    values = raw.get("raw_attributes") or {}
+    for name in ID_ATTRIBUTES:
+        value = values.get(name)
+        if value:
+            return value[0].decode("ascii", "replace") if name == "entryUUID" else f"guid:{value[0].hex()}"
+    return raw["dn"]
 
 
 def group_name(value: str) -> str:
@@ -217,7 +235,7 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     except LDAPException as exc:
         raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
     finally:
-        connection.unbind()
+        close(connection)
     if bound:
         return True
     # 49 invalidCredentials (AD adds a reason in the message); anything else is the directory's trouble.
@@ -248,5 +266,5 @@ def test_connection(directory: LdapDirectory) -> dict:
     except LDAPException as exc:
         return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     finally:
-        connection.unbind()
+        close(connection)
     return {"ok": True}

@@ -83,7 +83,7 @@ def authenticate(directories: list[LdapDirectory], email: str, password: str, us
             try:
                 entry = ldap_client.find_user(directory, connection, email)
             finally:
-                connection.unbind()
+                ldap_client.close(connection)
             if entry is None:
                 continue
             if not ldap_client.password_matches(directory, entry.dn, password):
@@ -208,7 +208,7 @@ def still_allowed(user: User) -> bool:
                 try:
                     entry = ldap_client.find_user(directory, connection, user.email)
                 finally:
-                    connection.unbind()
+                    ldap_client.close(connection)
             except DirectoryUnavailable as exc:
                 _note_unavailable(exc)
                 continue
