@@ -17,6 +17,7 @@ from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, LdapAccount, LdapDirectory, User
 from devtools.services import free_port, slapd_binary
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, HttpsClient, get_code, headers
+from tests.conftest import signin as conftest_signin
 from tests.ldap_directory import PEOPLE, SERVICE_DN, SERVICE_PASSWORD, Directory, person_dn
 from tests.test_pages import csrf_token
 
@@ -372,3 +373,59 @@ def test_the_admin_api_manages_directories_with_a_write_only_bind_password(
     assert bad.status_code == 422 and "user_filter" in bad.get_json()["fields"]
     assert api(client, "DELETE", f"/ldap/{directory_id}", admin_token).get_json() == {"deleted": directory_id}
     assert [e.target for e in events(world, "ldap.deleted")] == [f"ldap:{directory_id}"]
+
+
+# ------------------------------------------------------------------ console
+
+
+def test_the_console_creates_tests_and_deletes_a_directory(app, client, world, setup, directory):
+    admin_user = world.user(setup.domain, "admin@example.com", admin=True, name="Admin")
+    app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"] = True  # an operator's setting for on-premises peers
+    conftest_signin(client, admin_user.email)
+    base = f"/auth/admin/domains/{setup.domain.id}/ldap"
+    form = {
+        "name": "Corp",
+        "url": directory.starttls_url,
+        "starttls": "y",
+        "bind_dn": SERVICE_DN,
+        "bind_password": SERVICE_PASSWORD,
+        "base_dn": PEOPLE,
+        "user_filter": "(mail={email})",
+        "group_attribute": "memberOf",
+        "ca_pem": directory.ca.ca_file.read_text(),
+        "enabled": "y",
+    }
+    new = client.get(f"{base}/new", headers=headers())
+    invalid = client.post(
+        f"{base}/new", data={**form, "user_filter": "mail", "csrf_token": csrf_token(new)}, headers=headers()
+    )
+    assert invalid.status_code == 422 and "{email}" in invalid.get_data(as_text=True)
+    created = client.post(f"{base}/new", data={**form, "csrf_token": csrf_token(new)}, headers=headers())
+    assert created.status_code == 303
+    [stored] = world.query(select(LdapDirectory))
+    page = client.get(created.headers["Location"], headers=headers())
+    assert SERVICE_PASSWORD not in page.get_data(as_text=True)
+    tested = client.post(f"{base}/{stored.id}/test", data={"csrf_token": csrf_token(page)}, headers=headers())
+    assert tested.status_code == 303
+    assert "succeeded" in client.get(tested.headers["Location"], headers=headers()).get_data(as_text=True)
+    # An edit with the bind password left empty keeps it.
+    edited = client.post(
+        f"{base}/{stored.id}",
+        data={**form, "bind_password": "", "name": "Corp AD", "csrf_token": csrf_token(page)},
+        headers=headers(),
+    )
+    assert edited.status_code == 303
+    page = client.get(edited.headers["Location"], headers=headers())
+    assert "Corp AD" in page.get_data(as_text=True)
+    tested = client.post(f"{base}/{stored.id}/test", data={"csrf_token": csrf_token(page)}, headers=headers())
+    assert "succeeded" in client.get(tested.headers["Location"], headers=headers()).get_data(as_text=True)
+    confirm = client.get(f"{base}/{stored.id}/delete", headers=headers())
+    assert (
+        client.post(
+            f"{base}/{stored.id}/delete", data={"csrf_token": csrf_token(confirm)}, headers=headers()
+        ).status_code
+        == 303
+    )
+    assert world.query(select(LdapDirectory)) == []
+    assert [r.actor for r in events(world, "ldap.created")] == [f"user:{admin_user.id}"]
+    assert events(world, "ldap.updated") and events(world, "ldap.deleted")
