@@ -107,12 +107,16 @@ def test_a_good_password_provisions_the_user_with_their_groups(client, runner, w
     assert len(world.query(select(User).where(User.email == "ada@example.com"))) == 1
 
 
-def access_token(client, client_id):
-    """An access token for the signed-in user, by the authorisation code flow."""
+def tokens(client, client_id):
+    """The token answer for the signed-in user, by the authorisation code flow."""
     body = {"grant_type": "authorization_code", "code": get_code(client, client_id), "redirect_uri": REDIRECT_URI}
     answer = client.post("/auth/oauth/token", data={**body, "client_id": client_id}, headers=headers())
     assert answer.status_code == 200, answer.get_json()
-    return answer.get_json()["access_token"]
+    return answer.get_json()
+
+
+def access_token(client, client_id):
+    return tokens(client, client_id)["access_token"]
 
 
 def https_client(app):
@@ -312,6 +316,23 @@ def test_an_entry_removed_from_the_directory_cannot_sign_in_and_its_session_ends
     directory.delete("erin")
     assert "Sign out" not in client.get("/auth/login", headers=headers()).get_data(as_text=True)
     assert signin(client, "erin@example.com", "erin-password").status_code == 401
+
+
+def test_a_refresh_asks_the_directory_again(make_app, setup, directory):
+    app = make_app(AUTHSVC_LDAP_RECHECK=0)
+    create_directory(app.test_cli_runner(), directory)
+    directory.add_person("gus", "gus@example.com", "gus-password", "Gus Refreshing")
+    try:
+        client = https_client(app)
+        assert signin(client, "gus@example.com", "gus-password").status_code == 202
+        refresh_token = tokens(client, setup.public_app.client_id)["refresh_token"]
+        body = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": setup.public_app.client_id}
+        directory.set_account_control("gus", 514)
+        refused = client.post("/auth/oauth/token", data=body, headers=headers())
+        assert refused.status_code == 400, refused.get_json()
+        assert "access_token" not in refused.get_json()
+    finally:
+        directory.delete("gus")
 
 
 def test_the_session_is_not_rechecked_before_the_interval(make_app, setup, directory):

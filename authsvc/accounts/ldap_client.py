@@ -244,12 +244,6 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     raise DirectoryUnavailable(directory, f"bind failed: {result.get('description')}")
 
 
-def reread(directory: LdapDirectory, connection: Connection, dn: str, email: str) -> Entry | None:
-    """The entry at ``dn`` if the user filter still finds it for ``email`` (a base search); None if not."""
-    found = _search(directory, connection, dn, BASE, user_filter(directory, email))
-    return _entry(directory, found[0]) if len(found) == 1 else None
-
-
 def test_connection(directory: LdapDirectory) -> dict:
     """The service bind and a base search of ``base_dn``: ``{"ok": true}`` or ``{"ok": false, "error"}``.
 
