@@ -190,7 +190,7 @@ def still_allowed(user: User) -> bool:
     """Whether ``user``'s directory entries still let them sign in; asks at most every AUTHSVC_LDAP_RECHECK s.
 
     True for a user of no directory. A directory that cannot answer is not a
-    deprovisioning: the session goes on, and the next request asks again.
+    deprovisioning: the session goes on, and it is asked again after the interval.
     """
     accounts = _accounts(user)
     if not accounts:
@@ -210,7 +210,10 @@ def still_allowed(user: User) -> bool:
                 finally:
                     ldap_client.close(connection)
             except DirectoryUnavailable as exc:
+                # Asked again after the interval, not on every request: each would wait for the timeout.
                 _note_unavailable(exc)
+                account.checked_at = now
+                db.session.commit()
                 continue
         if entry is None or entry.subject != account.subject or entry.disabled:
             reason = "disabled" if entry is not None and entry.disabled else "not_found"
