@@ -555,3 +555,20 @@ def test_a_public_application_requires_pkce_unless_created_in_legacy_mode(client
     assert legacy.get_json()["require_pkce"] is False
     changed = call(client, "patch", f"/oauth_apps/{default['id']}", keys.admin_key, {"allow_plain_pkce": True})
     assert changed.get_json()["allow_plain_pkce"] is True
+
+
+def test_an_application_may_ask_for_es256_id_tokens_and_nothing_else(client, setup, keys, world):
+    body = {"name": "OIDC", "redirect_uris": ["https://rooms.example.com/cb"]}
+    created = call(client, "post", "/oauth_apps", keys.admin_key, body | {"id_token_signed_response_alg": "ES256"})
+    assert created.status_code == 201, created.get_json()
+    refused = call(
+        client,
+        "patch",
+        f"/oauth_apps/{created.get_json()['id']}",
+        keys.admin_key,
+        {"id_token_signed_response_alg": "none"},
+    )
+    assert refused.status_code == 422
+    assert "RS256, ES256" in refused.get_json()["fields"]["id_token_signed_response_alg"]
+    [stored] = world.query(select(Application).where(Application.name == "OIDC"))
+    assert stored.id_token_signed_response_alg == "ES256"

@@ -1265,7 +1265,7 @@ def test_a_rotated_provider_key_is_refetched_once_on_an_unknown_kid(make_app, se
 def test_a_rotated_key_is_refetched_once_for_an_id_token_without_kid(make_app, setup, oidc):
     from tests.conftest import HttpsClient
 
-    app = make_app(AUTHSVC_SSO_JWKS_REFETCH_INTERVAL=2)
+    app = make_app(AUTHSVC_SSO_JWKS_REFETCH_INTERVAL=60)
     app.test_client_class = HttpsClient
     provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
     client = app.test_client()

@@ -8,10 +8,16 @@ it, a system admin reaches every domain. Every change is validated field by
 field and saved together with its audit record (before/after, no secrets).
 """
 
-from authsvc.admin.actors import Actor, Conflict, Forbidden, NotFound, ValidationFailed, get
+from authsvc.admin.actors import Actor, Conflict, Forbidden, NotFound, ValidationFailed, command_line, get
 from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_key
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
-from authsvc.admin.domains import create_domain, delete_domain, update_domain
+from authsvc.admin.domains import (
+    add_domain_scopes,
+    create_domain,
+    delete_domain,
+    remove_domain_scopes,
+    update_domain,
+)
 from authsvc.admin.ldap_directories import (
     check_ldap_directory,
     create_ldap_directory,
@@ -33,6 +39,7 @@ from authsvc.admin.users import (
     delete_user,
     revoke_user_tokens,
     update_user,
+    update_user_counting_revoked,
     user_domain,
     user_resource_token,
 )
@@ -45,7 +52,9 @@ __all__ = [
     "SSO_URL_FIELDS",
     "ValidationFailed",
     "check_ldap_directory",
+    "add_domain_scopes",
     "clear_user_resource_tokens",
+    "command_line",
     "create_api_key",
     "create_application",
     "create_domain",
@@ -61,6 +70,7 @@ __all__ = [
     "link_identity",
     "listing",
     "regenerate_secret",
+    "remove_domain_scopes",
     "revoke_api_key",
     "revoke_user_tokens",
     "serialise",
@@ -71,6 +81,7 @@ __all__ = [
     "update_ldap_directory",
     "update_sso_provider",
     "update_user",
+    "update_user_counting_revoked",
     "user_domain",
     "user_resource_token",
 ]

@@ -1,8 +1,9 @@
 """Who acts on admin data, what they may reach, and how a change is recorded.
 
 Who may: an admin credential changes its domain, a support credential reads
-it, a system admin reaches every domain. Every change is saved together with
-its audit record (before/after, no secrets).
+it, a system admin reaches every domain, and so does the command line (an
+operator on the server, audited as ``cli``). Every change is saved together
+with its audit record (before/after, no secrets).
 """
 
 from __future__ import annotations
@@ -41,19 +42,40 @@ class Conflict(Exception):
 class Actor:
     """Who acts, and what they may do."""
 
-    user: User
-    name: str  # for audit records: "user:12", "api_key:3f9c…"
+    user: User | None  # None for the command line, which acts as no account
+    name: str  # for audit records: "user:12", "api_key:3f9c…", "cli"
     permissions: int  # PlaceOS bits: 1 support, 2 admin
 
     @property
     def system_admin(self) -> bool:
-        return self.user.system_admin and bool(self.permissions & 2)
+        return (self.user is None or self.user.system_admin) and bool(self.permissions & 2)
+
+    @property
+    def user_id(self) -> int | None:
+        return self.user.id if self.user is not None else None
+
+    @property
+    def domain_id(self) -> int | None:
+        """The actor's own domain; None for the command line, which names a domain each time."""
+        return self.user.domain_id if self.user is not None else None
 
     def can_read(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 3))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 3))
 
     def can_change(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.user.domain_id and bool(self.permissions & 2))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 2))
+
+
+COMMAND_LINE = "cli"
+
+
+def command_line() -> Actor:
+    """The operator at ``flask --app app ...``: a system admin's powers, no account.
+
+    Whoever runs the commands already holds the database credentials; the
+    admin rules still apply, and every change is audited with actor ``cli``.
+    """
+    return Actor(user=None, name=COMMAND_LINE, permissions=3)
 
 
 def audit_change(

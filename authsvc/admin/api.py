@@ -262,7 +262,7 @@ def audit_log() -> Response:
     actor = current_actor()
     query = select(AuditRecord)
     if not actor.system_admin:
-        query = query.where(AuditRecord.domain_id == actor.user.domain_id)
+        query = query.where(AuditRecord.domain_id == actor.domain_id)
     for name in ("event", "actor", "target"):
         value = request.args.get(name)
         if value is not None:

@@ -12,6 +12,7 @@ from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Domain, Token, User
+from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
 
 
 def _service_account(fields: Fields, domain: Domain) -> int | None:
@@ -45,7 +46,10 @@ def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
         "device": fields.boolean("device"),
         "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
         "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
+        "id_token_signed_response_alg": fields.string("id_token_signed_response_alg", max_length=10),
     }
+    if values["id_token_signed_response_alg"] not in (None, *ID_TOKEN_ALGORITHMS):
+        fields.errors["id_token_signed_response_alg"] = f"must be one of {', '.join(ID_TOKEN_ALGORITHMS)}"
     explicit_null = ("access_token_ttl", "refresh_token_ttl", "service_account")
     return {
         k: v

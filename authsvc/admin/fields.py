@@ -102,7 +102,7 @@ class Fields:
 def domain_field(actor: Actor, fields: Fields) -> Domain | None:
     """The domain named by the body's ``domain`` (an id), or the actor's own; must be changeable."""
     given = fields.string("domain", max_length=20)
-    domain_id = validation.record_id(given) if given else actor.user.domain_id
+    domain_id = validation.record_id(given) if given else actor.domain_id
     domain = db.session.get(Domain, domain_id) if domain_id is not None else None
     if domain is None or not actor.can_read(domain.id):
         fields.errors["domain"] = "no such domain"

@@ -17,7 +17,7 @@ def listing(actor: Actor, model: type, *, text: str | None, page: int, per_page:
     query = select(model)
     domain_column = model.id if model is Domain else model.domain_id
     if not actor.system_admin:
-        query = query.where(domain_column == actor.user.domain_id)
+        query = query.where(domain_column == actor.domain_id)
     if domain_id is not None:
         query = query.where(domain_column == domain_id)
     if text:

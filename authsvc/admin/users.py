@@ -50,6 +50,11 @@ def create_user(actor: Actor, data: Any) -> User:
 
 def update_user(actor: Actor, user: User, data: Any) -> User:
     """Change a user; a new password or disabling ends the user's sessions and tokens."""
+    return update_user_counting_revoked(actor, user, data)[0]
+
+
+def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[User, int]:
+    """As ``update_user``, and how many tokens the change revoked (the command line prints it)."""
     require_change_of_user(actor, user)
     before = user.as_json()
     fields = Fields(data, partial=True)
@@ -59,7 +64,7 @@ def update_user(actor: Actor, user: User, data: Any) -> User:
     values = _user_flags(fields, actor)
     if email and email != user.email and signin.find_user(user_domain(user), email):
         fields.errors["email"] = "a user with this e-mail already exists in the domain"
-    if user.id == actor.user.id:
+    if user.id == actor.user_id:
         # An admin who demotes or disables themselves locks themselves out.
         if disabled is True:
             fields.errors["disabled"] = "you cannot disable yourself"
@@ -84,7 +89,7 @@ def update_user(actor: Actor, user: User, data: Any) -> User:
     )
     audit_change(actor, "user.updated", user.domain_id, f"user:{user.id}", before, after)
     commit("that user")
-    return user
+    return user, revoked
 
 
 def user_domain(user: User) -> Domain:
@@ -93,7 +98,7 @@ def user_domain(user: User) -> Domain:
 
 def delete_user(actor: Actor, user: User) -> None:
     require_change_of_user(actor, user)
-    if user.id == actor.user.id:
+    if user.id == actor.user_id:
         raise Conflict("you cannot delete yourself")
     before = user.as_json()
     db.session.execute(delete(Token).where(Token.user_id == user.id))

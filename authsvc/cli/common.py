@@ -1,17 +1,21 @@
-"""What the commands share: JSON output, lookups that fail clearly, input validation."""
+"""What the commands share: JSON output, lookups that fail clearly, admin outcomes as clear errors.
+
+The commands write through the admin verbs (``authsvc.admin``) as the
+command-line actor: the admin rules apply and every change is audited as ``cli``.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
+from authsvc import admin
 from authsvc.accounts import signin
-from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 
@@ -27,33 +31,6 @@ def domain_by_host(host: str) -> Domain:
     return domain
 
 
-def commit_or_fail(what: str) -> None:
-    try:
-        db.session.commit()
-    except IntegrityError:
-        db.session.rollback()
-        raise click.ClickException(f"{what} already exists") from None
-
-
-def _clear(rule: Callable[..., Any]) -> Callable[..., Any]:
-    """A validation rule that fails as a clear CLI error."""
-
-    def check(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return rule(*args, **kwargs)
-        except validation.Invalid as exc:
-            raise click.ClickException(str(exc)) from None
-
-    return check
-
-
-validate_host = _clear(validation.host)
-validate_scopes = _clear(validation.scopes)
-validate_redirect_uri = _clear(validation.redirect_uri)
-validate_email = _clear(validation.email)
-check_password = _clear(validation.password)
-
-
 def user_by_email(host: str, email: str) -> User:
     domain = domain_by_host(host)
     user = signin.find_user(domain, email)
@@ -67,6 +44,31 @@ def application_by_client_id(client_id: str) -> Application:
     if application is None:
         raise click.ClickException(f"no application with client_id {client_id!r}")
     return application
+
+
+@contextmanager
+def admin_rules(options: dict[str, str | None] | None = None, hints: dict[str, str] | None = None) -> Iterator[None]:
+    """Run admin verbs; their refusals become ``Error: --option: why`` on stderr and a non-zero exit.
+
+    ``options`` names the option of each admin field whose name differs
+    (``redirect_uris`` -> ``--redirect-uri``; None for an argument, shown bare);
+    ``hints`` adds what to do to a field's message.
+    """
+    try:
+        yield
+    except admin.ValidationFailed as exc:
+        problems = []
+        for field, why in exc.fields.items():
+            option = (options or {}).get(field, "--" + field.replace("_", "-"))
+            hint = (hints or {}).get(field)
+            problems.append((f"{option}: " if option else "") + why + (f" ({hint})" if hint else ""))
+        raise click.ClickException("; ".join(problems)) from None
+    except admin.Conflict as exc:
+        raise click.ClickException(str(exc)) from None
+    except admin.NotFound:
+        raise click.ClickException("no such record") from None
+    except admin.Forbidden:
+        raise click.ClickException("the admin rules refuse this change") from None
 
 
 RESERVED_SCOPES_HELP = 'Among the domain\'s, or reserved: "admin" (the admin API), "resource_token" (provider tokens).'

@@ -11,9 +11,10 @@ import click
 from flask.cli import with_appcontext
 from sqlalchemy import select
 
-from authsvc.cli.common import emit
+from authsvc import admin
+from authsvc.cli.common import admin_rules, emit
 from authsvc.core.database import db
-from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain, User
+from authsvc.core.models import Application, Domain, User
 
 
 @click.command("seed-demo")
@@ -29,32 +30,41 @@ def seed_demo(host: str) -> None:
 
     path = Path(INSTANCE_DIR) / "demo.json"
     saved = json.loads(path.read_text()) if path.exists() else {}
-    domain = db.session.scalar(select(Domain).where(Domain.host == host))
-    if domain is None:
-        domain = Domain(name="Demo", host=host, scopes=DEFAULT_DOMAIN_SCOPES)
-        db.session.add(domain)
-        db.session.flush()
-    application = db.session.scalar(select(Application).where(Application.domain_id == domain.id))
-    if application is None:
-        application = Application(
-            domain_id=domain.id,
-            name="Demo application",
-            client_id=secrets.token_urlsafe(24),
-            redirect_uris=["http://localhost:8080/callback"],
-            scopes="public mqtt.read",
-            # The legacy mode: the README's curl flow follows the specification literally, without PKCE.
-            require_pkce=False,
-        )
-        db.session.add(application)
-    email = saved.get("email", f"service@{host}")
-    user = db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email))
-    if user is None or "password" not in saved:
-        saved = {"email": email, "password": secrets.token_urlsafe(12)}
-        if user is None:
-            user = User(domain_id=domain.id, email=email, name="Demo service account", service_account=True)
-            db.session.add(user)
-        user.set_password(saved["password"])
-    db.session.commit()
+    actor = admin.command_line()
+    domain = db.session.scalar(select(Domain).where(Domain.host == host.lower()))
+    with admin_rules():
+        if domain is None:
+            domain = admin.create_domain(actor, {"name": "Demo", "host": host})
+        application = db.session.scalar(select(Application).where(Application.domain_id == domain.id))
+        if application is None:
+            application, _ = admin.create_application(
+                actor,
+                {
+                    "domain": str(domain.id),
+                    "name": "Demo application",
+                    "redirect_uris": ["http://localhost:8080/callback"],
+                    "scopes": "public mqtt.read",
+                    # The legacy mode: the README's curl flow follows the specification literally, without PKCE.
+                    "require_pkce": False,
+                },
+            )
+        email = saved.get("email", f"service@{domain.host}")
+        user = db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email))
+        if user is None or "password" not in saved:
+            saved = {"email": email, "password": secrets.token_urlsafe(12)}
+            if user is None:
+                user = admin.create_user(
+                    actor,
+                    {
+                        "domain": str(domain.id),
+                        "email": email,
+                        "name": "Demo service account",
+                        "service_account": True,
+                        "password": saved["password"],
+                    },
+                )
+            else:
+                admin.update_user(actor, user, {"password": saved["password"]})
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:

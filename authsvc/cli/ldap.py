@@ -2,7 +2,7 @@
 
 The commands go through the admin verbs (authsvc.admin.ldap_directories), so
 the CLI validates and audits as the API does; the operator acts as a system
-admin (``cli`` in the audit record) and may allow a directory on private networks.
+admin (``cli`` in the audit record) and registers directories on private networks.
 """
 
 from __future__ import annotations
@@ -15,25 +15,15 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
-from authsvc.cli.common import domain_by_host, emit
+from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core.database import db
-from authsvc.core.models import LdapDirectory, User
+from authsvc.core.models import LdapDirectory
 
 ldap = AppGroup("ldap", help="LDAP / Active Directory directories of a domain.")
 
 
-def _operator(domain_id: int) -> admin.Actor:
-    # Not saved: it names the operator at the console of the machine, who may do what a system admin does.
-    return admin.Actor(user=User(domain_id=domain_id, system_admin=True), name="cli", permissions=3)
-
-
-def _run(verb: Any, *args: Any) -> Any:
-    try:
-        return verb(*args)
-    except admin.ValidationFailed as exc:
-        raise click.ClickException("; ".join(f"--{k.replace('_', '-')}: {v}" for k, v in exc.fields.items())) from None
-    except admin.Conflict as exc:
-        raise click.ClickException(str(exc)) from None
+# The admin fields whose option is named otherwise.
+LDAP_OPTIONS = {"base_dn": "--base", "ca_pem": "--ca-file"}
 
 
 def _directory(directory_id: str) -> LdapDirectory:
@@ -87,7 +77,8 @@ def create_ldap(
         "allow_private_network": True,
         "enabled": not disabled,
     }
-    directory = _run(admin.create_ldap_directory, _operator(domain.id), data)
+    with admin_rules(LDAP_OPTIONS):
+        directory = admin.create_ldap_directory(admin.command_line(), data)
     emit({"id": directory.id})
 
 
@@ -104,13 +95,13 @@ def list_ldap(host: str | None) -> None:
 @click.argument("directory_id")
 def test_ldap(directory_id: str) -> None:
     """Bind as the service and search the base DN now: {"id", "ok"}, with "error" when not ok."""
-    directory = _directory(directory_id)
-    emit(_run(admin.check_ldap_directory, _operator(directory.domain_id), directory))
+    with admin_rules():
+        emit(admin.check_ldap_directory(admin.command_line(), _directory(directory_id)))
 
 
 @ldap.command("delete")
 @click.argument("directory_id")
 def delete_ldap(directory_id: str) -> None:
-    directory = _directory(directory_id)
-    _run(admin.delete_ldap_directory, _operator(directory.domain_id), directory)
+    with admin_rules():
+        admin.delete_ldap_directory(admin.command_line(), _directory(directory_id))
     emit({"deleted": directory_id})

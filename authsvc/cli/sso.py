@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import secrets
 from typing import Any
 
 import click
@@ -11,13 +9,24 @@ from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from authsvc.cli.common import commit_or_fail, domain_by_host, emit, validate_scopes
-from authsvc.core import security, validation
+from authsvc import admin
+from authsvc.cli.common import admin_rules, domain_by_host, emit
+from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
 from authsvc.identity import providers
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
+
+# The admin fields whose options are named otherwise.
+SSO_OPTIONS: dict[str, str | None] = {
+    "scopes": "--scope",
+    "authorize_params": "--param",
+    "profile_mappings": "--map",
+    "match_rules": "--match",
+    "required_scopes": "--required-scope",
+    "token_endpoint_auth_method": "--auth-method",
+}
 
 
 def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
@@ -30,15 +39,9 @@ def _pairs(values: tuple[str, ...], what: str) -> dict[str, str]:
     return pairs
 
 
-def validate_provider_url(url: str | None, what: str, private_allowed: bool) -> str | None:
-    try:
-        url = validation.provider_url(url, what)
-    except validation.Invalid as exc:
-        raise click.ClickException(str(exc)) from None
-    problem = validation.public_url_problem(url) if url and not private_allowed else None
-    if problem:
-        raise click.ClickException(f"{what} {url!r} {problem} (--allow-private-network for an on-premises provider)")
-    return url.rstrip("/") if url and what == "--issuer" else url
+def _lists(values: tuple[str, ...], what: str) -> dict[str, list[str]]:
+    """``NAME=a,b`` options as ``{"NAME": ["a", "b"]}``."""
+    return {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(values, what).items()}
 
 
 @sso.command("create")
@@ -87,64 +90,59 @@ def create_sso(
     allow_private_network: bool,
 ) -> None:
     domain = domain_by_host(host)
-    private_allowed = allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
-    fields: dict[str, Any] = {}
-    if preset == "microsoft":
-        if not tenant or not re.match(r"^[A-Za-z0-9.-]{1,100}$", tenant):
-            raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
-        fields = providers.microsoft_preset(tenant)
-    elif tenant:
+    # How the options go together is the command line's to say, in its own words.
+    if preset == "microsoft" and not tenant:
+        raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
+    if tenant and preset != "microsoft":
         raise click.ClickException("--tenant goes with --preset microsoft")
-    elif issuer:
-        fields = {"kind": "oidc"}
-    elif authorize_url and token_url and userinfo_url:
-        fields = {"kind": "oauth2"}
-    else:
+    if not (preset or issuer or (authorize_url and token_url and userinfo_url)):
         raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
-    for key, value in (
-        ("issuer", validate_provider_url(issuer, "--issuer", private_allowed)),
-        ("authorize_url", validate_provider_url(authorize_url, "--authorize-url", private_allowed)),
-        ("token_url", validate_provider_url(token_url, "--token-url", private_allowed)),
-        ("userinfo_url", validate_provider_url(userinfo_url, "--userinfo-url", private_allowed)),
-        ("jwks_url", validate_provider_url(jwks_url, "--jwks-url", private_allowed)),
-        ("token_endpoint_auth_method", auth_method),
-        ("required_scopes", required),
-    ):
-        if value:
-            fields[key] = value
-    if scopes:
-        fields["scopes"] = validate_scopes(scopes)
-    fields.setdefault("scopes", "openid email profile" if fields["kind"] == "oidc" else "email profile")
-    mappings = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(maps, "--map").items()}
-    rules = {k: [c.strip() for c in v.split(",") if c.strip()] for k, v in _pairs(matches, "--match").items()}
-    problem = providers.email_trust_problem(
-        {**fields, "tenant": tenant, "trust_email": trust_email, "match_rules": rules}
-    )
-    if problem:
-        raise click.ClickException(f"--trust-email: {problem} (--match tid=<tenant id>)")
-    extra_params = _pairs(params, "--param")
-    problem = providers.authorize_params_problem(extra_params)
-    if problem:
-        raise click.ClickException(f"--param: {problem}")
-    provider = SsoProvider(
-        id=secrets.token_hex(8),
-        domain_id=domain.id,
-        name=name,
-        client_id=client_id,
-        client_secret_encrypted=security.encrypt(client_secret),
-        authorize_params=extra_params,
-        match_rules=rules,
-        trust_email=trust_email,
-        allow_private_network=allow_private_network,
-        **{**fields, "profile_mappings": {**fields.get("profile_mappings", {}), **mappings}},
-    )
-    db.session.add(provider)
-    commit_or_fail("that SSO provider")
+    urls = {
+        # The command line has always stored an issuer without its trailing slash.
+        "issuer": issuer.rstrip("/") if issuer else None,
+        "authorize_url": authorize_url,
+        "token_url": token_url,
+        "userinfo_url": userinfo_url,
+        "jwks_url": jwks_url,
+    }
+    data: dict[str, Any] = {
+        "domain": str(domain.id),
+        "name": name,
+        "client_id": client_id,
+        "client_secret": client_secret,
+        "scopes": scopes,
+        "preset": preset,
+        "tenant": tenant,
+        "token_endpoint_auth_method": auth_method,
+        "authorize_params": _pairs(params, "--param"),
+        "profile_mappings": _lists(maps, "--map"),
+        "match_rules": _lists(matches, "--match"),
+        "trust_email": trust_email,
+        "required_scopes": required,
+        "allow_private_network": allow_private_network,
+        **urls,
+    }
+    hints = {"trust_email": "--match tid=<tenant id>"}
+    if not (allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+        for field, url in urls.items():
+            if url and _private(url):
+                hints[field] = "--allow-private-network for an on-premises provider"
+    with admin_rules(SSO_OPTIONS, hints):
+        provider = admin.create_sso_provider(admin.command_line(), {k: v for k, v in data.items() if v is not None})
     out = {"id": provider.id, "callback_url": _callback_url(domain)}
     consent = providers.admin_consent_url(provider, out["callback_url"])
     if consent:
         out["admin_consent_url"] = consent
     emit(out)
+
+
+def _private(url: str) -> bool:
+    """Whether a well-formed ``url`` is refused only because it is on a private network (or plain http)."""
+    try:
+        validation.provider_url(url, "url")
+    except validation.Invalid:
+        return False
+    return validation.public_url_problem(url) is not None
 
 
 def _callback_url(domain: Domain) -> str:

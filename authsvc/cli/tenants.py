@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
+from authsvc import admin
 from authsvc.cli.common import (
     RESERVED_SCOPES_HELP,
     TTL,
+    admin_rules,
     application_by_client_id,
-    commit_or_fail,
     domain_by_host,
     emit,
     user_by_email,
-    validate_host,
-    validate_redirect_uri,
-    validate_scopes,
 )
-from authsvc.core import security
 from authsvc.core.database import db
-from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, ApiKey, Application, Domain
+from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
 domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")
 domains.add_command(domain_scopes)
 apps = AppGroup("apps", help="Client applications of a domain.")
+
+# The admin fields whose options are named otherwise.
+APP_OPTIONS: dict[str, str | None] = {
+    "redirect_uris": "--redirect-uri",
+    "id_token_signed_response_alg": "--id-token-alg",
+}
 
 
 @domains.command("create")
@@ -36,9 +38,8 @@ apps = AppGroup("apps", help="Client applications of a domain.")
 @click.option("--host", required=True, help="Host name requests for this domain carry.")
 @click.option("--scopes", default=DEFAULT_DOMAIN_SCOPES, show_default=True, help="Scopes known to the domain.")
 def create_domain(name: str, host: str, scopes: str) -> None:
-    domain = Domain(name=name, host=validate_host(host), scopes=validate_scopes(scopes))
-    db.session.add(domain)
-    commit_or_fail(f"a domain with host {domain.host!r}")
+    with admin_rules():
+        domain = admin.create_domain(admin.command_line(), {"name": name, "host": host, "scopes": scopes})
     emit({"id": str(domain.id), "name": domain.name, "host": domain.host})
 
 
@@ -64,9 +65,8 @@ def list_domain_scopes(host: str) -> None:
 def add_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     """Add scopes to a domain, such as PlaceOS resource scopes."""
     domain = domain_by_host(host)
-    added = validate_scopes(" ".join(names)).split()
-    domain.scopes = " ".join(dict.fromkeys(domain.scope_list + added))
-    db.session.commit()
+    with admin_rules({"scopes": None}):
+        admin.add_domain_scopes(admin.command_line(), domain, {"scopes": " ".join(names)})
     emit(_scopes_out(domain))
 
 
@@ -76,25 +76,8 @@ def add_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     """Remove scopes that no application or live API key of the domain still has."""
     domain = domain_by_host(host)
-    removed = set(names)
-    if "public" in removed:
-        raise click.ClickException("'public' is the scope of every request that names none; it stays")
-    unknown = removed - set(domain.scope_list)
-    if unknown:
-        raise click.ClickException(f"the domain has no scope {' '.join(sorted(unknown))}")
-    in_use = [
-        f"application {a.client_id}"
-        for a in db.session.scalars(select(Application).where(Application.domain_id == domain.id))
-        if removed & set(a.scope_list)
-    ] + [
-        f"API key {k.id}"
-        for k in db.session.scalars(select(ApiKey).where(ApiKey.domain_id == domain.id, ApiKey.revoked_at.is_(None)))
-        if removed & set(k.scopes.split())
-    ]
-    if in_use:
-        raise click.ClickException(f"still in use by {', '.join(in_use)}; change those first")
-    domain.scopes = " ".join(s for s in domain.scope_list if s not in removed)
-    db.session.commit()
+    with admin_rules({"scopes": None}):
+        admin.remove_domain_scopes(admin.command_line(), domain, {"scopes": " ".join(names)})
     emit(_scopes_out(domain))
 
 
@@ -143,36 +126,36 @@ def create_app_command(
     id_token_alg: str | None,
 ) -> None:
     domain = domain_by_host(host)
-    service_account = None
+    data: dict[str, Any] = {
+        "domain": str(domain.id),
+        "name": name,
+        "redirect_uris": list(redirect_uris),
+        "scopes": scopes,
+        "confidential": confidential,
+        "consent": consent,
+        "require_pkce": require_pkce,
+        "allow_plain_pkce": allow_plain_pkce,
+        "device": device,
+        "access_token_ttl": access_token_ttl,
+        "refresh_token_ttl": refresh_token_ttl,
+        "id_token_signed_response_alg": id_token_alg,
+    }
+    # How the options go together is the command line's to say, in its own words.
     if service_account_email is not None:
         if not confidential:
             raise click.UsageError("--service-account needs --confidential")
+        # The option takes an e-mail; the admin field, the account's id.
         service_account = user_by_email(host, service_account_email)
         if not service_account.service_account:
             raise click.ClickException(f"{service_account_email!r} is not a service account")
+        data["service_account"] = str(service_account.id)
     elif not redirect_uris:
         raise click.UsageError("--redirect-uri is required (unless --service-account is given)")
-    uris = list(dict.fromkeys(validate_redirect_uri(uri) for uri in redirect_uris))
-    secret = security.new_secret() if confidential else None
-    application = Application(
-        domain_id=domain.id,
-        name=name,
-        client_id=secrets.token_urlsafe(24),
-        client_secret_digest=security.digest(secret) if secret else None,
-        redirect_uris=uris,
-        scopes=validate_scopes(scopes, domain.assignable_scopes),
-        service_account_id=service_account.id if service_account else None,
-        consent=consent,
-        allow_plain_pkce=allow_plain_pkce,
-        device=device,
-        access_token_ttl=access_token_ttl or None,
-        refresh_token_ttl=refresh_token_ttl or None,
-        id_token_signed_response_alg=id_token_alg,
-        # Unset, the model's default: required for a public application.
-        **({} if require_pkce is None else {"require_pkce": require_pkce}),
-    )
-    db.session.add(application)
-    commit_or_fail("that application")
+    with admin_rules(APP_OPTIONS):
+        # Unset options (None) are left out: the admin defaults apply, as for an API request without them.
+        application, secret = admin.create_application(
+            admin.command_line(), {k: v for k, v in data.items() if v is not None}
+        )
     out = {"id": str(application.id), "client_id": application.client_id}
     if secret:
         out["client_secret"] = secret
@@ -194,15 +177,14 @@ def update_app(
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
-    if name is not None:
-        application.name = name
-    if scopes is not None:
-        application.scopes = validate_scopes(scopes, application.domain.assignable_scopes)
-    if access_token_ttl is not None:
-        application.access_token_ttl = access_token_ttl or None
-    if refresh_token_ttl is not None:
-        application.refresh_token_ttl = refresh_token_ttl or None
-    db.session.commit()
+    data = {
+        "name": name,
+        "scopes": scopes,
+        "access_token_ttl": access_token_ttl,
+        "refresh_token_ttl": refresh_token_ttl,
+    }
+    with admin_rules(APP_OPTIONS):
+        admin.update_application(admin.command_line(), application, {k: v for k, v in data.items() if v is not None})
     emit(application.as_json())
 
 

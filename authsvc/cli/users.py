@@ -8,17 +8,8 @@ import click
 from flask.cli import AppGroup
 from sqlalchemy import select
 
-from authsvc.accounts import sessions
-from authsvc.cli.common import (
-    RESERVED_SCOPES_HELP,
-    check_password,
-    commit_or_fail,
-    domain_by_host,
-    emit,
-    user_by_email,
-    validate_email,
-    validate_scopes,
-)
+from authsvc import admin
+from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, user_by_email
 from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
 
@@ -32,7 +23,7 @@ api_keys = AppGroup("api-keys", help="API keys of a user.")
 @click.option("--password", required=True)
 @click.option("--name", default="")
 @click.option("--service-account", is_flag=True, help="May use the password grant.")
-@click.option("--admin", is_flag=True)
+@click.option("--admin", "is_admin", is_flag=True)
 @click.option("--support", is_flag=True)
 @click.option("--system-admin", is_flag=True, help="Administers every domain (with --admin).")
 def create_user(
@@ -41,27 +32,22 @@ def create_user(
     password: str,
     name: str,
     service_account: bool,
-    admin: bool,
+    is_admin: bool,
     support: bool,
     system_admin: bool,
 ) -> None:
-    domain = domain_by_host(host)
-    email = validate_email(email)
-    check_password(password)
-    if db.session.scalar(select(User.id).where(User.domain_id == domain.id, User.email == email)):
-        raise click.ClickException(f"a user with e-mail {email!r} already exists in {domain.host}")
-    user = User(
-        domain_id=domain.id,
-        email=email,
-        name=name,
-        service_account=service_account,
-        admin=admin or system_admin,
-        support=support,
-        system_admin=system_admin,
-    )
-    user.set_password(password)
-    db.session.add(user)
-    commit_or_fail(f"a user with e-mail {email!r}")
+    data = {
+        "domain": str(domain_by_host(host).id),
+        "email": email,
+        "password": password,
+        "name": name,
+        "service_account": service_account,
+        "admin": is_admin or system_admin,
+        "support": support,
+        "system_admin": system_admin,
+    }
+    with admin_rules():
+        user = admin.create_user(admin.command_line(), data)
     emit({"id": str(user.id), "email": user.email})
 
 
@@ -85,28 +71,28 @@ def _user_command(name: str, help_text: str) -> Any:
     return decorate
 
 
+def _change(user: User, data: dict[str, Any]) -> tuple[User, int]:
+    """Change ``user`` as the admin API's update does; how many tokens it revoked."""
+    with admin_rules():
+        return admin.update_user_counting_revoked(admin.command_line(), user, data)
+
+
 @_user_command("set-password", "Set a user's password; ends the user's sessions and revokes their tokens.")
 @click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
 def set_password(host: str, email: str, password: str) -> None:
-    user = user_by_email(host, email)
-    revoked = sessions.change_password(user, check_password(password))
-    db.session.commit()
+    user, revoked = _change(user_by_email(host, email), {"password": password})
     emit({"id": str(user.id), "email": user.email, "revoked_tokens": revoked})
 
 
 @_user_command("disable", "Disable a user; ends the user's sessions and revokes their tokens.")
 def disable_user(host: str, email: str) -> None:
-    user = user_by_email(host, email)
-    revoked = sessions.disable(user)
-    db.session.commit()
+    user, revoked = _change(user_by_email(host, email), {"disabled": True})
     emit({"id": str(user.id), "email": user.email, "disabled": True, "revoked_tokens": revoked})
 
 
 @_user_command("enable", "Enable a user again; tokens revoked by the disable stay revoked.")
 def enable_user(host: str, email: str) -> None:
-    user = user_by_email(host, email)
-    user.disabled = False
-    db.session.commit()
+    user, _ = _change(user_by_email(host, email), {"disabled": False})
     emit({"id": str(user.id), "email": user.email, "disabled": False})
 
 
@@ -118,20 +104,18 @@ def enable_user(host: str, email: str) -> None:
 @click.option("--permission", type=click.Choice(API_KEY_PERMISSIONS), default="user", show_default=True)
 @click.option("--expires-in-days", type=click.IntRange(min=1), help="Default: the key does not expire.")
 def create_api_key(host: str, email: str, name: str, scopes: str, permission: str, expires_in_days: int | None) -> None:
-    domain = domain_by_host(host)
-    user = user_by_email(host, email)
-    try:
-        key, value = ApiKey.issue(
-            user,
-            name,
-            validate_scopes(scopes, domain.assignable_scopes),
-            permission,
-            now() + expires_in_days * 86400 if expires_in_days else None,
-        )
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-    db.session.add(key)
-    commit_or_fail("that API key")
+    data: dict[str, Any] = {
+        "domain": str(domain_by_host(host).id),
+        # The option takes an e-mail; the key's user is found by it here, with the command line's message.
+        "user": str(user_by_email(host, email).id),
+        "name": name,
+        "scopes": scopes,
+        "permission": permission,
+    }
+    if expires_in_days:
+        data["expires_at"] = now() + expires_in_days * 86400
+    with admin_rules({"expires_at": "--expires-in-days"}):
+        key, value = admin.create_api_key(admin.command_line(), data)
     emit({"id": key.id, "key": value})
 
 
@@ -148,10 +132,10 @@ def list_api_keys(host: str | None) -> None:
 @click.argument("key_id")
 def revoke_api_key(key_id: str) -> None:
     """Revoke a key; it fails from its next use on, on every worker."""
-    key = db.session.get(ApiKey, key_id)
-    if key is None:
-        raise click.ClickException(f"no API key with id {key_id!r}")
-    if key.revoked_at is None:
-        key.revoked_at = now()
-        db.session.commit()
+    try:
+        key = admin.get(admin.command_line(), ApiKey, key_id)
+    except admin.NotFound:
+        raise click.ClickException(f"no API key with id {key_id!r}") from None
+    with admin_rules():
+        admin.revoke_api_key(admin.command_line(), key)
     emit({"id": key.id, "revoked": True, "revoked_at": key.revoked_at})
