@@ -52,6 +52,7 @@ SCENARIOS = (
     "inspect_bearer",
     "inspect_api_key",
     "code_flow",
+    "code_flow_openid",
     "refresh",
     "device_poll",
     "client_credentials",
@@ -61,7 +62,9 @@ SCENARIOS = (
 )
 # A few requests a second each: they need longer slices for a steady figure.
 BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
-PROFILE_DEFAULT = "inspect_bearer,inspect_api_key,code_flow,refresh,client_credentials,password_grant,signin"
+PROFILE_DEFAULT = (
+    "inspect_bearer,inspect_api_key,code_flow,code_flow_openid,refresh,client_credentials,password_grant,signin"
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -391,13 +394,13 @@ class Run:
             )
         if key == "inspect_api_key":
             return Load(key, port, path=INSPECT_PATH, headers={"X-API-Key": s.api_key}, connections=fast)
-        if key == "code_flow":
+        if key in ("code_flow", "code_flow_openid"):
             cookie = {"Cookie": f"user={self.session_cookie}"}
             return Load(
                 key,
                 port,
                 "code_flow",
-                path=s.authorize_path(),
+                path=s.authorize_path(openid=key == "code_flow_openid"),
                 headers=cookie,
                 ok=(200, 302),
                 connections=fast,

@@ -54,7 +54,9 @@ def rows(token_counts: list[int]) -> list[Row]:
         Row(f"inspect, bearer, {tokens_label(token_counts[0])}, --before", "inspect_bearer_before", "bare"),
         Row("inspect, X-API-Key, --before", "inspect_api_key_before", "bare"),
         # Issue 14: the code flow's 0.4 target is withdrawn; its ratio is reported without one.
-        Row("code flow, authorise + exchange", "code_flow", "bare"),
+        Row("code flow, authorise + exchange", "code_flow", "bare", short="code flow"),
+        # Issue 15: what the ID token (RS256, signed per exchange) adds to the same flow.
+        Row("code flow + ID token (RS256)", "code_flow_openid", "code_flow"),
         Row("refresh grant (rotating)", "refresh", "bare", short="refresh grant"),
         Row("device grant poll (pending)", "device_poll", "bare"),
         # Issue 16: a digest compare, so it should run near the refresh grant.

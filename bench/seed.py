@@ -56,10 +56,12 @@ class Seed:
         # "$2b$12$...": the cost the service hashed the password with.
         return int(self.password_hash.split("$")[2])
 
-    def authorize_path(self) -> str:
+    def authorize_path(self, openid: bool = False) -> str:
+        """The authorisation request; with ``openid`` (and a nonce) the exchange adds an RS256 ID token."""
+        scope = "openid&nonce=bench-nonce-0123456789" if openid else "public"
         return (
             f"/auth/oauth/authorize?response_type=code&client_id={quote(self.client_id)}"
-            f"&redirect_uri={quote(REDIRECT_URI, safe='')}&scope=public"
+            f"&redirect_uri={quote(REDIRECT_URI, safe='')}&scope={scope}"
         )
 
     def exchange_path_prefix(self) -> str:
@@ -92,6 +94,7 @@ def migrate(env: dict[str, str]) -> None:
 
 def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     flask(env, "domains", "create", "--name", "Bench", "--host", HOST)
+    flask(env, "domains", "scopes", "add", "--domain", HOST, "openid")
     # The legacy mode (no PKCE): the benchmark's code flow is the specification's, sent literally.
     application = flask(
         env,
@@ -103,8 +106,9 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         "Bench",
         "--redirect-uri",
         REDIRECT_URI,
+        # openid: the code flow with an ID token, beside the plain one, from the same application.
         "--scopes",
-        "public",
+        "public openid",
         "--no-require-pkce",
     )
     service = flask(

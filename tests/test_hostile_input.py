@@ -43,6 +43,15 @@ PARAMETERS = [
     "csrf_token",
     "approve",
     "error",
+    # OpenID Connect's authorisation request parameters, and the sign-in page's.
+    "nonce",
+    "prompt",
+    "max_age",
+    "login_hint",
+    "id_token_hint",
+    "request",
+    "request_uri",
+    "sign_in_asked",
 ]
 GRANT_TYPES = ["password", "authorization_code", "refresh_token", "client_credentials", ""]
 METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import logging
@@ -310,3 +311,76 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
     assert all(len(line["request_id"]) == 32 for line in access_lines)
     in_requests = [line for line in parsed if line["logger"].startswith("authsvc") and line.get("request_id")]
     assert in_requests, "the app's own lines carry the request id"
+
+
+def test_nonce_sid_and_id_tokens_never_reach_the_logs_of_an_openid_connect_flow(service):
+    """Issue 15.9: an OpenID Connect flow at DEBUG (ID token, refresh, UserInfo, id_token_hint), then a scan."""
+    url = service.url
+    service.cli("domains", "scopes", "add", "--domain", "127.0.0.1", "openid", "email")
+    redirect_uri = "http://127.0.0.1:9/oidc"
+    rp = service.cli(
+        "apps",
+        "create",
+        "--domain",
+        "127.0.0.1",
+        "--name",
+        "OIDC RP",
+        "--redirect-uri",
+        redirect_uri,
+        "--scopes",
+        "openid email",
+        "--confidential",
+        "--no-require-pkce",
+    )
+    person = "person@example.com"
+    nonce = "nonce-" + "7" * 24
+    cookie = requests.post(
+        url + "/auth/signin", params={"email": person, "password": service.passwords[person]}, timeout=10
+    ).cookies["user"]
+
+    def authorise(**extra):
+        params = {"response_type": "code", "client_id": rp["client_id"], "redirect_uri": redirect_uri, "state": "s"}
+        answer = requests.get(
+            url + "/auth/oauth/authorize",
+            params={**params, "scope": "openid email", **extra},
+            cookies={"user": cookie},
+            allow_redirects=False,
+            timeout=10,
+        )
+        assert answer.status_code == 302, answer.text
+        return parse_qs(urlsplit(answer.headers["Location"]).query)["code"][0]
+
+    def exchange(**form):
+        answer = requests.post(
+            url + "/auth/oauth/token", data=form, auth=(rp["client_id"], rp["client_secret"]), timeout=10
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.json()
+
+    first = exchange(grant_type="authorization_code", code=authorise(nonce=nonce), redirect_uri=redirect_uri)
+    claims = json.loads(base64.urlsafe_b64decode(first["id_token"].split(".")[1] + "=="))
+    assert claims["nonce"] == nonce and claims["sid"]
+    refreshed = exchange(grant_type="refresh_token", refresh_token=first["refresh_token"])
+    userinfo = requests.get(
+        url + "/auth/oauth/userinfo", headers={"Authorization": f"Bearer {refreshed['access_token']}"}, timeout=10
+    )
+    assert userinfo.status_code == 200
+    # The ID token back as a hint, silently: a code, and again nothing of it in the logs.
+    hinted = exchange(
+        grant_type="authorization_code",
+        code=authorise(prompt="none", id_token_hint=first["id_token"], max_age="3600"),
+        redirect_uri=redirect_uri,
+    )
+
+    output = service.output()
+    secrets = {
+        "nonce": nonce,
+        "sid": claims["sid"],
+        "id_token": first["id_token"],
+        "refreshed id_token": refreshed["id_token"],
+        "hinted id_token": hinted["id_token"],
+        "session cookie": cookie,
+    }
+    assert [name for name, value in secrets.items() if value in output] == [], "in the service's logs"
+    # A token cut short in a log line escapes the whole-token search: look for each signature too.
+    assert not any(token.rsplit(".", 1)[1] in output for token in (first["id_token"], hinted["id_token"]))

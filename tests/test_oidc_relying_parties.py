@@ -2,7 +2,7 @@
 
 - panva's openid-client (Node, OpenID certified; tests/rp/, installed from its
   lock with ``npm ci`` into a cache directory): discovery, code + PKCE + nonce,
-  ID token validation against the JWKS, UserInfo, refresh.
+  ID token validation against the JWKS, UserInfo, refresh; max_age=0 signs in again.
 - Authlib's Flask client with ``server_metadata_url``: the same from Python.
 - Key rotation: a token signed before still validates through the JWKS; new
   ones carry the new ``kid``.
@@ -159,6 +159,11 @@ def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_to
     # openid-client compared sub, aud, auth_time, sid and azp of the refreshed ID token with the first.
     assert steps["refresh"]["new_access_token"] is True
     assert "nonce" not in steps["refresh"]["claims"]
+    # max_age=0 with a live session: the sign-in page, then a code whose ID token openid-client held to max_age.
+    assert steps["max_age"]["signin_page"] == "/auth/login"
+    assert steps["max_age"]["claims"]["sub"] == claims["sub"]
+    assert steps["max_age"]["claims"]["auth_time"] >= claims["auth_time"]
+    assert steps["max_age"]["claims"]["sid"] != claims["sid"]
 
 
 def test_openid_client_validates_es256_id_tokens_of_a_public_application(openid_client, service):

@@ -82,7 +82,14 @@ SSO_MESSAGES = {
 SSO_DEFAULT_MESSAGE = "Sign-in with your organisation did not succeed. Please try again."
 
 
-def _login_page(domain: Domain, form: LoginForm, next_url: str, error: str | None = None, status: int = 200):
+def _login_page(
+    domain: Domain,
+    form: LoginForm,
+    next_url: str,
+    error: str | None = None,
+    status: int = 200,
+    again: bool = False,
+):
     return page(
         "login.html",
         status,
@@ -92,22 +99,29 @@ def _login_page(domain: Domain, form: LoginForm, next_url: str, error: str | Non
         error=error,
         providers=SsoProvider.of_domain(domain.id),
         user=None,
+        again=again,
     )
 
 
 @bp.get("/login")
 def login_page() -> Response:
+    """The sign-in form; ``prompt=login`` shows it even with a session, ``login_hint`` prefills the address."""
     domain = current_domain()
     next_url = safe_continue(request.args.get("continue"), issuer(), default="")
     user = sessions.session_user(domain)
-    if user is not None:
+    # An application asked for a new sign-in (OpenID Connect's prompt=login, max_age).
+    again = user is not None and request.args.get("prompt") == "login"
+    if user is not None and not again:
         if next_url:
             return redirect(next_url, 303)
         providers = SsoProvider.of_domain(domain.id)
         return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers)
     sso_error = request.args.get("sso_error")
     error = SSO_MESSAGES.get(sso_error, SSO_DEFAULT_MESSAGE) if sso_error else None
-    return _login_page(domain, LoginForm(), next_url, error)
+    form = LoginForm(email=request.args.get("login_hint"))
+    if form.email.data and not form.email.validate(form):
+        form = LoginForm()  # not an address the form would take: no prefill
+    return _login_page(domain, form, next_url, error, again=again)
 
 
 @bp.post("/login")

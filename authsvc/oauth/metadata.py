@@ -10,6 +10,7 @@ from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
+from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 
@@ -75,7 +76,9 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             "claims_supported": CLAIMS_SUPPORTED,
+            # The claims parameter is not read: what a token states follows from its scopes.
             "claims_parameter_supported": False,
+            "prompt_values_supported": PROMPTS_SUPPORTED,
             # Their default is true: say we take neither.
             "request_parameter_supported": False,
             "request_uri_parameter_supported": False,

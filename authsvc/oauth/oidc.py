@@ -16,7 +16,7 @@ from flask import current_app
 
 from authsvc.core.models import Application, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import keys
+from authsvc.oauth import keys, oidc_request
 from authsvc.oauth.parameters import MergedRequest
 
 
@@ -98,6 +98,12 @@ class IDTokenClaims:
 
 
 class OpenIDCodeExtension(IDTokenClaims, OpenIDCode):
+    def __call__(self, grant: Any) -> None:
+        # Authlib checks nonce and prompt=none for requests with openid; prompt,
+        # max_age, login_hint, id_token_hint and request objects are read for every request.
+        super().__call__(grant)
+        grant.register_hook("after_validate_authorization_request_payload", oidc_request.read)
+
     def exists_nonce(self, nonce: str, request: MergedRequest) -> bool:
         # Authlib validates the request twice per authorisation (consent, then
         # the code), so a check-and-set here would refuse its own request; the

@@ -18,7 +18,8 @@ SECRET_PARAMETERS = {"client_secret", "password", "token"}
 # Values that Authlib may quote in an error description, which RFC 6749
 # limits to %x20-21 / %x23-5B / %x5D-7E.
 _QUOTED_PARAMETERS = {"response_type", "grant_type", "redirect_uri", "client_id", "code_challenge_method"}
-_FREE_TEXT_PARAMETERS = {"username", "password"}
+# An e-mail address may have non-ASCII characters (login_hint prefills the sign-in page with one).
+_FREE_TEXT_PARAMETERS = {"username", "password", "login_hint"}
 
 
 def _quoted(name: str) -> str:

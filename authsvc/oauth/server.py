@@ -52,6 +52,7 @@ DEFAULT_DESCRIPTIONS = {
     "invalid_scope": "The requested scope is not allowed for this application.",
     "invalid_client": "The client is unknown or did not authenticate.",
     "access_denied": "The request was denied.",
+    "login_required": "The user must sign in, and 'prompt=none' allows no page.",
 }
 
 

@@ -3,8 +3,6 @@ consent, and the user's approvals."""
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
@@ -16,7 +14,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
-from authsvc.oauth import keys, oidc
+from authsvc.oauth import keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -43,11 +41,12 @@ def authorize() -> Response:
     user = sessions.session_user(domain)
     # With the user known, OpenID Connect's prompt=none is answered from the session.
     grant = authorization_server().get_consent_grant(end_user=user)
-    if user is None:
-        return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
+    if oidc_request.needs_sign_in(grant, user, sessions.current_session(domain)):
+        return redirect(oidc_request.sign_in_url(grant, user), 303)
     application: Application = grant.client
     scope = grant.request.scope
-    if application.consent and not _approved(user, application, scope):
+    if grant.authentication.asks_consent or (application.consent and not _approved(user, application, scope)):
+        oidc_request.refuse_consent_page(grant)
         form = ConsentForm()
         if request.method == "GET" or not form.validate_on_submit():
             return page(

@@ -2,7 +2,8 @@
 // Relying-party harness: panva's openid-client (v6, ESM) against an authsvc domain.
 // Discovery, code + PKCE + nonce (following authsvc's sign-in: POST /auth/signin -> `user` cookie),
 // ID token validation (its own JWKS fetch), UserInfo, refresh, RP-initiated logout; then prompt=none
-// after logout must come back as login_required (OIDC Core 3.1.2.6). Prints one JSON object.
+// after logout must come back as login_required (OIDC Core 3.1.2.6); then max_age=0 must send the browser to sign
+// in again, and the new ID token's auth_time must satisfy it. Prints one JSON object.
 //
 // node rp.mjs --issuer URL --client-id ID [--client-secret S] --redirect-uri URI
 //             (--email E --password P | --cookie VALUE) [--scope "openid profile email"]
@@ -160,6 +161,52 @@ try {
       if (!(error instanceof client.AuthorizationResponseError) || error.error !== 'login_required') throw error
       step('prompt_none_after_logout', { error: error.error })
     }
+  }
+
+  // 9. max_age=0 (as prompt=login): authsvc sends the browser to its sign-in page even with a session; the
+  //    sign-in made there (POST /auth/signin with `continue`) satisfies the request, and openid-client checks
+  //    the new ID token's auth_time against max_age.
+  if (opt('email')) {
+    const verifier = client.randomPKCECodeVerifier()
+    const again = {
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      nonce: client.randomNonce(),
+      state: client.randomState(),
+      max_age: '0',
+    }
+    const url = client.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope, ...again })
+    const asked = await fetch(url, { redirect: 'manual', headers: { cookie: `user=${cookie}` } })
+    const signinPage = new URL(asked.headers.get('location') ?? '', url)
+    if (asked.status !== 303 || signinPage.pathname !== '/auth/login') {
+      throw new Error(`max_age=0 answered ${asked.status} ${signinPage.href}, not the sign-in page`)
+    }
+    const signedIn = await fetch(new URL('/auth/signin', issuer), {
+      method: 'POST',
+      body: new URLSearchParams({
+        email: opt('email'),
+        password: opt('password') ?? '',
+        continue: signinPage.searchParams.get('continue') ?? '',
+      }),
+      redirect: 'manual',
+    })
+    const fresh = cookieFrom(signedIn, 'user')
+    const back = await fetch(new URL(signedIn.headers.get('location') ?? '', issuer), {
+      redirect: 'manual',
+      headers: { cookie: `user=${fresh}` },
+    })
+    const callback = new URL(back.headers.get('location') ?? '', issuer)
+    if (back.status !== 302 || !callback.href.startsWith(redirectUri)) {
+      throw new Error(`after the new sign-in authorize answered ${back.status} ${callback.href}`)
+    }
+    const renewed = await client.authorizationCodeGrant(config, callback, {
+      pkceCodeVerifier: verifier,
+      expectedNonce: again.nonce,
+      expectedState: again.state,
+      maxAge: 0,
+      idTokenExpected: true,
+    })
+    step('max_age', { status: asked.status, signin_page: signinPage.pathname, claims: renewed.claims() })
   }
   result.ok = true
 } catch (error) {

@@ -1,0 +1,181 @@
+"""OpenID Connect's authentication request parameters (Core 3.1.2.1): what a request asks of the sign-in.
+
+``prompt``, ``max_age``, ``login_hint`` and ``id_token_hint`` are honoured on
+every authorisation request (OpenID Connect defines them; a plain OAuth client
+may send them too); request objects (``request``, ``request_uri``) are refused.
+The parameters are read in a hook that runs once the client and its redirect
+URI are valid, so that Authlib sends what is wrong back to the client by
+redirect, with ``state`` (Core 3.1.2.6).
+
+A sign-in this module asks for must not be asked for again when the browser
+comes back: the sign-in page returns to the same request with a signed note
+of when the sign-in was asked for, and a session started after that satisfies
+``prompt=login``, ``max_age`` and a differing ``id_token_hint`` once.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error
+from authlib.oidc.core.errors import (
+    ConsentRequiredError,
+    LoginRequiredError,
+    RequestNotSupportedError,
+    RequestURINotSupportedError,
+)
+from flask import current_app, request
+from itsdangerous import BadData, URLSafeTimedSerializer
+from joserfc import jwt
+from joserfc.errors import JoseError
+
+from authsvc.core.models import User
+from authsvc.core.tenancy import current_domain
+from authsvc.oauth import keys
+
+# The query parameter that carries the signed note back from the sign-in page.
+SIGN_IN_ASKED = "sign_in_asked"
+# How long the note is good for: the sign-in page's lifetime; an old note (from
+# the browser's history, say) cannot stand in for a new sign-in.
+SIGN_IN_WINDOW = 600
+PROMPTS_SUPPORTED = ["none", "login", "consent", "select_account"]
+_MAX_AGE = re.compile(r"[0-9]{1,10}")
+
+
+@dataclass(frozen=True)
+class AuthenticationRequest:
+    """An authorisation request's demands on the sign-in behind it."""
+
+    prompts: frozenset[str]
+    max_age: int | None
+    login_hint: str | None
+    # The ``sub`` of a valid id_token_hint.
+    hinted_sub: str | None
+    # When this request sent the user to sign in (ms), from a valid note.
+    sign_in_asked_at: int | None
+
+    @property
+    def silent(self) -> bool:
+        """``prompt=none``: answer without any page."""
+        return "none" in self.prompts
+
+    @property
+    def asks_consent(self) -> bool:
+        return "consent" in self.prompts
+
+    def signed_in_since_asked(self, session: dict[str, Any]) -> bool:
+        return self.sign_in_asked_at is not None and session["created"] >= self.sign_in_asked_at
+
+    def wants_a_new_sign_in(self, user: User, session: dict[str, Any]) -> bool:
+        # select_account: a browser holds one session, so choosing an account is signing in as it.
+        if self.prompts & {"login", "select_account"} or self.max_age == 0:
+            return True
+        # The age as the relying party sees it: auth_time is in whole seconds.
+        if self.max_age is not None and int(time.time()) - session["created"] // 1000 > self.max_age:
+            return True
+        return self.hinted_sub is not None and self.hinted_sub != str(user.id)
+
+
+def read(grant: Any, _result: None = None) -> None:
+    """Read the request's OpenID Connect parameters onto ``grant.authentication``.
+
+    An Authlib hook, after the client, the redirect URI and the scope are validated.
+    """
+    data = grant.request.payload.data
+    # Core 6: a provider that takes no request objects says so rather than ignore them.
+    if "request" in data:
+        raise RequestNotSupportedError("Request objects ('request') are not supported; send the parameters as such.")
+    if "request_uri" in data:
+        raise RequestURINotSupportedError("'request_uri' is not supported; send the parameters as such.")
+    prompts = frozenset(data.get("prompt", "").split())
+    if "none" in prompts and len(prompts) > 1:
+        raise InvalidRequestError("'prompt=none' cannot be combined with another value.")
+    max_age = data.get("max_age")
+    if max_age is not None and not _MAX_AGE.fullmatch(max_age):
+        raise InvalidRequestError("'max_age' must be a number of seconds.")
+    hint = data.get("id_token_hint")
+    grant.authentication = AuthenticationRequest(
+        prompts=prompts,
+        max_age=int(max_age) if max_age is not None else None,
+        # The sign-in page decides whether it is an address its form takes.
+        login_hint=data.get("login_hint") or None,
+        hinted_sub=_subject_of(hint) if hint is not None else None,
+        sign_in_asked_at=_asked_at(data.get(SIGN_IN_ASKED)),
+    )
+
+
+def _subject_of(id_token_hint: str) -> str:
+    """The ``sub`` of an ID token this domain issued, expired or not (Core 3.1.2.1)."""
+    try:
+        # The domain's own published keys: a token signed by another domain's key is not ours.
+        token = jwt.decode(id_token_hint, keys.public_key_set(current_domain()), algorithms=list(keys.ALGORITHMS))
+    except (JoseError, ValueError):
+        raise InvalidRequestError("'id_token_hint' is not an ID token issued here.") from None
+    sub = token.claims.get("sub")
+    if not isinstance(sub, str) or not sub:
+        raise InvalidRequestError("'id_token_hint' names no subject.")
+    return sub
+
+
+def _serializer() -> URLSafeTimedSerializer:
+    return URLSafeTimedSerializer(current_app.secret_key, salt="authsvc.oauth.sign-in-asked")
+
+
+def _asked_at(note: str | None) -> int | None:
+    if not note:
+        return None
+    try:
+        asked_at = _serializer().loads(note, max_age=SIGN_IN_WINDOW)
+    except BadData:
+        return None
+    return asked_at if isinstance(asked_at, int) else None
+
+
+def needs_sign_in(grant: Any, user: User | None, session: dict[str, Any] | None) -> bool:
+    """Whether the user must sign in (again) before this request is answered.
+
+    Raises ``login_required`` where the answer must come without a page
+    (``prompt=none``), and where the sign-in this request asked for brought
+    another user than its ``id_token_hint`` names (Core 3.1.2.1).
+    """
+    auth: AuthenticationRequest = grant.authentication
+    if user is None or session is None:
+        needed = True
+    elif auth.signed_in_since_asked(session):
+        if auth.hinted_sub not in (None, str(user.id)):
+            raise _error(LoginRequiredError, grant, "The user who signed in is not the one 'id_token_hint' names.")
+        return False
+    else:
+        needed = auth.wants_a_new_sign_in(user, session)
+    if needed and auth.silent:
+        raise _error(LoginRequiredError, grant, "The user must sign in, and 'prompt=none' allows no page.")
+    return needed
+
+
+def refuse_consent_page(grant: Any) -> None:
+    """``consent_required`` for a ``prompt=none`` request that would need the consent page."""
+    if grant.authentication.silent:
+        raise _error(ConsentRequiredError, grant, "The user must approve, and 'prompt=none' allows no page.")
+
+
+def sign_in_url(grant: Any, user: User | None) -> str:
+    """The sign-in page, returning to this request with a note of when the sign-in was asked for."""
+    auth: AuthenticationRequest = grant.authentication
+    note = _serializer().dumps(int(time.time() * 1000))
+    parts = urlsplit(request.full_path)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SIGN_IN_ASKED]
+    params = {"continue": f"{parts.path}?{urlencode([*query, (SIGN_IN_ASKED, note)])}"}
+    if user is not None:
+        # Signed in already: the page shows its form all the same.
+        params["prompt"] = "login"
+    if auth.login_hint:
+        params["login_hint"] = auth.login_hint
+    return "/auth/login?" + urlencode(params)
+
+
+def _error(error_class: type[OAuth2Error], grant: Any, description: str) -> OAuth2Error:
+    return error_class(description, redirect_uri=grant.redirect_uri, state=grant.request.payload.state)
