@@ -155,6 +155,8 @@ def from_environment() -> dict[str, Any]:
         # The device grant (RFC 8628): how long a device code lasts, and the polling interval it starts with.
         "AUTHSVC_DEVICE_CODE_TTL": _int("AUTHSVC_DEVICE_CODE_TTL", 600),
         "AUTHSVC_DEVICE_INTERVAL": _int("AUTHSVC_DEVICE_INTERVAL", 5),
+        # Seconds between a correct password and the second factor (multi-factor sign-in).
+        "AUTHSVC_MFA_PENDING_TTL": _int("AUTHSVC_MFA_PENDING_TTL", 300),
         "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
@@ -168,6 +170,8 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),
         # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
         "AUTHSVC_SSO_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60),
+        # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
+        "AUTHSVC_SAML_METADATA_MAX_AGE": _int("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600),
         "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
         # Form bodies: no more fields than any of our forms could use.
         "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),

@@ -112,6 +112,21 @@ def ensure_slapd() -> None:
     say("slapd is missing and could not be installed (apt-get install slapd): the LDAP tests will be SKIPPED")
 
 
+def ensure_xmlsec1() -> None:
+    """The SAML tests (and SAML sign-in itself) need Debian's xmlsec1, which pysaml2 runs for signatures."""
+    if shutil.which("xmlsec1"):
+        return
+    if os.getuid() == 0 and shutil.which("apt-get"):
+        say("installing Debian's xmlsec1 for the SAML tests (apt-get)")
+        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
+        if (
+            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
+            and subprocess.run(["apt-get", "install", "-y", "-qq", "xmlsec1"], **quiet).returncode == 0
+        ):
+            return
+    say("xmlsec1 is missing and could not be installed (apt-get install xmlsec1): the SAML tests will be SKIPPED")
+
+
 def postgres_url(services: Services) -> str | None:
     """AUTHSVC_TEST_DATABASE_URL, else a fresh database of this run on a server found or started."""
     given = os.environ.get("AUTHSVC_TEST_DATABASE_URL")
@@ -223,6 +238,7 @@ def run(args: list[str]) -> int:
     postgres = "postgresql" in backends
     ensure_chromium()
     ensure_slapd()
+    ensure_xmlsec1()
     with Services(say=say) as services:
         run = Run(services.workdir)
         database = postgres_url(services) if postgres else None

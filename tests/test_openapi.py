@@ -17,6 +17,7 @@ from schemathesis.checks import (
 
 from authsvc.admin.openapi import OPENAPI_DOCUMENT
 from tests.conftest import PASSWORD, headers
+from tests.saml_idp import SamlIdp
 
 
 @pytest.fixture
@@ -314,6 +315,23 @@ def test_real_admin_answers_conform_too(client, world, document):
             "allow_private_network": True,
         },
     )
+    # A SAML 2.0 provider (pysaml2's IdP on loopback serves its metadata) and its metadata refresh.
+    with SamlIdp() as idp:
+        saml = call(
+            "post",
+            "/sso",
+            201,
+            key=root_key,
+            json={
+                "protocol": "saml",
+                "name": "SAML",
+                "metadata_url": idp.url + "/metadata",
+                "allow_private_network": True,
+            },
+        )
+        assert saml["callback_url"].endswith("/acs") and "sp_key" not in json.dumps(saml)
+        call("patch", "/sso/{record_id}", 200, record_id=saml["id"], json={"clock_skew": 30, "groups_attribute": "g"})
+        assert "changed" in call("post", "/sso/{record_id}/refresh_metadata", 200, record_id=saml["id"])
 
     # List, get, change (PATCH and PUT alike).
     records = {
@@ -354,8 +372,8 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert {"domain.updated", "application.secret_regenerated", "user.tokens_revoked"} <= {
         r["event"] for r in log["items"]
     }
-    assert call("get", "/audit", 200, query_string={"event": "sso.*", "since": 0})["total"] == 5, (
-        "2 created, 2 updated, 1 deleted"
+    assert call("get", "/audit", 200, query_string={"event": "sso.*", "since": 0})["total"] == 7, (
+        "3 created, 3 updated, 1 deleted"
     )
 
     # A system admin links an account at a provider to a user.

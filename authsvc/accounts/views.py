@@ -8,6 +8,8 @@ from authsvc.accounts import sessions
 from authsvc.accounts.forms import LoginForm, LogoutAllForm
 from authsvc.accounts.ldap_client import DirectoryUnavailable
 from authsvc.accounts.lockouts import LockedOut
+from authsvc.accounts.mfa import factors
+from authsvc.accounts.mfa.views import challenge
 from authsvc.accounts.signin import sign_in
 from authsvc.core import audit, validation
 from authsvc.core.database import db
@@ -57,6 +59,8 @@ def signin() -> Response:
     if user is None:
         raise ApiError(401, "invalid_credentials", INVALID_CREDENTIALS)
     target = safe_continue(params.get("continue"), issuer(), default="")
+    if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(target)):
+        return challenge(user, domain, target, "signin", html=False)
     if target:
         response = redirect(target, 303)
     else:
@@ -147,6 +151,8 @@ def login() -> Response:
         return response
     if user is None:
         return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
+    if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(next_url)):
+        return challenge(user, domain, next_url, "login_page", html=True)
     response = redirect(next_url or url_for("auth.login_page"), 303)
     sessions.start_session(response, user, domain)
     return response

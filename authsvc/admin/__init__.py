@@ -25,6 +25,8 @@ from authsvc.admin.ldap_directories import (
     update_ldap_directory,
 )
 from authsvc.admin.listing import listing, serialise
+from authsvc.admin.mfa import reset_factors, set_policy
+from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.sso_providers import (
     SSO_URL_FIELDS,
     create_sso_provider,
@@ -45,6 +47,8 @@ from authsvc.admin.users import (
 )
 
 __all__ = [
+    "reset_factors",
+    "set_policy",
     "Actor",
     "Conflict",
     "Forbidden",
@@ -69,6 +73,7 @@ __all__ = [
     "get",
     "link_identity",
     "listing",
+    "refresh_saml_metadata",
     "regenerate_secret",
     "remove_domain_scopes",
     "revoke_api_key",

@@ -238,6 +238,16 @@ def regenerate_application_secret(record_id: str) -> Response:
     return jsonify(application.as_json() | {"client_secret": admin.regenerate_secret(actor, application)})
 
 
+@bp.post("/sso/<record_id>/refresh_metadata")
+@admin_errors
+def refresh_saml_metadata(record_id: str) -> Response:
+    """Refetch a SAML provider's IdP metadata from its URL now (a new IdP signing certificate)."""
+    actor = current_actor()
+    provider = admin.get(actor, SsoProvider, record_id)
+    changed = admin.refresh_saml_metadata(actor, provider)
+    return jsonify(admin.sso_json(provider) | {"changed": changed})
+
+
 @bp.post("/users/<record_id>/identities")
 @admin_errors
 def link_identity(record_id: str) -> Response:
@@ -253,6 +263,23 @@ def revoke_user_tokens(record_id: str) -> Response:
     """End every session of the user and revoke all their tokens."""
     actor = current_actor()
     return jsonify(revoked_tokens=admin.revoke_user_tokens(actor, admin.get(actor, User, record_id)))
+
+
+@bp.put("/domains/<record_id>/mfa_policy")
+@admin_errors
+def set_mfa_policy(record_id: str) -> Response:
+    """Who of the domain must sign in with a second factor: ``{"require": "off" | "admins" | "all"}``."""
+    actor = current_actor()
+    domain = admin.set_policy(actor, admin.get(actor, Domain, record_id), body())
+    return jsonify(domain=str(domain.id), require=domain.mfa_require)
+
+
+@bp.post("/users/<record_id>/mfa/reset")
+@admin_errors
+def reset_user_factors(record_id: str) -> Response:
+    """Remove the user's second factors and recovery codes; their sessions end."""
+    actor = current_actor()
+    return jsonify(factors_removed=admin.reset_factors(actor, admin.get(actor, User, record_id)))
 
 
 @bp.get("/audit")

@@ -10,6 +10,7 @@ from sqlalchemy import delete, or_, select
 
 from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
 from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
@@ -19,6 +20,8 @@ from authsvc.identity import linking, providers
 
 def sso_json(provider: SsoProvider) -> dict[str, Any]:
     """The provider, with the URLs an operator registers at the provider and what consent is missing."""
+    if provider.kind == "saml":
+        return saml_json(provider)
     out = provider.as_json()
     if has_request_context():
         out["callback_url"] = url_for("sso.callback", _external=True)
@@ -86,6 +89,8 @@ def _check_sso_state(fields: Fields, state: dict[str, Any]) -> None:
 
 
 def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
+    if isinstance(data, dict) and data.get("protocol") == "saml":
+        return create_saml_provider(actor, data)
     fields = Fields(data, partial=False)
     domain = domain_field(actor, fields)
     secret = fields.string("client_secret", required=True, max_length=2000)
@@ -127,6 +132,8 @@ def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
 
 
 def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoProvider:
+    if provider.kind == "saml":
+        return update_saml_provider(actor, provider, data)
     require_change(actor, provider.domain_id)
     before = provider.as_json()
     fields = Fields(data, partial=True)

@@ -40,10 +40,15 @@ SSO_START_ENDPOINT = "sso.start"
 DEVICE_AUTHORIZATION_ENDPOINT = "oauth.device_authorization"
 # Where a person enters a device's user code (RFC 8628 5.1: user codes can be guessed).
 DEVICE_VERIFY_ENDPOINTS = {"device.verify", "device.decide"}
+# Where a second factor is tried (codes can be guessed too; the account's lockout also counts them).
+MFA_ENDPOINTS = {"mfa.signin_mfa", "mfa.login_mfa", "mfa.login_enrol", "mfa.signin_webauthn_options"}
 # Nothing else is rate limited, so nothing else depends on the limiter's storage
 # (inspect must keep answering from SQL while Redis is down).
 LIMITED_ENDPOINTS = (
-    PASSWORD_ENDPOINTS | DEVICE_VERIFY_ENDPOINTS | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
+    PASSWORD_ENDPOINTS
+    | DEVICE_VERIFY_ENDPOINTS
+    | MFA_ENDPOINTS
+    | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
 )
 
 PREFIX = f"{store.PREFIX}limits"
@@ -164,6 +169,13 @@ def _limits() -> list[Limit]:
             scope="sso-start-address",
             shared=True,
             exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
+        ),
+        Limit(
+            _setting("AUTHSVC_SIGNIN_RATE_LIMIT"),
+            key_function=client_address,
+            scope="mfa-address",
+            shared=True,
+            exempt_when=lambda: request.endpoint not in MFA_ENDPOINTS,
         ),
         Limit(
             _setting("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT"),

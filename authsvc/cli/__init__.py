@@ -7,6 +7,7 @@ from flask import Flask
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
+from authsvc.cli.mfa import mfa
 from authsvc.cli.sso import sso
 from authsvc.cli.tenants import apps, domains
 from authsvc.cli.tokens import tokens
@@ -14,5 +15,5 @@ from authsvc.cli.users import api_keys, users
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap):
+    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa):
         app.cli.add_command(command)

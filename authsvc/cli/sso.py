@@ -14,7 +14,7 @@ from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.identity import providers
+from authsvc.identity import providers, saml, saml_setup
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 
@@ -26,6 +26,7 @@ SSO_OPTIONS: dict[str, str | None] = {
     "match_rules": "--match",
     "required_scopes": "--required-scope",
     "token_endpoint_auth_method": "--auth-method",
+    "metadata_xml": "--metadata-file",
 }
 
 
@@ -47,8 +48,20 @@ def _lists(values: tuple[str, ...], what: str) -> dict[str, list[str]]:
 @sso.command("create")
 @click.option("--domain", "host", required=True)
 @click.option("--name", required=True, help="Shown on the sign-in button.")
-@click.option("--client-id", required=True, help="Our client id at the provider.")
-@click.option("--client-secret", required=True, help="Our client secret at the provider (stored encrypted).")
+@click.option(
+    "--protocol",
+    type=click.Choice(["oidc", "oauth2", "saml"]),
+    help="Default: oidc with --issuer, oauth2 with the three URLs. saml needs --metadata-url or --metadata-file.",
+)
+@click.option("--client-id", help="Our client id at the provider (OIDC, OAuth 2.0).")
+@click.option("--client-secret", help="Our client secret at the provider (stored encrypted).")
+@click.option("--metadata-url", help="SAML: the IdP's metadata URL (refetched when stale: new certificates).")
+@click.option("--metadata-file", type=click.File("r"), help="SAML: the IdP's metadata XML file.")
+@click.option("--email-attribute", help="SAML: the attribute holding the e-mail address.")
+@click.option("--name-attribute", help="SAML: the attribute holding the display name.")
+@click.option("--groups-attribute", help="SAML: the attribute holding the groups (the user's groups).")
+@click.option("--allow-unsolicited", is_flag=True, help="SAML: accept IdP-initiated sign-ins (no browser binding).")
+@click.option("--clock-skew", type=click.IntRange(0, 600), default=60, help="SAML: seconds of clock difference.")
 @click.option("--issuer", help="OpenID Connect issuer; endpoints come from its discovery document.")
 @click.option("--authorize-url")
 @click.option("--token-url")
@@ -71,8 +84,16 @@ def _lists(values: tuple[str, ...], what: str) -> dict[str, list[str]]:
 def create_sso(
     host: str,
     name: str,
-    client_id: str,
-    client_secret: str,
+    protocol: str | None,
+    client_id: str | None,
+    client_secret: str | None,
+    metadata_url: str | None,
+    metadata_file: Any,
+    email_attribute: str | None,
+    name_attribute: str | None,
+    groups_attribute: str | None,
+    allow_unsolicited: bool,
+    clock_skew: int,
     issuer: str | None,
     authorize_url: str | None,
     token_url: str | None,
@@ -90,7 +111,26 @@ def create_sso(
     allow_private_network: bool,
 ) -> None:
     domain = domain_by_host(host)
+    saml_options = (metadata_url, metadata_file, email_attribute, name_attribute, groups_attribute, allow_unsolicited)
+    if protocol == "saml":
+        saml_data = {
+            "email_attribute": email_attribute,
+            "name_attribute": name_attribute,
+            "groups_attribute": groups_attribute,
+            "allow_unsolicited": allow_unsolicited,
+            "clock_skew": clock_skew,
+            "trust_email": trust_email,
+            "allow_private_network": allow_private_network,
+        }
+        _create_saml(domain, name, metadata_url, metadata_file, saml_data)
+        return
     # How the options go together is the command line's to say, in its own words.
+    if any(saml_options):
+        raise click.ClickException("--metadata-url, --metadata-file and the attribute options go with --protocol saml")
+    if not client_id or not client_secret:
+        raise click.ClickException("--client-id and --client-secret are needed (or --protocol saml)")
+    if protocol == "oidc" and not issuer or protocol == "oauth2" and not (authorize_url and token_url and userinfo_url):
+        raise click.ClickException("--protocol oidc needs --issuer; oauth2 needs the three URLs")
     if preset == "microsoft" and not tenant:
         raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
     if tenant and preset != "microsoft":
@@ -136,6 +176,33 @@ def create_sso(
     emit(out)
 
 
+def _create_saml(domain: Domain, name: str, metadata_url: str | None, metadata_file: Any, data: dict[str, Any]) -> None:
+    if bool(metadata_url) == bool(metadata_file):
+        raise click.ClickException("--protocol saml needs --metadata-url or --metadata-file (one of them)")
+    data = {"protocol": "saml", "domain": str(domain.id), "name": name, **data}
+    if metadata_url:
+        data["metadata_url"] = metadata_url
+    else:
+        data["metadata_xml"] = metadata_file.read(saml_setup.MAX_METADATA_BYTES + 1)
+    hints = {}
+    if metadata_url and not (data["allow_private_network"] or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+        if _private(metadata_url):
+            hints["metadata_url"] = "--allow-private-network for an on-premises provider"
+    with admin_rules(SSO_OPTIONS, hints):
+        provider = admin.create_sso_provider(admin.command_line(), {k: v for k, v in data.items() if v is not None})
+    emit(_saml_urls(domain, provider))
+
+
+def _saml_urls(domain: Domain, provider: SsoProvider) -> dict[str, str]:
+    urls = saml.sp_urls(domain.host, provider.id)
+    return {
+        "id": provider.id,
+        "callback_url": urls["acs_url"],
+        "metadata_url": urls["metadata_url"],
+        "entity_id": urls["entity_id"],
+    }
+
+
 def _private(url: str) -> bool:
     """Whether a well-formed ``url`` is refused only because it is on a private network (or plain http)."""
     try:
@@ -170,6 +237,9 @@ def list_sso(host: str | None) -> None:
 def show_sso(provider_id: str) -> None:
     provider = _provider(provider_id)
     domain = db.session.get(Domain, provider.domain_id)
+    if provider.kind == "saml":
+        emit(provider.as_json() | _saml_urls(domain, provider))
+        return
     out = provider.as_json() | {"callback_url": _callback_url(domain)}
     consent = providers.admin_consent_url(provider, out["callback_url"])
     if consent:
@@ -182,3 +252,13 @@ def show_sso(provider_id: str) -> None:
 def check_sso(provider_id: str) -> None:
     """List the required permissions the latest sign-in was not granted (admin consent missing)."""
     emit(providers.check(_provider(provider_id)))
+
+
+@sso.command("refresh-metadata")
+@click.argument("provider_id")
+def refresh_metadata(provider_id: str) -> None:
+    """Refetch a SAML provider's IdP metadata now (a new signing certificate at the IdP)."""
+    provider = _provider(provider_id)
+    with admin_rules({"id": None}):
+        changed = admin.refresh_saml_metadata(admin.command_line(), provider)
+    emit({"id": provider.id, "changed": changed, "fetched_at": provider.saml_metadata_fetched_at})

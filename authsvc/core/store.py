@@ -254,3 +254,53 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
     return json.loads(raw) if raw else None
+
+
+# Multi-factor sign-in: what is known between a correct password and the second factor.
+
+
+def save_mfa_pending(token: str, data: dict[str, Any], ttl: int) -> None:
+    _put("mfa", token, data, ttl)
+
+
+def get_mfa_pending(token: str) -> dict[str, Any] | None:
+    return _get("mfa", token)
+
+
+def take_mfa_pending(token: str) -> dict[str, Any] | None:
+    """Claim the pending sign-in once: of two concurrent completions, one wins."""
+    return _take("mfa", token)
+
+
+def save_webauthn_challenge(holder: str, challenge: str, ttl: int) -> None:
+    """The challenge of a passkey ceremony that ``holder`` (a session, a pending sign-in) started."""
+    _put("webauthn", holder, {"challenge": challenge}, ttl)
+
+
+def take_webauthn_challenge(holder: str) -> str | None:
+    """The challenge, once: a ceremony's answer is checked against it a single time."""
+    record = _take("webauthn", holder)
+    return record["challenge"] if record else None
+
+
+# SAML: a flow is read at the ACS before it is claimed (the response must first
+# prove it answers the flow's request); a verified sign-in waits for the
+# browser's top-level GET; assertion ids are kept until they expire.
+
+
+def peek_flow_state(state: str) -> dict[str, Any] | None:
+    return _get("sso", state)
+
+
+def claim_saml_assertion(provider_id: str, assertion_id: str, ttl: int) -> bool:
+    """Whether this is the first time ``assertion_id`` is presented (SET NX, kept ``ttl`` seconds)."""
+    key = f"{PREFIX}saml-seen:{provider_id}:{security.digest(assertion_id)}"
+    return bool(client().set(key, "1", nx=True, ex=max(1, ttl)))
+
+
+def save_saml_handoff(handoff: str, data: dict[str, Any], ttl: int) -> None:
+    _put("saml-handoff", handoff, data, ttl)
+
+
+def claim_saml_handoff(handoff: str) -> dict[str, Any] | None:
+    return _take("saml-handoff", handoff)

@@ -16,7 +16,7 @@ from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.credentials import lookup
-from authsvc.identity import delegated, flow, providers
+from authsvc.identity import delegated, flow, providers, saml_flow
 from authsvc.identity.forms import LinkForm
 from authsvc.web.deployment import client_address
 from authsvc.web.pages import page
@@ -82,7 +82,10 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
     browser = security.new_secret()
     try:
         holder = client_address()
-        target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
+        if provider.kind == "saml":
+            target = saml_flow.start(domain, provider, continue_url, browser, holder, link_user=link_user)
+        else:
+            target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
     except providers.SsoError as exc:
         return page(
             "message.html",
@@ -95,7 +98,8 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
     response = redirect(target, 302 if link_user is None else 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
-    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it.
+    # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it
+    # (for SAML, our own redirect after the IdP's cross-site POST: see saml_flow).
     response.set_cookie(
         FLOW_COOKIE,
         browser,

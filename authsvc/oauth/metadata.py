@@ -6,6 +6,7 @@ from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
+from authsvc.accounts.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
@@ -61,6 +62,7 @@ CLAIMS_SUPPORTED = [
     "at_hash",
     "sid",
     "amr",
+    "acr",
     "name",
     "email",
     "email_verified",
@@ -79,6 +81,8 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             # The claims parameter is not read: what a token states follows from its scopes.
             "claims_parameter_supported": False,
             "prompt_values_supported": PROMPTS_SUPPORTED,
+            # acr_values=mfa asks for a sign-in with a second factor (step-up); ID tokens then say acr "mfa".
+            "acr_values_supported": [factors.MFA_ACR],
             # Their default is true: say we take neither.
             "request_parameter_supported": False,
             "request_uri_parameter_supported": False,

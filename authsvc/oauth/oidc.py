@@ -14,6 +14,7 @@ from typing import Any
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
 from flask import current_app
 
+from authsvc.accounts.mfa import factors
 from authsvc.core.models import Application, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys, oidc_request
@@ -37,7 +38,8 @@ class SignInClaims:
         return self.amr
 
     def get_acr(self) -> str | None:
-        return None
+        # "mfa" when the sign-in passed a second factor (what acr_values=mfa asks for); else no claim.
+        return factors.MFA_ACR if "mfa" in (self.amr or []) else None
 
 
 @dataclass

@@ -33,6 +33,7 @@ from itsdangerous import BadData, URLSafeTimedSerializer
 from joserfc import jwt
 from joserfc.errors import JoseError
 
+from authsvc.accounts.mfa import factors
 from authsvc.core.models import User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import keys
@@ -57,6 +58,8 @@ class AuthenticationRequest:
     hinted_sub: str | None
     # When this request sent the user to sign in (ms), from a valid note.
     sign_in_asked_at: int | None
+    # ``acr_values`` asks for a multi-factor sign-in (step-up).
+    wants_mfa: bool = False
 
     @property
     def silent(self) -> bool:
@@ -76,6 +79,10 @@ class AuthenticationRequest:
             return True
         # The age as the relying party sees it: auth_time is in whole seconds.
         if self.max_age is not None and int(time.time()) - session["created"] // 1000 > self.max_age:
+            return True
+        # Step-up: a session without a second factor signs in again, with one (the sign-in page asks for
+        # it when it returns to a request with these acr_values).
+        if self.wants_mfa and "mfa" not in (session.get("amr") or []):
             return True
         return self.hinted_sub is not None and self.hinted_sub != str(user.id)
 
@@ -105,6 +112,7 @@ def read(grant: Any, _result: None = None) -> None:
         login_hint=data.get("login_hint") or None,
         hinted_sub=_subject_of(hint) if hint is not None else None,
         sign_in_asked_at=_asked_at(data.get(SIGN_IN_ASKED)),
+        wants_mfa=factors.asks_for_mfa(data.get("acr_values")),
     )
 
 

@@ -20,11 +20,12 @@ from flask_wtf import FlaskForm
 
 from authsvc import admin
 from authsvc.accounts import sessions
+from authsvc.accounts.mfa import factors
 from authsvc.admin.console.forms import (
     ConfirmForm,
 )
 from authsvc.core import validation
-from authsvc.core.models import Domain
+from authsvc.core.models import Domain, User
 from authsvc.core.tenancy import current_domain
 from authsvc.web.pages import page
 
@@ -50,6 +51,9 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
             return redirect("/auth/login?" + urlencode({"continue": here}), 303)
         if not user.permissions & 3:
             return message(403, "Not allowed", "The console is for the admins and support staff of a domain.")
+        refused = _second_factor_missing(user)
+        if refused is not None:
+            return refused
         g.console_actor = admin.Actor(user=user, name=f"user:{user.id}", permissions=user.permissions)
         try:
             if "domain_id" in kwargs:
@@ -61,6 +65,26 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
             return message(404, "Not found", "There is no such record, or it is not one you may see.")
 
     return wrapped
+
+
+def _second_factor_missing(user: User) -> Response | None:
+    """Under the domain's multi-factor policy: enrol first, and use a session that passed the factor."""
+    domain = current_domain()
+    session = sessions.current_session(domain) or {}
+    if factors.console_allowed(user, domain, session.get("amr") or []):
+        return None
+    if user.service_account:
+        return message(
+            403, "Not allowed", "Service accounts may not open the console while a second factor is required."
+        )
+    if not factors.enrolled(user):
+        return redirect(url_for("mfa_settings.add_totp"), 303)
+    # A session from before the policy, or from single sign-on: sign in again, with the second factor.
+    return message(
+        403,
+        "Sign in again",
+        "The console needs a sign-in with your second factor. Sign out, then sign in again.",
+    )
 
 
 def render(template: str, status: int = 200, **context: Any) -> Response:

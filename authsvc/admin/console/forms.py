@@ -191,3 +191,33 @@ class LdapDirectoryForm(PageForm):
         if new:
             values = {k: v for k, v in values.items() if v not in ("", None) or k in ("name", "url", "bind_dn")}
         return values
+
+
+class SamlSsoForm(PageForm):
+    name = StringField("Name", validators=[Length(max=200)], description="Shown on the sign-in button.")
+    metadata_url = StringField(
+        "IdP metadata URL",
+        validators=[Length(max=500)],
+        description="Refetched when a day old, so a new IdP signing certificate arrives by itself. Or paste the XML.",
+    )
+    metadata_xml = TextAreaField("IdP metadata XML", validators=[Length(max=1_000_000)])
+    email_attribute = StringField(
+        "E-mail attribute",
+        validators=[Length(max=255)],
+        description="Default: mail, email, or the emailaddress claim URI.",
+    )
+    name_attribute = StringField("Name attribute", validators=[Length(max=255)])
+    groups_attribute = StringField(
+        "Groups attribute", validators=[Length(max=255)], description="Its values become the user's groups."
+    )
+    allow_unsolicited = BooleanField("Accept IdP-initiated sign-ins (not bound to a browser: leave off unless needed)")
+    submit = SubmitField("Create provider")
+
+    def values(self) -> dict[str, Any]:
+        values: dict[str, Any] = {"protocol": "saml", "name": self.name.data or ""}
+        for name in ("metadata_url", "metadata_xml", "email_attribute", "name_attribute", "groups_attribute"):
+            value = (getattr(self, name).data or "").strip()
+            if value:
+                values[name] = value
+        values["allow_unsolicited"] = bool(self.allow_unsolicited.data)
+        return values

@@ -1,7 +1,7 @@
 """The console's blueprint, with the pages of every resource on it."""
 
-from authsvc.admin.console import api_keys, applications, ldap_directories, sso_providers, users
+from authsvc.admin.console import api_keys, applications, ldap_directories, mfa, sso_providers, users
 from authsvc.admin.console.base import bp
 
 # Imported for the routes they add to the blueprint.
-__all__ = ["api_keys", "applications", "bp", "ldap_directories", "sso_providers", "users"]
+__all__ = ["api_keys", "applications", "bp", "ldap_directories", "mfa", "sso_providers", "users"]

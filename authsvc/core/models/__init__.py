@@ -10,6 +10,7 @@ from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
+from authsvc.core.models.mfa import MfaFactor, RecoveryCode
 from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
@@ -32,6 +33,8 @@ __all__ = [
     "ExternalIdentity",
     "LdapAccount",
     "LdapDirectory",
+    "MfaFactor",
+    "RecoveryCode",
     "SigningKey",
     "SsoProvider",
     "Token",

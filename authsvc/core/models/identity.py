@@ -9,16 +9,18 @@ from authsvc.core.database import db, now
 
 
 class SsoProvider(db.Model):
-    """An external identity provider of a domain (OpenID Connect or plain OAuth 2.0).
+    """An external identity provider of a domain (OpenID Connect, plain OAuth 2.0 or SAML 2.0).
 
     ``id`` is the public identifier of ``/auth/oauth2?id=``. The client secret
-    is kept encrypted (security.encrypt).
+    and a SAML provider's private key are kept encrypted (security.encrypt).
+    ``kind`` is the protocol. A SAML provider keeps the IdP's entity id in
+    ``client_id`` (what decides who an account there is) and an empty secret.
     """
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
     name: Mapped[str] = mapped_column(String(200))
-    kind: Mapped[str] = mapped_column(String(10))  # "oidc" or "oauth2"
+    kind: Mapped[str] = mapped_column(String(10))  # the protocol: "oidc", "oauth2" or "saml"
     client_id: Mapped[str] = mapped_column(String(255))
     client_secret_encrypted: Mapped[str] = mapped_column(Text)
     issuer: Mapped[str | None] = mapped_column(String(500))
@@ -43,7 +45,21 @@ class SsoProvider(db.Model):
     allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     preset: Mapped[str | None] = mapped_column(String(20))
     tenant: Mapped[str | None] = mapped_column(String(100))
+    # SAML 2.0: the IdP's metadata (as given, or as last fetched from its URL),
+    # our own key pair for this provider (signing requests, decrypting
+    # assertions), and how strict the response checks are.
+    saml_metadata_xml: Mapped[str | None] = mapped_column(Text)
+    saml_metadata_url: Mapped[str | None] = mapped_column(String(500))
+    saml_metadata_fetched_at: Mapped[int | None] = mapped_column(Integer)
+    saml_sp_certificate: Mapped[str | None] = mapped_column(Text)
+    saml_sp_key_encrypted: Mapped[str | None] = mapped_column(Text)
+    saml_allow_unsolicited: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    saml_clock_skew: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
     created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    @property
+    def protocol(self) -> str:
+        return self.kind
 
     @staticmethod
     def of_domain(domain_id: int) -> list[SsoProvider]:
@@ -53,11 +69,14 @@ class SsoProvider(db.Model):
         )
 
     def as_json(self) -> dict:
+        if self.kind == "saml":
+            return self._saml_json()
         return {
             "id": self.id,
             "domain": str(self.domain_id),
             "name": self.name,
             "kind": self.kind,
+            "protocol": self.kind,
             "client_id": self.client_id,
             "issuer": self.issuer,
             "authorize_url": self.authorize_url,
@@ -73,6 +92,25 @@ class SsoProvider(db.Model):
             "allow_private_network": self.allow_private_network,
             "preset": self.preset,
             "tenant": self.tenant,
+        }
+
+    def _saml_json(self) -> dict:
+        return {
+            "id": self.id,
+            "domain": str(self.domain_id),
+            "name": self.name,
+            "kind": self.kind,
+            "protocol": self.kind,
+            "idp_entity_id": self.client_id,
+            "idp_metadata_url": self.saml_metadata_url,
+            "idp_metadata_fetched_at": self.saml_metadata_fetched_at,
+            "sp_certificate": self.saml_sp_certificate,
+            "profile_mappings": dict(self.profile_mappings),
+            "match_rules": dict(self.match_rules),
+            "trust_email": self.trust_email,
+            "allow_private_network": self.allow_private_network,
+            "allow_unsolicited": self.saml_allow_unsolicited,
+            "clock_skew": self.saml_clock_skew,
         }
 
 

@@ -30,6 +30,8 @@ class Domain(db.Model):
     scopes: Mapped[str] = mapped_column(Text, default=DEFAULT_DOMAIN_SCOPES)
     # Seconds a sign-in session lasts here; None means AUTHSVC_SESSION_TTL.
     session_ttl: Mapped[int | None] = mapped_column(Integer)
+    # Who must sign in with a second factor: "off", "admins" (admin and support users) or "all".
+    mfa_require: Mapped[str] = mapped_column(String(10), default="off", server_default="off")
     created_at: Mapped[int] = mapped_column(Integer, default=now)
 
     @property
@@ -48,6 +50,7 @@ class Domain(db.Model):
             "host": self.host,
             "scopes": self.scopes,
             "session_ttl": self.session_ttl,
+            "mfa_require": self.mfa_require,
         }
 
 

@@ -1,7 +1,7 @@
 """LDAP / Active Directory directories of a domain and the users' entries in them
 
 Revision ID: b8d2f4a6c1e3
-Revises: a7c3e9f1b2d4
+Revises: b3e8d5a1c9f7
 Create Date: 2026-11-25 04:20:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b8d2f4a6c1e3'
-down_revision = 'a7c3e9f1b2d4'
+down_revision = 'b3e8d5a1c9f7'
 branch_labels = None
 depends_on = None
 

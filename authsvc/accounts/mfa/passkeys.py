@@ -1,0 +1,147 @@
+"""Passkeys and security keys (WebAuthn) as a second factor, through py_webauthn.
+
+The relying party id is the domain's host and the expected origin the issuer
+(the scheme, host and port the request came in on), so a passkey made for one
+domain is useless on another. User verification is preferred, not required: a
+security key without a PIN still is a second factor beside the password. The
+library checks the challenge, origin, RP id hash, signature and that the
+signature counter grew; each ceremony's challenge is kept in Redis for one use.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import select
+from webauthn import (
+    base64url_to_bytes,
+    generate_authentication_options,
+    generate_registration_options,
+    options_to_json,
+    verify_authentication_response,
+    verify_registration_response,
+)
+from webauthn.helpers import bytes_to_base64url
+from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidRegistrationResponse
+from webauthn.helpers.structs import (
+    AuthenticatorSelectionCriteria,
+    PublicKeyCredentialDescriptor,
+    ResidentKeyRequirement,
+    UserVerificationRequirement,
+)
+
+from authsvc.core import store
+from authsvc.core.database import db
+from authsvc.core.models import Domain, MfaFactor, User
+from authsvc.core.tenancy import issuer
+
+CEREMONY_TTL = 300
+
+
+class Refused(Exception):
+    """The authenticator's answer did not verify."""
+
+
+def passkeys(user: User) -> list[MfaFactor]:
+    query = select(MfaFactor).where(
+        MfaFactor.user_id == user.id, MfaFactor.kind == "webauthn", MfaFactor.confirmed.is_(True)
+    )
+    return list(db.session.scalars(query.order_by(MfaFactor.id)))
+
+
+def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
+    return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(f.credential_id)) for f in passkeys(user)]
+
+
+def registration_options(user: User, domain: Domain, holder: str) -> str:
+    """``navigator.credentials.create`` options (JSON) for a new passkey of ``user``."""
+    options = generate_registration_options(
+        rp_id=domain.host,
+        rp_name=domain.name,
+        user_name=user.email,
+        user_id=f"authsvc-user-{user.id}".encode(),
+        user_display_name=user.name or user.email,
+        authenticator_selection=AuthenticatorSelectionCriteria(
+            resident_key=ResidentKeyRequirement.PREFERRED, user_verification=UserVerificationRequirement.PREFERRED
+        ),
+        # A second registration of the same authenticator is refused by the browser.
+        exclude_credentials=_descriptors(user),
+        timeout=CEREMONY_TTL * 1000,
+    )
+    store.save_webauthn_challenge(f"reg:{holder}", bytes_to_base64url(options.challenge), CEREMONY_TTL)
+    return options_to_json(options)
+
+
+def _credential(raw: Any) -> dict:
+    try:
+        credential = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        raise Refused("the answer is not JSON") from None
+    if not isinstance(credential, dict) or not isinstance(credential.get("id"), str):
+        raise Refused("the answer is not a credential")
+    return credential
+
+
+def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> MfaFactor:
+    """Verify a ``navigator.credentials.create`` answer and keep the passkey (not committed)."""
+    challenge = store.take_webauthn_challenge(f"reg:{holder}")
+    if challenge is None:
+        raise Refused("the registration expired; start again")
+    try:
+        verified = verify_registration_response(
+            credential=_credential(raw),
+            expected_challenge=base64url_to_bytes(challenge),
+            expected_rp_id=domain.host,
+            expected_origin=issuer(),
+        )
+    except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"the passkey did not verify: {exc}") from None
+    credential_id = bytes_to_base64url(verified.credential_id)
+    if db.session.scalar(select(MfaFactor.id).where(MfaFactor.credential_id == credential_id)):
+        raise Refused("this passkey is registered already")
+    factor = MfaFactor(
+        user_id=user.id,
+        kind="webauthn",
+        name=name or "Passkey",
+        credential_id=credential_id,
+        public_key=bytes_to_base64url(verified.credential_public_key),
+        sign_count=verified.sign_count,
+        confirmed=True,
+    )
+    db.session.add(factor)
+    return factor
+
+
+def authentication_options(user: User, domain: Domain, holder: str) -> str:
+    """``navigator.credentials.get`` options (JSON) naming the user's passkeys."""
+    options = generate_authentication_options(
+        rp_id=domain.host,
+        allow_credentials=_descriptors(user),
+        user_verification=UserVerificationRequirement.PREFERRED,
+        timeout=CEREMONY_TTL * 1000,
+    )
+    store.save_webauthn_challenge(f"auth:{holder}", bytes_to_base64url(options.challenge), CEREMONY_TTL)
+    return options_to_json(options)
+
+
+def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor:
+    """Verify a ``navigator.credentials.get`` answer by one of ``user``'s passkeys; record its counter."""
+    credential = _credential(raw)
+    challenge = store.take_webauthn_challenge(f"auth:{holder}")
+    factor = next((f for f in passkeys(user) if f.credential_id == credential["id"]), None)
+    if challenge is None or factor is None:
+        raise Refused("no such passkey, or the sign-in step expired")
+    try:
+        verified = verify_authentication_response(
+            credential=credential,
+            expected_challenge=base64url_to_bytes(challenge),
+            expected_rp_id=domain.host,
+            expected_origin=issuer(),
+            credential_public_key=base64url_to_bytes(factor.public_key),
+            credential_current_sign_count=factor.sign_count,
+        )
+    except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"the passkey did not verify: {exc}") from None
+    factor.sign_count = verified.new_sign_count
+    return factor

@@ -1,0 +1,179 @@
+"""A signed-in user's own page for second factors: add an authenticator app, remove one,
+get new recovery codes. Each change is audited; removing a factor ends the user's other sessions."""
+
+from __future__ import annotations
+
+from flask import Blueprint, Response, redirect, request, url_for
+
+from authsvc.accounts import sessions
+from authsvc.accounts.mfa import factors, passkeys
+from authsvc.accounts.mfa.forms import ActionForm, EnrolForm, PasskeyForm
+from authsvc.accounts.mfa.views import SCRIPT_CSP
+from authsvc.core import audit, validation
+from authsvc.core.database import db
+from authsvc.core.models import Domain, MfaFactor, User
+from authsvc.core.security import safe_continue
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.web.pages import page
+
+bp = Blueprint("mfa_settings", __name__, url_prefix="/auth/mfa")
+
+
+def _signed_in() -> tuple[User | None, Domain, Response | None]:
+    domain = current_domain()
+    user = sessions.session_user(domain)
+    if user is None:
+        here = request.full_path if request.query_string else request.path
+        return None, domain, redirect(url_for("auth.login_page", **{"continue": here}), 303)
+    return user, domain, None
+
+
+def _rotate(response: Response, user: User, domain: Domain, amr: list[str]) -> None:
+    """End every other session of ``user`` and give this browser a new one."""
+    sessions.invalidate_sessions(user)
+    db.session.commit()
+    sessions.start_session(response, user, domain, amr=amr)
+
+
+@bp.get("")
+def settings() -> Response:
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    next_url = safe_continue(request.args.get("continue"), issuer(), default="")
+    return page(
+        "mfa_settings.html",
+        domain=domain,
+        user=user,
+        factors=factors.confirmed_factors(user),
+        recovered=bool(request.args.get("recovered")),
+        policy=factors.policy_applies(user, domain) and not user.service_account,
+        form=ActionForm(),
+        next_url=next_url,
+    )
+
+
+@bp.route("/totp", methods=["GET", "POST"])
+def add_totp() -> Response:
+    """Add an authenticator app: a QR code and the secret as text, confirmed by a first valid code."""
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    form = EnrolForm()
+    factor = factors.unconfirmed_factor(user) if request.method == "POST" else None
+    if request.method == "POST" and form.validate_on_submit() and factor is not None:
+        if factors.verify_totp(factor, form.code.data):
+            codes = factors.confirm(factor)
+            audit.record("mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details={"kind": "totp"})
+            response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
+            response.headers["Cache-Control"] = "no-store"
+            # The session that just proved the app counts as a multi-factor one from now on.
+            amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+            _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
+            return response
+        db.session.rollback()
+        error, status = "The code is incorrect. Try the current one.", 401
+    elif request.method == "POST":
+        error, status = "The form expired or the code is missing. Try again.", 400
+    else:
+        error, status = None, 200
+    factor = factor or factors.start_totp_enrolment(user)
+    db.session.commit()
+    uri = factors.provisioning_uri(factor, user, domain)
+    response = page(
+        "mfa_enrol.html",
+        status,
+        domain=domain,
+        form=EnrolForm(formdata=None),
+        error=error,
+        action=url_for(".add_totp"),
+        qr=factors.qr_svg(uri),
+        secret=factors.totp_secret(factor),
+        user=user,
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.route("/passkey", methods=["GET", "POST"])
+def add_passkey() -> Response:
+    """Register a passkey or security key (WebAuthn); mfa.js runs the browser's side."""
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    holder = request.cookies[sessions.SESSION_COOKIE]
+    form = PasskeyForm()
+    error, status = None, 200
+    if request.method == "POST":
+        if not form.validate_on_submit():
+            error, status = "The form expired or the passkey did not answer. Try again.", 400
+        else:
+            first = not factors.enrolled(user)
+            try:
+                factor = passkeys.register(user, domain, holder, form.webauthn.data, (form.name.data or "").strip())
+            except passkeys.Refused as exc:
+                db.session.rollback()
+                error, status = f"Not added: {exc}.", 400
+            else:
+                codes = factors.new_recovery_codes(user) if first else []
+                details = {"kind": "webauthn", "name": factor.name}
+                audit.record(
+                    "mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details=details, commit=False
+                )
+                response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
+                amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+                _rotate(response, user, domain, list(dict.fromkeys([*amr, "hwk", "mfa"])))
+                return response
+    options = passkeys.registration_options(user, domain, holder)
+    response = page(
+        "mfa_passkey.html",
+        status,
+        domain=domain,
+        form=PasskeyForm(formdata=None),
+        error=error,
+        options=options,
+        user=user,
+    )
+    response.headers["Content-Security-Policy"] = SCRIPT_CSP
+    return response
+
+
+@bp.post("/recovery-codes")
+def new_recovery_codes() -> Response:
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    if not ActionForm().validate_on_submit() or not factors.enrolled(user):
+        return page("message.html", 400, title="Not done", message="The form expired, or you have no second factor.")
+    codes = factors.new_recovery_codes(user)
+    audit.record("mfa.recovery_codes_regenerated", domain_id=domain.id, actor=f"user:{user.id}")
+    response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+@bp.post("/<factor_id>/remove")
+def remove(factor_id: str) -> Response:
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    record_id = validation.record_id(factor_id)
+    factor = db.session.get(MfaFactor, record_id) if record_id is not None else None
+    if not ActionForm().validate_on_submit() or factor is None or factor.user_id != user.id:
+        return page("message.html", 400, title="Not done", message="The form expired, or there is no such factor.")
+    db.session.delete(factor)
+    db.session.flush()
+    if not factors.enrolled(user):
+        factors.reset(user)
+    audit.record(
+        "mfa.factor_removed",
+        domain_id=domain.id,
+        actor=f"user:{user.id}",
+        target=f"user:{user.id}",
+        details={"kind": factor.kind},
+        commit=False,
+    )
+    response = redirect(url_for(".settings"), 303)
+    amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+    _rotate(response, user, domain, amr)
+    return response

@@ -1,0 +1,40 @@
+"""Multi-factor sign-in from the admin side: a domain's policy, and resetting a user's factors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from authsvc.accounts import sessions
+from authsvc.accounts.mfa import factors
+from authsvc.admin.actors import Actor, ValidationFailed, audit_change, require_change, require_change_of_user
+from authsvc.core.database import db
+from authsvc.core.models import Domain, User
+
+POLICIES = ("off", "admins", "all")
+
+
+def set_policy(actor: Actor, domain: Domain, data: Any) -> Domain:
+    """``{"require": "off" | "admins" | "all"}``: who of the domain must sign in with a second factor."""
+    require_change(actor, domain.id)
+    require = data.get("require") if isinstance(data, dict) else None
+    if require not in POLICIES:
+        raise ValidationFailed({"require": f"must be one of {', '.join(POLICIES)}"})
+    before = {"mfa_require": domain.mfa_require}
+    domain.mfa_require = require
+    audit_change(actor, "domain.mfa_policy_changed", domain.id, f"domain:{domain.id}", before, {"mfa_require": require})
+    db.session.commit()
+    return domain
+
+
+def reset_factors(actor: Actor, user: User) -> int:
+    """Remove the user's second factors and recovery codes (a lost phone); their sessions end.
+
+    The user signs in with the password next time and, where the policy asks,
+    sets up a new authenticator before getting a session.
+    """
+    require_change_of_user(actor, user)
+    removed = factors.reset(user)
+    sessions.invalidate_sessions(user)
+    audit_change(actor, "mfa.reset", user.domain_id, f"user:{user.id}", after={"factors_removed": removed})
+    db.session.commit()
+    return removed

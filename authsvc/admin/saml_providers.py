@@ -1,0 +1,177 @@
+"""SAML 2.0 providers of a domain: create, update, refresh the IdP metadata (the admin API and the console).
+
+An SsoProvider with ``protocol`` "saml"; create_sso_provider and
+update_sso_provider hand such requests here.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from typing import Any
+
+from flask import current_app
+from sqlalchemy import select
+
+from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.fields import Fields, domain_field
+from authsvc.core import validation
+from authsvc.core.database import db
+from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
+from authsvc.identity import saml, saml_setup
+
+ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
+
+
+def saml_json(provider: SsoProvider) -> dict[str, Any]:
+    """The provider, with the URLs the IdP's administrator pastes (entity id, ACS, our metadata)."""
+    domain = db.session.get(Domain, provider.domain_id)
+    urls = saml.sp_urls(domain.host, provider.id)
+    mappings = provider.profile_mappings
+    return provider.as_json() | {
+        "callback_url": urls["acs_url"],
+        "metadata_url": urls["metadata_url"],
+        "entity_id": urls["entity_id"],
+        **{name: (mappings.get(field) or [None])[0] for name, field in ATTRIBUTE_FIELDS.items()},
+    }
+
+
+def _saml_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
+    values: dict[str, Any] = {
+        "name": fields.string("name", required=True),
+        "metadata_url": fields.string(
+            "metadata_url", max_length=500, rule=lambda v: validation.provider_url(v, "metadata_url")
+        ),
+        "metadata_xml": fields.string("metadata_xml", max_length=saml_setup.MAX_METADATA_BYTES),
+        "allow_unsolicited": fields.boolean("allow_unsolicited"),
+        "clock_skew": fields.integer("clock_skew"),
+        "trust_email": fields.boolean("trust_email"),
+        "allow_private_network": fields.boolean("allow_private_network"),
+        **{name: fields.string(name, max_length=255) for name in ATTRIBUTE_FIELDS},
+    }
+    if values["clock_skew"] is not None and not 0 <= values["clock_skew"] <= 600:
+        fields.errors["clock_skew"] = "must be between 0 and 600 seconds"
+    if values["allow_private_network"] and not actor.system_admin:
+        fields.errors["allow_private_network"] = "only a system admin may allow a provider on private networks"
+    if values["metadata_url"] and values["metadata_xml"]:
+        fields.errors["metadata_xml"] = "give metadata_url or metadata_xml, not both"
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _check_url(fields: Fields, url: str | None, allow_private: bool) -> None:
+    allowed = allow_private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    problem = validation.public_url_problem(url) if url and not allowed else None
+    if problem:
+        fields.errors["metadata_url"] = problem
+
+
+def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
+    fields = Fields(data, partial=False)
+    domain = domain_field(actor, fields)
+    values = _saml_fields(fields, actor)
+    if not values.get("metadata_url") and not values.get("metadata_xml"):
+        fields.errors.setdefault("metadata_url", "give metadata_url or metadata_xml")
+    _check_url(fields, values.get("metadata_url"), bool(values.get("allow_private_network")))
+    fields.done()
+    provider_id = secrets.token_hex(8)
+    try:
+        provider = saml_setup.new_provider(
+            provider_id,
+            domain.id,
+            domain.host,
+            values["name"],
+            metadata_xml=values.get("metadata_xml"),
+            metadata_url=values.get("metadata_url"),
+            attributes={field: values.get(name) for name, field in ATTRIBUTE_FIELDS.items()},
+            allow_private_network=values.get("allow_private_network", False),
+            allow_unsolicited=values.get("allow_unsolicited", False),
+            clock_skew=values.get("clock_skew", 60),
+            trust_email=values.get("trust_email", False),
+        )
+    except saml.SamlError as exc:
+        raise ValidationFailed(
+            {"metadata_url" if values.get("metadata_url") else "metadata_xml": exc.message}
+        ) from None
+    db.session.add(provider)
+    db.session.flush()
+    audit_change(actor, "sso.created", domain.id, f"sso:{provider.id}", after=provider.as_json())
+    commit("that SSO provider")
+    return provider
+
+
+def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoProvider:
+    """Change a SAML provider; new metadata (a file's, or a new URL's) is read before anything is saved."""
+    require_change(actor, provider.domain_id)
+    before = provider.as_json()
+    fields = Fields(data, partial=True)
+    values = _saml_fields(fields, actor)
+    if "metadata_url" in values and not actor.system_admin:
+        values["allow_private_network"] = False  # as for OIDC providers: a new URL loses a system admin's allowance
+    private = values.get("allow_private_network", provider.allow_private_network)
+    _check_url(fields, values.get("metadata_url"), private)
+    fields.done()
+    metadata_xml = values.pop("metadata_xml", None)
+    metadata_url = values.pop("metadata_url", None)
+    if metadata_xml or metadata_url:
+        try:
+            if metadata_url:
+                metadata_xml = saml_setup.fetch_metadata(
+                    metadata_url, private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+                )
+            entity_id = saml_setup.idp_entity_id(metadata_xml)
+        except saml.SamlError as exc:
+            raise ValidationFailed({"metadata_url" if metadata_url else "metadata_xml": exc.message}) from None
+        if entity_id != provider.client_id and not actor.system_admin and _privileged_link(provider):
+            problem = "only a system admin may change the IdP while a privileged account signs in through it"
+            raise ValidationFailed({"metadata_xml": problem})
+        provider.client_id = entity_id[:255]
+        provider.saml_metadata_xml = metadata_xml
+        provider.saml_metadata_url = metadata_url
+        provider.saml_metadata_fetched_at = int(time.time()) if metadata_url else None
+    mappings = dict(provider.profile_mappings)
+    for name, field in ATTRIBUTE_FIELDS.items():
+        if name in values:
+            mappings[field] = [values.pop(name)]
+    provider.profile_mappings = mappings
+    renames = {"allow_unsolicited": "saml_allow_unsolicited", "clock_skew": "saml_clock_skew"}
+    for name, value in values.items():
+        setattr(provider, renames.get(name, name), value)
+    audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, provider.as_json())
+    db.session.commit()
+    return provider
+
+
+def refresh_saml_metadata(actor: Actor, provider: SsoProvider) -> bool:
+    """Refetch the IdP metadata now (a new signing certificate); whether it changed."""
+    require_change(actor, provider.domain_id)
+    if provider.kind != "saml":
+        raise ValidationFailed({"id": "only a SAML provider has IdP metadata"})
+    try:
+        changed = saml_setup.refresh_metadata(provider, force=True)
+    except saml.SamlError as exc:
+        db.session.rollback()
+        raise ValidationFailed({"metadata_url": exc.message}) from None
+    audit_change(
+        actor,
+        "saml.metadata_refreshed",
+        provider.domain_id,
+        f"sso:{provider.id}",
+        after={"changed": changed, "fetched_at": provider.saml_metadata_fetched_at},
+    )
+    db.session.commit()
+    return changed
+
+
+def _privileged_link(provider: SsoProvider) -> bool:
+    return (
+        db.session.scalar(
+            select(ExternalIdentity.id)
+            .join(User, User.id == ExternalIdentity.user_id)
+            .where(
+                ExternalIdentity.provider_id == provider.id,
+                User.system_admin | User.admin | User.support | User.service_account,
+            )
+            .limit(1)
+        )
+        is not None
+    )

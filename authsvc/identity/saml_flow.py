@@ -1,0 +1,195 @@
+"""SAML 2.0 sign-in: start (AuthnRequest out), the ACS (the IdP's POST), finish (the browser's own GET).
+
+The IdP's page posts the response to the ACS from its own site: the browser
+sends no SameSite=Lax cookie with it, so the ACS cannot tell which browser is
+posting. It verifies the response against the pending request named by
+``RelayState`` (our flow state's id, never a URL), keeps the verified result
+under a one-time handoff id, and redirects. That second, top-level GET carries
+the flow cookie the start set: ``finish`` signs in only the browser that began
+the flow, so a response captured or made for someone else's flow signs
+nobody in here (login CSRF).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from flask import current_app
+
+from authsvc.core import audit, security, store
+from authsvc.core.database import db
+from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.identity import saml, saml_setup
+from authsvc.identity.flow import SignedIn
+from authsvc.identity.linking import check_match_rules, link_identity, link_user
+from authsvc.identity.providers import ProviderRefused, SsoError, find_provider
+
+log = logging.getLogger(__name__)
+
+# How long a verified response waits for the browser's GET: one redirect.
+HANDOFF_TTL = 120
+
+
+def start(
+    domain: Domain, provider: SsoProvider, continue_url: str, browser: str, holder: str, link_user: User | None = None
+) -> str:
+    """Keep the flow (our AuthnRequest's id) in Redis and return the IdP URL with the signed AuthnRequest."""
+    refresh_if_stale(provider)
+    state = security.new_secret()
+    try:
+        request_id, url = saml.authn_request(provider, domain.host, relay_state=state)
+    except saml.SamlError as exc:
+        raise SsoError(503, "Sign-in provider unavailable", exc.message) from None
+    store.save_flow_state(
+        state,
+        {
+            "provider": provider.id,
+            "protocol": "saml",
+            "request_id": request_id,
+            "continue": continue_url,
+            "browser": security.digest(browser),
+            "link_user": link_user.id if link_user is not None else None,
+        },
+        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        holder,
+    )
+    return url
+
+
+def refresh_if_stale(provider: SsoProvider) -> None:
+    """Refetch the IdP metadata when older than AUTHSVC_SAML_METADATA_MAX_AGE; a failure keeps the copy held.
+
+    One worker tries per provider per AUTHSVC_SSO_JWKS_REFETCH_INTERVAL: an IdP
+    whose metadata URL hangs costs one sign-in a timeout, not every sign-in.
+    """
+    interval = current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]
+    if not saml_setup.metadata_stale(provider) or not store.claim_jwks_refetch(f"saml:{provider.id}", interval):
+        return
+    try:
+        changed = saml_setup.refresh_metadata(provider)
+    except saml.SamlError as exc:
+        db.session.rollback()
+        log.warning("SAML provider %s: metadata refresh failed: %s", provider.id, exc.reason)
+        return
+    audit.record(
+        "saml.metadata_refreshed",
+        domain_id=provider.domain_id,
+        actor=f"sso:{provider.id}",
+        target=f"sso:{provider.id}",
+        details={"after": {"changed": changed, "fetched_at": provider.saml_metadata_fetched_at}, "scheduled": True},
+        commit=False,
+    )
+    db.session.commit()
+
+
+def consume(domain: Domain, provider: SsoProvider, saml_response: str | None, relay_state: str | None) -> str:
+    """Verify the IdP's POST to the ACS; return the handoff id the browser's GET finishes with.
+
+    SamlError (audited as ``saml.refused``) when the response is refused.
+    """
+    try:
+        return _consume(domain, provider, saml_response or "", relay_state or "")
+    except saml.SamlError as exc:
+        refused(provider, exc.reason)
+        raise
+
+
+def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_state: str) -> str:
+    flow = store.peek_flow_state(relay_state) if relay_state and len(relay_state) <= 200 else None
+    if flow is not None and (flow.get("protocol") != "saml" or flow.get("provider") != provider.id):
+        raise saml.SamlError("relay_state")
+    if flow is None and not provider.saml_allow_unsolicited:
+        # No pending request of ours: IdP-initiated, expired, already used, or someone else's.
+        raise saml.SamlError("unsolicited")
+    verified = saml.verify_response(provider, domain.host, saml_response, flow["request_id"] if flow else None)
+    if not verified.subject:
+        raise saml.SamlError("no_subject")
+    if flow is not None and store.claim_flow_state(relay_state) is None:
+        raise saml.SamlError("replayed")  # a concurrent POST of the same flow won
+    lifetime = verified.not_on_or_after - int(time.time()) if verified.not_on_or_after else 0
+    ttl = max(lifetime, current_app.config["AUTHSVC_SSO_FLOW_TTL"]) + provider.saml_clock_skew
+    if not store.claim_saml_assertion(provider.id, verified.assertion_id, ttl):
+        raise saml.SamlError("replayed")
+    handoff = security.new_secret()
+    store.save_saml_handoff(
+        handoff,
+        {
+            "provider": provider.id,
+            "subject": verified.subject,
+            "attributes": verified.attributes,
+            "continue": flow["continue"] if flow else "",
+            "browser": flow["browser"] if flow else None,
+            "link_user": flow.get("link_user") if flow else None,
+        },
+        HANDOFF_TTL,
+    )
+    return handoff
+
+
+def finish(domain: Domain, handoff: str | None, browser: str | None, session_user: User | None) -> SignedIn:
+    """Sign in (or link) the account a verified response named, in the browser that started its flow."""
+    data = store.claim_saml_handoff(handoff) if handoff and len(handoff) <= 200 else None
+    provider = find_provider(domain, data["provider"]) if data else None
+    if data is None or provider is None:
+        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+    if data["browser"] is not None and not (browser and security.digest_matches(browser, data["browser"])):
+        refused(provider, "browser")
+        raise SsoError(400, "Sign-in expired", "This sign-in was started in another browser.")
+    claims = profile_claims(provider, data["subject"], data["attributes"])
+    profile = {"uid": data["subject"], "email": claims.get("email"), "name": claims.get("name") or ""}
+    try:
+        check_match_rules(provider, claims, profile)
+        linking = data.get("link_user")
+        if linking is not None:
+            if session_user is None or session_user.id != linking:
+                raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+            user = link_identity(provider, data["subject"], session_user, actor=f"user:{linking}", via="user")
+        else:
+            user = link_user(provider, profile, claims)
+    except ProviderRefused as exc:
+        refused(provider, exc.error)
+        raise
+    groups = _groups(provider, data["attributes"])
+    if groups is not None and linking is None:
+        user.groups = groups
+    audit.record(
+        "saml.signin",
+        domain_id=domain.id,
+        actor=f"user:{user.id}",
+        target=f"user:{user.id}",
+        details={"provider": provider.id, "solicited": data["browser"] is not None},
+        commit=False,
+    )
+    db.session.commit()
+    return SignedIn(user=user, continue_url=data["continue"])
+
+
+def profile_claims(provider: SsoProvider, subject: str, attributes: dict[str, list[str]]) -> dict[str, Any]:
+    """The response's attributes as claims (first values), with ``email`` and ``name`` read through the mapping."""
+    claims: dict[str, Any] = {name: values[0] for name, values in attributes.items() if values}
+    claims["sub"] = subject
+    for field_name in ("email", "name"):
+        value = next((claims[n] for n in saml.attribute_names(provider, field_name) if claims.get(n)), None)
+        if value:
+            claims[field_name] = value.strip().lower() if field_name == "email" else value.strip()
+    return claims
+
+
+def _groups(provider: SsoProvider, attributes: dict[str, list[str]]) -> list[str] | None:
+    for name in saml.attribute_names(provider, "groups"):
+        if name in attributes:
+            return sorted({g.strip() for g in attributes[name] if g and g.strip() and len(g) <= 200})[:200]
+    return None
+
+
+def refused(provider: SsoProvider, reason: str) -> None:
+    """Audit a refused SAML sign-in (committed at once: the refusal stands whatever follows)."""
+    audit.record(
+        "saml.refused",
+        domain_id=provider.domain_id,
+        actor=f"sso:{provider.id}",
+        target=f"sso:{provider.id}",
+        details={"provider": provider.id, "reason": reason},
+    )

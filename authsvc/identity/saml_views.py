@@ -1,0 +1,91 @@
+"""SAML 2.0 endpoints of a provider: our SP metadata, the ACS, and the browser's finishing GET.
+
+The sign-in starts at GET /auth/oauth2?id= like every other protocol (views.start).
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urlencode
+
+from flask import Blueprint, Response, redirect, request, url_for
+
+from authsvc.accounts import sessions
+from authsvc.core.errors import ApiError
+from authsvc.core.models import SsoProvider
+from authsvc.core.tenancy import current_domain
+from authsvc.identity import providers, saml, saml_flow
+from authsvc.identity.views import FLOW_COOKIE
+from authsvc.identity.views import bp as sso_bp
+from authsvc.web.pages import page
+
+bp = Blueprint("saml", __name__, url_prefix=saml.SAML_PREFIX)
+
+REFUSED_MESSAGE = "The identity provider's answer could not be accepted. Start the sign-in again."
+
+
+def _saml_provider(provider_id: str) -> SsoProvider:
+    provider = providers.find_provider(current_domain(), provider_id)
+    if provider is None or provider.kind != "saml":
+        raise ApiError(404, "not_found", "No SAML provider with this id here.")
+    return provider
+
+
+@bp.get("/<provider_id>/metadata")
+def metadata(provider_id: str) -> Response:
+    """Our SP metadata for this provider: what the IdP's administrator imports."""
+    provider = _saml_provider(provider_id)
+    try:
+        document = saml.metadata_document(provider, current_domain().host)
+    except saml.SamlError as exc:
+        raise ApiError(503, "saml_unavailable", exc.message) from None
+    response = Response(document, mimetype="application/samlmetadata+xml")
+    response.headers["Content-Disposition"] = f'inline; filename="{provider.id}-sp-metadata.xml"'
+    return response
+
+
+@bp.post("/<provider_id>/acs")
+def acs(provider_id: str) -> Response:
+    """The IdP's HTTP-POST: verified here, finished by the browser's own GET (see saml_flow)."""
+    domain = current_domain()
+    provider = _saml_provider(provider_id)
+    try:
+        handoff = saml_flow.consume(domain, provider, request.form.get("SAMLResponse"), request.form.get("RelayState"))
+    except saml.SamlError as exc:
+        title = "Sign-in provider unavailable" if exc.reason == "xmlsec1_missing" else "Sign-in refused"
+        status = 503 if exc.reason == "xmlsec1_missing" else 400
+        message = exc.message if status == 503 else REFUSED_MESSAGE
+        return page(
+            "message.html", status, domain=domain, title=title, message=message, link=url_for("auth.login_page")
+        )
+    response = redirect(url_for("saml.finish", handoff=handoff), 303)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response
+
+
+@bp.get("/finish")
+def finish() -> Response:
+    domain = current_domain()
+    try:
+        signed_in = saml_flow.finish(
+            domain, request.args.get("handoff"), request.cookies.get(FLOW_COOKIE), sessions.session_user(domain)
+        )
+    except providers.ProviderRefused as exc:
+        code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
+        return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
+    except providers.SsoError as exc:
+        return page(
+            "message.html",
+            exc.status,
+            domain=domain,
+            title=exc.title,
+            message=exc.message,
+            link=url_for("auth.login_page"),
+        )
+    response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    sessions.start_session(response, signed_in.user, domain, amr=["fed"])
+    response.delete_cookie(FLOW_COOKIE, path=sso_bp.url_prefix)
+    return response
