@@ -125,6 +125,14 @@ def from_environment() -> dict[str, Any]:
             f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
         )
 
+    # A sign-in waits on a directory at most for: connect + service bind + search, connect + bind.
+    ldap_timeout = _float("AUTHSVC_LDAP_TIMEOUT", 3)
+    if ldap_timeout * 5 >= worker_timeout:
+        raise ConfigError(
+            f"AUTHSVC_LDAP_TIMEOUT x 5 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
+            "that does not answer gets a 503, not a killed worker"
+        )
+
     return {
         "AUTHSVC_ENV": environment,
         "SECRET_KEY": secret_key,
@@ -153,6 +161,10 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
         "AUTHSVC_SSO_FLOW_TTL": _int("AUTHSVC_SSO_FLOW_TTL", 600),
+        # LDAP directories: connect and each operation; a sign-in asks at most two binds and a search.
+        "AUTHSVC_LDAP_TIMEOUT": ldap_timeout,
+        # How often a directory user's session or refresh asks the directory again (deprovisioning).
+        "AUTHSVC_LDAP_RECHECK": _int("AUTHSVC_LDAP_RECHECK", 300),
         # Every provider may be on loopback, private networks and plain http (on-premises
         # deployments); otherwise only a provider a system admin allowed (allow_private_network).
         "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),

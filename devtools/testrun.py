@@ -32,7 +32,7 @@ from types import FrameType
 
 import psycopg
 
-from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact
+from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact, slapd_binary
 
 PYTHON = sys.executable
 BACKENDS = ("postgresql", "sqlite")
@@ -94,6 +94,22 @@ def ensure_chromium() -> None:
         ):
             return
     say("chromium is missing and could not be installed (apt-get install chromium): the browser tests will be SKIPPED")
+
+
+def ensure_slapd() -> None:
+    """The LDAP tests start a private OpenLDAP slapd (Debian's package); installed here when missing."""
+    if slapd_binary():
+        return
+    if os.getuid() == 0 and shutil.which("apt-get"):
+        say("installing Debian's slapd and ldap-utils for the LDAP tests (apt-get)")
+        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
+        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "slapd", "ldap-utils"]
+        if (
+            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
+            and subprocess.run(install, **quiet).returncode == 0
+        ):
+            return
+    say("slapd is missing and could not be installed (apt-get install slapd): the LDAP tests will be SKIPPED")
 
 
 def ensure_xmlsec1() -> None:
@@ -221,6 +237,7 @@ def run(args: list[str]) -> int:
     backends = selected_backends()
     postgres = "postgresql" in backends
     ensure_chromium()
+    ensure_slapd()
     ensure_xmlsec1()
     with Services(say=say) as services:
         run = Run(services.workdir)

@@ -301,6 +301,20 @@ def test_real_admin_answers_conform_too(client, world, document):
         },
     )
 
+    directory = call(
+        "post",
+        "/ldap",
+        201,
+        key=root_key,
+        json={
+            "name": "AD",
+            "url": "ldaps://127.0.0.1:1",
+            "bind_dn": "cn=svc,dc=example,dc=org",
+            "bind_password": "s",
+            "base_dn": "dc=example,dc=org",
+            "allow_private_network": True,
+        },
+    )
     # A SAML 2.0 provider (pysaml2's IdP on loopback serves its metadata) and its metadata refresh.
     with SamlIdp() as idp:
         saml = call(
@@ -326,12 +340,13 @@ def test_real_admin_answers_conform_too(client, world, document):
         "/users": (kiosk["id"], {"groups": ["lobby", "hall"]}, {"disabled": True}),
         "/api_keys": (key["id"], {"scopes": "public mqtt.read"}, {"expires_at": None}),
         "/sso": (oidc["id"], {"trust_email": True}, {"client_secret": "rotated"}),
+        "/ldap": (directory["id"], {"enabled": False}, {"bind_password": "rotated"}),
     }
     for collection, (record_id, patch, put) in records.items():
         listed = call("get", collection, 200, query_string={"per_page": 2})
         assert listed["total"] >= 1 and listed["per_page"] == 2
         fetched = call("get", collection + "/{record_id}", 200, record_id=record_id)
-        assert not {"client_secret", "key", "password"} & set(fetched), "secrets are shown once, on create"
+        assert not {"client_secret", "key", "password", "bind_password"} & set(fetched), "secrets are never shown again"
         call("patch", collection + "/{record_id}", 200, record_id=record_id, json=patch)
         call("put", collection + "/{record_id}", 200, record_id=record_id, json=put)
     assert call("get", "/sso", 200, query_string={"q": "entra"})["items"][0]["callback_url"]
@@ -350,6 +365,10 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert "token" not in call("get", "/registration_tokens/{record_id}", 200, record_id=registration["id"])
     revoked = call("delete", "/registration_tokens/{record_id}", 200, record_id=registration["id"])
     assert revoked["state"] == "revoked"
+    # Nothing listens there: the test says so, and nothing of the bind password.
+    tested = call("post", "/ldap/{record_id}/test", 200, record_id=directory["id"])
+    assert tested["ok"] is False and "rotated" not in tested["error"]
+    call("delete", "/ldap/{record_id}", 200, record_id=directory["id"])
     call("delete", "/users/{record_id}", 200, record_id=kiosk["id"])
     call("delete", "/oauth_apps/{record_id}", 200, record_id=confidential["id"])
     call("delete", "/domains/{record_id}", 409, record_id=domain.id, key=root_key)
@@ -379,6 +398,13 @@ def test_real_admin_answers_conform_too(client, world, document):
         json={"provider": oidc["id"], "subject": "admin-at-idp"},
     )
     assert linked == {"user": str(admin_user.id), "provider": oidc["id"], "subject": "admin-at-idp"}
+
+    # Multi-factor sign-in: the domain's policy, and resetting a user's factors.
+    assert call("put", "/domains/{record_id}/mfa_policy", 200, record_id=domain.id, json={"require": "off"}) == {
+        "domain": str(domain.id),
+        "require": "off",
+    }
+    assert call("post", "/users/{record_id}/mfa/reset", 200, record_id=support.id) == {"factors_removed": 0}
 
     # The usual failures, as documented.
     call("get", "/users", 401, key=headers("localhost"))

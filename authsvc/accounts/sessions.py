@@ -17,6 +17,7 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from authsvc.accounts import ldap_signin
 from authsvc.core import audit, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
@@ -109,11 +110,26 @@ def session_user(domain: Domain) -> User | None:
             and not candidate.disabled
             and candidate.domain_id == domain.id
             and session["created"] >= candidate.sessions_valid_after
+            and directory_allows(candidate)
         ):
             user = candidate
     g.authsvc_session_user = user
     g.authsvc_session = session if user is not None else None
     return user
+
+
+def directory_allows(user: User) -> bool:
+    """Whether ``user``'s LDAP directory still lets them in (asked at most every AUTHSVC_LDAP_RECHECK s).
+
+    When it no longer does (entry gone, disabled, directory disabled), every
+    session and token of the user ends here: a session or a refresh is how
+    deprovisioning reaches someone who already signed in.
+    """
+    if ldap_signin.still_allowed(user):
+        return True
+    end_everything(user, via="directory_deprovisioned", actor="ldap")
+    db.session.commit()
+    return False
 
 
 def invalidate_sessions(user: User) -> None:

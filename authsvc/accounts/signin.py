@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from authsvc.accounts import lockouts
+from authsvc.accounts import ldap_signin, lockouts, sessions
 from authsvc.core import audit
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
@@ -23,26 +23,48 @@ def authenticate(domain: Domain, email: str, password: str, via: str) -> User | 
     client address is locked out this raises ``lockouts.LockedOut``, before the
     password is looked at: the right password does not end a lockout. A
     disabled user with the right password is returned, so the caller can say so.
+    An account without a local password, or an e-mail unknown here, is checked
+    against the domain's LDAP directories (authsvc.accounts.ldap_signin); one
+    that cannot answer raises ``DirectoryUnavailable`` (503), which is not a failure.
     ``via`` names the entry point for the audit record and the metrics.
     """
+    return _authenticate(domain, email, password, via)[0]
+
+
+def _authenticate(domain: Domain, email: str, password: str, via: str) -> tuple[User | None, dict]:
+    """``authenticate``, with what the success's audit record adds (the directory that said yes)."""
     lockouts.refuse_if_locked_out(domain, email)
     user = find_user(domain, email)
+    directories = ldap_signin.directories_for(domain, user)
+    if directories:
+        outcome = ldap_signin.authenticate(directories, email, password, user)
+        if outcome.deprovision is not None:
+            sessions.end_everything(outcome.deprovision, "directory_deprovisioned", f"ldap:{outcome.directory}")
+            db.session.commit()
+        if outcome.user is None:
+            refused(domain, user, outcome.reason, via, directory=outcome.directory)
+            if outcome.reason != "conflict":
+                lockouts.note_failure(domain, email, user)
+            return None, {}
+        lockouts.forget_failures(domain, email)
+        return outcome.user, {"directory": outcome.directory, **outcome.details}
     if not (user.check_password(password) if user else User().check_password(password)):
         refused(domain, user, "invalid_credentials", via)
         lockouts.note_failure(domain, email, user)
-        return None
+        return None, {}
     lockouts.forget_failures(domain, email)
-    return user
+    return user, {}
 
 
-def refused(domain: Domain, user: User | None, reason: str, via: str) -> None:
+def refused(domain: Domain, user: User | None, reason: str, via: str, directory: str | None = None) -> None:
     """Record a refused sign-in. An unknown e-mail is not written down: it may be a mistyped password."""
     metrics.SIGNIN_FAILURES.labels(via=via).inc()
+    details = {"via": via, "reason": reason} | ({"directory": directory} if directory else {})
     audit.record(
         "signin.failed",
         domain_id=domain.id,
         target=f"user:{user.id}" if user is not None else None,
-        details={"via": via, "reason": reason},
+        details=details,
     )
 
 
@@ -52,11 +74,11 @@ def sign_in(domain: Domain, email: str, password: str, via: str) -> User | None:
     None for an unknown e-mail, a wrong password and a disabled account: the
     caller answers all three the same way.
     """
-    user = authenticate(domain, email, password, via)
+    user, extra = _authenticate(domain, email, password, via)
     if user is None:
         return None
     if user.disabled:
-        refused(domain, user, "disabled", via)
+        refused(domain, user, "disabled", via, directory=extra.get("directory"))
         return None
-    audit.record("signin.succeeded", domain_id=domain.id, actor=f"user:{user.id}", details={"via": via})
+    audit.record("signin.succeeded", domain_id=domain.id, actor=f"user:{user.id}", details={"via": via, **extra})
     return user

@@ -6,6 +6,7 @@ from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
 from authsvc.accounts import sessions
 from authsvc.accounts.forms import LoginForm, LogoutAllForm
+from authsvc.accounts.ldap_client import DirectoryUnavailable
 from authsvc.accounts.lockouts import LockedOut
 from authsvc.accounts.mfa import factors
 from authsvc.accounts.mfa.views import challenge
@@ -143,6 +144,10 @@ def login() -> Response:
     except LockedOut as exc:
         response = _login_page(domain, retry_form, next_url, exc.description, 429)
         response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+    except DirectoryUnavailable as exc:
+        response = _login_page(domain, retry_form, next_url, exc.description, 503)
+        response.headers.update(exc.headers)
         return response
     if user is None:
         return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)

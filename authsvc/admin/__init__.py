@@ -18,6 +18,12 @@ from authsvc.admin.domains import (
     remove_domain_scopes,
     update_domain,
 )
+from authsvc.admin.ldap_directories import (
+    check_ldap_directory,
+    create_ldap_directory,
+    delete_ldap_directory,
+    update_ldap_directory,
+)
 from authsvc.admin.listing import listing, serialise
 from authsvc.admin.mfa import reset_factors, set_policy
 from authsvc.admin.registration_tokens import create_registration_token, revoke_registration_token
@@ -51,6 +57,7 @@ __all__ = [
     "NotFound",
     "SSO_URL_FIELDS",
     "ValidationFailed",
+    "check_ldap_directory",
     "add_domain_scopes",
     "clear_user_resource_tokens",
     "command_line",
@@ -58,10 +65,12 @@ __all__ = [
     "create_application",
     "create_domain",
     "create_registration_token",
+    "create_ldap_directory",
     "create_sso_provider",
     "create_user",
     "delete_application",
     "delete_domain",
+    "delete_ldap_directory",
     "delete_sso_provider",
     "delete_user",
     "get",
@@ -80,6 +89,7 @@ __all__ = [
     "update_api_key",
     "update_application",
     "update_domain",
+    "update_ldap_directory",
     "update_sso_provider",
     "update_user",
     "update_user_counting_revoked",

@@ -1,4 +1,4 @@
-"""The admin API: domains, oauth_apps, users, api_keys, sso and audit under /api/engine/v2/.
+"""The admin API: domains, oauth_apps, users, api_keys, sso, ldap and audit under /api/engine/v2/.
 
 Thin: each view names the verb of ``authsvc.admin``; who may do what, and the
 audit record of every change, are decided there.
@@ -17,7 +17,16 @@ from authsvc import admin
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
-from authsvc.core.models import ApiKey, Application, AuditRecord, Domain, RegistrationToken, SsoProvider, User
+from authsvc.core.models import (
+    ApiKey,
+    Application,
+    AuditRecord,
+    Domain,
+    LdapDirectory,
+    RegistrationToken,
+    SsoProvider,
+    User,
+)
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
 from authsvc.identity.views import resource_token_response
@@ -203,11 +212,30 @@ def _delete_sso(actor: admin.Actor, provider: SsoProvider) -> dict:
     return {"deleted": provider_id}
 
 
+def _create_ldap(actor: admin.Actor, data: Any) -> dict:
+    return admin.create_ldap_directory(actor, data).as_json()
+
+
+def _delete_ldap(actor: admin.Actor, directory: LdapDirectory) -> dict:
+    directory_id = directory.id
+    admin.delete_ldap_directory(actor, directory)
+    return {"deleted": directory_id}
+
+
 _resource("domains", Domain, _create_domain, admin.update_domain, _delete_domain)
 _resource("oauth_apps", Application, _create_application, admin.update_application, _delete_application)
 _resource("users", User, _create_user, admin.update_user, _delete_user)
 _resource("api_keys", ApiKey, _create_api_key, admin.update_api_key, _revoke_api_key)
 _resource("sso", SsoProvider, _create_sso, admin.update_sso_provider, _delete_sso)
+_resource("ldap", LdapDirectory, _create_ldap, admin.update_ldap_directory, _delete_ldap)
+
+
+@bp.post("/ldap/<record_id>/test")
+@admin_errors
+def test_ldap_directory(record_id: str) -> Response:
+    """Bind as the service and search the base DN now: ``{"id", "ok"}``, with ``error`` when not ok (no secrets)."""
+    actor = current_actor()
+    return jsonify(admin.check_ldap_directory(actor, admin.get(actor, LdapDirectory, record_id)))
 
 
 @bp.post("/oauth_apps/<record_id>/regenerate")

@@ -18,6 +18,8 @@ from authsvc.core.models import (
     Consent,
     Domain,
     ExternalIdentity,
+    LdapAccount,
+    LdapDirectory,
     RegistrationToken,
     SigningKey,
     SsoProvider,
@@ -135,11 +137,13 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(delete(ApiKey).where(ApiKey.domain_id == domain.id))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id.in_(providers)))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
+    db.session.execute(delete(LdapAccount).where(LdapAccount.user_id.in_(users)))
     db.session.execute(update(Application).where(Application.domain_id == domain.id).values(service_account_id=None))
     db.session.execute(delete(User).where(User.domain_id == domain.id))
     db.session.execute(delete(Application).where(Application.domain_id == domain.id))
     db.session.execute(delete(RegistrationToken).where(RegistrationToken.domain_id == domain.id))
     db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
+    db.session.execute(delete(LdapDirectory).where(LdapDirectory.domain_id == domain.id))
     db.session.execute(delete(SigningKey).where(SigningKey.domain_id == domain.id))
     db.session.delete(domain)
     audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)

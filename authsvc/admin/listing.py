@@ -9,7 +9,7 @@ from sqlalchemy import func, or_, select
 from authsvc.admin.actors import Actor
 from authsvc.admin.sso_providers import sso_json
 from authsvc.core.database import db
-from authsvc.core.models import ApiKey, Application, Domain, RegistrationToken, SsoProvider, User
+from authsvc.core.models import ApiKey, Application, Domain, LdapDirectory, RegistrationToken, SsoProvider, User
 
 
 def listing(actor: Actor, model: type, *, text: str | None, page: int, per_page: int, domain_id: int | None) -> dict:
@@ -29,10 +29,11 @@ def listing(actor: Actor, model: type, *, text: str | None, page: int, per_page:
             ApiKey: (ApiKey.name, ApiKey.id),
             SsoProvider: (SsoProvider.name, SsoProvider.id),
             RegistrationToken: (RegistrationToken.name, RegistrationToken.id),
+            LdapDirectory: (LdapDirectory.name, LdapDirectory.id),
         }[model]
         query = query.where(or_(*(func.lower(c).like(pattern, escape="\\") for c in columns)))
     total = db.session.scalar(select(func.count()).select_from(query.subquery()))
-    order = model.created_at if model in (ApiKey, SsoProvider, RegistrationToken) else model.id
+    order = model.created_at if model in (ApiKey, SsoProvider, RegistrationToken, LdapDirectory) else model.id
     rows = db.session.scalars(query.order_by(order, model.id).limit(per_page).offset((page - 1) * per_page))
     return {"items": [serialise(r) for r in rows], "total": total, "page": page, "per_page": per_page}
 

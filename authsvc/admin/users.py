@@ -11,7 +11,7 @@ from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_
 from authsvc.admin.fields import Fields, domain_field
 from authsvc.core import validation
 from authsvc.core.database import db
-from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, Token, User
+from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.identity import delegated
 
 
@@ -105,6 +105,7 @@ def delete_user(actor: Actor, user: User) -> None:
     db.session.execute(delete(Consent).where(Consent.user_id == user.id))
     db.session.execute(delete(ApiKey).where(ApiKey.user_id == user.id))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
+    db.session.execute(delete(LdapAccount).where(LdapAccount.user_id == user.id))
     # An application bound to the account is left unbound: its client_credentials grant stops.
     db.session.execute(
         update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)

@@ -6,6 +6,7 @@ from flask import Flask
 
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
+from authsvc.cli.ldap import ldap
 from authsvc.cli.mfa import mfa
 from authsvc.cli.registration import registration_tokens
 from authsvc.cli.sso import sso
@@ -15,5 +16,5 @@ from authsvc.cli.users import api_keys, users
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, mfa, registration_tokens):
+    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens):
         app.cli.add_command(command)

@@ -88,7 +88,7 @@ AUTOMATIC = ("new_user", "email")
 
 def privileged(user: User) -> bool:
     """Whether ``user`` holds a privilege an SSO provider's assertion alone may never reach."""
-    return bool(user.system_admin or user.admin or user.support or user.service_account)
+    return user.privileged
 
 
 def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> User:

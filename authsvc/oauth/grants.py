@@ -244,7 +244,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
 
     def authenticate_user(self, refresh_token: Token) -> User | None:
         user = refresh_token.user
-        return None if user is None or user.disabled else user
+        # A directory user's refresh asks the directory again, as a session does (deprovisioning).
+        return None if user is None or user.disabled or not sessions.directory_allows(user) else user
 
     def revoke_old_credential(self, refresh_token: Token) -> None:
         # Claimed in validate_token_request already.

@@ -191,6 +191,47 @@ class MicrosoftSsoForm(PageForm):
         }
 
 
+class LdapDirectoryForm(PageForm):
+    name = StringField("Name", validators=[Length(max=200)], description="For admins; users never see it.")
+    url = StringField(
+        "URL", validators=[Length(max=500)], description="ldaps://dc1.acme.example:636, or ldap://…:389 with StartTLS."
+    )
+    starttls = BooleanField("Use StartTLS (with ldap://)")
+    bind_dn = StringField(
+        "Bind DN", validators=[Length(max=500)], description="The service account that searches for users."
+    )
+    bind_password = PasswordField("Bind password", validators=[Length(max=1000)])
+    base_dn = StringField(
+        "Base DN", validators=[Length(max=500)], description="Where users are searched for (subtree)."
+    )
+    user_filter = StringField(
+        "User filter", validators=[Length(max=1000)], description="{email} is the escaped address."
+    )
+    group_attribute = StringField("Group attribute", validators=[Length(max=100)])
+    disabled_attribute = StringField(
+        "Disabled attribute", validators=[Length(max=100)], description="Optional: its presence disables an entry."
+    )
+    ca_pem = TextAreaField(
+        "CA certificates (PEM)", description="Optional: the CA(s) that sign the directory's certificate."
+    )
+    enabled = BooleanField("Enabled")
+    submit = SubmitField("Save")
+
+    def values(self, *, new: bool) -> dict[str, Any]:
+        """The verbs' fields; an empty bind password on an edit keeps the stored one."""
+        values: dict[str, Any] = {
+            name: (getattr(self, name).data or "").strip()
+            for name in ("name", "url", "bind_dn", "base_dn", "user_filter", "group_attribute")
+        }
+        values |= {"starttls": bool(self.starttls.data), "enabled": bool(self.enabled.data)}
+        values |= {name: (getattr(self, name).data or "").strip() or None for name in ("disabled_attribute", "ca_pem")}
+        if new or self.bind_password.data:
+            values["bind_password"] = self.bind_password.data or ""
+        if new:
+            values = {k: v for k, v in values.items() if v not in ("", None) or k in ("name", "url", "bind_dn")}
+        return values
+
+
 class SamlSsoForm(PageForm):
     name = StringField("Name", validators=[Length(max=200)], description="Shown on the sign-in button.")
     metadata_url = StringField(

@@ -1,7 +1,26 @@
 """The console's blueprint, with the pages of every resource on it."""
 
-from authsvc.admin.console import api_keys, applications, mfa, registration_tokens, signing_keys, sso_providers, users
+from authsvc.admin.console import (
+    api_keys,
+    applications,
+    ldap_directories,
+    mfa,
+    registration_tokens,
+    signing_keys,
+    sso_providers,
+    users,
+)
 from authsvc.admin.console.base import bp
 
 # Imported for the routes they add to the blueprint.
-__all__ = ["api_keys", "applications", "bp", "mfa", "registration_tokens", "signing_keys", "sso_providers", "users"]
+__all__ = [
+    "api_keys",
+    "applications",
+    "bp",
+    "ldap_directories",
+    "mfa",
+    "registration_tokens",
+    "signing_keys",
+    "sso_providers",
+    "users",
+]

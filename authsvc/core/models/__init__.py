@@ -7,6 +7,7 @@ answer.
 
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
+from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.mfa import MfaFactor, RecoveryCode
@@ -31,6 +32,8 @@ __all__ = [
     "Consent",
     "Domain",
     "ExternalIdentity",
+    "LdapAccount",
+    "LdapDirectory",
     "MfaFactor",
     "RecoveryCode",
     "RegistrationToken",

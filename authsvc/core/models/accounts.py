@@ -45,6 +45,11 @@ class User(db.Model):
         """PlaceOS permission bits: 1 support, 2 admin."""
         return (1 if self.support else 0) | (2 if self.admin else 0)
 
+    @property
+    def privileged(self) -> bool:
+        """Whether the user holds a privilege an SSO provider's or a directory's assertion alone may never reach."""
+        return bool(self.system_admin or self.admin or self.support or self.service_account)
+
     def as_json(self) -> dict:
         return {
             "id": str(self.id),

@@ -1,0 +1,264 @@
+"""Talking to an LDAP directory (ldap3): connect, service bind, find one user, bind as them.
+
+Every wait is bounded by ``AUTHSVC_LDAP_TIMEOUT`` (connect and each
+operation), which the settings keep below the worker timeout. A directory
+that cannot be reached, refuses the service bind or does not answer in time
+raises ``DirectoryUnavailable`` (a 503), never a wrong-password answer.
+Certificates are verified (the directory's CA PEM, else the system's), and
+the host is resolved here and checked as SSO providers' URLs are: a directory
+on loopback or private addresses needs ``allow_private_network``.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import ssl
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from flask import current_app
+from ldap3 import BASE, NONE, SIMPLE, SUBTREE, Connection, Server, Tls
+from ldap3.core.exceptions import LDAPException
+from ldap3.utils.conv import escape_filter_chars
+from ldap3.utils.dn import parse_dn
+
+from authsvc.core import security
+from authsvc.core.errors import ApiError
+from authsvc.core.models import LdapDirectory
+
+log = logging.getLogger(__name__)
+
+# Active Directory's userAccountControl ACCOUNTDISABLE bit.
+AD_ACCOUNT_DISABLED = 0x2
+# Stable ids of an entry, whichever the directory has: OpenLDAP's, then AD's.
+ID_ATTRIBUTES = ("entryUUID", "objectGUID")
+
+
+class DirectoryUnavailable(ApiError):
+    """503: the directory could not answer; the client may retry, and is told when."""
+
+    def __init__(self, directory: LdapDirectory, why: str):
+        retry_after = str(current_app.config["AUTHSVC_RETRY_AFTER"])
+        super().__init__(
+            503,
+            "directory_unavailable",
+            "The directory that checks this account's password cannot be reached. Try again shortly.",
+            headers={"Retry-After": retry_after},
+        )
+        self.directory = directory
+        self.why = why
+
+
+@dataclass
+class Entry:
+    """A user's entry: its DN, stable id, e-mail, name, groups, and whether it is disabled."""
+
+    dn: str
+    subject: str
+    email: str | None
+    name: str
+    groups: list[str] = field(default_factory=list)
+    disabled: bool = False
+
+
+def user_filter(directory: LdapDirectory, email: str) -> str:
+    """The directory's filter for ``email``, the value escaped (RFC 4515): ``*)(uid=*`` stays a literal."""
+    return directory.user_filter.replace("{email}", escape_filter_chars(email))
+
+
+def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
+    """The address to connect to: ``host`` resolved once, refused on private networks unless allowed."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        raise DirectoryUnavailable(directory, f"cannot resolve {host}: {exc}") from None
+    allowed = directory.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0].split("%")[0])
+        if allowed or (address.is_global and not address.is_multicast):
+            return str(address)
+    raise DirectoryUnavailable(directory, f"{host} resolves to a private address and the directory is not allowed one")
+
+
+def _server(directory: LdapDirectory) -> Server:
+    parts = urlsplit(directory.url)
+    secure = parts.scheme == "ldaps"
+    host = parts.hostname or ""
+    port = parts.port or (636 if secure else 389)
+    address = _checked_address(directory, host, port)
+    tls = Tls(
+        validate=ssl.CERT_REQUIRED,
+        version=ssl.PROTOCOL_TLS_CLIENT,
+        ca_certs_data=directory.ca_pem or None,
+        # The connection goes to the checked address; the certificate must name the host of the URL.
+        valid_names=[host],
+        sni=None if _is_address(host) else host,
+    )
+    timeout = current_app.config["AUTHSVC_LDAP_TIMEOUT"]
+    # get_info=NONE: reading the root DSE on connect would race StartTLS, which slapd refuses.
+    return Server(address, port=port, use_ssl=secure, tls=tls, get_info=NONE, connect_timeout=timeout)
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
+    """An open connection (TLS started when asked), not yet bound."""
+    connection = Connection(
+        _server(directory),
+        user=user,
+        password=password,
+        authentication=SIMPLE,
+        read_only=True,
+        raise_exceptions=False,
+        receive_timeout=current_app.config["AUTHSVC_LDAP_TIMEOUT"],
+    )
+    try:
+        connection.open()
+        if directory.starttls and not connection.start_tls():
+            raise DirectoryUnavailable(directory, f"StartTLS refused: {connection.result}")
+    except LDAPException as exc:
+        close(connection)
+        raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
+    return connection
+
+
+def close(connection: Connection) -> None:
+    """Unbind and close; a connection that already broke has nothing left to close."""
+    try:
+        connection.unbind()
+    except LDAPException:
+        pass
+
+
+def service_connection(directory: LdapDirectory) -> Connection:
+    """A connection bound as the directory's service account."""
+    connection = _open(directory, directory.bind_dn, security.decrypt(directory.bind_password_encrypted))
+    try:
+        bound = connection.bind()
+    except LDAPException as exc:
+        close(connection)
+        raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
+    if not bound:
+        # Our own credentials failed: the directory's configuration, never the user's password.
+        result = connection.result.get("description")
+        close(connection)
+        raise DirectoryUnavailable(directory, f"service bind refused: {result}")
+    return connection
+
+
+def _attributes(directory: LdapDirectory) -> list[str]:
+    names = ["mail", "cn", "displayName", "userAccountControl", directory.group_attribute, *ID_ATTRIBUTES]
+    if directory.disabled_attribute:
+        names.append(directory.disabled_attribute)
+    return list(dict.fromkeys(names))
+
+
+def _search(directory: LdapDirectory, connection: Connection, base: str, scope: str, search_filter: str) -> list:
+    try:
+        connection.search(base, search_filter, search_scope=scope, attributes=_attributes(directory), size_limit=2)
+    except LDAPException as exc:
+        raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
+    # 0 success, 4 sizeLimitExceeded (more than one entry: refused below), 32 noSuchObject (gone).
+    if connection.result.get("result") not in (0, 4, 32):
+        raise DirectoryUnavailable(directory, f"search failed: {connection.result.get('description')}")
+    return [e for e in connection.response or [] if e.get("type") == "searchResEntry"]
+
+
+def find_user(directory: LdapDirectory, connection: Connection, email: str) -> Entry | None:
+    """The one entry the user filter finds for ``email``; None for none or several."""
+    found = _search(directory, connection, directory.base_dn, SUBTREE, user_filter(directory, email))
+    return _entry(directory, found[0]) if len(found) == 1 else None
+
+
+def _entry(directory: LdapDirectory, raw: dict) -> Entry:
+    attributes = raw.get("attributes") or {}
+
+    def first(name: str) -> str | None:
+        value = attributes.get(name)
+        if isinstance(value, list):
+            value = value[0] if value else None
+        return str(value) if value not in (None, "") else None
+
+    control = first("userAccountControl")
+    disabled = bool(control and control.lstrip("-").isdigit() and int(control) & AD_ACCOUNT_DISABLED)
+    if directory.disabled_attribute and attributes.get(directory.disabled_attribute):
+        disabled = True
+    groups = attributes.get(directory.group_attribute) or []
+    return Entry(
+        dn=raw["dn"],
+        subject=_subject(raw),
+        email=(first("mail") or "").lower() or None,
+        name=first("displayName") or first("cn") or "",
+        groups=list(dict.fromkeys(group_name(g) for g in (groups if isinstance(groups, list) else [groups]))),
+        disabled=disabled,
+    )
+
+
+def _subject(raw: dict) -> str:
+    """The entry's stable id: entryUUID as text, AD's binary objectGUID in hex; else the DN."""
+    values = raw.get("raw_attributes") or {}
+    for name in ID_ATTRIBUTES:
+        value = values.get(name)
+        if value:
+            return value[0].decode("ascii", "replace") if name == "entryUUID" else f"guid:{value[0].hex()}"
+    return raw["dn"]
+
+
+def group_name(value: str) -> str:
+    """A group DN's first RDN value (``cn=staff,ou=groups,...`` is ``staff``); any other value as it is."""
+    try:
+        return str(parse_dn(str(value))[0][1])
+    except (LDAPException, IndexError, ValueError):
+        return str(value)
+
+
+def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
+    """Whether the directory accepts a bind as ``dn`` with ``password``: the directory decides, we never compare.
+
+    An empty password is refused here, before any bind: LDAP takes a simple
+    bind with an empty password as an unauthenticated bind, which succeeds.
+    """
+    if not password:
+        return False
+    connection = _open(directory, dn, password)
+    try:
+        bound = connection.bind()
+        result = dict(connection.result or {})
+    except LDAPException as exc:
+        raise DirectoryUnavailable(directory, f"{type(exc).__name__}: {exc}") from None
+    finally:
+        close(connection)
+    if bound:
+        return True
+    # 49 invalidCredentials (AD adds a reason in the message); anything else is the directory's trouble.
+    if result.get("result") == 49:
+        return False
+    raise DirectoryUnavailable(directory, f"bind failed: {result.get('description')}")
+
+
+def test_connection(directory: LdapDirectory) -> dict:
+    """The service bind and a base search of ``base_dn``: ``{"ok": true}`` or ``{"ok": false, "error"}``.
+
+    The error says what failed (no secrets: the bind password is never in it).
+    """
+    try:
+        connection = service_connection(directory)
+    except DirectoryUnavailable as exc:
+        return {"ok": False, "error": exc.why}
+    try:
+        connection.search(directory.base_dn, "(objectClass=*)", search_scope=BASE, attributes=[])
+        if connection.result.get("result") != 0:
+            return {"ok": False, "error": f"base DN search failed: {connection.result.get('description')}"}
+    except LDAPException as exc:
+        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    finally:
+        close(connection)
+    return {"ok": True}
