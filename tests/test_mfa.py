@@ -443,3 +443,62 @@ def test_without_acr_values_no_acr_claim_and_discovery_names_mfa(client, oidc):
     assert "acr" not in claims
     discovery = client.get("/.well-known/openid-configuration", headers=headers()).get_json()
     assert discovery["acr_values_supported"] == ["mfa"]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"id": "Y3JlZA"},
+        {"id": "Y3JlZA", "rawId": "Y3JlZA", "type": "public-key", "response": {"clientDataJSON": "e30"}},
+        {"id": "Y3JlZA", "rawId": "Y3JlZA", "type": "public-key", "response": "x"},
+    ],
+)
+def test_a_malformed_answer_for_a_real_passkey_is_a_401_not_a_500(client, setup, world, answer):
+    """The credential ids are in the public options: a malformed answer naming one is refused cleanly."""
+    world.save(
+        MfaFactor(
+            user_id=setup.person.id,
+            kind="webauthn",
+            name="Key",
+            credential_id="Y3JlZA",
+            public_key="pQECAyYgASFYIA",
+            confirmed=True,
+        )
+    )
+    token = signin_password(client).get_json()["mfa_token"]
+    options = client.post("/auth/signin/mfa/webauthn", json={"mfa_token": token}, headers=headers())
+    assert options.status_code == 200
+    assert options.get_json()["allowCredentials"][0]["id"] == "Y3JlZA"
+    refused = client.post("/auth/signin/mfa", json={"mfa_token": token, "webauthn": answer}, headers=headers())
+    assert refused.status_code == 401
+    assert refused.get_json()["error"] == "invalid_mfa_code"
+
+
+def test_a_fresh_password_only_sign_in_does_not_satisfy_step_up(client, oidc):
+    """The sign-in note says when a sign-in was asked for, not how it happened: acr_values=mfa still
+    needs the second factor, however the password-only session was started after the note."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from tests.conftest import authorize
+
+    assert signin_password(client).status_code == 202
+    asked = authorize(client, oidc.app.client_id, scope="openid", acr_values="mfa", state="s1")
+    back_to_authorize = parse_qs(urlsplit(asked.headers["Location"]).query)["continue"][0]
+    # A new password-only session, begun after the note, without the authorise request as `continue`.
+    assert signin_password(client).status_code == 202
+    again = client.get(back_to_authorize, headers=headers())
+    assert again.status_code == 303
+    assert again.headers["Location"].startswith("/auth/login?")
+
+
+def test_another_spelling_of_the_authorise_path_still_forces_the_second_factor(client, oidc):
+    assert signin_password(client, "person@example.com").status_code == 202
+    client.delete_cookie("user", domain=HOST)
+    disguised = "/auth/oauth/%61uthorize?client_id=x&acr_values=mfa"
+    answer = client.post(
+        "/auth/signin",
+        json={"email": "person@example.com", "password": PASSWORD, "continue": disguised},
+        headers=headers(),
+    )
+    assert answer.status_code == 401
+    assert answer.get_json()["error"] == "mfa_enrolment_required"

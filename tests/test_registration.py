@@ -375,6 +375,7 @@ def test_an_update_to_a_public_client_drops_the_secret_and_back_issues_a_new_one
     public = manage(client, "put", registered, json=base | {"token_endpoint_auth_method": "none"}).get_json()
     assert "client_secret" not in public
     assert stored(world, registered["client_id"]).client_secret_digest is None
+    assert stored(world, registered["client_id"]).require_pkce is True, "a public client needs PKCE"
     again = manage(client, "put", registered, json=base | {"token_endpoint_auth_method": "client_secret_post"})
     secret = again.get_json()["client_secret"]
     assert secret != registered["client_secret"]

@@ -530,6 +530,23 @@ def test_the_admin_api_updates_a_saml_provider_and_refreshes_its_metadata(client
     assert audit_events(world, "saml.metadata_refreshed")[-1].actor.startswith("api_key:")
 
 
+def test_only_a_system_admin_replaces_the_metadata_of_a_provider_a_privileged_account_signs_in_through(
+    client, world, setup, idp, saml_provider, admin_key, root_key
+):
+    """The metadata holds the IdP's signing certificate: new metadata under the same entity id would let
+    whoever signs with its key sign in as the privileged accounts linked to the provider."""
+    from authsvc.core.models import ExternalIdentity
+
+    root = world.user(setup.domain, "linked-root@example.com", admin=True, system_admin=True)
+    world.save(ExternalIdentity(provider_id=saml_provider["id"], user_id=root.id, subject="root-at-idp", via="user"))
+    idp.rotate_key()
+    same_idp_new_key = {"metadata_xml": idp.metadata()}
+    refused = api(client, "patch", f"/sso/{saml_provider['id']}", admin_key, same_idp_new_key)
+    assert refused.status_code == 422, refused.get_json()
+    assert "only a system admin" in refused.get_json()["fields"]["metadata_xml"]
+    assert api(client, "patch", f"/sso/{saml_provider['id']}", root_key, same_idp_new_key).status_code == 200
+
+
 # The console
 
 

@@ -112,6 +112,11 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
     fields.done()
     metadata_xml = values.pop("metadata_xml", None)
     metadata_url = values.pop("metadata_url", None)
+    if (metadata_xml or metadata_url) and not actor.system_admin and _privileged_link(provider):
+        # The metadata holds the IdP's signing certificate: whoever replaces it, even under the same
+        # entity id, can sign assertions for the privileged accounts linked here (as for OIDC providers).
+        problem = "only a system admin may change the IdP while a privileged account signs in through it"
+        raise ValidationFailed({"metadata_url" if metadata_url else "metadata_xml": problem})
     if metadata_xml or metadata_url:
         try:
             if metadata_url:
@@ -121,9 +126,6 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
             entity_id = saml_setup.idp_entity_id(metadata_xml)
         except saml.SamlError as exc:
             raise ValidationFailed({"metadata_url" if metadata_url else "metadata_xml": exc.message}) from None
-        if entity_id != provider.client_id and not actor.system_admin and _privileged_link(provider):
-            problem = "only a system admin may change the IdP while a privileged account signs in through it"
-            raise ValidationFailed({"metadata_xml": problem})
         provider.client_id = entity_id[:255]
         provider.saml_metadata_xml = metadata_xml
         provider.saml_metadata_url = metadata_url

@@ -239,6 +239,10 @@ def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
     application.device = DEVICE_CODE_GRANT_TYPE in grant_types
     application.scopes = metadata["scope"]
     application.token_endpoint_auth_method = metadata["token_endpoint_auth_method"]
+    if metadata["token_endpoint_auth_method"] == "none":
+        # A public client proves nothing at the token endpoint: PKCE is its only protection (RFC 9700
+        # 2.1.1), also when an RFC 7592 update turns a confidential registration into a public one.
+        application.require_pkce = True
     application.jwks = metadata.get("jwks")
     application.jwks_uri = metadata.get("jwks_uri")
     application.post_logout_redirect_uris = metadata.get("post_logout_redirect_uris") or None

@@ -156,7 +156,9 @@ def needs_sign_in(grant: Any, user: User | None, session: dict[str, Any] | None)
     elif auth.signed_in_since_asked(session):
         if auth.hinted_sub not in (None, str(user.id)):
             raise _error(LoginRequiredError, grant, "The user who signed in is not the one 'id_token_hint' names.")
-        return False
+        # A fresh sign-in answers everything but step-up: acr_values=mfa needs the second factor itself
+        # (the note is not tied to this request, so it cannot vouch for how the user signed in).
+        needed = auth.wants_mfa and "mfa" not in (session.get("amr") or [])
     else:
         needed = auth.wants_a_new_sign_in(user, session)
     if needed and auth.silent:

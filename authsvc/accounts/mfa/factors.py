@@ -71,10 +71,10 @@ def asks_for_mfa(acr_values: str | None) -> bool:
 
 def continue_asks_for_mfa(target: str) -> bool:
     """Whether the sign-in returns to an authorisation request asking for multi-factor (``acr_values``)."""
-    parts = urlsplit(target or "")
-    if parts.path != "/auth/oauth/authorize":
-        return False
-    return any(asks_for_mfa(value) for name, value in parse_qsl(parts.query) if name == "acr_values")
+    # Any target's query counts, not only the authorise path's: another spelling of that path
+    # (%61uthorize, //) reaches the same view, and asking for a second factor too often is harmless.
+    query = urlsplit(target or "").query
+    return any(asks_for_mfa(value) for name, value in parse_qsl(query) if name == "acr_values")
 
 
 def console_allowed(user: User, domain: Domain, amr: list[str]) -> bool:

@@ -23,7 +23,7 @@ from webauthn import (
     verify_registration_response,
 )
 from webauthn.helpers import bytes_to_base64url
-from webauthn.helpers.exceptions import InvalidAuthenticationResponse, InvalidRegistrationResponse
+from webauthn.helpers.exceptions import WebAuthnException
 from webauthn.helpers.structs import (
     AuthenticatorSelectionCriteria,
     PublicKeyCredentialDescriptor,
@@ -95,7 +95,8 @@ def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> Mf
             expected_rp_id=domain.host,
             expected_origin=issuer(),
         )
-    except (InvalidRegistrationResponse, ValueError, KeyError, TypeError) as exc:
+    # Every py_webauthn refusal (bad JSON structure, CBOR, signature...) derives from WebAuthnException.
+    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
         raise Refused(f"the passkey did not verify: {exc}") from None
     credential_id = bytes_to_base64url(verified.credential_id)
     if db.session.scalar(select(MfaFactor.id).where(MfaFactor.credential_id == credential_id)):
@@ -141,7 +142,7 @@ def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor
             credential_public_key=base64url_to_bytes(factor.public_key),
             credential_current_sign_count=factor.sign_count,
         )
-    except (InvalidAuthenticationResponse, ValueError, KeyError, TypeError) as exc:
+    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
         raise Refused(f"the passkey did not verify: {exc}") from None
     factor.sign_count = verified.new_sign_count
     return factor
