@@ -5,9 +5,6 @@ The sign-in starts at GET /auth/oauth2?id= like every other protocol (views.star
 
 from __future__ import annotations
 
-import re
-from urllib.parse import urlencode
-
 from flask import Blueprint, Response, redirect, request, url_for
 
 from authsvc.accounts import sessions
@@ -15,8 +12,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.models import SsoProvider
 from authsvc.core.tenancy import current_domain
 from authsvc.identity import providers, saml, saml_flow
-from authsvc.identity.views import FLOW_COOKIE
-from authsvc.identity.views import bp as sso_bp
+from authsvc.identity.views import FLOW_COOKIE, signed_in_or_refused
 from authsvc.web.pages import page
 
 bp = Blueprint("saml", __name__, url_prefix=saml.SAML_PREFIX)
@@ -67,25 +63,9 @@ def acs(provider_id: str) -> Response:
 @bp.get("/finish")
 def finish() -> Response:
     domain = current_domain()
-    try:
-        signed_in = saml_flow.finish(
+    return signed_in_or_refused(
+        domain,
+        lambda: saml_flow.finish(
             domain, request.args.get("handoff"), request.cookies.get(FLOW_COOKIE), sessions.session_user(domain)
-        )
-    except providers.ProviderRefused as exc:
-        code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
-        return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
-    except providers.SsoError as exc:
-        return page(
-            "message.html",
-            exc.status,
-            domain=domain,
-            title=exc.title,
-            message=exc.message,
-            link=url_for("auth.login_page"),
-        )
-    response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
-    sessions.start_session(response, signed_in.user, domain, amr=["fed"])
-    response.delete_cookie(FLOW_COOKIE, path=sso_bp.url_prefix)
-    return response
+        ),
+    )

@@ -115,15 +115,23 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
 @bp.get("/callback")
 def callback() -> Response:
     domain = current_domain()
-    try:
-        signed_in = flow.finish(
+    return signed_in_or_refused(
+        domain,
+        lambda: flow.finish(
             domain,
             request.args.get("state"),
             request.args.get("code"),
             request.args.get("error"),
             request.cookies.get(FLOW_COOKIE),
             sessions.session_user(domain),
-        )
+        ),
+    )
+
+
+def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
+    """The end of a single sign-on of any protocol: a session and ``continue``, or what went wrong."""
+    try:
+        signed_in = finish()
     except providers.ProviderRefused as exc:
         # Back to the sign-in page, which words the message itself: nothing
         # the provider sent is shown to the user.
