@@ -8,93 +8,63 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import delete
 
-from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change
-from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.schemas import read, target_domain
+from authsvc.admin.schemas.applications import ApplicationChange, ApplicationCreate
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Domain, Token, User
-from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
 
 
-def _service_account(fields: Fields, domain: Domain) -> int | None:
+def _service_account(given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
     """The ``service_account`` field: the id of an enabled-or-not service account of the domain."""
-    given = fields.string("service_account", max_length=20)
     if given is None:
         return None
     user_id = validation.record_id(given)
     user = db.session.get(User, user_id) if user_id is not None else None
     if user is None or user.domain_id != domain.id or not user.service_account:
-        fields.errors["service_account"] = "must be a service account of the domain"
+        problems["service_account"] = "must be a service account of the domain"
         return None
     return user.id
 
 
-def _client_keys(fields: Fields) -> dict[str, Any]:
+def _client_keys(changes: dict[str, Any], problems: dict[str, str]) -> dict[str, Any]:
     """``jwks`` or ``jwks_uri``: the public keys of a private_key_jwt application (RFC 7523), which has no secret."""
-    jwks, jwks_uri = fields.mapping("jwks"), fields.string("jwks_uri", max_length=2000)
+    jwks, jwks_uri = changes.pop("jwks", None), changes.pop("jwks_uri", None)
     if jwks is None and jwks_uri is None:
         return {}
     allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
-    checked = fields.check(
-        "jwks" if jwks is not None else "jwks_uri",
-        lambda: validation.client_authentication(None, jwks, jwks_uri, allow_private=allow_private),
-    )
-    return checked or {}
+    try:
+        return validation.client_authentication(None, jwks, jwks_uri, allow_private=allow_private)
+    except validation.Invalid as exc:
+        problems["jwks" if jwks is not None else "jwks_uri"] = str(exc)
+        return {}
 
 
-def _application_fields(fields: Fields, domain: Domain) -> dict[str, Any]:
-    service_account_id = _service_account(fields, domain)
-    values = {
-        "name": fields.string("name", required=True),
-        # A client-credentials application redirects nowhere.
-        "redirect_uris": fields.strings(
-            "redirect_uris", required=service_account_id is None, rule=validation.redirect_uri
-        ),
-        "service_account_id": service_account_id,
-        "scopes": fields.string(
-            "scopes", max_length=2000, rule=lambda v: validation.scopes(v, domain.assignable_scopes)
-        ),
-        "consent": fields.boolean("consent"),
-        "require_pkce": fields.boolean("require_pkce"),
-        "allow_plain_pkce": fields.boolean("allow_plain_pkce"),
-        "device": fields.boolean("device"),
-        "access_token_ttl": fields.integer("access_token_ttl", rule=validation.ttl),
-        "refresh_token_ttl": fields.integer("refresh_token_ttl", rule=validation.ttl),
-        "id_token_signed_response_alg": fields.string("id_token_signed_response_alg", max_length=10),
-        # OpenID Connect logout: where RP-initiated logout may return; where Logout Tokens go.
-        "post_logout_redirect_uris": fields.strings("post_logout_redirect_uris", rule=validation.redirect_uri),
-        "backchannel_logout_uri": fields.string(
-            "backchannel_logout_uri", max_length=2000, rule=validation.backchannel_logout_uri
-        ),
-    }
-    if values["id_token_signed_response_alg"] not in (None, *ID_TOKEN_ALGORITHMS):
-        fields.errors["id_token_signed_response_alg"] = f"must be one of {', '.join(ID_TOKEN_ALGORITHMS)}"
-    explicit_null = (
-        "access_token_ttl",
-        "refresh_token_ttl",
-        "service_account",
-        "id_token_signed_response_alg",
-        "post_logout_redirect_uris",
-        "backchannel_logout_uri",
-    )
-    return {
-        k: v
-        for k, v in values.items()
-        if v is not None or (fields.has(k.removesuffix("_id")) and k.removesuffix("_id") in explicit_null)
-    }
+def _application_values(changes: dict[str, Any], domain: Domain, problems: dict[str, str]) -> dict[str, Any]:
+    """The columns the given fields set (``service_account`` becomes ``service_account_id``)."""
+    if "service_account" in changes:
+        changes["service_account_id"] = _service_account(changes.pop("service_account"), domain, problems)
+    return changes
 
 
 def create_application(actor: Actor, data: Any) -> tuple[Application, str | None]:
-    fields = Fields(data, partial=False)
-    domain = domain_field(actor, fields)
-    values = _application_fields(fields, domain) if domain else {}
-    keys = _client_keys(fields)
-    confidential = fields.boolean("confidential")
+    domain = target_domain(actor, data)
+    given = read(ApplicationCreate, data, domain=domain).given()
+    given.pop("domain", None)
+    confidential = given.pop("confidential", None)
+    problems: dict[str, str] = {}
+    keys = _client_keys(given, problems)
+    values = _application_values(given, domain, problems)
+    if values.get("service_account_id") is None and not values.get("redirect_uris"):
+        # A client-credentials application redirects nowhere; any other needs somewhere to.
+        problems.setdefault("redirect_uris", "must not be empty" if "redirect_uris" in values else "is required")
     if keys and confidential is False:
-        fields.errors["confidential"] = "an application with keys (jwks, jwks_uri) is confidential"
+        problems["confidential"] = "an application with keys (jwks, jwks_uri) is confidential"
     if values.get("service_account_id") and not (confidential or keys):
-        fields.errors["service_account"] = "only a confidential application may have a service account"
-    fields.done()
+        problems["service_account"] = "only a confidential application may have a service account"
+    if problems:
+        raise ValidationFailed(problems)
     # Registered keys replace the secret.
     secret = security.new_secret() if confidential and not keys else None
     application = Application(
@@ -113,20 +83,22 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
 def update_application(actor: Actor, application: Application, data: Any) -> Application:
     require_change(actor, application.domain_id)
     before = application.as_json()
-    fields = Fields(data, partial=True)
-    values = _application_fields(fields, application.domain)
+    given = read(ApplicationChange, data, domain=application.domain).given()
+    problems = {name: "cannot be changed" for name in ("confidential", "client_id") if name in data}
     # A private_key_jwt application may change its keys (rotation); a secret one cannot trade its secret for keys.
-    keys = _client_keys(fields)
+    keys = _client_keys(given, problems)
     if keys and not application.private_key_jwt:
-        fields.errors["jwks" if fields.has("jwks") else "jwks_uri"] = (
+        problems["jwks" if "jwks" in data else "jwks_uri"] = (
             "cannot be added to an application with a secret or none; create a private_key_jwt application"
         )
-    values.update(keys)
-    if fields.has("confidential") or fields.has("client_id"):
-        fields.errors["confidential" if fields.has("confidential") else "client_id"] = "cannot be changed"
+    values = _application_values(given, application.domain, problems) | keys
+    service_account_id = values.get("service_account_id", application.service_account_id)
+    if values.get("redirect_uris") == [] and service_account_id is None:
+        problems["redirect_uris"] = "must not be empty"
     if values.get("service_account_id") and not application.confidential:
-        fields.errors["service_account"] = "only a confidential application may have a service account"
-    fields.done()
+        problems["service_account"] = "only a confidential application may have a service account"
+    if problems:
+        raise ValidationFailed(problems)
     for attr, value in values.items():
         setattr(application, attr, value)
     audit_change(

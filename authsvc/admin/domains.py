@@ -6,9 +6,9 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
 
-from authsvc.admin.actors import Actor, Conflict, Forbidden, audit_change, commit, require_change
-from authsvc.admin.fields import Fields
-from authsvc.core import validation
+from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.schemas import read
+from authsvc.admin.schemas.domains import DomainChange, DomainCreate, DomainScopes
 from authsvc.core.database import db
 from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
@@ -31,15 +31,13 @@ from authsvc.core.models import (
 def create_domain(actor: Actor, data: Any) -> Domain:
     if not actor.system_admin:
         raise Forbidden()
-    fields = Fields(data, partial=False)
-    name = fields.string("name", required=True)
-    host = fields.string("host", required=True, max_length=253, rule=validation.host)
-    scopes = fields.string("scopes", max_length=2000, rule=validation.scopes) or DEFAULT_DOMAIN_SCOPES
-    session_ttl = fields.integer("session_ttl", rule=validation.ttl)
-    if host and db.session.scalar(select(Domain.id).where(Domain.host == host)):
-        fields.errors["host"] = "a domain with this host already exists"
-    fields.done()
-    domain = Domain(name=name, host=host, scopes=scopes, session_ttl=session_ttl)
+    values = read(DomainCreate, data)
+    host = values.host
+    if db.session.scalar(select(Domain.id).where(Domain.host == host)):
+        raise ValidationFailed({"host": "a domain with this host already exists"})
+    domain = Domain(
+        name=values.name, host=host, scopes=values.scopes or DEFAULT_DOMAIN_SCOPES, session_ttl=values.session_ttl
+    )
     db.session.add(domain)
     db.session.flush()
     audit_change(actor, "domain.created", domain.id, f"domain:{domain.id}", after=domain.as_json())
@@ -50,26 +48,22 @@ def create_domain(actor: Actor, data: Any) -> Domain:
 def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
     require_change(actor, domain.id)
     before = domain.as_json()
-    fields = Fields(data, partial=True)
-    name = fields.string("name", required=True)
-    host = fields.string("host", required=True, max_length=253, rule=validation.host)
-    scopes = fields.string("scopes", required=True, max_length=2000, rule=validation.scopes)
-    session_ttl = fields.integer("session_ttl", rule=validation.ttl)
+    changes = read(DomainChange, data).given()
+    problems: dict[str, str] = {}
+    host, scopes = changes.get("host"), changes.get("scopes")
     if host is not None and host != domain.host:
         if not actor.system_admin:
-            fields.errors["host"] = "only a system admin may move a domain to another host"
+            problems["host"] = "only a system admin may move a domain to another host"
         elif db.session.scalar(select(Domain.id).where(Domain.host == host)):
-            fields.errors["host"] = "a domain with this host already exists"
+            problems["host"] = "a domain with this host already exists"
     if scopes is not None:
         in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
         if in_use:
-            fields.errors["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
-    fields.done()
-    for attr, value in (("name", name), ("host", host), ("scopes", scopes)):
-        if value is not None:
-            setattr(domain, attr, value)
-    if fields.has("session_ttl"):
-        domain.session_ttl = session_ttl
+            problems["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
+    if problems:
+        raise ValidationFailed(problems)
+    for attr, value in changes.items():
+        setattr(domain, attr, value)
     audit_change(actor, "domain.updated", domain.id, f"domain:{domain.id}", before, domain.as_json())
     commit(f"a domain with host {domain.host!r}")
     return domain
@@ -78,23 +72,19 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
 def add_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
     """Add ``scopes`` (such as PlaceOS resource scopes) to those the domain knows; known ones stay as they are."""
     require_change(actor, domain.id)
-    fields = Fields(data, partial=False)
-    added = fields.string("scopes", required=True, max_length=2000, rule=validation.scopes)
-    fields.done()
+    added = read(DomainScopes, data).scopes
     return update_domain(actor, domain, {"scopes": " ".join(dict.fromkeys(domain.scope_list + added.split()))})
 
 
 def remove_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
     """Remove ``scopes`` that no application or live API key of the domain still has; ``public`` stays."""
     require_change(actor, domain.id)
-    fields = Fields(data, partial=False)
-    removed = set((fields.string("scopes", required=True, max_length=2000) or "").split())
+    removed = set(read(DomainScopes, data).scopes.split())
     unknown = removed - set(domain.scope_list)
     if "public" in removed:
-        fields.errors["scopes"] = "'public' is the scope of every request that names none; it stays"
-    elif unknown:
-        fields.errors["scopes"] = f"the domain has no scope {' '.join(sorted(unknown))}"
-    fields.done()
+        raise ValidationFailed({"scopes": "'public' is the scope of every request that names none; it stays"})
+    if unknown:
+        raise ValidationFailed({"scopes": f"the domain has no scope {' '.join(sorted(unknown))}"})
     holders = [
         f"application {a.client_id}"
         for a in db.session.scalars(select(Application).where(Application.domain_id == domain.id))

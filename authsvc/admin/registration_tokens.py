@@ -5,33 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
-from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.schemas import read, target_domain
+from authsvc.admin.schemas.registration_tokens import RegistrationTokenCreate
 from authsvc.core.database import db, now
 from authsvc.core.models import RegistrationToken
-
-DEFAULT_EXPIRES_IN = 24 * 3600
-MAX_EXPIRES_IN = 365 * 24 * 3600
-MAX_USES = 1000
 
 
 def create_registration_token(actor: Actor, data: Any) -> tuple[RegistrationToken, str]:
     """A new initial access token of the domain and its value, shown once."""
-    fields = Fields(data, partial=False)
-    domain = domain_field(actor, fields)
-    name = fields.string("name") or ""
-    expires_in = fields.integer("expires_in")
-    if expires_in is not None and not 60 <= expires_in <= MAX_EXPIRES_IN:
-        fields.errors["expires_in"] = f"must be from 60 to {MAX_EXPIRES_IN} seconds"
-    max_uses = fields.integer("max_uses")
-    if max_uses is not None and not 1 <= max_uses <= MAX_USES:
-        fields.errors["max_uses"] = f"must be from 1 to {MAX_USES}"
-    fields.done()
+    domain = target_domain(actor, data)
+    values = read(RegistrationTokenCreate, data)
     token, value = RegistrationToken.issue(
         domain.id,
-        expires_in=expires_in or DEFAULT_EXPIRES_IN,
-        max_uses=max_uses or 1,
+        expires_in=values.expires_in,
+        max_uses=values.max_uses,
         created_by=actor.name,
-        name=name,
+        name=values.name or "",
     )
     db.session.add(token)
     db.session.flush()

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from authsvc.admin.actors import Actor, ValidationFailed, require_change
+from authsvc.admin.actors import Actor, require_change
+from authsvc.admin.schemas import read
+from authsvc.admin.schemas.signing_keys import SigningKeyRotation
 from authsvc.core.models import Domain
 from authsvc.oauth import keys
 
@@ -23,10 +25,6 @@ def signing_keys(actor: Actor, domain: Domain) -> list[dict[str, Any]]:
 def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """A new current key of ``alg`` (default RS256); the old one stays published until its tokens expire."""
     require_change(actor, domain.id)
-    if not isinstance(data, dict):
-        raise ValidationFailed({"body": "must be a JSON object"})
-    alg = data.get("alg") or keys.DEFAULT_ALGORITHM
-    if alg not in keys.ALGORITHMS:
-        raise ValidationFailed({"alg": f"must be one of {', '.join(keys.ALGORITHMS)}"})
+    alg = read(SigningKeyRotation, data).alg
     row = keys.rotate(domain, alg, actor=actor.name)  # audited there: signing_key.rotated
     return {"kid": row.kid, "alg": row.alg, "state": row.state(row.created_at)}

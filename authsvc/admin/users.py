@@ -7,37 +7,30 @@ from typing import Any
 from sqlalchemy import delete, update
 
 from authsvc.accounts import sessions, signin
-from authsvc.admin.actors import Actor, Conflict, audit_change, commit, require_change_of_user
-from authsvc.admin.fields import Fields, domain_field
-from authsvc.core import validation
+from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
+from authsvc.admin.schemas import read, target_domain
+from authsvc.admin.schemas.users import UserChange, UserCreate
 from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.identity import delegated
 
 
-def _user_flags(fields: Fields, actor: Actor) -> dict[str, Any]:
-    values = {
-        "name": fields.string("name"),
-        "service_account": fields.boolean("service_account"),
-        "admin": fields.boolean("admin"),
-        "support": fields.boolean("support"),
-        "groups": fields.strings("groups"),
-        "system_admin": fields.boolean("system_admin"),
-    }
-    if values["system_admin"] is not None and not actor.system_admin:
-        fields.errors["system_admin"] = "only a system admin may grant or remove it"
-    return {k: v for k, v in values.items() if v is not None}
+def _check_flags(actor: Actor, values: dict[str, Any], problems: dict[str, str]) -> None:
+    if values.get("system_admin") is not None and not actor.system_admin:
+        problems["system_admin"] = "only a system admin may grant or remove it"
 
 
 def create_user(actor: Actor, data: Any) -> User:
-    fields = Fields(data, partial=False)
-    domain = domain_field(actor, fields)
-    email = fields.string("email", required=True, max_length=320, rule=validation.email)
-    password = fields.string("password", max_length=1024, rule=validation.password)
-    values = _user_flags(fields, actor)
-    if domain and email and signin.find_user(domain, email):
-        fields.errors["email"] = "a user with this e-mail already exists in the domain"
-    fields.done()
+    domain = target_domain(actor, data)
+    values = read(UserCreate, data).given()
+    values.pop("domain", None)
+    email, password = values.pop("email"), values.pop("password", None)
+    problems: dict[str, str] = {}
+    _check_flags(actor, values, problems)
+    if signin.find_user(domain, email):
+        problems["email"] = "a user with this e-mail already exists in the domain"
+    if problems:
+        raise ValidationFailed(problems)
     user = User(domain_id=domain.id, email=email, **{"name": "", **values})
     if password:
         user.set_password(password)
@@ -57,20 +50,20 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
     """As ``update_user``, and how many tokens the change revoked (the command line prints it)."""
     require_change_of_user(actor, user)
     before = user.as_json()
-    fields = Fields(data, partial=True)
-    email = fields.string("email", required=True, max_length=320, rule=validation.email)
-    password = fields.string("password", max_length=1024, rule=validation.password)
-    disabled = fields.boolean("disabled")
-    values = _user_flags(fields, actor)
+    values = read(UserChange, data).given()
+    email, password, disabled = values.pop("email", None), values.pop("password", None), values.pop("disabled", None)
+    problems: dict[str, str] = {}
+    _check_flags(actor, values, problems)
     if email and email != user.email and signin.find_user(user_domain(user), email):
-        fields.errors["email"] = "a user with this e-mail already exists in the domain"
+        problems["email"] = "a user with this e-mail already exists in the domain"
     if user.id == actor.user_id:
         # An admin who demotes or disables themselves locks themselves out.
         if disabled is True:
-            fields.errors["disabled"] = "you cannot disable yourself"
+            problems["disabled"] = "you cannot disable yourself"
         if values.get("admin") is False or values.get("system_admin") is False:
-            fields.errors["admin"] = "you cannot remove your own admin rights"
-    fields.done()
+            problems["admin"] = "you cannot remove your own admin rights"
+    if problems:
+        raise ValidationFailed(problems)
     if email:
         user.email = email
     for attr, value in values.items():

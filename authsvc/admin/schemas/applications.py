@@ -1,0 +1,70 @@
+"""Applications (OAuth 2.0 clients): creating one and changing one."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.types import DomainId, DomainScopes, Lifetime, Name, Strings, Text
+from authsvc.core import validation
+from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
+
+RedirectUris = Strings(
+    validation.redirect_uri,
+    description="Absolute URIs without a fragment, compared exactly; plain http only for loopback hosts. Not "
+    "empty, unless the application has a service account (client credentials redirect nowhere).",
+)
+
+
+class ApplicationChange(Schema):
+    """Only the fields given change; `confidential` and `client_id` cannot be changed. `jwks` / `jwks_uri` change
+    only on a private_key_jwt application (key rotation)."""
+
+    name: Name() = None
+    redirect_uris: RedirectUris = None
+    scopes: DomainScopes(
+        description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
+        "`resource_token`: delegated provider tokens); default `public`."
+    ) = None
+    consent: bool = Field(default=None, description="Ask the user to approve the scopes (default true).")
+    require_pkce: bool = None
+    allow_plain_pkce: bool = None
+    device: bool = Field(default=None, description="May use the device authorisation grant (RFC 8628).")
+    access_token_ttl: Lifetime | None = None
+    refresh_token_ttl: Lifetime | None = None
+    service_account: (
+        Text(20, description="The id of a service account of the domain; a confidential application only.") | None
+    ) = Field(default=None, description="null unbinds.")
+    id_token_signed_response_alg: Literal[*ID_TOKEN_ALGORITHMS] | None = Field(
+        default=None, description="How its ID tokens are signed (OpenID Connect); null for the default, RS256."
+    )
+    post_logout_redirect_uris: Strings(validation.redirect_uri) | None = Field(
+        default=None,
+        description="Absolute URIs without a fragment, by the rules of redirect_uris; null or [] for none.",
+    )
+    backchannel_logout_uri: Text(2000, rule=validation.backchannel_logout_uri) | None = Field(
+        default=None,
+        description="An absolute https URL without a fragment (plain http only for loopback hosts); null for none.",
+    )
+    jwks: dict[str, Any] = Field(
+        default=None,
+        description="The application's public signing keys (a JWKS: RSA of 2048 to 8192 bits or EC keys, no private "
+        "members, at most 10), for private_key_jwt (RFC 7523). Makes it a confidential application without a secret.",
+    )
+    jwks_uri: Text(2000) = Field(
+        default=None,
+        description="Where the service fetches the application's JWKS (https, public address unless "
+        "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS), for private_key_jwt. Exclusive with `jwks`.",
+    )
+
+
+class ApplicationCreate(ApplicationChange):
+    """A new application of the domain. `redirect_uris` is required unless `service_account` is given."""
+
+    name: Name()
+    domain: DomainId = None
+    confidential: bool = Field(
+        default=None, description="Give it a client secret (shown once, in the answer). Default false."
+    )

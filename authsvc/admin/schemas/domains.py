@@ -1,0 +1,52 @@
+"""Domains: creating one (a system admin), changing one, adding and removing its scopes, its MFA policy."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import Field
+
+from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.types import Lifetime, Name, Text
+from authsvc.core import validation
+
+Host = Text(253, min_length=1, rule=validation.host, description="A host name or IP address.")
+Scopes = Text(
+    2000, rule=validation.scopes, description="Space-separated scopes; default `public mqtt.read mqtt.write`."
+)
+SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
+
+
+class DomainCreate(Schema):
+    """A new domain (tenant), found by the requests' Host."""
+
+    name: Name()
+    host: Host
+    scopes: Scopes | None = None
+    session_ttl: Lifetime | None = SessionTtl
+
+
+class DomainChange(Schema):
+    """Only the fields given change. Only a system admin may change `host`; `scopes` must keep every scope the
+    domain's applications and live API keys use."""
+
+    name: Name() = None
+    host: Host = None
+    scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.") = None
+    session_ttl: Lifetime | None = SessionTtl
+
+
+class DomainScopes(Schema):
+    """Scopes to add to the domain's, or to remove from them."""
+
+    scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.")
+
+
+MfaRequirement = Literal["off", "admins", "all"]
+POLICIES: tuple[str, ...] = get_args(MfaRequirement)
+
+
+class MfaPolicy(Schema):
+    """Who of the domain must sign in with a second factor."""
+
+    require: MfaRequirement

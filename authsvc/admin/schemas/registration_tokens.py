@@ -1,0 +1,23 @@
+"""Initial access tokens for dynamic client registration (RFC 7591 3)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.types import DomainId, Text, Whole
+
+DEFAULT_EXPIRES_IN = 24 * 3600
+MAX_EXPIRES_IN = 365 * 24 * 3600
+MAX_USES = 1000
+
+
+class RegistrationTokenCreate(Schema):
+    """A new initial access token; its value is in the answer, once."""
+
+    domain: DomainId = None
+    name: Text(200) = None
+    expires_in: Whole(
+        60, MAX_EXPIRES_IN, f"must be from 60 to {MAX_EXPIRES_IN} seconds", description="Seconds; default 86400."
+    ) = Field(default=DEFAULT_EXPIRES_IN)
+    max_uses: Whole(1, MAX_USES, f"must be from 1 to {MAX_USES}", description="Default 1.") = Field(default=1)
