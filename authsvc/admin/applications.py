@@ -6,14 +6,14 @@ import secrets
 from typing import Any
 
 from flask import current_app
-from sqlalchemy import delete
 
 from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change
 from authsvc.admin.schemas import read, target_domain
 from authsvc.admin.schemas.applications import ApplicationChange, ApplicationCreate
 from authsvc.core import security, validation
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, Domain, Token, User
+from authsvc.core.models import Application, Domain, User
+from authsvc.oauth import clients
 
 
 def _service_account(given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
@@ -131,10 +131,7 @@ def delete_application(actor: Actor, application: Application) -> int:
     """Delete the application and its tokens; return how many tokens were live."""
     require_change(actor, application.domain_id)
     before = application.as_json()
-    live = Token.revoke_where(Token.application_id == application.id)
-    db.session.execute(delete(Token).where(Token.application_id == application.id))
-    db.session.execute(delete(Consent).where(Consent.application_id == application.id))
-    db.session.delete(application)
+    live = clients.delete_client(application)
     target = f"application:{before['id']}"
     audit_change(actor, "application.deleted", application.domain_id, target, before=before | {"revoked_tokens": live})
     db.session.commit()

@@ -7,11 +7,11 @@ from typing import Any
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from flask import current_app, g
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.orm import contains_eager
 
 from authsvc.core.database import db
-from authsvc.core.models import Application
+from authsvc.core.models import Application, Consent, Token
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
@@ -62,3 +62,15 @@ def authenticate_client_secret_basic(query_client: Any, request: OAuth2Request) 
         raise InvalidClientError(status_code=401, description="The Basic credentials are not UTF-8.") from None
     except ValueError:
         raise InvalidClientError(status_code=401, description="The Basic credentials are malformed.") from None
+
+
+def delete_client(application: Application) -> int:
+    """Delete the application with its tokens and approvals (not committed); how many of its tokens were live.
+
+    The admin verbs and RFC 7592's DELETE both end an application this way.
+    """
+    live = Token.revoke_where(Token.application_id == application.id)
+    db.session.execute(delete(Token).where(Token.application_id == application.id))
+    db.session.execute(delete(Consent).where(Consent.application_id == application.id))
+    db.session.delete(application)
+    return live

@@ -19,12 +19,13 @@ from authlib.oauth2.rfc6750 import InvalidTokenError
 from authlib.oauth2.rfc7591 import ClientRegistrationEndpoint
 from authlib.oauth2.rfc7592 import ClientConfigurationEndpoint
 from flask import request as flask_request
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from authsvc.core import audit, security, validation
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, RegistrationToken, Token
+from authsvc.core.models import Application, RegistrationToken
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import clients
 from authsvc.oauth.client_metadata import (
     SECRET_AUTH_METHODS,
     RegisteredClientMetadata,
@@ -232,10 +233,7 @@ class ClientConfiguration(ClientConfigurationEndpoint):
 
     def delete_client(self, client: Application, request: RegistrationRequest) -> None:
         before, domain_id = client.as_json(), client.domain_id
-        live = Token.revoke_where(Token.application_id == client.id)
-        db.session.execute(delete(Token).where(Token.application_id == client.id))
-        db.session.execute(delete(Consent).where(Consent.application_id == client.id))
-        db.session.delete(client)
+        live = clients.delete_client(client)
         audit.record(
             "application.deleted",
             domain_id=domain_id,
