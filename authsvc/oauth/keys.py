@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import current_app
 from joserfc import jwt
+from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, RSAKey
 from sqlalchemy.exc import IntegrityError
 
@@ -104,6 +105,23 @@ def public_jwks(domain: Domain) -> dict[str, Any]:
 def public_key_set(domain: Domain) -> KeySet:
     """The domain's published keys, to verify its own tokens (an ``id_token_hint``)."""
     return KeySet.import_key_set(public_jwks(domain))
+
+
+def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, Any] | None:
+    """The claims of an ID token ``domain`` issued, expired or not (an ``id_token_hint``); None for any other.
+
+    Only the domain's own published keys verify it: a token of another domain
+    names a ``kid`` unknown here. Authorisation requests and RP-initiated logout
+    read their hints here.
+    """
+    try:
+        claims = jwt.decode(token, public_key_set(domain), algorithms=list(ALGORITHMS)).claims
+    except (JoseError, ValueError):
+        return None
+    sub = claims.get("sub")
+    if claims.get("iss") != issuer or not isinstance(sub, str) or not sub:
+        return None
+    return claims
 
 
 def rotate(domain: Domain, alg: str, actor: str) -> SigningKey:

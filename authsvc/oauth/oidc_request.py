@@ -30,12 +30,10 @@ from authlib.oidc.core.errors import (
 )
 from flask import current_app, request
 from itsdangerous import BadData, URLSafeTimedSerializer
-from joserfc import jwt
-from joserfc.errors import JoseError
 
 from authsvc.accounts.mfa import factors
 from authsvc.core.models import User
-from authsvc.core.tenancy import current_domain
+from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys
 
 # The query parameter that carries the signed note back from the sign-in page.
@@ -118,15 +116,10 @@ def read(grant: Any, _result: None = None) -> None:
 
 def _subject_of(id_token_hint: str) -> str:
     """The ``sub`` of an ID token this domain issued, expired or not (Core 3.1.2.1)."""
-    try:
-        # The domain's own published keys: a token signed by another domain's key is not ours.
-        token = jwt.decode(id_token_hint, keys.public_key_set(current_domain()), algorithms=list(keys.ALGORITHMS))
-    except (JoseError, ValueError):
-        raise InvalidRequestError("'id_token_hint' is not an ID token issued here.") from None
-    sub = token.claims.get("sub")
-    if not isinstance(sub, str) or not sub:
-        raise InvalidRequestError("'id_token_hint' names no subject.")
-    return sub
+    claims = keys.own_id_token_claims(current_domain(), id_token_hint, issuer())
+    if claims is None:
+        raise InvalidRequestError("'id_token_hint' is not an ID token issued here.")
+    return claims["sub"]
 
 
 def _serializer() -> URLSafeTimedSerializer:
