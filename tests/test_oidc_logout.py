@@ -91,7 +91,7 @@ def app(make_app):
 def receiver():
     made = Receiver()
     yield made
-    DISPATCHER.flush()  # nothing of this test reaches the next one
+    DISPATCHER.flush(timeout=5.0)  # nothing of this test reaches the next one
     made.close()
 
 

@@ -12,10 +12,6 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-import os
-import queue
-import threading
-import time
 from typing import Any
 
 from flask import g, has_request_context, request
@@ -23,6 +19,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from authsvc.core import store
+from authsvc.core.background import BackgroundQueue
 from authsvc.core.database import db
 from authsvc.core.models import AuditRecord
 
@@ -112,50 +109,6 @@ def _collect(session: Session, flush_context: Any) -> None:
             session.info.setdefault(_PENDING, []).append(json.dumps(obj.as_json()))
 
 
-class Publisher:
-    """Publishes committed audit events on CHANNEL from a thread of its own, in commit order."""
-
-    BOUND = 1000  # events waiting at most; past it an event is logged and not published
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[Any, str]] = queue.Queue(self.BOUND)
-        self._pid = 0
-        self._lock = threading.Lock()
-
-    def put(self, client: Any, payload: str) -> None:
-        if self._pid != os.getpid():
-            self._start()
-        try:
-            self._queue.put_nowait((client, payload))
-        except queue.Full:
-            _dropped(payload, "the publishing queue is full")
-
-    def flush(self, timeout: float = 2.0) -> None:
-        """Wait (at most ``timeout`` seconds) until the events queued so far are published or logged."""
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-    def _start(self) -> None:
-        # A forked worker starts its own thread; the parent's did not survive the fork.
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._queue = queue.Queue(self.BOUND)
-            threading.Thread(target=self._run, name="authsvc-audit-publisher", daemon=True).start()
-            self._pid = os.getpid()
-
-    def _run(self) -> None:
-        while True:
-            client, payload = self._queue.get()
-            try:
-                client.publish(CHANNEL, payload)
-            except Exception as exc:  # noqa: BLE001 - a broken channel must not stop the publisher
-                _dropped(payload, exc.__class__.__name__)
-            finally:
-                self._queue.task_done()
-
-
 def _dropped(payload: str, reason: str) -> None:
     try:
         what = json.loads(payload)
@@ -165,7 +118,18 @@ def _dropped(payload: str, reason: str) -> None:
     log.warning("audit event %s not published on %s: %s; it is stored in SQL", name, CHANNEL, reason)
 
 
-PUBLISHER = Publisher()
+def _publish_one(item: tuple[Any, str]) -> None:
+    client, payload = item
+    client.publish(CHANNEL, payload)
+
+
+# Published from a thread of its own, in commit order; at most 1000 events wait, past that they are logged.
+PUBLISHER: BackgroundQueue[tuple[Any, str]] = BackgroundQueue(
+    "authsvc-audit-publisher",
+    _publish_one,
+    on_full=lambda item: _dropped(item[1], "the publishing queue is full"),
+    on_error=lambda item, exc: _dropped(item[1], exc.__class__.__name__),
+)
 # At a clean exit (a worker restarted), what is queued still gets its chance.
 atexit.register(PUBLISHER.flush)
 
@@ -176,7 +140,7 @@ def _publish(session: Session) -> None:
     if payloads:
         client = store.client()
         for payload in payloads:
-            PUBLISHER.put(client, payload)
+            PUBLISHER.put((client, payload))
 
 
 @event.listens_for(Session, "after_rollback")

@@ -18,10 +18,7 @@ application's own sessions still expire.
 from __future__ import annotations
 
 import logging
-import os
-import queue
 import secrets
-import threading
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +28,7 @@ from sqlalchemy import select
 
 from authsvc.accounts import sessions
 from authsvc.core import audit, store
+from authsvc.core.background import BackgroundQueue
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain
 from authsvc.oauth import keys
@@ -138,60 +136,28 @@ def deliver(sid: str) -> None:
         )
 
 
-class Dispatcher:
-    """A few threads per process that deliver ended sessions' logouts, from a bounded queue."""
-
-    THREADS = 2
-    BOUND = 1000  # sessions waiting at most; past it, one is logged and not told
-
-    def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[Flask, str]] = queue.Queue(self.BOUND)
-        self._pid = 0
-        self._lock = threading.Lock()
-
-    def put(self, app: Flask, sid: str) -> None:
-        if self._pid != os.getpid():
-            self._start()
+def _deliver_in(item: tuple[Flask, str]) -> None:
+    app, sid = item
+    with app.app_context():
         try:
-            self._queue.put_nowait((app, sid))
-        except queue.Full:
-            log.warning("a session ended but its applications are not told: the back-channel logout queue is full")
-
-    def flush(self, timeout: float = 5.0) -> None:
-        """Wait (at most ``timeout`` seconds) until the logouts queued so far are delivered or given up."""
-        deadline = time.monotonic() + timeout
-        while self._queue.unfinished_tasks and time.monotonic() < deadline:
-            time.sleep(0.01)
-
-    def _start(self) -> None:
-        # A forked worker starts its own threads; the parent's did not survive the fork.
-        with self._lock:
-            if self._pid == os.getpid():
-                return
-            self._queue = queue.Queue(self.BOUND)
-            for n in range(self.THREADS):
-                threading.Thread(target=self._run, name=f"authsvc-backchannel-{n}", daemon=True).start()
-            self._pid = os.getpid()
-
-    def _run(self) -> None:
-        while True:
-            app, sid = self._queue.get()
-            try:
-                with app.app_context():
-                    try:
-                        deliver(sid)
-                    finally:
-                        db.session.remove()
-            except Exception:  # noqa: BLE001 - one broken delivery must not stop the thread
-                log.exception("back-channel logout failed")
-            finally:
-                self._queue.task_done()
+            deliver(sid)
+        finally:
+            db.session.remove()
 
 
-DISPATCHER = Dispatcher()
+# Two threads per process deliver ended sessions' logouts; at most 1000 sessions wait, past that they are logged.
+DISPATCHER: BackgroundQueue[tuple[Flask, str]] = BackgroundQueue(
+    "authsvc-backchannel",
+    _deliver_in,
+    threads=2,
+    on_full=lambda item: log.warning(
+        "a session ended but its applications are not told: the back-channel logout queue is full"
+    ),
+    on_error=lambda item, exc: log.error("back-channel logout failed", exc_info=exc),
+)
 
 
 @sessions.sessions_ended.connect
 def _sessions_ended(app: Flask, sids: list[str]) -> None:
     for sid in sids:
-        DISPATCHER.put(app, sid)
+        DISPATCHER.put((app, sid))
