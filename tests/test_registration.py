@@ -5,6 +5,7 @@ The real client against gunicorn is tests/test_registration_e2e.py.
 
 from __future__ import annotations
 
+import base64
 import time
 
 import pytest
@@ -155,6 +156,23 @@ def setup_person(world, client, domain):
 
     world.user(domain, "person@example.com", name="Person")
     signin(client)
+
+
+@pytest.mark.parametrize("method", ["client_secret_basic", "client_secret_post"])
+def test_a_registered_client_authenticates_only_with_the_method_it_registered(client, issue, method):
+    _, value = issue()
+    answer = register(client, value, METADATA | {"token_endpoint_auth_method": method}).get_json()
+    basic = base64.b64encode(f"{answer['client_id']}:{answer['client_secret']}".encode()).decode()
+    as_basic = {"headers": headers(Authorization=f"Basic {basic}"), "data": {"token": "unknown"}}
+    as_post = {
+        "headers": headers(),
+        "data": {"token": "unknown", "client_id": answer["client_id"], "client_secret": answer["client_secret"]},
+    }
+    used, other = (as_basic, as_post) if method == "client_secret_basic" else (as_post, as_basic)
+    # RFC 7009 answers 200 to an authenticated client even for an unknown token.
+    assert client.post("/auth/oauth/revoke", **used).status_code == 200
+    refused = client.post("/auth/oauth/revoke", **other)
+    assert refused.status_code == 401 and refused.get_json()["error"] == "invalid_client"
 
 
 def test_a_device_client_needs_no_redirect_uri(client, world, issue):

@@ -143,6 +143,9 @@ class Application(db.Model):
             return method == "private_key_jwt"
         if method == "none":
             return not self.confidential
+        if self.token_endpoint_auth_method in ("client_secret_basic", "client_secret_post"):
+            # A registered client (RFC 7591 2) uses the method it registered; the console's use either.
+            return self.confidential and method == self.token_endpoint_auth_method
         return self.confidential and method in ("client_secret_basic", "client_secret_post")
 
     def check_response_type(self, response_type: str) -> bool:
