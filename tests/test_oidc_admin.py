@@ -237,18 +237,19 @@ def run(runner, *args):
 def test_apps_create_and_update_take_the_logout_options(runner, setup, world):
     created = run(
         runner,
-        "apps", "create", "--domain", HOST, "--name", "CLI RP", "--redirect-uri", REDIRECT_URI,
-        "--post-logout-redirect-uri", POST_LOGOUT, "--post-logout-redirect-uri", POST_LOGOUT + "/2",
-        "--backchannel-logout-uri", BACKCHANNEL,
-    )  # fmt: skip
+        *("apps", "create", "--domain", HOST, "--name", "CLI RP", "--redirect-uri", REDIRECT_URI),
+        *("--post-logout-redirect-uri", POST_LOGOUT, "--post-logout-redirect-uri", POST_LOGOUT + "/2"),
+        *("--backchannel-logout-uri", BACKCHANNEL),
+    )
     assert set(created) == {"id", "client_id"}
     (application,) = world.query(select(Application).where(Application.client_id == created["client_id"]))
     assert application.post_logout_redirect_uris == [POST_LOGOUT, POST_LOGOUT + "/2"]
     assert application.backchannel_logout_uri == BACKCHANNEL
     updated = run(
-        runner, "apps", "update", "--client-id", created["client_id"], "--backchannel-logout-uri", "",
-        "--no-post-logout-redirect-uris", "--id-token-alg", "ES256",
-    )  # fmt: skip
+        runner,
+        *("apps", "update", "--client-id", created["client_id"], "--backchannel-logout-uri", ""),
+        *("--no-post-logout-redirect-uris", "--id-token-alg", "ES256"),
+    )
     assert updated["backchannel_logout_uri"] is None
     assert updated["post_logout_redirect_uris"] == []
     assert updated["id_token_signed_response_alg"] == "ES256"

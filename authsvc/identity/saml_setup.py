@@ -77,6 +77,7 @@ def idp_entity_id(metadata_xml: str) -> str:
 
 def fetch_metadata(url: str, allow_private: bool) -> str:
     """The IdP metadata at ``url``, through the outbound destination rules; SamlError when unreachable."""
+    # Imported here, as in authsvc.identity.flow: requests costs every web worker memory.
     import requests
 
     from authsvc.core import outbound
