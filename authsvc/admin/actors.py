@@ -129,3 +129,10 @@ def require_change_of_user(actor: Actor, user: User) -> None:
     require_change(actor, user.domain_id)
     if user.system_admin and not actor.system_admin:
         raise Forbidden()
+
+
+def private_network_problems(values: dict[str, Any], actor: Actor, what: str) -> dict[str, str]:
+    """``allow_private_network`` is a system admin's to set: ``what`` is then called from inside our network."""
+    if values.get("allow_private_network") and not actor.system_admin:
+        return {"allow_private_network": f"only a system admin may allow {what} on private networks"}
+    return {}

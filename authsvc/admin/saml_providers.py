@@ -13,8 +13,9 @@ from typing import Any
 from flask import current_app
 from sqlalchemy import select
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change
-from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.schemas import read, target_domain
+from authsvc.admin.schemas.sso import SamlSsoProviderChange, SamlSsoProviderCreate
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
@@ -36,43 +37,30 @@ def saml_json(provider: SsoProvider) -> dict[str, Any]:
     }
 
 
-def _saml_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "name": fields.string("name", required=True),
-        "metadata_url": fields.string(
-            "metadata_url", max_length=500, rule=lambda v: validation.provider_url(v, "metadata_url")
-        ),
-        "metadata_xml": fields.string("metadata_xml", max_length=saml_setup.MAX_METADATA_BYTES),
-        "allow_unsolicited": fields.boolean("allow_unsolicited"),
-        "clock_skew": fields.integer("clock_skew"),
-        "trust_email": fields.boolean("trust_email"),
-        "allow_private_network": fields.boolean("allow_private_network"),
-        **{name: fields.string(name, max_length=255) for name in ATTRIBUTE_FIELDS},
-    }
-    if values["clock_skew"] is not None and not 0 <= values["clock_skew"] <= 600:
-        fields.errors["clock_skew"] = "must be between 0 and 600 seconds"
-    if values["allow_private_network"] and not actor.system_admin:
-        fields.errors["allow_private_network"] = "only a system admin may allow a provider on private networks"
-    if values["metadata_url"] and values["metadata_xml"]:
-        fields.errors["metadata_xml"] = "give metadata_url or metadata_xml, not both"
-    return {k: v for k, v in values.items() if v is not None}
+def _problems(values: dict[str, Any], actor: Actor) -> dict[str, str]:
+    """What the settings given cannot be together, or from ``actor``."""
+    problems = private_network_problems(values, actor, "a provider")
+    if values.get("metadata_url") and values.get("metadata_xml"):
+        problems["metadata_xml"] = "give metadata_url or metadata_xml, not both"
+    return problems
 
 
-def _check_url(fields: Fields, url: str | None, allow_private: bool) -> None:
+def _check_url(problems: dict[str, str], url: str | None, allow_private: bool) -> None:
     allowed = allow_private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
     problem = validation.public_url_problem(url) if url and not allowed else None
     if problem:
-        fields.errors["metadata_url"] = problem
+        problems["metadata_url"] = problem
 
 
 def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
-    fields = Fields(data, partial=False)
-    domain = domain_field(actor, fields)
-    values = _saml_fields(fields, actor)
+    domain = target_domain(actor, data)
+    values = read(SamlSsoProviderCreate, data).given()
+    problems = _problems(values, actor)
     if not values.get("metadata_url") and not values.get("metadata_xml"):
-        fields.errors.setdefault("metadata_url", "give metadata_url or metadata_xml")
-    _check_url(fields, values.get("metadata_url"), bool(values.get("allow_private_network")))
-    fields.done()
+        problems.setdefault("metadata_url", "give metadata_url or metadata_xml")
+    _check_url(problems, values.get("metadata_url"), bool(values.get("allow_private_network")))
+    if problems:
+        raise ValidationFailed(problems)
     provider_id = secrets.token_hex(8)
     try:
         provider = saml_setup.new_provider(
@@ -103,13 +91,14 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
     """Change a SAML provider; new metadata (a file's, or a new URL's) is read before anything is saved."""
     require_change(actor, provider.domain_id)
     before = provider.as_json()
-    fields = Fields(data, partial=True)
-    values = _saml_fields(fields, actor)
+    values = read(SamlSsoProviderChange, data).given()
+    problems = _problems(values, actor)
     if "metadata_url" in values and not actor.system_admin:
         values["allow_private_network"] = False  # as for OIDC providers: a new URL loses a system admin's allowance
     private = values.get("allow_private_network", provider.allow_private_network)
-    _check_url(fields, values.get("metadata_url"), private)
-    fields.done()
+    _check_url(problems, values.get("metadata_url"), private)
+    if problems:
+        raise ValidationFailed(problems)
     metadata_xml = values.pop("metadata_xml", None)
     metadata_url = values.pop("metadata_url", None)
     if (metadata_xml or metadata_url) and not actor.system_admin and _privileged_link(provider):

@@ -8,9 +8,19 @@ from typing import Any
 from flask import current_app, has_request_context, url_for
 from sqlalchemy import delete, or_, select
 
-from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
-from authsvc.admin.fields import Fields, domain_field
+from authsvc.admin.actors import (
+    Actor,
+    Conflict,
+    Forbidden,
+    ValidationFailed,
+    audit_change,
+    commit,
+    private_network_problems,
+    require_change,
+)
 from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
+from authsvc.admin.schemas import read, target_domain
+from authsvc.admin.schemas.sso import IdentityLink, OidcSsoProviderChange, OidcSsoProviderCreate
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
@@ -38,83 +48,50 @@ SSO_URL_FIELDS = providers.PROVIDER_URL_FIELDS
 SSO_IDENTITY_FIELDS = (*SSO_URL_FIELDS, "client_id", "profile_mappings")
 
 
-def _sso_fields(fields: Fields, actor: Actor) -> dict[str, Any]:
-    values: dict[str, Any] = {
-        "name": fields.string("name", required=True),
-        "client_id": fields.string("client_id", required=True, max_length=255),
-        "scopes": fields.string("scopes", max_length=2000, rule=validation.scopes),
-        "required_scopes": fields.string("required_scopes", max_length=2000),
-        "authorize_params": fields.mapping("authorize_params"),
-        "profile_mappings": fields.mapping("profile_mappings"),
-        "match_rules": fields.mapping("match_rules"),
-        "trust_email": fields.boolean("trust_email"),
-        "allow_private_network": fields.boolean("allow_private_network"),
-        "token_endpoint_auth_method": fields.string("token_endpoint_auth_method", max_length=30),
-    }
-    for name in SSO_URL_FIELDS:
-        values[name] = fields.string(name, max_length=500, rule=lambda v, n=name: validation.provider_url(v, n))
-    method = values["token_endpoint_auth_method"]
-    if method is not None and method not in ("client_secret_post", "client_secret_basic"):
-        fields.errors["token_endpoint_auth_method"] = "must be client_secret_post or client_secret_basic"
-    for name in ("profile_mappings", "match_rules"):
-        value = values[name]
-        if value is not None and not all(
-            isinstance(v, list) and all(isinstance(i, str) for i in v) for v in value.values()
-        ):
-            fields.errors[name] = "must map names to lists of strings"
-    params = values["authorize_params"]
-    if params is not None:
-        problem = providers.authorize_params_problem(params)
-        if not all(isinstance(v, str) for v in params.values()):
-            fields.errors["authorize_params"] = "must map names to strings"
-        elif problem:
-            fields.errors["authorize_params"] = problem
-    if values["allow_private_network"] and not actor.system_admin:
-        # A tenant admin's provider URLs are called from inside our network.
-        fields.errors["allow_private_network"] = "only a system admin may allow a provider on private networks"
-    return {k: v for k, v in values.items() if v is not None}
-
-
-def _check_sso_state(fields: Fields, state: dict[str, Any]) -> None:
+def _check_sso_state(problems: dict[str, str], state: dict[str, Any]) -> None:
     """Rules over the whole provider as it would be saved, on create and on every update alike."""
     allowed = state.get("allow_private_network") or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
     if not allowed:
         for name in SSO_URL_FIELDS:
             problem = validation.public_url_problem(state[name]) if state.get(name) else None
             if problem:
-                fields.errors.setdefault(name, problem)
+                problems.setdefault(name, problem)
     problem = providers.email_trust_problem(state)
     if problem:
-        fields.errors["trust_email"] = problem
+        problems["trust_email"] = problem
+
+
+def _preset_base(
+    problems: dict[str, str], values: dict[str, Any], preset: str | None, tenant: str | None
+) -> dict[str, Any]:
+    """What the preset, or the URLs given, make of the provider: its kind, and a preset's endpoints and mappings."""
+    if preset == "microsoft":
+        # As the CLI's: ASCII letters, digits, dots and dashes (str.isalnum() also takes "ᾢ").
+        if not tenant or not all(c in ".-" or (c.isascii() and c.isalnum()) for c in tenant):
+            problems["tenant"] = "a Microsoft tenant id or domain is needed"
+            return {}
+        return providers.microsoft_preset(tenant)
+    if values.get("issuer"):
+        return {"kind": "oidc"}
+    if all(values.get(n) for n in ("authorize_url", "token_url", "userinfo_url")):
+        return {"kind": "oauth2"}
+    problems["issuer"] = "give issuer, or authorize_url, token_url and userinfo_url, or a preset"
+    return {}
 
 
 def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
     if isinstance(data, dict) and data.get("protocol") == "saml":
         return create_saml_provider(actor, data)
-    fields = Fields(data, partial=False)
-    domain = domain_field(actor, fields)
-    secret = fields.string("client_secret", required=True, max_length=2000)
-    preset = fields.string("preset", max_length=20)
-    tenant = fields.string("tenant", max_length=100)
-    values = _sso_fields(fields, actor)
-    base: dict[str, Any] = {}
-    if preset == "microsoft":
-        # As the CLI's: ASCII letters, digits, dots and dashes (str.isalnum() also takes "ᾢ").
-        if not tenant or not all(c in ".-" or (c.isascii() and c.isalnum()) for c in tenant):
-            fields.errors["tenant"] = "a Microsoft tenant id or domain is needed"
-        else:
-            base = providers.microsoft_preset(tenant)
-    elif preset:
-        fields.errors["preset"] = "the only preset is microsoft"
-    elif values.get("issuer"):
-        base = {"kind": "oidc"}
-    elif all(values.get(n) for n in ("authorize_url", "token_url", "userinfo_url")):
-        base = {"kind": "oauth2"}
-    else:
-        # An issuer given but not valid keeps its own message.
-        fields.errors.setdefault("issuer", "give issuer, or authorize_url, token_url and userinfo_url, or a preset")
-    _check_sso_state(fields, {**base, **values, "tenant": tenant})
-    fields.done()
+    domain = target_domain(actor, data)
+    values = read(OidcSsoProviderCreate, data).given()
+    values.pop("domain", None)
+    secret = values.pop("client_secret")
+    preset, tenant = values.pop("preset", None), values.pop("tenant", None)
+    problems = private_network_problems(values, actor, "a provider")
+    base = _preset_base(problems, values, preset, tenant)
+    _check_sso_state(problems, {**base, **values, "tenant": tenant})
+    if problems:
+        raise ValidationFailed(problems)
     merged = {**base, **values}
     merged["profile_mappings"] = {**base.get("profile_mappings", {}), **values.get("profile_mappings", {})}
     merged.setdefault("scopes", "openid email profile" if merged["kind"] == "oidc" else "email profile")
@@ -136,18 +113,19 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
         return update_saml_provider(actor, provider, data)
     require_change(actor, provider.domain_id)
     before = provider.as_json()
-    fields = Fields(data, partial=True)
-    secret = fields.string("client_secret", required=True, max_length=2000)
-    values = _sso_fields(fields, actor)
+    values = read(OidcSsoProviderChange, data).given()
+    secret = values.pop("client_secret", None)
+    problems = private_network_problems(values, actor, "a provider")
     if not actor.system_admin and any(name in values for name in SSO_URL_FIELDS):
         # Where an on-premises provider may be reached was a system admin's
         # decision for the URLs they saw; new URLs from anyone else lose it.
         values["allow_private_network"] = False
     if not actor.system_admin:
-        _refuse_identity_changes_over_privileged_links(fields, provider, values)
+        _refuse_identity_changes_over_privileged_links(problems, provider, values)
     state = ("tenant", "trust_email", "match_rules", "allow_private_network", *SSO_URL_FIELDS)
-    _check_sso_state(fields, {**{name: getattr(provider, name) for name in state}, **values})
-    fields.done()
+    _check_sso_state(problems, {**{name: getattr(provider, name) for name in state}, **values})
+    if problems:
+        raise ValidationFailed(problems)
     for attr, value in values.items():
         setattr(provider, attr, value)
     if secret:
@@ -158,7 +136,9 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
     return provider
 
 
-def _refuse_identity_changes_over_privileged_links(fields: Fields, provider: SsoProvider, values: dict) -> None:
+def _refuse_identity_changes_over_privileged_links(
+    problems: dict[str, str], provider: SsoProvider, values: dict[str, Any]
+) -> None:
     """Refuse new identity settings while a privileged user signs in through ``provider``.
 
     Whoever points the provider at an IdP of their own decides which subject
@@ -179,7 +159,7 @@ def _refuse_identity_changes_over_privileged_links(fields: Fields, provider: Sso
     )
     if privileged_link is not None:
         for name in changed:
-            fields.errors[name] = (
+            problems[name] = (
                 "only a system admin may change this while a privileged account (system admin, admin, support "
                 "or service account) signs in through this provider"
             )
@@ -203,17 +183,16 @@ def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
     """
     if not actor.system_admin:
         raise Forbidden()
-    fields = Fields(data, partial=False)
-    provider_id = fields.string("provider", required=True, max_length=32)
-    subject = fields.string("subject", required=True, max_length=255)
-    fields.done()
-    provider = providers.find_provider(user_domain(user), provider_id)
+    link = read(IdentityLink, data)
+    provider = providers.find_provider(user_domain(user), link.provider)
     if provider is None:
         raise ValidationFailed({"provider": "no such SSO provider in the user's domain"})
     try:
-        linking.link_identity(provider, subject, user, actor=actor.name, via="system_admin")
+        linking.link_identity(provider, link.subject, user, actor=actor.name, via="system_admin")
     except providers.ProviderRefused:
         raise Conflict("that account at the provider is already linked to another user") from None
     return db.session.scalar(
-        select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
+        select(ExternalIdentity).where(
+            ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == link.subject
+        )
     )
