@@ -1,6 +1,6 @@
 # make test ARGS="-k token -x" passes ARGS to pytest (both passes).
 
-.PHONY: test run lint bench lock
+.PHONY: test run lint bench lock openapi
 
 test:
 	./scripts/test $(ARGS)
@@ -17,3 +17,7 @@ bench:
 # Rewrite requirements.txt and requirements-dev.txt from pyproject.toml (docs/development.md).
 lock:
 	.venv/bin/python -m devtools.lock $(ARGS)
+
+# Rewrite authsvc/admin/openapi/openapi.json from base.json and the admin schemas.
+openapi:
+	.venv/bin/python -m authsvc.admin.openapi

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import DomainId, DomainScopes, Name, Text, Whole
 from authsvc.core import validation
@@ -41,3 +42,29 @@ class ApiKeyCreate(ApiKeyChange):
     domain: DomainId = None
     user: Text(320, min_length=1, description="The user's e-mail or id.")
     name: Name()
+
+
+# Answers
+
+
+class ApiKey(Answer):
+    id: str = Field(description="The part of the key before the dot.")
+    name: str
+    user: str = Field(description="The user's id.")
+    domain: str = Field(description="The domain's id.")
+    scopes: str
+    created_at: int = Field(description=EPOCH)
+    expires_at: int | None = Field(description="Seconds since the epoch; null: never.")
+    permission: Permission = Field(
+        description="Caps what the key may do on its user's behalf: an admin's `user` key is no admin credential."
+    )
+    last_used_at: int | None = Field(description="Seconds since the epoch, to the minute; null: never used.")
+    revoked: bool
+
+
+class CreatedApiKey(ApiKey):
+    key: str = Field(description="The API key, `<id>.<secret>`, shown this once.")
+
+
+class ApiKeyList(Page):
+    items: list[ApiKey]

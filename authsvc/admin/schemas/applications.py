@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import DECIMAL_ID, EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import DomainId, DomainScopes, Lifetime, Name, Strings, Text
 from authsvc.core import validation
@@ -68,3 +69,67 @@ class ApplicationCreate(ApplicationChange):
     confidential: bool = Field(
         default=None, description="Give it a client secret (shown once, in the answer). Default false."
     )
+
+
+# Answers
+
+
+class Application(Answer):
+    id: str = Field(description=DECIMAL_ID)
+    domain: str = Field(description="The domain's id.")
+    name: str
+    client_id: str
+    redirect_uris: list[str]
+    scopes: str = Field(description="Space-separated scopes the application may ask for.")
+    confidential: bool = Field(
+        description="Whether it authenticates: with a client secret or, for private_key_jwt, with its keys."
+    )
+    consent: bool = Field(description="Whether users approve it on a consent page.")
+    require_pkce: bool = Field(
+        description="Refuse authorisation requests without an S256 code_challenge. Default: true for a public "
+        "application; false is the legacy mode for clients that send the specification's flow literally."
+    )
+    allow_plain_pkce: bool = Field(
+        description="Also accept code_challenge_method=plain (RFC 9700 2.1.1: avoid). Default false."
+    )
+    device: bool = Field(description="Whether it may use the device authorisation grant (RFC 8628). Default false.")
+    access_token_ttl: int | None = Field(description="Seconds; null for the default.")
+    refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")
+    service_account: str | None = Field(
+        description="The id of the service account its client_credentials tokens act as; null when unbound."
+    )
+    id_token_signed_response_alg: Literal[*ID_TOKEN_ALGORITHMS] | None = Field(
+        description="How its ID tokens are signed; null is RS256."
+    )
+    post_logout_redirect_uris: list[str] = Field(
+        description="Where RP-initiated logout may send the user back (OpenID Connect); matched exactly."
+    )
+    backchannel_logout_uri: str | None = Field(
+        description="Receives a Logout Token by POST when a session it received an ID token in ends."
+    )
+    created_at: int = Field(description=EPOCH)
+    token_endpoint_auth_method: str = Field(
+        description="How it authenticates at the token, revocation and introspection endpoints (RFC 7591 names): "
+        "client_secret_basic or client_secret_post (its secret: a registered client by the method it registered, "
+        "an application an admin created by either), private_key_jwt (a signed client assertion, RFC 7523) or "
+        "none (public)."
+    )
+    jwks_uri: str | None
+    jwks: dict[str, Any] | None
+    registration_token: str | None = Field(
+        default=None,
+        description="The initial access token the application registered itself with (dynamic client "
+        "registration, RFC 7591); null for an application an admin created.",
+    )
+
+
+class CreatedApplication(Application):
+    client_secret: str = Field(default=None, description="A confidential application's client secret, shown this once.")
+
+
+class ApplicationList(Page):
+    items: list[Application]
+
+
+class RegeneratedSecret(Application):
+    client_secret: str = Field(description="The new client secret, shown this once; the old one no longer works.")

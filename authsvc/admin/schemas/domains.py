@@ -6,6 +6,7 @@ from typing import Literal, get_args
 
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import Lifetime, Name, Text
 from authsvc.core import validation
@@ -49,4 +50,27 @@ POLICIES: tuple[str, ...] = get_args(MfaRequirement)
 class MfaPolicy(Schema):
     """Who of the domain must sign in with a second factor."""
 
+    require: MfaRequirement
+
+
+# Answers
+
+
+class Domain(Answer):
+    id: str = Field(description=DECIMAL_ID)
+    name: str
+    host: str = Field(description="The Host that selects this domain, lower-cased.")
+    scopes: str = Field(description="Space-separated scopes the domain knows.")
+    session_ttl: int | None = Field(description="Seconds a sign-in session lasts; null for AUTHSVC_SESSION_TTL.")
+    mfa_require: MfaRequirement = Field(
+        default=None, description="Who must sign in with a second factor (service accounts are exempt)."
+    )
+
+
+class DomainList(Page):
+    items: list[Domain]
+
+
+class MfaPolicySet(Answer):
+    domain: str = Field(description="The domain's id.")
     require: MfaRequirement

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import DomainId, Text, Whole
 
@@ -21,3 +24,27 @@ class RegistrationTokenCreate(Schema):
         60, MAX_EXPIRES_IN, f"must be from 60 to {MAX_EXPIRES_IN} seconds", description="Seconds; default 86400."
     ) = Field(default=DEFAULT_EXPIRES_IN)
     max_uses: Whole(1, MAX_USES, f"must be from 1 to {MAX_USES}", description="Default 1.") = Field(default=1)
+
+
+# Answers
+
+
+class RegistrationToken(Answer):
+    id: str = Field(description="Hexadecimal.")
+    domain: str
+    name: str
+    max_uses: int = Field(description="Registrations it allows.")
+    uses: int = Field(description="Registrations made with it.")
+    created_by: str = Field(description="Who issued it: `user:ID`, `api_key:ID` or `cli`.")
+    created_at: int
+    expires_at: int
+    revoked_at: int | None
+    state: Literal["active", "used_up", "expired", "revoked"]
+
+
+class CreatedRegistrationToken(RegistrationToken):
+    token: str = Field(description="The initial access token, shown this once; only its digest is kept.")
+
+
+class RegistrationTokenList(Page):
+    items: list[RegistrationToken]

@@ -1,4 +1,4 @@
-"""A domain's signing keys: rotating to a new one."""
+"""A domain's signing keys: rotating to a new one, and how a key is shown."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import Answer
 from authsvc.admin.schemas.base import Schema
 from authsvc.oauth import keys
 
@@ -14,3 +15,21 @@ class SigningKeyRotation(Schema):
     """The new key's algorithm; the old key stays published until the tokens it signed expire."""
 
     alg: Literal[*keys.ALGORITHMS] = Field(default=keys.DEFAULT_ALGORITHM, description="Default RS256.")
+
+
+# Answers
+
+
+class SigningKey(Answer):
+    kid: str
+    alg: Literal[*keys.ALGORITHMS]
+    state: Literal["current", "previous", "expired"] = Field(
+        description="current signs new tokens; previous is still published (its tokens may not have expired); "
+        "expired is no longer published."
+    )
+    created_at: int = None
+    retire_after: int | None = Field(default=None, description="When a rotated-out key leaves the JWKS.")
+
+
+class SigningKeyList(Answer):
+    keys: list[SigningKey]

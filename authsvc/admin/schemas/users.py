@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import DomainId, Strings, Text
 from authsvc.core import validation
@@ -42,3 +43,35 @@ class UserChange(UserFields):
     disable, demote or delete themselves."""
 
     disabled: bool = None
+
+
+# Answers
+
+
+class User(Answer):
+    id: str = Field(description=DECIMAL_ID)
+    email: str = Field(description="Lower-cased.")
+    name: str
+    domain: str = Field(description="The domain's id.")
+    service_account: bool = Field(description="May use the password grant.")
+    admin: bool
+    support: bool
+    groups: list[str]
+    disabled: bool
+    system_admin: bool = Field(description="Administers every domain.")
+
+
+class UserList(Page):
+    items: list[User]
+
+
+class Identity(Answer):
+    """A link between a user and their account at an SSO provider."""
+
+    user: str
+    provider: str
+    subject: str
+
+
+class FactorsRemoved(Answer):
+    factors_removed: int = Field(description="How many second factors were removed (the recovery codes go too).")
