@@ -125,11 +125,12 @@ def from_environment() -> dict[str, Any]:
             f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
         )
 
-    # A sign-in waits on a directory at most for: connect + service bind + search, connect + bind.
+    # A sign-in waits on a directory at most nine times: resolve + connect + StartTLS + service bind +
+    # search, then resolve + connect + StartTLS + bind as the user.
     ldap_timeout = _float("AUTHSVC_LDAP_TIMEOUT", 3)
-    if ldap_timeout * 5 >= worker_timeout:
+    if ldap_timeout * 9 >= worker_timeout:
         raise ConfigError(
-            f"AUTHSVC_LDAP_TIMEOUT x 5 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
+            f"AUTHSVC_LDAP_TIMEOUT x 9 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
             "that does not answer gets a 503, not a killed worker"
         )
 

@@ -1,7 +1,8 @@
 """Talking to an LDAP directory (ldap3): connect, service bind, find one user, bind as them.
 
-Every wait is bounded by ``AUTHSVC_LDAP_TIMEOUT`` (connect and each
-operation), which the settings keep below the worker timeout. A directory
+Every wait is bounded by ``AUTHSVC_LDAP_TIMEOUT`` (resolving the host,
+connecting and each operation), which the settings keep below the worker
+timeout. A directory
 that cannot be reached, refuses the service bind or does not answer in time
 raises ``DirectoryUnavailable`` (a 503), never a wrong-password answer.
 Certificates are verified (the directory's CA PEM, else the system's), and
@@ -15,7 +16,9 @@ import ipaddress
 import logging
 import socket
 import ssl
+import threading
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 from flask import current_app
@@ -68,10 +71,38 @@ def user_filter(directory: LdapDirectory, email: str) -> str:
     return directory.user_filter.replace("{email}", escape_filter_chars(email))
 
 
+def _resolve(host: str, port: int, timeout: float) -> list:
+    """``getaddrinfo`` within ``timeout`` seconds.
+
+    The system resolver has its own timeouts and retries (resolv.conf: 5 s,
+    twice, per server), longer than a sign-in may wait: it runs on a daemon
+    thread, and a name that does not resolve in time is given up (the thread
+    ends when the resolver does).
+    """
+    if _is_address(host):
+        return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    answer: dict[str, Any] = {}
+
+    def resolve() -> None:
+        try:
+            answer["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            answer["error"] = exc
+
+    resolver = threading.Thread(target=resolve, name="authsvc-ldap-resolve", daemon=True)
+    resolver.start()
+    resolver.join(timeout)
+    if resolver.is_alive():
+        raise TimeoutError(f"no answer from the resolver in {timeout:g} s")
+    if "error" in answer:
+        raise answer["error"]
+    return answer["infos"]
+
+
 def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
     """The address to connect to: ``host`` resolved once, refused on private networks unless allowed."""
     try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        infos = _resolve(host, port, current_app.config["AUTHSVC_LDAP_TIMEOUT"])
     except OSError as exc:
         raise DirectoryUnavailable(directory, f"cannot resolve {host}: {exc}") from None
     allowed = directory.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
