@@ -1,50 +1,78 @@
-"""The servers the test command, the tests and the benchmark need: PostgreSQL, Redis, gunicorn.
+"""The servers the test command, the tests and the benchmark need: PostgreSQL, Redis, gunicorn, slapd.
 
-Each is found where the developer already has one, or started private and
-throwaway, and stopped by its own pid when the ``Services`` stack closes.
-Every child runs in a session of its own, so a Ctrl-C reaches only the caller,
-which then stops them in order.
+This module finds or starts PostgreSQL and Redis: each is found where the
+developer already has one, or started private and throwaway, and stopped by
+its own pid when the ``Services`` stack closes.
 
     with Services(say=print) as services:
         admin_url = services.postgres()            # a server to make databases on
         db = services.database(admin_url, "authsvc_test_1")   # dropped on close
         redis_url = services.redis()               # a private redis-server
+
+The processes themselves (``Process``, ``Gunicorn``, ports, the Procfile) are
+in ``devtools.processes``, and OpenLDAP's slapd in ``devtools.slapd``; their
+public names are re-exported here, so that the test command, the tests and the
+benchmark import every server from this one place.
 """
 
 from __future__ import annotations
 
 import os
 import pwd
-import shlex
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import sql
 
-REPO = Path(__file__).resolve().parent.parent
-VENV_BIN = Path(os.environ.get("VIRTUAL_ENV", REPO / ".venv")) / "bin"
+from devtools.processes import (
+    REPO,
+    VENV_BIN,
+    Gunicorn,
+    Process,
+    ServiceError,
+    children,
+    free_port,
+    procfile_command,
+    tool,
+    wait_for_port,
+)
+from devtools.slapd import SLAPD_SCHEMAS, Slapd, slapd_binary
+
+__all__ = [
+    "REPO",
+    "SLAPD_SCHEMAS",
+    "STANDARD_POSTGRES",
+    "VENV_BIN",
+    "Database",
+    "Gunicorn",
+    "Process",
+    "ServiceError",
+    "Services",
+    "Slapd",
+    "children",
+    "free_port",
+    "postgres_answers",
+    "postgres_bindir",
+    "procfile_command",
+    "redact",
+    "redis_answers",
+    "redis_server",
+    "slapd_binary",
+    "tool",
+    "wait_for_port",
+]
+
 # The server a developer or CI usually has, reached as its superuser.
 STANDARD_POSTGRES = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-class ServiceError(RuntimeError):
-    """A server could not be had; the message says why and what to do."""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def redact(url: str) -> str:
@@ -54,161 +82,6 @@ def redact(url: str) -> str:
         return url
     netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def tool(name: str) -> str:
-    """The virtualenv's copy of a console script, else the one on PATH."""
-    candidate = VENV_BIN / name
-    if candidate.exists():
-        return str(candidate)
-    found = shutil.which(name)
-    if not found:
-        raise ServiceError(f"{name} is not installed (run ./scripts/test once, or pip install -r requirements-dev.txt)")
-    return found
-
-
-def procfile_command(kind: str) -> list[str]:
-    """The Procfile's command for ``kind`` (``web``, ``release``), split into argv, as a deployment runs it."""
-    for line in (REPO / "Procfile").read_text().splitlines():
-        name, _, command = line.partition(":")
-        if name.strip() == kind:
-            argv = shlex.split(command)
-            argv[0] = tool(argv[0])
-            return argv
-    raise ServiceError(f"the Procfile has no {kind!r} line")
-
-
-# ------------------------------------------------------------------ processes
-
-
-@dataclass
-class Process:
-    """A child process in its own session, with its output in a log file."""
-
-    name: str
-    argv: list[str]
-    log_path: Path
-    env: dict[str, str] | None = None
-    cwd: Path = REPO
-    popen: subprocess.Popen | None = field(default=None, init=False)
-
-    def start(self) -> Process:
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        # A file, not a pipe: nobody reads a pipe while the server runs, and
-        # a full one would block it on its next line.
-        with open(self.log_path, "ab") as log:
-            self.popen = subprocess.Popen(
-                self.argv,
-                cwd=self.cwd,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        return self
-
-    @property
-    def pid(self) -> int:
-        assert self.popen is not None
-        return self.popen.pid
-
-    def alive(self) -> bool:
-        return self.popen is not None and self.popen.poll() is None
-
-    def output(self) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")
-        except OSError:
-            return ""
-
-    def log_tail(self, lines: int = 20) -> str:
-        return "\n".join(self.output().splitlines()[-lines:])
-
-    def stop(self, timeout: float = 20.0) -> None:
-        """SIGTERM, then SIGKILL to its process group (which only it and its children are in)."""
-        if not self.alive():
-            return
-        assert self.popen is not None
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.popen.pid, signal.SIGKILL)
-            self.popen.wait(5)
-        # Workers of a stopped gunicorn master exit with it; make sure.
-        for pid in children(self.popen.pid):
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-
-
-def children(pid: int) -> list[int]:
-    """Pids of the live child processes of ``pid``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # The command name may hold spaces and parentheses: split after the last ')'.
-        fields = stat.rsplit(")", 1)[1].split()
-        if int(fields[1]) == pid:
-            found.append(int(entry.name))
-    return sorted(found)
-
-
-def wait_for_port(port: int, process: Process, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not process.alive():
-            raise ServiceError(f"{process.name} exited at start:\n{process.log_tail()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise ServiceError(f"{process.name} did not listen on port {port} within {timeout:.0f} s")
-
-
-# ------------------------------------------------------------------ gunicorn
-
-
-@dataclass
-class Gunicorn:
-    """The Procfile's web command (gunicorn) on a loopback port, ``target`` instead of ``app:app``."""
-
-    name: str
-    port: int
-    env: dict[str, str]
-    log_path: Path
-    target: str = "app:app"
-    process: Process | None = None
-    cwd: Path = REPO  # the checkout served (bench --before: an earlier one)
-
-    def start(self, workers: int = 0, timeout: float = 60.0) -> None:
-        """Start it and wait until it listens and, if ``workers``, until that many workers run."""
-        argv = procfile_command("web")
-        # The Procfile binds 0.0.0.0:$PORT; here it listens on loopback only.
-        argv = [argv[0], "-b", f"127.0.0.1:{self.port}", *[self.target if a == "app:app" else a for a in argv[1:]]]
-        env = {**self.env, "PORT": str(self.port)}
-        self.process = Process(self.name, argv, self.log_path, env=env, cwd=self.cwd).start()
-        wait_for_port(self.port, self.process, timeout)
-        deadline = time.monotonic() + timeout
-        while len(self.workers()) < workers:
-            if time.monotonic() > deadline:
-                raise ServiceError(f"{self.name}: {workers} workers did not start:\n{self.process.log_tail()}")
-            time.sleep(0.1)
-
-    def workers(self) -> list[int]:
-        return children(self.process.pid) if self.process and self.process.alive() else []
-
-    def stop(self) -> None:
-        if self.process:
-            self.process.stop()
 
 
 # ------------------------------------------------------------------ PostgreSQL
@@ -445,93 +318,3 @@ class Services(ExitStack):
             self.say(f"Redis: private redis-server did not answer on port {port} (attempt {attempt})")
         self.say("Redis: giving up; its log:\n" + process.log_tail())
         return None
-
-
-# ------------------------------------------------------------------ OpenLDAP
-
-
-def slapd_binary() -> str | None:
-    """Debian's slapd (package slapd), if installed."""
-    for candidate in (shutil.which("slapd"), "/usr/sbin/slapd"):
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-SLAPD_SCHEMAS = ("core", "cosine", "inetorgperson", "nis")
-
-
-@dataclass
-class Slapd:
-    """A private OpenLDAP ``slapd`` on loopback: ``ldap://`` (StartTLS offered) and ``ldaps://`` ports.
-
-    Its configuration (slapd.conf), database and log live under ``home``. TLS
-    uses the certificate and key given (the tests make a CA of their own);
-    ``schema`` is extra schema text (e.g. Active Directory's
-    userAccountControl). The memberof overlay keeps ``memberOf`` on members of
-    groupOfNames entries, as Active Directory does. Anonymous users may only
-    bind: searching needs a bind, as a directory in production does.
-    """
-
-    home: Path
-    suffix: str
-    root_dn: str
-    root_password: str
-    cert_file: Path
-    key_file: Path
-    schema: str = ""
-    ldap_port: int = 0
-    ldaps_port: int = 0
-    process: Process | None = None
-
-    def _config(self) -> str:
-        includes = "".join(f"include /etc/ldap/schema/{name}.schema\n" for name in SLAPD_SCHEMAS)
-        if self.schema:
-            (self.home / "extra.schema").write_text(self.schema)
-            includes += f"include {self.home / 'extra.schema'}\n"
-        return (
-            f"{includes}"
-            f"pidfile {self.home / 'slapd.pid'}\n"
-            "modulepath /usr/lib/ldap\nmoduleload back_mdb\nmoduleload memberof\n"
-            f"TLSCertificateFile {self.cert_file}\nTLSCertificateKeyFile {self.key_file}\n"
-            "database mdb\nmaxsize 10485760\n"
-            f'suffix "{self.suffix}"\nrootdn "{self.root_dn}"\nrootpw {self.root_password}\n'
-            f"directory {self.home / 'data'}\n"
-            "overlay memberof\n"
-            "access to attrs=userPassword by self write by anonymous auth by * none\n"
-            "access to * by users read by * none\n"
-        )
-
-    def start(self, timeout: float = 20.0) -> Slapd:
-        (self.home / "data").mkdir(parents=True, exist_ok=True)
-        conf = self.home / "slapd.conf"
-        conf.write_text(self._config())
-        for attempt in (1, 2, 3):
-            self.ldap_port, self.ldaps_port = free_port(), free_port()
-            urls = f"ldap://127.0.0.1:{self.ldap_port}/ ldaps://127.0.0.1:{self.ldaps_port}/"
-            # -d 256 keeps it in the foreground and logs each operation (stats) to its log.
-            argv = [slapd_binary() or "slapd", "-f", str(conf), "-h", urls, "-d", "256"]
-            self.process = Process("slapd", argv, self.home / "slapd.log").start()
-            try:
-                wait_for_port(self.ldap_port, self.process, timeout)
-                wait_for_port(self.ldaps_port, self.process, timeout)
-                return self
-            except ServiceError:
-                self.process.stop()
-                if attempt == 3:
-                    raise
-        return self
-
-    def pause(self) -> None:
-        """Stop answering (SIGSTOP): connections are still accepted by the kernel, nothing is answered."""
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGSTOP)
-
-    def resume(self) -> None:
-        assert self.process is not None
-        os.kill(self.process.pid, signal.SIGCONT)
-
-    def stop(self) -> None:
-        if self.process:
-            self.resume()
-            self.process.stop()

@@ -1,0 +1,187 @@
+"""The scenarios, the rows of the table: what each one sends, to which server.
+
+Each key names a ``Load`` (``bench/load.py``) that either generator drives;
+``bcrypt`` is the one row without HTTP (``bench/baselines.py``). The requests
+are described, row by row, in bench/README.md ("The scenarios").
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import http.client
+import json
+from urllib.parse import quote, urlencode
+
+from bench import BenchError, seed
+from bench.load import Load
+from bench.servers import Servers
+
+INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
+SCENARIOS = (
+    "bare",
+    "inspect_bearer",
+    "inspect_api_key",
+    "code_flow",
+    "code_flow_openid",
+    "refresh",
+    "device_poll",
+    "client_credentials",
+    "client_credentials_jwt",
+    "password_grant",
+    "signin",
+    "bcrypt",
+)
+# A few requests a second each: they need longer slices for a steady figure.
+BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
+
+
+class Scenarios:
+    """The loads of ``args.scenarios`` against the running ``servers``."""
+
+    def __init__(self, args: argparse.Namespace, servers: Servers) -> None:
+        self.args = args
+        self.servers = servers
+
+    def keys(self) -> list[str]:
+        """Measured keys in order; inspect_bearer once per token count."""
+        out = []
+        for key in self.args.scenarios:
+            if key == "inspect_bearer":
+                out += [f"inspect_bearer_{i.tokens}" for i in self.servers.instances]
+            else:
+                out.append(key)
+            if self.servers.before is not None and key in ("inspect_bearer", "inspect_api_key"):
+                out.append(f"{key}_before")
+        return out
+
+    def load(self, key: str) -> Load:
+        """The load of the scenario ``key`` (one of ``keys()``, or ``inspect_bearer`` for the first database)."""
+        servers = self.servers
+        s = servers.seed
+        main = servers.main
+        port = main.server.port
+        fast = self.args.connections
+        slow = 2 * self.args.workers
+        if key == "bare":
+            return Load(key, servers.bare.port, connections=fast)
+        if key.endswith("_before"):
+            # The same load as the row it shadows, sent to the earlier checkout.
+            shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
+            shadowed.name, shadowed.port = key, servers.before.port
+            return shadowed
+        if key.startswith("inspect_bearer"):
+            instance = next((i for i in servers.instances if key == f"inspect_bearer_{i.tokens}"), main)
+            return Load(
+                key,
+                instance.server.port,
+                "bearer",
+                path=INSPECT_PATH,
+                secrets=instance.inspect_secrets,
+                connections=fast,
+            )
+        if key == "inspect_api_key":
+            return Load(key, port, path=INSPECT_PATH, headers={"X-API-Key": s.api_key}, connections=fast)
+        if key in ("code_flow", "code_flow_openid"):
+            cookie = {"Cookie": f"user={servers.session_cookie}"}
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=s.authorize_path(openid=key == "code_flow_openid"),
+                headers=cookie,
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix=s.exchange_path_prefix(),
+            )
+        if key == "refresh":
+            # Every refresh token is good once: each run gets fresh ones.
+            pool = seed.insert_tokens(main.conn, s, 50 * fast, 50 * fast, refresh=True)
+            return Load(key, port, "refresh", connections=fast, secrets=pool, client_id=s.client_id)
+        if key == "device_poll":
+            # A device polling while nobody has answered: every poll after the first is too soon,
+            # so the answers are 400 slow_down (the same reads, and one write, as authorization_pending).
+            body = urlencode(
+                {
+                    "grant_type": "urn:ietf:params:oauth:grant-type:device_code",
+                    "device_code": self.device_code(),
+                    "client_id": s.device_client_id,
+                }
+            )
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body=body,
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                ok=(400,),
+                connections=fast,
+            )
+        if key == "client_credentials":
+            # HTTP Basic: the secret is checked as a SHA-256 digest compare, not bcrypt.
+            basic = base64.b64encode(f"{s.machine_client_id}:{s.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
+        if key == "client_credentials_jwt":
+            # private_key_jwt: every assertion is good once (its jti), so each slice signs its own,
+            # enough for 800 requests a second, before the slice starts.
+            seconds = max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)
+            audience = f"http://{seed.HOST}:{port}/auth/oauth/token"
+            body = urlencode({"grant_type": "client_credentials", "client_assertion_type": seed.ASSERTION_TYPE})
+            return Load(
+                key,
+                port,
+                "once",
+                path="/auth/oauth/token",
+                body=body + "&client_assertion=",
+                secrets=seed.client_assertions(s, audience, int(800 * seconds)),
+                connections=fast,
+            )
+        if key == "password_grant":
+            body = json.dumps(
+                {
+                    "grant_type": "password",
+                    "username": seed.SERVICE_EMAIL,
+                    "password": seed.PASSWORD,
+                    "client_id": s.client_id,
+                }
+            )
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body=body,
+                headers={"Content-Type": "application/json"},
+                connections=slow,
+                timeout=30,
+            )
+        if key == "signin":
+            path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+            return Load(key, port, method="POST", path=path, ok=(202,), connections=slow, timeout=30)
+        raise KeyError(key)
+
+    def device_code(self) -> str:
+        """A fresh device code of the seeded --device application (it lasts AUTHSVC_DEVICE_CODE_TTL, 600 s)."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.servers.main.server.port, timeout=30)
+        body = urlencode({"client_id": self.servers.seed.device_client_id})
+        conn.request(
+            "POST",
+            "/auth/oauth/device_authorization",
+            body=body,
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        if response.status != 200:
+            raise BenchError(f"device authorisation failed: {response.status}")
+        return json.loads(data)["device_code"]

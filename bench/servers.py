@@ -1,0 +1,172 @@
+"""The servers one benchmark run measures, set up from empty databases.
+
+1. a private redis-server (never a shared one: the run flushes nothing of anyone's);
+2. one database per ``--tokens`` count: the first migrated by the Procfile's
+   release command and seeded through the CLI, the others copied from it
+   (``CREATE DATABASE ... TEMPLATE``), each grown with COPY to its count;
+3. one authsvc per database and the bare route (and with ``--before`` an
+   earlier checkout on the first database), each under the Procfile's gunicorn
+   command with the same production environment.
+
+Everything started is stopped, and every database dropped, when the run's
+``ExitStack`` closes. The processes themselves come from ``devtools.services``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import secrets
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+
+from bench import BenchError, report, say, seed
+from devtools.services import Database, Gunicorn, Services, free_port
+
+# Tokens of each database kept for the inspect rows, which pick one at random per request.
+INSPECT_SAMPLE = 10_000
+
+
+@dataclass
+class Instance:
+    """One authsvc under gunicorn, on a database holding ``tokens`` tokens."""
+
+    tokens: int
+    db: Database
+    server: Gunicorn | None = None
+    conn: psycopg.Connection | None = None
+    inspect_secrets: list[str] = field(default_factory=list)
+
+
+class Servers:
+    """Redis, the databases and the gunicorns of one run, and the seeded records they share.
+
+    ``stack`` stops and drops what ``start`` starts and creates; ``run_dir``
+    holds the private servers' data and every log.
+    """
+
+    def __init__(self, args: argparse.Namespace, stack: ExitStack, run_dir: Path) -> None:
+        self.args = args
+        self.stack = stack
+        self.run_dir = run_dir
+        self.instances: list[Instance] = []
+        self.bare: Gunicorn | None = None
+        self.before: Gunicorn | None = None
+        self.seed: seed.Seed | None = None
+        self.session_cookie = ""
+        self.redis_pid: int | None = None
+
+    @property
+    def main(self) -> Instance:
+        """The instance on the first (smallest) database, which serves every scenario but the larger inspect rows."""
+        return self.instances[0]
+
+    def start(self, generator: str) -> None:
+        """Set everything up; ``generator`` is only named in the line that says what runs where."""
+        args = self.args
+        # Stopped last, after the databases are dropped and the gunicorns stopped.
+        services = self.stack.enter_context(Services(say=say, workdir=self.run_dir))
+        # A private redis-server, never a shared one: the run flushes nothing of anyone's.
+        redis_url = services.redis() or os.environ.get("BENCH_REDIS_URL")
+        if not redis_url:
+            raise BenchError("redis-server is not installed and BENCH_REDIS_URL is not set")
+        if services.redis_process:
+            self.redis_pid = services.redis_process.pid
+        admin = os.environ.get("BENCH_DATABASE_URL") or services.postgres()
+        if not admin:
+            raise BenchError(
+                "no PostgreSQL: nothing answers on 127.0.0.1:5432 and there is no initdb/pg_ctl to start a private "
+                "cluster; set BENCH_DATABASE_URL to a server the benchmark may create databases on"
+            )
+        counts = args.token_counts
+        for i, n in enumerate(counts):
+            name = args.database if i == 0 else f"{args.database}_{report.tokens_label(n).lower()}"
+            self.instances.append(Instance(n, Database(admin, name)))
+        env = {
+            **os.environ,
+            "REDIS_URL": redis_url,
+            "SECRET_KEY": secrets.token_urlsafe(32),
+            "AUTHSVC_ENV": "production",
+            "AUTHSVC_COOKIE_SECURE": "false",
+            "WEB_CONCURRENCY": str(args.workers),
+            "AUTHSVC_INSTANCE_DIR": str(self.run_dir / "instance"),
+            # The load comes from one address and a few clients: measure the
+            # service, not its brute-force limits (which still count every request).
+            "AUTHSVC_SIGNIN_RATE_LIMIT": "100000000/minute",
+            "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "100000000/minute",
+            "AUTHSVC_TOKEN_RATE_LIMIT": "100000000/minute",
+        }
+        env.pop("AUTHSVC_DEFAULT_DOMAIN", None)
+
+        main = self.main
+        main.db.create()
+        self.stack.callback(main.db.drop)
+        say(f"database {main.db.name}, redis {redis_url}; migrating and seeding")
+        seed.migrate({**env, "DATABASE_URL": main.db.url})
+        with main.db.connect() as conn:
+            self.seed = seed.seed_records({**env, "DATABASE_URL": main.db.url}, conn)
+            main.inspect_secrets = self.grow(conn, main)
+        # The larger databases start as copies of the first: the same records and keys.
+        for instance in self.instances[1:]:
+            instance.db.create(template=main.db)
+            self.stack.callback(instance.db.drop)
+            with instance.db.connect() as conn:
+                instance.inspect_secrets = self.grow(conn, instance)
+        for instance in self.instances:
+            instance.conn = self.stack.enter_context(instance.db.connect())
+            instance.server = Gunicorn(
+                f"authsvc-{report.tokens_label(instance.tokens)}",
+                free_port(),
+                {**env, "DATABASE_URL": instance.db.url},
+                self.run_dir / f"authsvc-{instance.db.name}.log",
+            )
+        self.bare = Gunicorn("bare", free_port(), env, self.run_dir / "bare.log", target="bench.bare_app:app")
+        servers = [i.server for i in self.instances] + [self.bare]
+        if args.before:
+            self.before = Gunicorn(
+                "authsvc-before",
+                free_port(),
+                {**env, "DATABASE_URL": main.db.url},
+                self.run_dir / "authsvc-before.log",
+                cwd=args.before.resolve(),
+            )
+            servers.append(self.before)
+        for server in servers:
+            self.stack.callback(server.stop)
+            server.start(args.workers)
+        say(
+            ", ".join(f"{i.server.name} on :{i.server.port}" for i in self.instances)
+            + f", bare route on :{self.bare.port}; {args.workers} workers each; generator {generator}"
+        )
+        self.session_cookie = self.sign_in()
+
+    def grow(self, conn: psycopg.Connection, instance: Instance) -> list[str]:
+        """COPY tokens in until ``instance``'s database holds its count; returns the inspect rows' sample."""
+        have = seed.token_count(conn)
+        began = time.monotonic()
+        kept = seed.insert_tokens(conn, self.seed, instance.tokens - have, INSPECT_SAMPLE)
+        seed.vacuum_analyze(conn)
+        say(
+            f"{instance.db.name}: {seed.token_count(conn):,} tokens ({time.monotonic() - began:.1f} s to COPY "
+            f"{max(0, instance.tokens - have):,} and VACUUM ANALYZE)"
+        )
+        return kept
+
+    def sign_in(self) -> str:
+        """The seeded person's session cookie (its value), for the code flow and ``--serve``."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.main.server.port, timeout=30)
+        query = f"email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+        conn.request("POST", f"/auth/signin?{query}")
+        response = conn.getresponse()
+        response.read()
+        conn.close()
+        cookie = response.headers.get("Set-Cookie", "")
+        if response.status != 202 or not cookie.startswith("user="):
+            raise BenchError(f"sign-in failed: {response.status}")
+        return cookie.split(";", 1)[0].removeprefix("user=")
