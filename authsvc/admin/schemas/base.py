@@ -29,7 +29,8 @@ from authsvc.core.models import Domain
 class Schema(BaseModel):
     """An admin input: strict, trimmed, unknown members ignored, null as missing where null is no value."""
 
-    model_config = ConfigDict(strict=True, extra="ignore", str_strip_whitespace=True)
+    # defer_build: a worker builds a schema's validator on its first use, not at start (memory).
+    model_config = ConfigDict(strict=True, extra="ignore", str_strip_whitespace=True, defer_build=True)
 
     @model_validator(mode="before")
     @classmethod
