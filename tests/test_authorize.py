@@ -7,7 +7,7 @@ import pytest
 from authsvc.core.database import db
 from authsvc.core.models import Application
 from tests.conftest import OTHER_HOST, REDIRECT_URI, authorize, location_params, pkce_pair, signin
-from tests.test_pages import post_consent
+from tests.pages_support import post_consent
 
 
 def test_redirects_to_the_redirect_uri_with_code_and_state(client, setup):

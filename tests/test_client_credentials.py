@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import Application, AuditRecord, Token, User
 from tests.conftest import HttpsClient, headers
-from tests.test_console import SECRET, app_path, as_admin, get, new_application, text
+from tests.console_support import SECRET, app_path, as_admin, get, new_application, text
 
 
 def basic(client_id: str, secret: str) -> str:

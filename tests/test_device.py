@@ -12,8 +12,8 @@ from sqlalchemy import select
 from authsvc.core import security, store
 from authsvc.core.models import Application, AuditRecord, Token
 from tests.conftest import HOST, HttpsClient, headers, signin
-from tests.test_console import as_admin, new_application
-from tests.test_pages import csrf_token
+from tests.console_support import as_admin, new_application
+from tests.pages_support import csrf_token
 
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 USER_CODE = re.compile(r"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$")

@@ -9,11 +9,11 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.core.models import Application, AuditRecord
+from tests.admin_api_support import call
+from tests.admin_api_support import keys as keys  # noqa: F401 - the fixture
 from tests.conftest import HOST, OTHER_HOST, REDIRECT_URI, headers
-from tests.test_admin_api import call
-from tests.test_admin_api import keys as keys  # noqa: F401 - the fixture
-from tests.test_console import CONSOLE, app_path, as_admin, get, new_application, submit, text
-from tests.test_console import people as people  # noqa: F401 - the fixture
+from tests.console_support import CONSOLE, app_path, as_admin, get, new_application, submit, text
+from tests.console_support import people as people  # noqa: F401 - the fixture
 
 POST_LOGOUT = "https://app.example.com/signed-out"
 BACKCHANNEL = "https://app.example.com/backchannel-logout"

@@ -1,7 +1,8 @@
-"""OpenID Connect's authorisation request parameters (issue 15, points 5 and 9).
+"""OpenID Connect's authorisation request parameters (issue 15, points 5 and 9), prompt aside.
 
-prompt, max_age, login_hint, id_token_hint and request objects, with and
-without a session; errors go back to the client by redirect (Core 3.1.2.6).
+max_age, login_hint, id_token_hint and request objects, with and without a
+session; errors go back to the client by redirect (Core 3.1.2.6), and any value
+of them gets an answer. prompt is tests/test_oidc_authorize_prompt.py.
 """
 
 import base64
@@ -9,70 +10,22 @@ import json
 import re
 import time
 from html import unescape
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from sqlalchemy import select
 
-from authsvc.core.database import db
-from authsvc.core.models import Domain
-from authsvc.oauth import keys
-from tests.conftest import (
-    HOST,
-    OIDC_SCOPES,
-    OTHER_HOST,
-    PASSWORD,
-    REDIRECT_URI,
-    authorize,
-    headers,
-    location_params,
-    signin,
+from tests.conftest import HOST, OIDC_SCOPES, OTHER_HOST, REDIRECT_URI, authorize, headers, location_params, signin
+from tests.oidc_authorize_support import (
+    hint_for,
+    id_token,
+    id_token_of,
+    redirected_error,
+    sign_in_page,
+    sign_in_through,
 )
-from tests.test_id_tokens import exchange, verify
-from tests.test_pages import csrf_token
-
-ISS = f"https://{HOST}"
-
-
-def id_token(client, oidc, **params):
-    """Authorise (a session must be live), exchange the code, and return the ID token's claims."""
-    response = authorize(client, oidc.app.client_id, scope="openid", **params)
-    assert response.status_code == 302, response.headers.get("Location")
-    return id_token_of(client, oidc, response)
-
-
-def id_token_of(client, oidc, response):
-    code = location_params(response)["code"]
-    body = exchange(client, oidc.app, oidc.secret, code).get_json()
-    return body["id_token"], verify(client, body["id_token"])[1]
-
-
-def sign_in_page(client, response):
-    """The sign-in page an authorisation answer (303) sends the browser to."""
-    assert response.status_code == 303, response.headers.get("Location")
-    location = urlsplit(response.headers["Location"])
-    assert location.path == "/auth/login"
-    page = client.get(response.headers["Location"], headers=headers())
-    assert page.status_code == 200
-    return page, {k: v[0] for k, v in parse_qs(location.query).items()}
-
-
-def sign_in_through(client, response, email="person@example.com"):
-    """Sign in on the page ``response`` sends the browser to, then follow it back to the authorisation."""
-    page, params = sign_in_page(client, response)
-    form = {"csrf_token": csrf_token(page), "email": email, "password": PASSWORD, "continue": params["continue"]}
-    signed_in = client.post("/auth/login", data=form, headers=headers())
-    assert signed_in.status_code == 303
-    assert signed_in.headers["Location"] == params["continue"]
-    return client.get(signed_in.headers["Location"], headers=headers())
-
-
-def approve(client, page):
-    """Press Allow on the consent page ``page``."""
-    action = unescape(re.search(r'<form method="post" action="([^"]+)"', page.get_data(as_text=True)).group(1))
-    return client.post(action, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers())
+from tests.oidc_authorize_support import other_person as other_person  # noqa: F401 - a fixture
 
 
 def email_field(page) -> str:
@@ -80,151 +33,6 @@ def email_field(page) -> str:
     field = re.search(r'<input[^>]*name="email"[^>]*>', page.get_data(as_text=True)).group(0)
     value = re.search(r'value="([^"]*)"', field)
     return unescape(value.group(1)) if value else ""
-
-
-def redirected_error(response, error, state="s"):
-    assert response.status_code == 302, response.get_data(as_text=True)
-    assert response.headers["Location"].startswith(REDIRECT_URI + "?")
-    params = location_params(response)
-    assert params["error"] == error, params
-    assert params["state"] == state
-    assert params["iss"] == ISS
-    assert "code" not in params
-    return params
-
-
-@pytest.fixture
-def consent_app(world, oidc):
-    application, secret = world.application(oidc.domain, confidential=True, scopes=OIDC_SCOPES, consent=True)
-    return application
-
-
-@pytest.fixture
-def other_person(world, oidc):
-    return world.user(oidc.domain, "other@example.com", name="Other")
-
-
-def hint_for(app, user_id, client_id, exp_offset=3600, domain=None):
-    """An ID token signed with the domain's current key, as the service signs them."""
-    with app.app_context():
-        domain = domain or db.session.scalar(select(Domain).where(Domain.host == HOST))
-        now = int(time.time())
-        return keys.sign(
-            domain, {"iss": ISS, "sub": str(user_id), "aud": client_id, "iat": now, "exp": now + exp_offset}
-        )
-
-
-# prompt=none -------------------------------------------------------------------
-
-
-def test_prompt_none_applies_to_plain_oauth_requests_too(client, oidc):
-    redirected_error(authorize(client, oidc.app.client_id, scope="public", prompt="none", state="s"), "login_required")
-    signin(client)
-    assert "code" in location_params(authorize(client, oidc.app.client_id, scope="public", prompt="none"))
-
-
-def test_prompt_none_is_consent_required_until_the_user_has_approved(client, oidc, consent_app):
-    signin(client)
-    response = authorize(client, consent_app.client_id, scope="openid", prompt="none", state="s")
-    redirected_error(response, "consent_required")
-    page = authorize(client, consent_app.client_id, scope="openid", state="s")
-    approved = approve(client, page)
-    assert "code" in location_params(approved)
-    response = authorize(client, consent_app.client_id, scope="openid", prompt="none", state="s")
-    assert "code" in location_params(response), "approved before: no page needed"
-
-
-def test_prompt_none_with_another_value_is_invalid_request_by_redirect(client, oidc):
-    signin(client)
-    for prompt in ("none login", "none consent"):
-        redirected_error(
-            authorize(client, oidc.app.client_id, scope="openid", prompt=prompt, state="s"), "invalid_request"
-        )
-
-
-def test_prompt_none_is_login_required_when_the_session_is_older_than_max_age(client, oidc):
-    signin(client)
-    time.sleep(1.1)
-    response = authorize(client, oidc.app.client_id, scope="openid", prompt="none", max_age="0", state="s")
-    redirected_error(response, "login_required")
-    _, claims = id_token(client, oidc, prompt="none", max_age="3600")
-    assert claims["auth_time"] <= time.time()
-
-
-def test_prompt_none_with_an_id_token_hint_of_another_user_is_login_required(client, app, oidc, other_person):
-    signin(client)
-    hint = hint_for(app, other_person.id, oidc.app.client_id)
-    response = authorize(client, oidc.app.client_id, scope="openid", prompt="none", id_token_hint=hint, state="s")
-    redirected_error(response, "login_required")
-    own = hint_for(app, oidc.person.id, oidc.app.client_id)
-    _, claims = id_token(client, oidc, prompt="none", id_token_hint=own)
-    assert claims["sub"] == str(oidc.person.id)
-
-
-# prompt=login --------------------------------------------------------------------
-
-
-def test_prompt_login_with_a_session_shows_the_sign_in_page_and_the_new_sign_in_satisfies_it(client, oidc):
-    signin(client)
-    _, first = id_token(client, oidc)
-    old_cookie = client.get_cookie("user", domain=HOST).value
-    time.sleep(1.1)
-    response = authorize(client, oidc.app.client_id, scope="openid", prompt="login", state="s")
-    page, _ = sign_in_page(client, response)
-    html = page.get_data(as_text=True)
-    assert "Sign in again" in html and 'name="password"' in html
-    back = sign_in_through(client, response)
-    assert back.status_code == 302, "the fresh sign-in satisfies prompt=login: no second sign-in page"
-    assert location_params(back)["state"] == "s"
-    _, claims = id_token_of(client, oidc, back)
-    assert claims["auth_time"] > first["auth_time"]
-    assert claims["sid"] != first["sid"]
-    assert client.get_cookie("user", domain=HOST).value != old_cookie
-
-
-def test_prompt_login_without_a_session_signs_in_once(client, oidc):
-    response = authorize(client, oidc.app.client_id, scope="openid", prompt="login", state="s")
-    page, _ = sign_in_page(client, response)
-    assert "Sign in again" not in page.get_data(as_text=True)
-    back = sign_in_through(client, response)
-    assert back.status_code == 302
-    assert "code" in location_params(back)
-
-
-def test_skipping_the_sign_in_page_does_not_satisfy_prompt_login(client, oidc):
-    signin(client)
-    response = authorize(client, oidc.app.client_id, scope="openid", prompt="login", state="s")
-    _, params = sign_in_page(client, response)
-    # The way back, taken with the session that was there before: the sign-in is asked for again.
-    assert client.get(params["continue"], headers=headers()).status_code == 303
-    forged = re.sub(r"sign_in_asked=[^&]+", "sign_in_asked=forged.note", params["continue"])
-    assert client.get(forged, headers=headers()).status_code == 303
-
-
-# prompt=consent --------------------------------------------------------------------
-
-
-def test_prompt_consent_asks_even_an_application_without_consent_and_after_approval(client, oidc, consent_app):
-    signin(client)
-    for application in (oidc.app, consent_app):
-        page = authorize(client, application.client_id, scope="openid", prompt="consent", state="s")
-        assert page.status_code == 200
-        assert "Allow" in page.get_data(as_text=True)
-        approved = approve(client, page)
-        assert "code" in location_params(approved)
-        # Approved now, and still asked when the request says so.
-        assert authorize(client, application.client_id, scope="openid", prompt="consent").status_code == 200
-        assert authorize(client, application.client_id, scope="openid").status_code == 302
-
-
-def test_prompt_login_consent_signs_in_then_asks_and_the_approval_goes_through(client, oidc, consent_app):
-    signin(client)
-    response = authorize(client, consent_app.client_id, scope="openid", prompt="login consent", state="s")
-    page = sign_in_through(client, response)
-    assert page.status_code == 200, "the consent page, after the new sign-in"
-    approved = approve(client, page)
-    assert approved.status_code == 302
-    assert "code" in location_params(approved)
 
 
 # max_age -----------------------------------------------------------------------------

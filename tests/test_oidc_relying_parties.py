@@ -31,8 +31,8 @@ from flask import Flask, jsonify, redirect, request
 from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
+from tests.oidc_logout_support import Receiver
 from tests.servers import running_service
-from tests.test_oidc_logout import Receiver
 
 pytestmark = pytest.mark.slow
 

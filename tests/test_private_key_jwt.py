@@ -21,9 +21,9 @@ from sqlalchemy import select
 
 from authsvc.core import validation
 from authsvc.core.models import Application
+from tests.admin_api_support import ADMIN_SCOPES, call
 from tests.conftest import HOST, HttpsClient, headers
 from tests.conftest import REDIRECT_URI as REDIRECT
-from tests.test_admin_api import ADMIN_SCOPES, call
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 TOKEN_URL = f"https://{HOST}/auth/oauth/token"

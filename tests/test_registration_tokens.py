@@ -12,9 +12,9 @@ from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, RegistrationToken
+from tests.admin_api_support import call
 from tests.conftest import HOST, OTHER_HOST, REDIRECT_URI, headers
-from tests.test_admin_api import call
-from tests.test_console import as_admin, get, submit, text
+from tests.console_support import as_admin, get, submit, text
 
 REGISTER = "/auth/oauth/register"
 METADATA = {"redirect_uris": [REDIRECT_URI], "client_name": "Partner app"}

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import ApiKey, Application, AuditRecord, User
 from tests.conftest import HOST, PASSWORD, REDIRECT_URI, authorize, headers, signin
-from tests.test_pages import csrf_token
+from tests.pages_support import csrf_token
 
 API = "/api/engine/v2"
 
