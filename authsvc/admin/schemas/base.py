@@ -6,7 +6,9 @@ The admin API's rules for a JSON body, kept from before the schemas:
 - a member that is ``null`` counts as missing, except where the field may be
   null: on a change, that null resets an optional setting to its default;
 - members the schema does not name are ignored;
-- every problem is reported at once as ``{field: message}`` (a 422).
+- every problem the schema finds is reported at once, as ``{field: message}``
+  (a 422); the rules that need the database or the actor follow in the
+  service functions.
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ S = TypeVar("S", bound=Schema)
 def read(schema: type[S], data: Any, **context: Any) -> S:
     """``data`` (a parsed JSON body) as ``schema``; ValidationFailed with a message per field.
 
-    ``context`` reaches the schema's validators: ``domain`` for rules that
-    depend on the target domain (its scopes), ``actor`` for who asks.
+    ``context`` reaches the schema's validators: ``domain`` for the rules that
+    depend on the target domain (its scopes).
     """
     try:
         return schema.model_validate(data, context=context)
