@@ -125,3 +125,21 @@ def test_null_redirect_uris_creates_no_application(client, setup, keys, world):
     assert response.status_code == 422
     assert response.get_json()["fields"] == {"redirect_uris": "is required"}
     assert world.query(select(Application.id)) == before
+
+
+def test_choices_are_trimmed_like_every_other_string(client, setup, keys, world):
+    path = f"/oauth_apps/{setup.public_app.id}"
+    changed = call(client, "patch", path, keys.admin_key, {"id_token_signed_response_alg": " ES256 "})
+    assert changed.status_code == 200, changed.get_json()
+    assert changed.get_json()["id_token_signed_response_alg"] == "ES256"
+    refused = call(client, "patch", path, keys.admin_key, {"id_token_signed_response_alg": "HS256"})
+    assert refused.status_code == 422
+    assert refused.get_json()["fields"] == {"id_token_signed_response_alg": "must be one of RS256, ES256"}
+
+
+@pytest.mark.parametrize("url", ["ldaps://" + "a" * 64 + ".example.com:636", "ldap://bad_host.example.com"])
+def test_a_directory_host_the_resolver_cannot_take_is_refused_when_saved(client, setup, keys, url):
+    body = {"name": "Corp", "url": url, "bind_dn": "cn=s,dc=x", "bind_password": "p", "base_dn": "dc=x"}
+    response = call(client, "post", "/ldap", keys.admin_key, body)
+    assert response.status_code == 422
+    assert "is not a host name" in response.get_json()["fields"]["url"]

@@ -87,6 +87,28 @@ def test_a_hint_signed_by_another_domains_key_is_refused(client, rp, world):
     assert signed_in(client)
 
 
+@pytest.mark.parametrize(
+    "events,typ",
+    [({"http://schemas.openid.net/event/backchannel-logout": {}}, "JWT"), ({}, "logout+jwt")],
+    ids=["events claim", "logout+jwt header"],
+)
+def test_a_logout_token_is_no_id_token_hint(client, rp, events, typ):
+    """A Logout Token is signed with the same key and names the same subject, yet it is no ID token."""
+    signin(client)
+    claims = claims_of(client, id_token(client, rp)["id_token"])
+    with client.application.test_request_context(base_url=f"https://{HOST}"):
+        logout = keys.sign(
+            Domain.query.filter_by(host=HOST).one(), {**claims, **({"events": events} if events else {})}, typ=typ
+        )
+    response = client.get(
+        END_SESSION, query_string={"id_token_hint": logout, "post_logout_redirect_uri": POST_LOGOUT}, headers=headers()
+    )
+    assert response.status_code == 400
+    assert response.get_json()["error"] == "invalid_request"
+    assert "Location" not in response.headers
+    assert signed_in(client)
+
+
 @pytest.mark.parametrize("hint", ["garbage", "a.b.c", "x" * 9000])
 def test_a_malformed_hint_is_a_clear_400(client, rp, hint):
     response = client.get(END_SESSION, query_string={"id_token_hint": hint}, headers=headers())

@@ -71,6 +71,10 @@ def user_filter(directory: LdapDirectory, email: str) -> str:
     return directory.user_filter.replace("{email}", escape_filter_chars(email))
 
 
+_MAX_RESOLVERS = 8
+_RESOLVERS = threading.BoundedSemaphore(_MAX_RESOLVERS)
+
+
 def _resolve(host: str, port: int, timeout: float) -> list:
     """``getaddrinfo`` within ``timeout`` seconds.
 
@@ -81,13 +85,18 @@ def _resolve(host: str, port: int, timeout: float) -> list:
     """
     if _is_address(host):
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    # While the resolver hangs, each sign-in leaves a thread waiting on it: a bounded number.
+    if not _RESOLVERS.acquire(blocking=False):
+        raise TimeoutError(f"{_MAX_RESOLVERS} lookups are already waiting on the resolver")
     answer: dict[str, Any] = {}
 
     def resolve() -> None:
         try:
             answer["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError as exc:
+        except Exception as exc:  # noqa: BLE001 - handed to the caller (UnicodeError: a label over 63 characters)
             answer["error"] = exc
+        finally:
+            _RESOLVERS.release()
 
     resolver = threading.Thread(target=resolve, name="authsvc-ldap-resolve", daemon=True)
     resolver.start()
@@ -103,7 +112,7 @@ def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
     """The address to connect to: ``host`` resolved once, refused on private networks unless allowed."""
     try:
         infos = _resolve(host, port, current_app.config["AUTHSVC_LDAP_TIMEOUT"])
-    except OSError as exc:
+    except (OSError, UnicodeError) as exc:
         raise DirectoryUnavailable(directory, f"cannot resolve {host}: {exc}") from None
     allowed = directory.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
     for info in infos:

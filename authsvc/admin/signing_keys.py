@@ -27,4 +27,4 @@ def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> dict[str, Any
     require_change(actor, domain.id)
     alg = read(SigningKeyRotation, data).alg
     row = keys.rotate(domain, alg, actor=actor.name)  # audited there: signing_key.rotated
-    return {"kid": row.kid, "alg": row.alg, "state": row.state(row.created_at)}
+    return keys.key_state(row, row.created_at)

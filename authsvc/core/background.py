@@ -31,7 +31,7 @@ class BackgroundQueue(Generic[T]):
     ) -> None:
         self.name, self.threads, self.bound = name, threads, bound
         self._handle, self._on_full, self._on_error = handle, on_full, on_error
-        self._queue: queue.Queue[T] = queue.Queue(bound)
+        self._queue: queue.Queue[T] = queue.Queue(bound)  # replaced by _start in each process
         self._pid = 0
         self._lock = threading.Lock()
 
@@ -45,6 +45,8 @@ class BackgroundQueue(Generic[T]):
 
     def flush(self, timeout: float = 2.0) -> None:
         """Wait (at most ``timeout`` seconds) until the items queued so far are handled."""
+        if self._pid != os.getpid():
+            return  # nothing was queued in this process (a fork's copy of the parent's queue has no threads)
         deadline = time.monotonic() + timeout
         while self._queue.unfinished_tasks and time.monotonic() < deadline:
             time.sleep(0.01)
@@ -64,6 +66,9 @@ class BackgroundQueue(Generic[T]):
             try:
                 self._handle(item)
             except Exception as exc:  # noqa: BLE001 - one failed item must not stop the thread
-                self._on_error(item, exc)
+                try:
+                    self._on_error(item, exc)
+                except Exception:  # noqa: BLE001, S110 - nor may reporting it
+                    pass
             finally:
                 self._queue.task_done()

@@ -115,11 +115,14 @@ def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, An
     read their hints here.
     """
     try:
-        claims = jwt.decode(token, public_key_set(domain), algorithms=list(ALGORITHMS)).claims
+        decoded = jwt.decode(token, public_key_set(domain), algorithms=list(ALGORITHMS))
     except (JoseError, ValueError):
         return None
-    sub = claims.get("sub")
+    claims, sub = decoded.claims, decoded.claims.get("sub")
     if claims.get("iss") != issuer or not isinstance(sub, str) or not sub:
+        return None
+    # A Logout Token (Back-Channel Logout 2.4) is signed with the same keys and names a subject too.
+    if decoded.header.get("typ") == "logout+jwt" or "events" in claims:
         return None
     return claims
 
@@ -150,13 +153,15 @@ def rotate(domain: Domain, alg: str, actor: str) -> SigningKey:
 def key_states(domain: Domain) -> list[dict[str, Any]]:
     """Every key of the domain with its state (current, previous, expired), newest first."""
     at = now()
-    return [
-        {
-            "kid": row.kid,
-            "alg": row.alg,
-            "state": row.state(at),
-            "created_at": row.created_at,
-            "retire_after": row.retire_after,
-        }
-        for row in SigningKey.of_domain(domain.id)
-    ]
+    return [key_state(row, at) for row in SigningKey.of_domain(domain.id)]
+
+
+def key_state(row: SigningKey, at: int) -> dict[str, Any]:
+    """A key as the admin API shows it: never its private part."""
+    return {
+        "kid": row.kid,
+        "alg": row.alg,
+        "state": row.state(at),
+        "created_at": row.created_at,
+        "retire_after": row.retire_after,
+    }

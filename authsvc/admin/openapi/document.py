@@ -121,6 +121,8 @@ def generated_schemas() -> dict[str, Any]:
 def _tidy(schema: dict[str, Any]) -> dict[str, Any]:
     """Drop what pydantic adds for its own sake: titles, and the ``default: null`` of fields that may be left out."""
     schema.pop("title", None)
+    if "description" in schema:  # a docstring wrapped over lines reads as one paragraph
+        schema["description"] = " ".join(schema["description"].split())
     for field in schema.get("properties", {}).values():
         field.pop("title", None)
         if field.get("default", 0) is None:

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, DomainScopes, Name, Text, Whole
+from authsvc.admin.schemas.types import Choice, DomainId, DomainScopes, Name, Text, Whole
 from authsvc.core import validation
+from authsvc.core.models import API_KEY_PERMISSIONS
 
-Permission = Literal["user", "support", "admin"]  # models.API_KEY_PERMISSIONS
+Permission = Choice(*API_KEY_PERMISSIONS)
 ExpiresAt = Whole(
     0,
     validation.MAX_INTEGER,

@@ -8,7 +8,7 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, DomainScopes, Lifetime, Name, Strings, Text
+from authsvc.admin.schemas.types import Choice, DomainId, DomainScopes, Lifetime, Name, Strings, Text
 from authsvc.core import validation
 from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
 
@@ -29,7 +29,7 @@ class ApplicationChange(Schema):
         description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
         "`resource_token`: delegated provider tokens); default `public`."
     ) = None
-    consent: bool = Field(default=None, description="Ask the user to approve the scopes (default true).")
+    consent: bool = Field(default=None, description="Ask the user to approve the scopes (default false).")
     require_pkce: bool = None
     allow_plain_pkce: bool = None
     device: bool = Field(default=None, description="May use the device authorisation grant (RFC 8628).")
@@ -38,7 +38,7 @@ class ApplicationChange(Schema):
     service_account: (
         Text(20, description="The id of a service account of the domain; a confidential application only.") | None
     ) = Field(default=None, description="null unbinds.")
-    id_token_signed_response_alg: Literal[*ID_TOKEN_ALGORITHMS] | None = Field(
+    id_token_signed_response_alg: Choice(*ID_TOKEN_ALGORITHMS) | None = Field(
         default=None, description="How its ID tokens are signed (OpenID Connect); null for the default, RS256."
     )
     post_logout_redirect_uris: Strings(validation.redirect_uri) | None = Field(

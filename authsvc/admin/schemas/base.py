@@ -96,6 +96,8 @@ def _message(error: ErrorDetails) -> str:
         return "must be a list of strings"
     if kind == "too_short":
         return "must not be empty"
+    if kind == "string_too_short" and ctx.get("min_length", 1) > 1:
+        return f"must be at least {ctx['min_length']} characters"
     if kind == "string_too_long":
         return f"must be at most {ctx['max_length']} characters, without NUL"
     if kind == "literal_error":

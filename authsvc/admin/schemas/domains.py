@@ -8,7 +8,7 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Lifetime, Name, Text
+from authsvc.admin.schemas.types import Choice, Lifetime, Name, Text
 from authsvc.core import validation
 
 Host = Text(253, min_length=1, rule=validation.host, description="A host name or IP address.")
@@ -50,7 +50,7 @@ POLICIES: tuple[str, ...] = get_args(MfaRequirement)
 class MfaPolicy(Schema):
     """Who of the domain must sign in with a second factor."""
 
-    require: MfaRequirement
+    require: Choice(*POLICIES)
 
 
 # Answers
@@ -63,7 +63,7 @@ class Domain(Answer):
     scopes: str = Field(description="Space-separated scopes the domain knows.")
     session_ttl: int | None = Field(description="Seconds a sign-in session lasts; null for AUTHSVC_SESSION_TTL.")
     mfa_require: MfaRequirement = Field(
-        default=None, description="Who must sign in with a second factor (service accounts are exempt)."
+        description="Who must sign in with a second factor (service accounts are exempt)."
     )
 
 

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, Name, Text
+from authsvc.admin.schemas.types import DomainId, Name, Secret, Text
 from authsvc.core import validation
 
 # An attribute description (RFC 4512): a name or an OID.
@@ -29,6 +29,7 @@ def directory_url(url: str) -> str:
         raise validation.Invalid("is not a valid URL") from None
     if parts.scheme not in ("ldap", "ldaps") or not parts.hostname:
         raise validation.Invalid("must be ldap://host:port or ldaps://host:port")
+    validation.host(parts.hostname)  # a name the resolver can take: labels of at most 63 characters
     if parts.username or parts.password or parts.path.strip("/") or parts.query or parts.fragment:
         raise validation.Invalid("must be ldap://host:port or ldaps://host:port, without a path, query or user")
     return f"{parts.scheme}://{parts.netloc}"
@@ -90,12 +91,7 @@ ENABLED = "Switched off, the directory signs nobody in, and its users' sessions 
 Url = Text(500, min_length=1, rule=directory_url, description=URL)
 StartTls = Annotated[bool, Field(description=STARTTLS)]
 BindDn = Text(500, min_length=1, rule=distinguished_name, description=BIND_DN)
-BindPassword = Text(
-    1000,
-    min_length=1,
-    description="Its password; stored encrypted, never shown.",
-    json_schema_extra={"writeOnly": True},
-)
+BindPassword = Secret(1000, min_length=1, description="Its password; stored encrypted, never shown.")
 BaseDn = Text(500, min_length=1, rule=distinguished_name, description=BASE_DN)
 UserFilter = Text(1000, rule=search_filter, description=USER_FILTER)
 GroupAttribute = Text(100, rule=attribute, description=GROUP_ATTRIBUTE)

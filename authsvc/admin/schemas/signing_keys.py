@@ -8,13 +8,14 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer
 from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.types import Choice
 from authsvc.oauth import keys
 
 
 class SigningKeyRotation(Schema):
     """The new key's algorithm; the old key stays published until the tokens it signed expire."""
 
-    alg: Literal[*keys.ALGORITHMS] = Field(default=keys.DEFAULT_ALGORITHM, description="Default RS256.")
+    alg: Choice(*keys.ALGORITHMS) = Field(default=keys.DEFAULT_ALGORITHM, description="Default RS256.")
 
 
 # Answers
@@ -27,8 +28,8 @@ class SigningKey(Answer):
         description="current signs new tokens; previous is still published (its tokens may not have expired); "
         "expired is no longer published."
     )
-    created_at: int = None
-    retire_after: int | None = Field(default=None, description="When a rotated-out key leaves the JWKS.")
+    created_at: int
+    retire_after: int | None = Field(description="When a rotated-out key leaves the JWKS; null while current.")
 
 
 class SigningKeyList(Answer):

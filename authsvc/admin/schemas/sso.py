@@ -5,23 +5,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, Name, Text, Whole
+from authsvc.admin.schemas.types import Choice, DomainId, Name, Secret, Text, Whole
 from authsvc.core import validation
 from authsvc.identity import providers, saml_setup
-
-
-def _trimmed(value: Any) -> Any:
-    return value.strip() if isinstance(value, str) else value
-
-
-def Choice(*values: str, **field: Any) -> Any:  # noqa: N802 - a type, read as one: preset: Choice("microsoft")
-    """One of ``values``, trimmed as every string is (a Literal alone is compared untrimmed)."""
-    return Annotated[Literal[values], BeforeValidator(_trimmed), Field(**field)]
-
 
 URL_DESCRIPTION = (
     "An absolute https URL to a public address (loopback, private addresses and http on loopback only with "
@@ -78,11 +68,8 @@ AuthorizeParams = Annotated[
     AfterValidator(_authorize_params),
 ]
 ClientId = Text(255, min_length=1)
-ClientSecret = Text(
-    2000,
-    min_length=1,
-    description="Our client secret at the provider; stored encrypted, never shown.",
-    json_schema_extra={"writeOnly": True},
+ClientSecret = Secret(
+    2000, min_length=1, description="Our client secret at the provider; stored encrypted, never shown."
 )
 Issuer = ProviderUrl("issuer", "OpenID Connect issuer; endpoints come from its discovery document.")
 Scopes = Text(
@@ -186,7 +173,7 @@ class OidcSsoProvider(Answer):
     domain: str = Field(description="The domain's id.")
     name: str = Field(description="Shown on the sign-in button.")
     kind: Literal["oidc", "oauth2"]
-    protocol: Literal["oidc", "oauth2"] = Field(default=None, description="The same as `kind`.")
+    protocol: Literal["oidc", "oauth2"] = Field(description="The same as `kind`.")
     client_id: str = Field(description="Our client id at the provider.")
     issuer: str | None
     authorize_url: str | None

@@ -8,9 +8,9 @@ applies, as that rule, so the API, the console and the CLI refuse alike.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Field, StringConstraints, ValidationInfo
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationInfo
 
 from authsvc.core import validation
 
@@ -30,6 +30,20 @@ def Text(  # noqa: N802 - a type, read as one: name: Text(320)
     """A trimmed string of at most ``max_length`` characters without NUL, checked by ``rule`` if given."""
     checks = [AfterValidator(_without_nul(max_length))] + ([AfterValidator(rule)] if rule else [])
     return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), *checks, Field(**field)]
+
+
+def _trimmed(value: Any) -> Any:
+    return value.strip() if isinstance(value, str) else value
+
+
+def Choice(*values: str, **field: Any) -> Any:  # noqa: N802 - a type, read as one: preset: Choice("microsoft")
+    """One of ``values``, trimmed as every string is (a Literal alone is compared untrimmed)."""
+    return Annotated[Literal[values], BeforeValidator(_trimmed), Field(**field)]
+
+
+def Secret(max_length: int, **field: Any) -> Any:  # noqa: N802
+    """Text that is a secret: written, never shown (write-only in the document), kept out of a model's repr."""
+    return Text(max_length, json_schema_extra={"writeOnly": True}, repr=False, **field)
 
 
 def Name(**field: Any) -> Any:  # noqa: N802
@@ -70,7 +84,10 @@ Lifetime = Annotated[
 def _domain_scopes(value: str, info: ValidationInfo) -> str:
     """Scopes the target domain knows or reserves; the domain is in the context ``read`` was given."""
     domain = (info.context or {}).get("domain")
-    return validation.scopes(value, domain.assignable_scopes if domain is not None else None)
+    if domain is None:
+        # Without it any well-formed scope would pass: a caller that forgot it must not get that far.
+        raise RuntimeError("read() needs domain= for a schema with a domain's scopes")
+    return validation.scopes(value, domain.assignable_scopes)
 
 
 def DomainScopes(*, min_length: int = 0, **field: Any) -> Any:  # noqa: N802

@@ -6,15 +6,15 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, Strings, Text
+from authsvc.admin.schemas.types import DomainId, Secret, Strings, Text
 from authsvc.core import validation
 
 Email = Text(320, min_length=1, rule=validation.email, description="Unique in the domain.")
-Password = Text(
+Password = Secret(
     1024,
+    min_length=8,
     rule=validation.password,
     description="Never shown. A new password ends the user's sessions and revokes their tokens.",
-    json_schema_extra={"writeOnly": True, "minLength": 8},
 )
 
 

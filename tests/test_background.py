@@ -1,0 +1,72 @@
+"""core.background: the bounded queue behind the audit publisher and back-channel logout, with real threads."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from authsvc.core.background import BackgroundQueue
+
+
+def test_items_are_handled_off_the_caller_and_a_full_queue_hands_them_over():
+    taken, release, handled, dropped, failed = threading.Event(), threading.Event(), [], [], []
+
+    def handle(item: int) -> None:
+        taken.set()
+        release.wait(5)
+        if item == 2:
+            raise ValueError("broken item")
+        handled.append(item)
+
+    work = BackgroundQueue(
+        "test", handle, on_full=dropped.append, on_error=lambda item, exc: failed.append((item, str(exc))), bound=2
+    )
+    started = time.monotonic()
+    work.put(0)
+    assert taken.wait(5), "the queue's thread takes the first item"
+    for item in range(1, 5):  # two wait in the queue; the rest find it full
+        work.put(item)
+    assert time.monotonic() - started < 0.5, "put never waits"
+    assert dropped == [3, 4]
+    release.set()
+    work.flush(timeout=5)
+    assert handled == [0, 1]
+    assert failed == [(2, "broken item")]
+
+
+def test_a_broken_error_handler_does_not_stop_the_queue():
+    handled = []
+
+    def handle(item: int) -> None:
+        if item == 0:
+            raise ValueError("first")
+        handled.append(item)
+
+    def on_error(item: int, exc: Exception) -> None:
+        raise RuntimeError("the reporter broke too")
+
+    work = BackgroundQueue("test", handle, on_full=lambda item: None, on_error=on_error)
+    work.put(0)
+    work.put(1)
+    work.flush(timeout=5)
+    assert handled == [1]
+
+
+def test_a_forked_child_that_queued_nothing_does_not_wait_on_its_parents_queue():
+    release = threading.Event()
+    work = BackgroundQueue("test", lambda item: release.wait(10), on_full=lambda item: None, on_error=print)
+    work.put("held")  # the parent's queue has an unfinished item while it forks
+    reader, writer = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: as a gunicorn worker at exit (atexit flush)
+        started = time.monotonic()
+        work.flush(timeout=3)
+        os.write(writer, f"{time.monotonic() - started:.3f}".encode())
+        os._exit(0)
+    os.close(writer)
+    waited = float(os.read(reader, 64).decode())
+    os.waitpid(child, 0)
+    release.set()
+    work.flush(timeout=5)
+    assert waited < 0.5, f"the child waited {waited} s for items it never had"
