@@ -2,9 +2,9 @@
 
 Every wait is bounded by ``AUTHSVC_LDAP_TIMEOUT`` (resolving the host,
 connecting and each operation), which the settings keep below the worker
-timeout. A directory
-that cannot be reached, refuses the service bind or does not answer in time
-raises ``DirectoryUnavailable`` (a 503), never a wrong-password answer.
+timeout. A directory that cannot be reached, refuses the service bind or
+does not answer in time raises ``DirectoryUnavailable`` (a 503), never a
+wrong-password answer.
 Certificates are verified (the directory's CA PEM, else the system's), and
 the host is resolved here and checked as SSO providers' URLs are: a directory
 on loopback or private addresses needs ``allow_private_network``.

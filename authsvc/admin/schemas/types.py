@@ -51,14 +51,14 @@ def Name(**field: Any) -> Any:  # noqa: N802
     return Text(200, min_length=1, **field)
 
 
-def Strings(rule: Callable[[str], str] | None = None, *, min_items: int = 0, **field: Any) -> Any:  # noqa: N802
+def Strings(rule: Callable[[str], str] | None = None, **field: Any) -> Any:  # noqa: N802
     """A list of strings (each 1 to 2000 characters), duplicates dropped in order, each checked by ``rule``."""
 
     def unique(values: list[str]) -> list[str]:
         return list(dict.fromkeys(rule(v) for v in values) if rule else dict.fromkeys(values))
 
     item = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=False)]
-    return Annotated[list[item], Field(min_length=min_items, **field), AfterValidator(unique)]
+    return Annotated[list[item], Field(**field), AfterValidator(unique)]
 
 
 def Whole(low: int, high: int, message: str, **field: Any) -> Any:  # noqa: N802
