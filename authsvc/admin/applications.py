@@ -76,6 +76,15 @@ def _application_values(
     """The columns the given fields set (``service_account`` becomes ``service_account_id``)."""
     if "service_account" in changes:
         changes["service_account_id"] = _service_account(actor, changes.pop("service_account"), domain, problems)
+    if changes.get("backchannel_logout_uri"):
+        # The same rule as dynamic registration's: a URL the service calls, kept off private networks.
+        allow_private = current_app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"]
+        try:
+            validation.client_url(
+                changes["backchannel_logout_uri"], "backchannel_logout_uri", allow_private=allow_private
+            )
+        except validation.Invalid as exc:
+            problems["backchannel_logout_uri"] = str(exc)
     return changes
 
 
