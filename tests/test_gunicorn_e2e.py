@@ -334,6 +334,7 @@ def test_introspection_and_purge_over_the_real_service(service):
         "--redirect-uri",
         "http://127.0.0.1:9/rs",
         "--confidential",
+        "--introspect",
     )
     token = password_token(service)
     introspect = service.url + "/auth/oauth/introspect"

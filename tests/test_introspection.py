@@ -27,8 +27,9 @@ def tokens(client, setup):
 
 
 @pytest.fixture
-def as_resource_server(client, setup):
-    """Introspect as the domain's confidential client (a resource server), with HTTP Basic."""
+def as_resource_server(client, setup, world):
+    """Introspect as the domain's confidential client, which an admin marked a resource server, with HTTP Basic."""
+    world.update(Application, setup.confidential_app.id, introspect=True)
 
     def introspect(token, host=HOST, **extra):
         auth = basic(setup.confidential_app.client_id, setup.client_secret)
@@ -122,7 +123,7 @@ def test_tokens_of_another_domain_are_inactive(client, setup, world, as_resource
     assert inactive(as_resource_server(elsewhere["access_token"]))
 
 
-def test_client_secret_post_works_too(client, setup, tokens):
+def test_client_secret_post_works_too(client, setup, tokens, as_resource_server):
     data = {
         "token": tokens["access_token"],
         "client_id": setup.confidential_app.client_id,

@@ -118,6 +118,7 @@ def service(schema, tmp_path_factory):
             "--redirect-uri",
             "http://127.0.0.1:9/rs",
             "--confidential",
+            "--introspect",
         )
         svc.passwords = {"robot@example.com": "robot's password 1", "person@example.com": "person's password 2"}
         svc.cli(

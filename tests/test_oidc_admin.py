@@ -85,7 +85,9 @@ def test_invalid_oidc_fields_are_a_422_naming_the_field(client, setup, keys, fie
     assert field in response.get_json()["fields"]
 
 
-def test_plain_http_on_loopback_is_allowed_for_development(client, setup, keys):
+def test_plain_http_on_loopback_is_allowed_for_development(app, client, setup, keys):
+    # A back-channel receiver on loopback only where the operator allows private networks (issue 23).
+    app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"] = True
     response = call(
         client,
         "patch",

@@ -7,7 +7,15 @@ from typing import Any
 
 from flask import current_app
 
-from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.actors import (
+    Actor,
+    Conflict,
+    ValidationFailed,
+    audit_change,
+    commit,
+    require_change,
+    require_change_of_user,
+)
 from authsvc.admin.schemas import read, target_domain
 from authsvc.admin.schemas.applications import ApplicationChange, ApplicationCreate
 from authsvc.core import security, validation
@@ -16,8 +24,11 @@ from authsvc.core.models import Application, Domain, User
 from authsvc.oauth import clients
 
 
-def _service_account(given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
-    """The ``service_account`` field: the id of an enabled-or-not service account of the domain."""
+def _service_account(actor: Actor, given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
+    """The ``service_account`` field: the id of an enabled-or-not service account of the domain.
+
+    Binding lends the application the account's powers: it needs the right to change that account.
+    """
     if given is None:
         return None
     user_id = validation.record_id(given)
@@ -25,7 +36,25 @@ def _service_account(given: str | None, domain: Domain, problems: dict[str, str]
     if user is None or user.domain_id != domain.id or not user.service_account:
         problems["service_account"] = "must be a service account of the domain"
         return None
+    require_change_of_user(actor, user)
+    if user.system_admin:
+        problems["service_account"] = "a system admin cannot be a service account"
+        return None
     return user.id
+
+
+INTROSPECT_CONFIDENTIAL_ONLY = "only a confidential application may be a resource server (introspect)"
+
+# What an application bound to a service account holds that acts as that account: who may change these
+# may act as the account, so they need the right to change it (authsvc.admin.actors.require_change_of_user).
+ACTING_FIELDS = ("scopes", "jwks", "jwks_uri", "service_account_id")
+
+
+def _require_change_of_bound_account(actor: Actor, application: Application) -> None:
+    if application.service_account_id is not None:
+        bound = db.session.get(User, application.service_account_id)
+        if bound is not None:
+            require_change_of_user(actor, bound)
 
 
 def _client_keys(changes: dict[str, Any], problems: dict[str, str]) -> dict[str, Any]:
@@ -41,10 +70,21 @@ def _client_keys(changes: dict[str, Any], problems: dict[str, str]) -> dict[str,
         return {}
 
 
-def _application_values(changes: dict[str, Any], domain: Domain, problems: dict[str, str]) -> dict[str, Any]:
+def _application_values(
+    actor: Actor, changes: dict[str, Any], domain: Domain, problems: dict[str, str]
+) -> dict[str, Any]:
     """The columns the given fields set (``service_account`` becomes ``service_account_id``)."""
     if "service_account" in changes:
-        changes["service_account_id"] = _service_account(changes.pop("service_account"), domain, problems)
+        changes["service_account_id"] = _service_account(actor, changes.pop("service_account"), domain, problems)
+    if changes.get("backchannel_logout_uri"):
+        # The same rule as dynamic registration's: a URL the service calls, kept off private networks.
+        allow_private = current_app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"]
+        try:
+            validation.client_url(
+                changes["backchannel_logout_uri"], "backchannel_logout_uri", allow_private=allow_private
+            )
+        except validation.Invalid as exc:
+            problems["backchannel_logout_uri"] = str(exc)
     return changes
 
 
@@ -55,7 +95,7 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
     confidential = given.pop("confidential", None)
     problems: dict[str, str] = {}
     keys = _client_keys(given, problems)
-    values = _application_values(given, domain, problems)
+    values = _application_values(actor, given, domain, problems)
     if values.get("service_account_id") is None and not values.get("redirect_uris"):
         # A client-credentials application redirects nowhere; any other needs somewhere to.
         problems.setdefault("redirect_uris", "must not be empty" if "redirect_uris" in values else "is required")
@@ -63,6 +103,8 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
         problems["confidential"] = "an application with keys (jwks, jwks_uri) is confidential"
     if values.get("service_account_id") and not (confidential or keys):
         problems["service_account"] = "only a confidential application may have a service account"
+    if values.get("introspect") and not (confidential or keys):
+        problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
     if problems:
         raise ValidationFailed(problems)
     # Registered keys replace the secret.
@@ -91,12 +133,19 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
         problems["jwks" if "jwks" in data else "jwks_uri"] = (
             "cannot be added to an application with a secret or none; create a private_key_jwt application"
         )
-    values = _application_values(given, application.domain, problems) | keys
+    values = _application_values(actor, given, application.domain, problems) | keys
+    if any(name in values and values[name] != getattr(application, name) for name in ACTING_FIELDS):
+        _require_change_of_bound_account(actor, application)
     service_account_id = values.get("service_account_id", application.service_account_id)
     if values.get("redirect_uris") == [] and service_account_id is None:
         problems["redirect_uris"] = "must not be empty"
     if values.get("service_account_id") and not application.confidential:
         problems["service_account"] = "only a confidential application may have a service account"
+    if values.get("introspect") and application.registration_token_id is not None:
+        # It registered itself: nobody has vouched for it as a resource server of the domain.
+        problems["introspect"] = "a dynamically registered client cannot introspect other clients' tokens"
+    elif values.get("introspect") and not application.confidential:
+        problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
     if problems:
         raise ValidationFailed(problems)
     for attr, value in values.items():
@@ -116,6 +165,7 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
 def regenerate_secret(actor: Actor, application: Application) -> str:
     """A new client secret, shown once; the old one stops working at once."""
     require_change(actor, application.domain_id)
+    _require_change_of_bound_account(actor, application)
     if not application.confidential:
         raise Conflict("a public application has no secret")
     if application.private_key_jwt:

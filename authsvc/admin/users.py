@@ -14,10 +14,22 @@ from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.identity import delegated
 
+SYSTEM_ADMIN_SERVICE_ACCOUNT = "a system admin cannot be a service account"
 
-def _check_flags(actor: Actor, values: dict[str, Any], problems: dict[str, str]) -> None:
+
+def _check_flags(actor: Actor, values: dict[str, Any], problems: dict[str, str], user: User | None = None) -> None:
     if values.get("system_admin") is not None and not actor.system_admin:
         problems["system_admin"] = "only a system admin may grant or remove it"
+    # A service account's password grant, and the client_credentials tokens of the applications bound to it,
+    # act as the account: a system admin's would lend every domain to whoever holds such an application.
+    system_admin, service_account = values.get("system_admin"), values.get("service_account")
+    if system_admin is None:
+        system_admin = user is not None and user.system_admin
+    if service_account is None:
+        service_account = user is not None and user.service_account
+    if system_admin and service_account:
+        field = "service_account" if values.get("service_account") else "system_admin"
+        problems.setdefault(field, SYSTEM_ADMIN_SERVICE_ACCOUNT)
 
 
 def create_user(actor: Actor, data: Any) -> User:
@@ -53,7 +65,7 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
     values = read(UserChange, data).given()
     email, password, disabled = values.pop("email", None), values.pop("password", None), values.pop("disabled", None)
     problems: dict[str, str] = {}
-    _check_flags(actor, values, problems)
+    _check_flags(actor, values, problems, user)
     if email and email != user.email and signin.find_user(user_domain(user), email):
         problems["email"] = "a user with this e-mail already exists in the domain"
     if user.id == actor.user_id:

@@ -36,6 +36,11 @@ def create_user(
     support: bool,
     system_admin: bool,
 ) -> None:
+    if system_admin and service_account:
+        # Its password grant and any application bound to it would act as a system admin of every domain.
+        raise click.UsageError(
+            "--system-admin and --service-account cannot go together: a system admin cannot be a service account"
+        )
     data = {
         "domain": str(domain_by_host(host).id),
         "email": email,

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import json
 import re
-from ipaddress import IPv6Address, ip_address
+import socket
+from ipaddress import IPv4Address, IPv6Address, ip_address
 from urllib.parse import urlsplit
 
 from joserfc.errors import JoseError
 from joserfc.jwk import KeySet
+
+from authsvc.core import destinations
 
 HOST_PATTERN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
@@ -71,6 +74,9 @@ def redirect_uri(uri: str) -> str:
         raise Invalid(f"{uri!r} uses a scheme that cannot be a redirect URI")
     if scheme in ("http", "https") and not parts.hostname:
         raise Invalid(f"{uri!r} has no host")
+    if "@" in parts.netloc:
+        # "https://app.example@evil.example/cb" goes to evil.example; a reader (and a lax matcher) sees app.example.
+        raise Invalid(f"{uri!r} must not hold a user name or password before its host")
     if scheme == "http" and not is_loopback(parts.hostname or ""):
         raise Invalid(f"{uri!r}: plain http is allowed only for localhost and loopback addresses")
     return uri
@@ -142,15 +148,35 @@ def public_url_problem(url: str) -> str | None:
     host = (parts.hostname or "").rstrip(".").lower()
     if host == "localhost" or host.endswith(".localhost"):
         return "must not point at a loopback or private address"
-    try:
-        address = ip_address(host)
-    except ValueError:
+    address = address_literal(host)
+    if address is None:
         return None
+    return None if is_public_address(address) else "must not point at a loopback or private address"
+
+
+# What the system resolver reads as an IPv4 address besides dotted quads (inet_aton): 2130706433,
+# 0x7f000001, 0177.0.0.1, 127.1. A name of digits, dots and hex prefixes is never a DNS name one can register.
+_NUMERIC_HOST = re.compile(r"^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}$")
+
+
+def address_literal(host: str) -> IPv4Address | IPv6Address | None:
+    """The address ``host`` names literally, in any form the resolver accepts; None for a name."""
+    try:
+        return ip_address(host)
+    except ValueError:
+        pass
+    if _NUMERIC_HOST.match(host):
+        try:
+            return IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return None
+    return None
+
+
+def is_public_address(address: IPv4Address | IPv6Address) -> bool:
     if isinstance(address, IPv6Address) and address.ipv4_mapped:
         address = address.ipv4_mapped
-    if not address.is_global or address.is_multicast:
-        return "must not point at a loopback or private address"
-    return None
+    return address.is_global and not address.is_multicast
 
 
 # The largest value of SQL's INTEGER, the type of every id and moment column.
@@ -270,8 +296,9 @@ def client_jwks(document: object) -> dict:
         raise Invalid("with more than one key, every key needs its own kid")
     try:
         parsed = KeySet.import_key_set({"keys": keys})
-    except (JoseError, ValueError, TypeError) as exc:
-        raise Invalid(f"the JWKS holds a key that cannot be read: {exc}") from None
+    # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.
+    except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise Invalid(f"the JWKS holds a key that cannot be read ({exc.__class__.__name__})") from None
     for key in parsed.keys:
         if key.key_type == "RSA" and not 2048 <= key.raw_value.key_size <= 8192:
             raise Invalid("RSA keys must have 2048 to 8192 bits")
@@ -280,12 +307,26 @@ def client_jwks(document: object) -> dict:
 
 def client_jwks_uri(url: str, *, allow_private: bool) -> str:
     """Where the service fetches a client's JWKS: https to a public address unless private networks are allowed."""
+    return client_url(url, "jwks_uri", allow_private=allow_private)
+
+
+def client_url(url: str, what: str, *, allow_private: bool) -> str:
+    """A URL the service calls for a client (``jwks_uri``, ``backchannel_logout_uri``), for the admin path and
+    dynamic registration alike: absolute http(s) (http only for loopback); unless ``allow_private``, https to a
+    public address, literal (in any form the resolver reads) or what the name resolves to now.
+    """
     if len(url) > 2000:
-        raise Invalid("jwks_uri is longer than 2000 characters")
-    provider_url(url, "jwks_uri")
-    problem = None if allow_private else public_url_problem(url)
+        raise Invalid(f"{what} is longer than 2000 characters")
+    provider_url(url, what)
+    if allow_private:
+        return url
+    problem = public_url_problem(url)
+    if problem is None:
+        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+        if any(not is_public_address(address) for address in destinations.addresses(host)):
+            problem = "must not point at a loopback or private address (its name resolves to one)"
     if problem:
-        raise Invalid(f"jwks_uri {problem}")
+        raise Invalid(f"{what} {problem}")
     return url
 
 

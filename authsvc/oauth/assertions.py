@@ -23,6 +23,7 @@ from typing import Any
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
 from flask import current_app
+from flask import request as flask_request
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
@@ -60,8 +61,9 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             raise InvalidClientError(description="Invalid JWT payload.") from None
 
     def get_audiences(self) -> list[str]:
-        # OpenID Connect Core 9 names the token endpoint; RFC 7523 3 allows the issuer.
-        return [f"{issuer()}/auth/oauth/token", issuer()]
+        # OpenID Connect Core 9 names the token endpoint; RFC 7523 3 allows the issuer; an assertion sent
+        # to another endpoint (introspection, revocation, device authorisation) may name that one.
+        return list(dict.fromkeys([issuer(), f"{issuer()}/auth/oauth/token", f"{issuer()}{flask_request.path}"]))
 
     def process_assertion_claims(self, assertion: str, resolve_key: Any) -> dict:
         try:
@@ -75,6 +77,12 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
 
     def verify_claims(self, claims: jwt.Claims) -> None:
         # Before Authlib's checks, which end by spending the jti: a refused assertion spends nothing.
+        # Authlib takes an aud array that holds one of ours among others: an assertion made for another
+        # server too could be replayed here (RFC 7523 3 wants this server; one string, naming it).
+        if not isinstance(claims.get("aud"), str) or claims["aud"] not in self.get_audiences():
+            raise InvalidClientError(
+                description="The client assertion's aud must be one string: this server's issuer or the endpoint."
+            )
         exp = claims.get("exp")
         limit = current_app.config["AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME"]
         if isinstance(exp, int | float) and not isinstance(exp, bool) and exp > time.time() + limit + LEEWAY:

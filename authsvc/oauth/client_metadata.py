@@ -15,8 +15,6 @@ from typing import Any
 
 from authlib.oauth2.rfc7591 import ClientMetadataClaims, InvalidClientMetadataError, InvalidRedirectURIError
 from flask import current_app
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
 
 from authsvc.core import validation
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
@@ -34,8 +32,6 @@ REGISTRABLE_AUTH_METHODS = [*SECRET_AUTH_METHODS, "none", "private_key_jwt"]
 ID_TOKEN_ALGORITHMS = ["RS256", "ES256"]
 MAX_URIS = 20
 MAX_URI_LENGTH = 2000
-MAX_JWKS_KEYS = 10
-ASYMMETRIC_KEY_TYPES = ["RSA", "EC", "OKP"]
 
 
 def _printable(text: str) -> str:
@@ -83,7 +79,9 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         self._client_name()
         backchannel = _string(self, "backchannel_logout_uri", MAX_URI_LENGTH)
         if backchannel is not None:
-            self["backchannel_logout_uri"] = outbound_url(backchannel, "backchannel_logout_uri")
+            self["backchannel_logout_uri"] = outbound_url(
+                backchannel, "backchannel_logout_uri", "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"
+            )
         alg = _string(self, "id_token_signed_response_alg", 10)
         if alg is not None and alg not in ID_TOKEN_ALGORITHMS:
             raise invalid(f"id_token_signed_response_alg must be one of {', '.join(ID_TOKEN_ALGORITHMS)}.")
@@ -183,46 +181,25 @@ def _uris(claims: dict, name: str, error: type) -> list[str]:
         raise error(_printable(f"{name}: {exc}")) from None
 
 
-def outbound_url(url: str, name: str) -> str:
-    """A URL the service will call for this client: absolute https to a public address.
-
-    Loopback and private addresses only where the operator allows private networks
-    (AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS); the address is checked again on every call (authsvc.core.outbound).
-    """
+def outbound_url(url: str, name: str, setting: str) -> str:
+    """A URL the service will call for this client, by the admin path's rule (``validation.client_url``):
+    https to a public address, unless the operator's ``setting`` allows private networks; the address is
+    checked again on every call (authsvc.core.outbound)."""
     try:
-        validation.provider_url(url, name)
+        return validation.client_url(url, name, allow_private=current_app.config[setting])
     except validation.Invalid as exc:
         raise invalid(str(exc)) from None
-    if not current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]:
-        problem = validation.public_url_problem(url)
-        if problem:
-            raise invalid(f"{name} {problem}.")
-    return url
 
 
 def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | None]:
-    """The client's public keys for private_key_jwt, minimally checked.
-
-    A seam: the private_key_jwt work (RFC 7523) owns what keys are acceptable and how a
-    jwks_uri is fetched; here a JWKS must parse as public keys, and a jwks_uri be a URL the
-    service may call.
-    """
+    """The client's public keys for private_key_jwt, by the admin path's rules (``validation.client_jwks``:
+    RSA of 2048 to 8192 bits or EC, public members only; a jwks_uri the service may call)."""
     if jwks_uri is not None:
-        return None, outbound_url(jwks_uri, "jwks_uri")
-    if not isinstance(jwks, dict) or not isinstance(jwks.get("keys"), list) or not jwks["keys"]:
-        raise invalid("jwks must be a JWK Set: an object with a non-empty keys array.")
-    if len(jwks["keys"]) > MAX_JWKS_KEYS or not all(isinstance(k, dict) for k in jwks["keys"]):
-        raise invalid(f"jwks must hold at most {MAX_JWKS_KEYS} keys, each a JSON object.")
-    if any(key.get("kty") not in ASYMMETRIC_KEY_TYPES for key in jwks["keys"]):
-        raise invalid(f"jwks: every key's kty must be one of {', '.join(ASYMMETRIC_KEY_TYPES)}.")
+        return None, outbound_url(jwks_uri, "jwks_uri", "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS")
     try:
-        key_set = KeySet.import_key_set(jwks)
-    # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.
-    except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise invalid(f"jwks: a key cannot be read ({exc.__class__.__name__}).") from None
-    if any(key.is_private for key in key_set.keys):
-        raise invalid("jwks must hold public keys only: never send a private key.")
-    return {"keys": [key.as_dict(private=False) for key in key_set.keys]}, None
+        return validation.client_jwks(jwks), None
+    except validation.Invalid as exc:
+        raise invalid(f"jwks: {exc}") from None
 
 
 def registration_policy(domain: Domain) -> dict[str, Any]:

@@ -118,7 +118,8 @@ class RevocationEndpoint(_RevocationEndpoint):
 
 
 class IntrospectionEndpoint(_IntrospectionEndpoint):
-    """RFC 7662, for confidential clients of the domain and for admin credentials."""
+    """RFC 7662, for confidential clients of the domain (their own tokens; a resource server's, any) and for
+    admin credentials."""
 
     CLIENT_AUTH_METHODS = INTROSPECTION_AUTH_METHODS
 
@@ -137,9 +138,12 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
         return None
 
     def check_permission(self, token: PresentedToken, client: Application | None, request: OAuth2Request) -> bool:
-        # The caller is a confidential client or an admin of this domain, and
-        # find_token only finds tokens of this domain.
-        return True
+        # find_token only finds tokens of this domain. An admin of the domain (client None) may read any;
+        # a client its own, and another's only as a resource server an admin marked (never a registered
+        # client). Otherwise the token is inactive to it, as RFC 7662 2.2 allows: nothing is revealed.
+        if client is None or token.check_client(client):
+            return True
+        return client.introspect and client.registration_token_id is None
 
     def query_token(self, token_string: str, token_type_hint: str | None) -> PresentedToken | None:
         return find_token(token_string, token_type_hint)

@@ -106,7 +106,14 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):
         super().validate_token_request()
         client: Application = self.request.client
         user = client.service_account
-        if user is None or user.disabled or not user.service_account or user.domain_id != client.domain_id:
+        # Never a system admin's tokens (no longer a service account; refused here too, in case a row says both).
+        if (
+            user is None
+            or user.disabled
+            or not user.service_account
+            or user.system_admin
+            or user.domain_id != client.domain_id
+        ):
             raise UnauthorizedClientError("The application's service account is disabled or not a service account.")
         self.request.user = user
         self.request.scope = resolve_scope(client, self.request.payload.scope)

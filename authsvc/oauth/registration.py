@@ -31,6 +31,7 @@ from authsvc.oauth.client_metadata import (
     RegisteredClientMetadata,
     apply_metadata,
     client_information,
+    invalid,
     registration_policy,
 )
 
@@ -215,6 +216,16 @@ class ClientConfiguration(ClientConfigurationEndpoint):
         if secret:
             body["client_secret"] = secret
         return status, body, headers
+
+    def create_update_client_response(
+        self, client: Application, request: RegistrationRequest
+    ) -> tuple[int, dict, list]:
+        # RFC 7592 2.2: a client_secret sent must match the one issued; only a string can be a secret, and
+        # Authlib would hand anything else to the digest (a 500).
+        secret = request.payload.data.get("client_secret", "")
+        if "client_secret" in request.payload.data and not (isinstance(secret, str) and 0 < len(secret) <= 200):
+            raise invalid("client_secret must be the client's current secret, a string.")
+        return super().create_update_client_response(client, request)
 
     def update_client(self, client: Application, client_metadata: dict, request: RegistrationRequest) -> Application:
         before = client.as_json()

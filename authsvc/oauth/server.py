@@ -13,7 +13,7 @@ from typing import Any
 
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
-from authlib.oauth2.rfc6749 import OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
 from flask import Flask, current_app
 from flask import request as flask_request
 
@@ -76,6 +76,17 @@ class AuthorizationServer(_AuthorizationServer):
                 for name, value in headers
             ]
         return super().handle_response(status, body, headers)
+
+    def authenticate_client(self, request: Any, methods: list[str], endpoint: str = "token") -> Application:
+        # RFC 6749 2.3: a client MUST NOT use more than one authentication method in a request. Otherwise a
+        # failing method (a wrong Basic secret) is skipped and another (an assertion of another client) wins.
+        if len(presented_auth_methods(request)) > 1:
+            basic = "client_secret_basic" in presented_auth_methods(request)
+            raise InvalidClientError(
+                status_code=401 if basic else 400,
+                description="The request uses more than one client authentication method; use one (RFC 6749 2.3).",
+            )
+        return super().authenticate_client(request, methods, endpoint)
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return MergedRequest()
@@ -148,6 +159,19 @@ class AuthorizationServer(_AuthorizationServer):
         if request.spent_code and store.code_replayed(request.spent_code):
             # A replay raced this exchange and may have revoked before these tokens were committed.
             revoke_replayed(client, row.family)
+
+
+def presented_auth_methods(request: Any) -> list[str]:
+    """The client authentication methods a request carries credentials for (RFC 7591 names)."""
+    data = request.payload.data
+    found = []
+    if request.headers.get("Authorization", "").lower().startswith("basic"):
+        found.append("client_secret_basic")
+    if "client_secret" in data:
+        found.append("client_secret_post")
+    if "client_assertion" in data or "client_assertion_type" in data:
+        found.append("private_key_jwt")
+    return found
 
 
 def generate_token(

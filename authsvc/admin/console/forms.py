@@ -38,6 +38,9 @@ class ApplicationForm(PageForm):
     require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
     allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
     device = BooleanField("Allow the device grant (RFC 8628): screens and kiosks show a code that a person approves")
+    introspect = BooleanField(
+        "Resource server: may introspect other applications' tokens (RFC 7662; confidential applications only)"
+    )
     # OpenID Connect.
     id_token_signed_response_alg = SelectField(
         "ID token signature",
@@ -64,6 +67,7 @@ class ApplicationForm(PageForm):
             "require_pkce": bool(self.require_pkce.data),
             "allow_plain_pkce": bool(self.allow_plain_pkce.data),
             "device": bool(self.device.data),
+            "introspect": bool(self.introspect.data),
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,

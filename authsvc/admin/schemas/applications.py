@@ -33,6 +33,11 @@ class ApplicationChange(Schema):
     require_pkce: bool = None
     allow_plain_pkce: bool = None
     device: bool = Field(default=None, description="May use the device authorisation grant (RFC 8628).")
+    introspect: bool = Field(
+        default=None,
+        description="A resource server: may introspect other applications' tokens (RFC 7662). A confidential "
+        "application an admin created only, never a dynamically registered client. Default false.",
+    )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
     service_account: (
@@ -93,6 +98,11 @@ class Application(Answer):
         description="Also accept code_challenge_method=plain (RFC 9700 2.1.1: avoid). Default false."
     )
     device: bool = Field(description="Whether it may use the device authorisation grant (RFC 8628). Default false.")
+    introspect: bool = Field(
+        default=False,
+        description="Whether it is a resource server, which may introspect other applications' tokens (RFC 7662); "
+        "any application may introspect its own.",
+    )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")
     service_account: str | None = Field(

@@ -100,6 +100,9 @@ class Application(db.Model):
     grant_types: Mapped[list[str] | None] = mapped_column(JSON)
     registration_token_id: Mapped[str | None] = mapped_column(ForeignKey("registration_token.id"))
     registration_access_token_digest: Mapped[str | None] = mapped_column(String(64))
+    # A resource server: may introspect other applications' tokens (RFC 7662 2.1). Only an admin marks
+    # one; a dynamically registered client never is one.
+    introspect: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -183,6 +186,7 @@ class Application(db.Model):
             or ("client_secret_basic" if self.confidential else "none"),
             "jwks_uri": self.jwks_uri,
             "jwks": self.jwks,
+            "introspect": self.introspect,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,
