@@ -9,10 +9,14 @@ tests/providers.py, the pysaml2 IdP, slapd.
 from __future__ import annotations
 
 import pytest
+from flask_migrate import upgrade
 from sqlalchemy import select
+from sqlalchemy import text as sql
 
-from authsvc.core.models import User
-from tests.conftest import OIDC_SCOPES, PASSWORD, get_code, headers, signin
+from authsvc import create_app
+from authsvc.core.database import db
+from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
+from tests.conftest import OIDC_SCOPES, PASSWORD, base_config, get_code, headers, signin
 from tests.console_support import CONSOLE, text
 from tests.ldap_support import corp as corp  # noqa: F401 - a fixture
 from tests.ldap_support import directory as directory  # noqa: F401 - a fixture
@@ -143,3 +147,64 @@ def test_the_console_shows_whether_the_address_is_verified(runner, client, world
     assert "No (nobody vouched for the address)" in page
     page = text(client.get(f"{CONSOLE}/domains/{setup.domain.id}/users/{setup.person.id}", headers=headers()))
     assert "E-mail verified</dt><dd>Yes" in page
+
+
+def test_the_migration_keeps_admin_made_users_verified_and_not_those_a_sign_in_made(tmp_path):
+    app = create_app({**base_config(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'before.sqlite3'}"})
+    with app.app_context():
+        upgrade(revision="b8d2f4a6c1e3")  # the schema before email_verified
+        domain = Domain(name="d", host="d.example", scopes="public")
+        db.session.add(domain)
+        db.session.flush()
+        for email in ("admin-made", "sso-new", "trusted-new", "sso-by-email", "ldap-new", "ldap-by-email"):
+            db.session.execute(
+                sql(
+                    'INSERT INTO "user" (domain_id, email, name, service_account, admin, support, groups, disabled,'
+                    " system_admin, sessions_valid_after, created_at)"
+                    " VALUES (:domain, :email, '', false, false, false, '[]', false, false, 0, 0)"
+                ),
+                {"domain": domain.id, "email": f"{email}@example.com"},
+            )
+        ids = dict(db.session.execute(sql('SELECT email, id FROM "user"')).all())
+        common = {"domain_id": domain.id, "kind": "oidc", "client_id": "c", "client_secret_encrypted": "x"}
+        db.session.add_all(
+            [
+                SsoProvider(id="plain", name="Plain", scopes="openid", **common),
+                SsoProvider(id="trusted", name="Trusted", scopes="openid", trust_email=True, **common),
+                LdapDirectory(
+                    id="corp",
+                    domain_id=domain.id,
+                    name="Corp",
+                    url="ldap://x",
+                    bind_dn="cn=x",
+                    bind_password_encrypted="x",
+                    base_dn="dc=x",
+                ),
+            ]
+        )
+        db.session.flush()
+        for email, provider, via in (
+            ("sso-new", "plain", "new_user"),
+            ("trusted-new", "trusted", "new_user"),
+            ("sso-by-email", "plain", "email"),
+        ):
+            identity = ExternalIdentity(
+                provider_id=provider, user_id=ids[f"{email}@example.com"], subject=email, via=via
+            )
+            db.session.add(identity)
+        for email, via in (("ldap-new", "new_user"), ("ldap-by-email", "email")):
+            account = LdapAccount(directory_id="corp", user_id=ids[f"{email}@example.com"], subject=email, dn=email)
+            account.via = via
+            db.session.add(account)
+        db.session.commit()
+        upgrade(revision="f3a9c6e1d2b7")
+        verified = dict(db.session.execute(sql('SELECT email, email_verified FROM "user"')).all())
+        db.engine.dispose()
+    assert {email.split("@")[0]: bool(value) for email, value in verified.items()} == {
+        "admin-made": True,
+        "sso-new": False,
+        "trusted-new": True,
+        "sso-by-email": True,
+        "ldap-new": False,
+        "ldap-by-email": True,
+    }
