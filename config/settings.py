@@ -42,6 +42,13 @@ def _int(name: str, default: int) -> int:
         raise ConfigError(f"{name} must be an integer, not {value!r}") from None
 
 
+def _positive_int(name: str, default: int) -> int:
+    value = _int(name, default)
+    if value <= 0:
+        raise ConfigError(f"{name} must be a positive number of seconds, not {value!r}")
+    return value
+
+
 def _float(name: str, default: float) -> float:
     value = os.environ.get(name)
     if value is None or value == "":
@@ -214,6 +221,9 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_LOCKOUT_BASE": _int("AUTHSVC_LOCKOUT_BASE", 30),
         "AUTHSVC_LOCKOUT_MAX": _int("AUTHSVC_LOCKOUT_MAX", 3600),
         "AUTHSVC_FAILURE_MEMORY": _int("AUTHSVC_FAILURE_MEMORY", 3600),
+        # Removing a factor, new recovery codes, a new passkey or authenticator, a password set in the
+        # console and linking an SSO account need a sign-in (with the second factor) this recent.
+        "AUTHSVC_REAUTH_WINDOW": _positive_int("AUTHSVC_REAUTH_WINDOW", 300),
         # Deployment behind a TLS-terminating proxy.
         "AUTHSVC_PROXY_HOPS": _int("AUTHSVC_PROXY_HOPS", 0),
         "AUTHSVC_HSTS_MAX_AGE": _int("AUTHSVC_HSTS_MAX_AGE", 365 * 24 * 3600),

@@ -48,6 +48,12 @@ def answer(client, user_code: str, decision: str) -> object:
     )
 
 
+def enter(client, user_code: str) -> object:
+    """Type ``user_code`` into the entry form and press Continue (the CSRF-protected POST that tries it)."""
+    form = client.get("/auth/device", headers=headers())
+    return client.post("/auth/device", data={"csrf_token": csrf_token(form), "user_code": user_code}, headers=headers())
+
+
 def events(world, name: str) -> list[AuditRecord]:
     return world.query(select(AuditRecord).where(AuditRecord.event == name).order_by(AuditRecord.id))
 
@@ -149,8 +155,7 @@ def test_a_denied_request_answers_access_denied_and_is_audited(client, world, se
     assert response.get_json()["error"] == "access_denied"
     assert len(events(world, "device.denied")) == 1
     # Answered: the code cannot be answered again.
-    page = client.get("/auth/device", query_string={"user_code": body["user_code"]}, headers=headers())
-    assert page.status_code == 400
+    assert enter(client, body["user_code"]).status_code == 400
 
 
 def test_polling_too_fast_slows_down_and_the_longer_interval_is_enforced(make_app, world, setup):
@@ -182,8 +187,7 @@ def test_an_expired_code_answers_expired_token(make_app, world, setup):
     assert response.status_code == 400
     assert response.get_json()["error"] == "expired_token"
     signin(client)
-    page = client.get("/auth/device", query_string={"user_code": body["user_code"]}, headers=headers())
-    assert page.status_code == 400
+    assert enter(client, body["user_code"]).status_code == 400
 
 
 def test_an_unknown_device_code_or_another_clients_is_refused(client, world, setup, device_app):
@@ -225,9 +229,8 @@ def test_wrong_user_codes_lock_the_person_out_like_passwords(make_app, world, se
     body = start(client, application.client_id).get_json()
     signin(client)
     for _ in range(3):
-        wrong = client.get("/auth/device", query_string={"user_code": "BCDF-GHJK"}, headers=headers())
-        assert wrong.status_code == 400
-    locked = client.get("/auth/device", query_string={"user_code": body["user_code"]}, headers=headers())
+        assert enter(client, "BCDF-GHJK").status_code == 400
+    locked = enter(client, body["user_code"])
     assert locked.status_code == 429
     assert int(locked.headers["Retry-After"]) > 0
     assert "Too many failed user code entries" in locked.get_data(as_text=True)
@@ -237,16 +240,39 @@ def test_wrong_user_codes_lock_the_person_out_like_passwords(make_app, world, se
     signin(client)
 
 
+def test_links_with_wrong_user_codes_neither_count_nor_lock_the_person_out(make_app, world, setup):
+    app = make_app(AUTHSVC_LOCKOUT_THRESHOLD=3, AUTHSVC_DEVICE_VERIFY_RATE_LIMIT="3/minute")
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    application, _ = world.application(setup.domain, name="Lobby screen", device=True)
+    body = start(client, application.client_id).get_json()
+    signin(client)
+    # Cross-site navigations (verification_uri_complete links) with wrong codes: the form, filled in, and no lookup.
+    for _ in range(6):
+        link = client.get("/auth/device", query_string={"user_code": "BCDF-GHJK"}, headers=headers())
+        assert link.status_code == 200
+        text = link.get_data(as_text=True)
+        assert 'value="BCDF-GHJK"' in text
+        assert "Allow" not in text and "not valid" not in text
+    assert events(world, "account.locked") == []
+    # The person can still enter and approve a real code.
+    shown = enter(client, body["user_code"])
+    assert "Allow Lobby screen on this device?" in shown.get_data(as_text=True)
+    assert answer(client, body["user_code"], "approve").status_code == 200
+    assert poll(client, application.client_id, body["device_code"]).status_code == 200
+
+
 def test_user_code_entries_are_rate_limited_per_address(make_app, world, setup):
     app = make_app(AUTHSVC_DEVICE_VERIFY_RATE_LIMIT="2/minute")
     app.test_client_class = HttpsClient
     client = app.test_client()
     signin(client)
     for _ in range(2):
-        assert client.get("/auth/device?user_code=BCDFGHJK", headers=headers()).status_code == 400
-    assert client.get("/auth/device?user_code=BCDFGHJK", headers=headers()).status_code == 429
-    # Opening the entry form is not an attempt.
+        assert enter(client, "BCDFGHJK").status_code == 400
+    assert enter(client, "BCDFGHJK").status_code == 429
+    # Opening the entry form is not an attempt, with a code in the link or without.
     assert client.get("/auth/device", headers=headers()).status_code == 200
+    assert client.get("/auth/device?user_code=BCDFGHJK", headers=headers()).status_code == 200
 
 
 def test_metadata_advertises_the_device_endpoint_and_grant(client, setup):

@@ -156,7 +156,8 @@ def _link_refusal(user: User) -> str | None:
 
 
 def _provision(directory: LdapDirectory, entry: Entry, email: str) -> Outcome:
-    user = User(domain_id=directory.domain_id, email=email, name=entry.name, groups=entry.groups)
+    # A directory entry's mail attribute is whatever was typed into it: nobody verified it.
+    user = User(domain_id=directory.domain_id, email=email, name=entry.name, groups=entry.groups, email_verified=False)
     db.session.add(user)
     try:
         db.session.flush()

@@ -53,10 +53,23 @@ def _ended_session(record: dict[str, Any] | None) -> None:
         _announce([record["sid"]])
 
 
-def start_session(response: Response, user: User, domain: Domain, amr: list[str] | None = None) -> None:
+def now() -> int:
+    """The clock sign-in times are recorded and judged by, in seconds (tests move it rather than wait)."""
+    return int(time.time())
+
+
+def auth_time(record: dict[str, Any]) -> int:
+    """When the session's user last signed in (seconds): OpenID Connect's ``auth_time``."""
+    return record.get("auth_time", record["created"] // 1000)
+
+
+def start_session(
+    response: Response, user: User, domain: Domain, amr: list[str] | None = None, auth_time: int | None = None
+) -> None:
     """Start a new session for ``user`` and set the ``user`` cookie on ``response``.
 
     ``amr``: how the user signed in (OpenID Connect's values; ``pwd`` unless given).
+    ``auth_time``: when; now unless given (a session replacing one without a sign-in keeps its time).
     """
     config = current_app.config
     previous = request.cookies.get(SESSION_COOKIE)
@@ -64,7 +77,7 @@ def start_session(response: Response, user: User, domain: Domain, amr: list[str]
         # Signing in again replaces the session the browser had, not adds to it.
         _ended_session(store.take_session(previous))
     ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
-    session_id = store.create_session(user.id, user.domain_id, ttl, amr)
+    session_id = store.create_session(user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time)
     response.set_cookie(
         SESSION_COOKIE,
         session_id,
@@ -92,7 +105,7 @@ def end_session(response: Response) -> None:
 
 
 def current_session(domain: Domain) -> dict | None:
-    """The record of the request's live session of ``domain`` (``sid``, ``amr``, ``created`` in ms), if any."""
+    """The record of the request's live session of ``domain`` (``sid``, ``amr``, ``created`` in ms, ``auth_time``)."""
     return g.authsvc_session if session_user(domain) is not None else None
 
 

@@ -93,10 +93,8 @@ def _password_attempt() -> bool:
 
 
 def _user_code_entry() -> bool:
-    """Whether the request tries a user code: a form posted, or the page opened with ``user_code``."""
-    if request.endpoint not in DEVICE_VERIFY_ENDPOINTS:
-        return False
-    return request.method == "POST" or "user_code" in request.args
+    """Whether the request tries a user code: only a form posted (a GET with ``user_code`` fills the form in)."""
+    return request.endpoint in DEVICE_VERIFY_ENDPOINTS and request.method == "POST"
 
 
 def _find_the_domain_first() -> None:

@@ -133,20 +133,25 @@ def _delete(kind: str, secret: str) -> None:
 # Sessions: the ``user`` cookie holds the session id.
 
 
-def create_session(user_id: int, domain_id: int, ttl: int, amr: list[str] | None = None) -> str:
+def create_session(
+    user_id: int, domain_id: int, ttl: int, amr: list[str] | None = None, auth_time: int | None = None
+) -> str:
     """Start a new session and return its id; ids are never reused.
 
     ``sid`` is the session's public name in ID tokens (OpenID Connect): never
     the id itself, which the cookie carries as a bearer secret. ``amr`` names
-    how the user signed in (``pwd``, ``fed``).
+    how the user signed in (``pwd``, ``fed``), ``auth_time`` when (seconds;
+    a session that replaces one without a sign-in keeps the old one's).
     """
     session_id = security.new_secret()
+    created = int(time.time() * 1000)
     record = {
         "user": user_id,
         "domain": domain_id,
-        "created": int(time.time() * 1000),
+        "created": created,
         "sid": security.new_secret(),
         "amr": amr or ["pwd"],
+        "auth_time": auth_time if auth_time is not None else created // 1000,
     }
     _put("session", session_id, record, ttl)
     return session_id

@@ -66,6 +66,10 @@ def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
             user = db.session.get(User, identity.user_id)
             if user.disabled:
                 raise ProviderRefused("account_disabled")
+            if not user.email_verified and profile.get("email") == user.email and email_asserted(provider, claims):
+                # The provider vouches now for the address it did not vouch for before.
+                user.email_verified = True
+                db.session.commit()
             if identity.via in AUTOMATIC and privileged(user):
                 # Promoted since the first sign-in linked them (or linked before
                 # this rule): what a provider asserts must not reach a privileged
@@ -104,8 +108,14 @@ def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> Us
             db.session.commit()
             raise ProviderRefused(code)
         via = "email"
+        user.email_verified = True  # _automatic_link_refusal let it through only on an address the provider vouched for
     else:
-        user = User(domain_id=provider.domain_id, email=email, name=profile.get("name") or "")
+        user = User(
+            domain_id=provider.domain_id,
+            email=email,
+            name=profile.get("name") or "",
+            email_verified=email_asserted(provider, claims),
+        )
         db.session.add(user)
         db.session.flush()
         via = "new_user"
@@ -115,9 +125,17 @@ def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> Us
     return user
 
 
+def email_asserted(provider: SsoProvider, claims: dict) -> bool:
+    """Whether ``provider`` vouches for the address it sends: an ``email_verified`` claim of JSON true, or trust_email.
+
+    A SAML attribute is text, never JSON true: only trust_email vouches for a SAML provider's address.
+    """
+    return claims.get("email_verified") is True or provider.trust_email
+
+
 def _automatic_link_refusal(provider: SsoProvider, user: User, claims: dict) -> tuple[str, str] | None:
     """Why a first sign-in may not be linked to ``user`` (found by e-mail): (error code, audited reason)."""
-    if not (claims.get("email_verified") is True or provider.trust_email):
+    if not email_asserted(provider, claims):
         # Linking on an unverified address would let anyone who can set
         # that address at the provider take over the account.
         return "email_in_use", "email_not_verified"

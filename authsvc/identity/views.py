@@ -9,7 +9,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
 
-from authsvc.accounts import sessions
+from authsvc.accounts import reauth, sessions
 from authsvc.core import security
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
@@ -57,6 +57,10 @@ def link() -> Response:
     user = sessions.session_user(domain)
     if user is None:
         return redirect(url_for("auth.login_page", **{"continue": url_for("sso.link", id=provider.id)}), 303)
+    # Linking adds a way into the account: it needs a recent sign-in, like a new factor.
+    stale = reauth.required(user, domain, url_for("sso.link", id=provider.id))
+    if stale is not None:
+        return stale
     form = LinkForm()
     if request.method == "POST" and form.validate_on_submit():
         return _redirect_to_provider(domain, provider, "", user)

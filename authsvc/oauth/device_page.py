@@ -2,6 +2,9 @@
 
 Wrong user codes count against the person's account and the client address,
 and lock them out as wrong passwords do (authsvc.accounts.lockouts, kind ``device``).
+Only the CSRF-protected POSTs try a code: a GET with ``user_code`` (from
+verification_uri_complete) only fills in the form, so a link from another site
+can neither probe codes nor spend the person's failures.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from authsvc.web.pages import page
 
 bp = Blueprint("device", __name__, url_prefix="/auth/device")
 
+# The entry field's length (DeviceCodeForm): longer text in a link is cut, not echoed whole.
+MAX_USER_CODE = 20
 UNKNOWN_CODE = "That code is not valid, has expired, or was answered already. Check the code on the device."
 
 
@@ -73,21 +78,20 @@ def _sign_in_first() -> Response:
 
 @bp.route("", methods=["GET", "POST"], endpoint="verify")
 def verify() -> Response:
-    """Enter the code (GET with ``user_code``, from verification_uri_complete, skips the typing)."""
+    """Enter the code (GET with ``user_code``, from verification_uri_complete, fills it in)."""
     domain = current_domain()
     user = _signed_in(domain)
     if user is None:
         return _sign_in_first() if request.method == "GET" else redirect("/auth/device", 303)
-    form = DeviceCodeForm()
     if request.method == "GET":
-        user_code = request.args.get("user_code")
-        if not user_code:
-            return _entry_page(domain, user, form)
-    else:
-        if not form.validate_on_submit():
-            error = "The form expired. Please try again." if form.csrf_token.errors else "Enter the code."
-            return _entry_page(domain, user, form, error, 400)
-        user_code = form.user_code.data or ""
+        # Pre-filled, never looked up: the person still presses Continue (a CSRF-protected POST).
+        prefill = request.args.get("user_code", "")[:MAX_USER_CODE]
+        return _entry_page(domain, user, DeviceCodeForm(formdata=None, user_code=prefill))
+    form = DeviceCodeForm()
+    if not form.validate_on_submit():
+        error = "The form expired. Please try again." if form.csrf_token.errors else "Enter the code."
+        return _entry_page(domain, user, form, error, 400)
+    user_code = form.user_code.data or ""
     try:
         found = _find(domain, user, user_code)
     except LockedOut as exc:

@@ -144,7 +144,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "code_challenge": data.get("code_challenge"),
                 "code_challenge_method": data.get("code_challenge_method"),
                 "nonce": data.get("nonce"),
-                "auth_time": session["created"] // 1000 if session else None,
+                "auth_time": sessions.auth_time(session) if session else None,
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
             },

@@ -60,8 +60,8 @@ def user_claims(user: User, scope: str) -> UserInfo:
         claims["name"] = user.name
     if "email" in scopes:
         claims["email"] = user.email
-        # Accounts are created by an admin or linked through a provider that vouched for the address.
-        claims["email_verified"] = True
+        # What is stored: an admin or the provider that created the user vouched for the address, or nobody did.
+        claims["email_verified"] = bool(user.email_verified)
     if "groups" in scopes:
         claims["groups"] = list(user.groups or [])
     return claims

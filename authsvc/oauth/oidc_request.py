@@ -31,6 +31,7 @@ from authlib.oidc.core.errors import (
 from flask import current_app, request
 from itsdangerous import BadData, URLSafeTimedSerializer
 
+from authsvc.accounts import sessions
 from authsvc.accounts.mfa import factors
 from authsvc.core.models import User
 from authsvc.core.tenancy import current_domain, issuer
@@ -76,7 +77,7 @@ class AuthenticationRequest:
         if self.prompts & {"login", "select_account"} or self.max_age == 0:
             return True
         # The age as the relying party sees it: auth_time is in whole seconds.
-        if self.max_age is not None and int(time.time()) - session["created"] // 1000 > self.max_age:
+        if self.max_age is not None and int(time.time()) - sessions.auth_time(session) > self.max_age:
             return True
         # Step-up: a session without a second factor signs in again, with one (the sign-in page asks for
         # it when it returns to a request with these acr_values).

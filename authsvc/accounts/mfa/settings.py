@@ -1,11 +1,12 @@
 """A signed-in user's own page for second factors: add an authenticator app, remove one,
-get new recovery codes. Each change is audited; removing a factor ends the user's other sessions."""
+get new recovery codes. Each change is audited; removing a factor ends the user's other sessions.
+Every change needs a recent sign-in (authsvc.accounts.reauth)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, request, url_for
 
-from authsvc.accounts import sessions
+from authsvc.accounts import reauth, sessions
 from authsvc.accounts.mfa import factors, passkeys
 from authsvc.accounts.mfa.forms import ActionForm, EnrolForm, PasskeyForm
 from authsvc.accounts.mfa.views import SCRIPT_CSP
@@ -29,10 +30,11 @@ def _signed_in() -> tuple[User | None, Domain, Response | None]:
 
 
 def _rotate(response: Response, user: User, domain: Domain, amr: list[str]) -> None:
-    """End every other session of ``user`` and give this browser a new one."""
+    """End every other session of ``user`` and give this browser a new one, of the same sign-in."""
+    signed_in_at = sessions.auth_time(sessions.current_session(domain) or {"created": 0})
     sessions.invalidate_sessions(user)
     db.session.commit()
-    sessions.start_session(response, user, domain, amr=amr)
+    sessions.start_session(response, user, domain, amr=amr, auth_time=signed_in_at)
 
 
 @bp.get("")
@@ -59,6 +61,9 @@ def add_totp() -> Response:
     user, domain, redirect_to_login = _signed_in()
     if user is None:
         return redirect_to_login
+    stale = reauth.required(user, domain, url_for(".add_totp"))
+    if stale is not None:
+        return stale
     form = EnrolForm()
     factor = factors.unconfirmed_factor(user) if request.method == "POST" else None
     if request.method == "POST" and form.validate_on_submit() and factor is not None:
@@ -101,6 +106,9 @@ def add_passkey() -> Response:
     user, domain, redirect_to_login = _signed_in()
     if user is None:
         return redirect_to_login
+    stale = reauth.required(user, domain, url_for(".add_passkey"))
+    if stale is not None:
+        return stale
     holder = request.cookies[sessions.SESSION_COOKIE]
     form = PasskeyForm()
     error, status = None, 200
@@ -143,6 +151,9 @@ def new_recovery_codes() -> Response:
     user, domain, redirect_to_login = _signed_in()
     if user is None:
         return redirect_to_login
+    stale = reauth.required(user, domain, url_for(".settings"))
+    if stale is not None:
+        return stale
     if not ActionForm().validate_on_submit() or not factors.enrolled(user):
         return page("message.html", 400, title="Not done", message="The form expired, or you have no second factor.")
     codes = factors.new_recovery_codes(user)
@@ -157,6 +168,9 @@ def remove(factor_id: str) -> Response:
     user, domain, redirect_to_login = _signed_in()
     if user is None:
         return redirect_to_login
+    stale = reauth.required(user, domain, url_for(".settings"))
+    if stale is not None:
+        return stale
     record_id = validation.record_id(factor_id)
     factor = db.session.get(MfaFactor, record_id) if record_id is not None else None
     if not ActionForm().validate_on_submit() or factor is None or factor.user_id != user.id:

@@ -6,6 +6,7 @@ from flask import Response, flash, redirect, request, url_for
 from flask_wtf import FlaskForm
 
 from authsvc import admin
+from authsvc.accounts import reauth
 from authsvc.admin.console import base
 from authsvc.admin.console.base import bp, console_page
 from authsvc.admin.console.forms import (
@@ -15,6 +16,7 @@ from authsvc.admin.console.forms import (
     UserForm,
 )
 from authsvc.core.models import Domain, User
+from authsvc.core.tenancy import current_domain
 
 
 @bp.get("/domains/<domain_id>/users")
@@ -65,6 +67,12 @@ def user(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
 def reset_password(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
     record: User = base.record(actor, User, record_id, domain)
     base.require_change(actor, domain)
+    # Setting a password hands the account to whoever knows it: the admin signs in again if not recently.
+    stale = reauth.required(
+        actor.user, current_domain(), url_for("console.user", domain_id=domain.id, record_id=record.id)
+    )
+    if stale is not None:
+        return stale
     form = PasswordForm()
 
     def save() -> Response:

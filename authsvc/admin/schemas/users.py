@@ -43,6 +43,11 @@ class UserChange(UserFields):
     disable, demote or delete themselves."""
 
     disabled: bool = None
+    email_verified: bool = Field(
+        default=None,
+        description="Whether the address is verified (the email_verified claim). A new email sets it to true "
+        "unless given.",
+    )
 
 
 # Answers
@@ -51,6 +56,10 @@ class UserChange(UserFields):
 class User(Answer):
     id: str = Field(description=DECIMAL_ID)
     email: str = Field(description="Lower-cased.")
+    email_verified: bool = Field(
+        description="The email_verified claim: true when an admin created the user or the provider that did "
+        "vouched for the address."
+    )
     name: str
     domain: str = Field(description="The domain's id.")
     service_account: bool = Field(description="May use the password grant.")

@@ -17,6 +17,9 @@ class User(db.Model):
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"))
     # Stored lower-cased, which makes the unique constraint case-insensitive.
     email: Mapped[str] = mapped_column(String(320))
+    # Whether someone vouched for the address (an admin, or the provider that
+    # created the user): the email_verified claim says exactly this.
+    email_verified: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str | None] = mapped_column(String(100))
     service_account: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -54,6 +57,7 @@ class User(db.Model):
         return {
             "id": str(self.id),
             "email": self.email,
+            "email_verified": self.email_verified,
             "name": self.name,
             "domain": str(self.domain_id),
             "service_account": self.service_account,
