@@ -1,7 +1,7 @@
 """user: whether the e-mail address is verified (the email_verified claim)
 
 Revision ID: f3a9c6e1d2b7
-Revises: b8d2f4a6c1e3
+Revises: c8e1f5a3d7b2
 Create Date: 2026-11-26 05:00:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'f3a9c6e1d2b7'
-down_revision = 'b8d2f4a6c1e3'
+down_revision = 'c8e1f5a3d7b2'
 branch_labels = None
 depends_on = None
 
