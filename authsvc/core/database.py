@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
+
+from authsvc.core import budget
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +68,26 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
             return
         dialect = engine.dialect
         try:
-            with WATCHDOG.watching(dbapi_connection, dbapi_connection, deadline):
+            wait = None if deadline is None else budget.bounded(deadline)
+        except budget.BudgetSpent:
+            return  # the request's next statement fails at once, on a connection that may well be fine
+        in_time = True
+        try:
+            if wait is not None:
+                WATCHDOG.start(dbapi_connection, dbapi_connection, wait)
+            try:
                 alive = dialect.do_ping(dbapi_connection)
+            finally:
+                if wait is not None:
+                    in_time = WATCHDOG.end(dbapi_connection)
         except dialect.loaded_dbapi.Error as exc:
             # psycopg raises on a dead connection rather than answering False.
             if not dialect.is_disconnect(exc, dbapi_connection, None):
                 raise
             alive = False
+        if not in_time:
+            # A hung server, not a connection that died while idle: no new connection is tried for this request.
+            budget.note_failure()
         if not alive:
             # The pool replaces the connection and tries again.
             raise DisconnectionError("the connection died while idle")
@@ -207,12 +223,30 @@ UNBOUNDED = "authsvc_unbounded"
 
 
 def bound_waits(engine: Engine, seconds: float) -> None:
-    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events."""
+    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events.
+
+    A statement waits ``seconds`` at most, or what is left of the request's
+    database budget (authsvc.core.budget); connecting too. With the budget
+    spent, or after a wait that failed, a statement fails without a wait.
+    """
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        if budget.current() is None:
+            return None  # SQLAlchemy connects as configured
+        # libpq's connect_timeout is whole seconds, 2 at least. cparams is the engine's own
+        # dictionary, kept for every later connection: the bound goes on a copy.
+        timeout = max(2, math.ceil(budget.bounded(cparams.get("connect_timeout", seconds))))
+        try:
+            return dialect.connect(*cargs, **{**cparams, "connect_timeout": timeout})
+        except psycopg.OperationalError:
+            budget.note_failure()
+            raise
 
     @event.listens_for(engine, "before_cursor_execute")
     def watch(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         if not conn.get_execution_options().get(UNBOUNDED):
-            WATCHDOG.start(cursor, cursor.connection, seconds)
+            WATCHDOG.start(cursor, cursor.connection, budget.bounded(seconds))
 
     @event.listens_for(engine, "after_cursor_execute")
     def done(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
@@ -223,6 +257,9 @@ def bound_waits(engine: Engine, seconds: float) -> None:
         cursor = getattr(context.execution_context, "cursor", None)  # none before a statement ran
         if cursor is not None:
             WATCHDOG.end(cursor)
+        if context.is_disconnect or isinstance(context.original_exception, psycopg.OperationalError):
+            # Lost, timed out or cancelled: the database is not answering this request in time.
+            budget.note_failure()
 
 
 def init_app(app: Flask, engine: Engine) -> None:
