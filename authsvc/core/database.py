@@ -141,7 +141,7 @@ class Watchdog:
     psycopg waits for an answer as long as it takes, and a server (or a
     proxy, or a frozen VM) that still acknowledges packets but never answers
     defeats TCP keepalives and ``tcp_user_timeout``: the worker hangs until
-    gunicorn kills it. A wait is registered (``watching``) for its length;
+    gunicorn kills it. A wait is registered (``start``) for its length;
     one thread per process looks at the registered waits a few times a
     second and shuts down the socket of one past its deadline, which makes
     libpq's wait end at once with "server closed the connection", a
@@ -157,18 +157,6 @@ class Watchdog:
         self._waits: dict[Hashable, tuple[float, psycopg.Connection]] = {}
         self._ended: set[Hashable] = set()
         self._pid = 0
-
-    @contextlib.contextmanager
-    def watching(self, key: Hashable, connection: Any, seconds: float | None) -> Any:
-        """Shut ``connection``'s socket if the block runs longer than ``seconds`` (None: no bound)."""
-        if seconds is None:
-            yield
-            return
-        self.start(key, connection, seconds)
-        try:
-            yield
-        finally:
-            self.end(key)
 
     def start(self, key: Hashable, connection: Any, seconds: float) -> None:
         if self._pid != os.getpid():

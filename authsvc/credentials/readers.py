@@ -97,9 +97,13 @@ class Readers:
     engine's URL and the same bounds (``connect_settings``); closed with the
     engine (``engine.dispose()``); recycled as the engine recycles its own.
 
-    A connection found dead in use (a database restart) drains the pool, and
-    the lookup gets one more try on a new connection. One whose wait passed
-    its deadline (a hung server) is not tried again: the request answers 503.
+    The statement goes through the connection's libpq wrapper
+    (authsvc.credentials.roundtrip), which waits at most the client deadline
+    or what is left of the request's database budget (authsvc.core.budget),
+    as does the wait for a connection. A connection found dead in use (a
+    database restart) drains the pool, and the lookup gets one more try on a
+    new connection. One whose wait passed its deadline (a hung server) is
+    closed and not tried again: the request answers 503.
     A lookup interrupted by a signal (a worker timeout, Ctrl-C; a sync worker
     has one thread, which gets them) is cancelled on the server, and its
     connection closed. A forked child makes its own pool and leaves its
