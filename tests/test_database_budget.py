@@ -9,8 +9,10 @@ import time
 from urllib.parse import urlsplit
 
 import pytest
+from sqlalchemy import event
 
-from tests.conftest import DATABASE_URL, HttpsClient, get_code, headers
+from authsvc.core.database import db
+from tests.conftest import BACKEND, DATABASE_URL, HttpsClient, get_code, headers
 from tests.outages_support import assert_unavailable, authorize, exchange, inspect, password_grant, signin, timed
 from tests.proxy import TcpProxy
 
@@ -109,3 +111,30 @@ def test_inspect_runs_one_sql_statement_per_request(make_app, client, setup, wor
             response = inspect(proxied, **where)
             assert response.status_code == 200, (name, response.get_json())
             assert proxy.postgres_statements() - before == 1, name
+
+
+@pytest.mark.skipif(BACKEND != "sqlite", reason="PostgreSQL: counted on the wire above")
+def test_inspect_on_sqlite_runs_one_sql_statement_per_request(app, client, setup, world):
+    """The embedded database answers inspect through Flask: its statements are SQLAlchemy's, counted by its event."""
+    bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
+    api_key = world.api_key(setup.person, last_used_at=int(time.time()))
+    statements: list[str] = []
+
+    def count(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        statements.append(statement)
+
+    with app.app_context():
+        engine = db.engine
+    event.listen(engine, "before_cursor_execute", count)
+    try:
+        for where in (
+            {"headers": {"Authorization": f"Bearer {bearer}"}},
+            {"headers": {"X-API-Key": api_key}},
+            {"query": {"bearer_token": bearer}},
+            {"query": {"api-key": api_key}},
+        ):
+            statements.clear()
+            assert inspect(client, **where).status_code == 200
+            assert len(statements) == 1, (where, statements)
+    finally:
+        event.remove(engine, "before_cursor_execute", count)
