@@ -8,11 +8,12 @@ connections (open, nothing answered) or counts the messages sent through it.
 import time
 from urllib.parse import urlsplit
 
+import bcrypt
 import pytest
 from sqlalchemy import event
 
 from authsvc.core.database import db
-from tests.conftest import BACKEND, DATABASE_URL, HttpsClient, get_code, headers
+from tests.conftest import BACKEND, DATABASE_URL, PASSWORD, HttpsClient, get_code, headers
 from tests.outages_support import assert_unavailable, authorize, exchange, inspect, password_grant, signin, timed
 from tests.proxy import TcpProxy
 
@@ -73,6 +74,22 @@ def test_a_hung_database_answers_503_within_one_database_budget_per_request(make
         time.sleep(0.2)
     assert signin(client).status_code == 202
     assert password_grant(client, client_id).status_code == 200
+
+
+@pytest.mark.postgresql
+def test_the_budget_counts_time_on_the_database_only_not_the_whole_request(make_app, setup, world):
+    """A sign-in whose password check (bcrypt) takes longer than the whole budget still succeeds."""
+    from authsvc.core.models import User
+
+    app = make_app(AUTHSVC_DATABASE_TIMEOUT=0.5)
+    app.test_client_class = HttpsClient
+    # A costly hash: checking it takes well over the 0.5 s budget on any machine.
+    slow_hash = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(14)).decode()
+    world.update(User, setup.person.id, password_hash=slow_hash)
+    started = time.monotonic()
+    response = signin(app.test_client())
+    assert response.status_code == 202, response.get_json()
+    assert time.monotonic() - started > 0.5
 
 
 def test_the_database_budget_must_be_a_positive_number_of_seconds(monkeypatch):

@@ -2,10 +2,12 @@
 
 The requests people and API servers wait on (inspect, sign-in, authorise,
 token, UserInfo, the device page, and every other page of the service) get
-``AUTHSVC_DATABASE_TIMEOUT`` seconds of database for the whole request: the
-wait for a pooled connection, connecting, and every statement share it. Once
-it is spent, or once one wait on the database timed out or failed, every
-further statement of the request fails at once, so that the request answers
+``AUTHSVC_DATABASE_TIMEOUT`` seconds of database for the whole request:
+connecting, pinging and every statement share it (each wait is bounded by
+what is left, and what it took is taken off), and the wait for a pooled
+connection is bounded by the whole budget (``pool_timeout``). Once it is
+spent, or once one wait on the database timed out or failed, every further
+statement of the request fails at once, so that the request answers
 503 within the budget plus the watchdog's tick, not after a statement timeout
 per statement. The admin API, the console and the listings keep the longer
 ``AUTHSVC_STATEMENT_TIMEOUT`` per statement (docs/operations.md).
@@ -17,7 +19,6 @@ authsvc.core.database and authsvc.credentials.readers.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
@@ -39,19 +40,21 @@ UNBUDGETED_PREFIXES = (
 
 
 class Budget:
-    """The database time a request has left, and whether one of its waits already failed."""
+    """The database time a request has left, and whether one of its waits already failed.
 
-    __slots__ = ("ends", "failed")
+    Time spent elsewhere (bcrypt, a call to an identity provider or a
+    directory) is not counted: only the waits on PostgreSQL are (``spend``).
+    """
+
+    __slots__ = ("left", "failed")
 
     def __init__(self, seconds: float):
-        self.ends = time.monotonic() + seconds
+        self.left = seconds
         self.failed = False
 
     def remaining(self) -> float:
         """Seconds left (0 once spent or after a failed wait)."""
-        if self.failed:
-            return 0.0
-        return max(0.0, self.ends - time.monotonic())
+        return 0.0 if self.failed else max(0.0, self.left)
 
 
 class BudgetSpent(psycopg.OperationalError):
@@ -80,6 +83,13 @@ def bounded(seconds: float) -> float:
         budget.failed = True
         raise BudgetSpent("the request's database time (AUTHSVC_DATABASE_TIMEOUT) is spent")
     return min(seconds, left)
+
+
+def spend(seconds: float) -> None:
+    """Count ``seconds`` waited on the database against the request's budget."""
+    budget = _CURRENT.get()
+    if budget is not None:
+        budget.left -= seconds
 
 
 def note_failure() -> None:

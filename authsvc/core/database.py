@@ -72,6 +72,7 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
         except budget.BudgetSpent:
             return  # the request's next statement fails at once, on a connection that may well be fine
         in_time = True
+        started = time.monotonic()
         try:
             if wait is not None:
                 WATCHDOG.start(dbapi_connection, dbapi_connection, wait)
@@ -80,6 +81,7 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
             finally:
                 if wait is not None:
                     in_time = WATCHDOG.end(dbapi_connection)
+                budget.spend(time.monotonic() - started)
         except dialect.loaded_dbapi.Error as exc:
             # psycopg raises on a dead connection rather than answering False.
             if not dialect.is_disconnect(exc, dbapi_connection, None):
@@ -210,6 +212,16 @@ WATCHDOG = Watchdog()
 UNBOUNDED = "authsvc_unbounded"
 
 
+# Where a statement's start is kept (the connection's info) until its wait is taken off the request's budget.
+_STARTED = "authsvc_statement_started"
+
+
+def _spent(conn: Any) -> None:
+    started = conn.info.pop(_STARTED, None)
+    if started is not None:
+        budget.spend(time.monotonic() - started)
+
+
 def bound_waits(engine: Engine, seconds: float) -> None:
     """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events.
 
@@ -225,26 +237,33 @@ def bound_waits(engine: Engine, seconds: float) -> None:
         # libpq's connect_timeout is whole seconds, 2 at least. cparams is the engine's own
         # dictionary, kept for every later connection: the bound goes on a copy.
         timeout = max(2, math.ceil(budget.bounded(cparams.get("connect_timeout", seconds))))
+        started = time.monotonic()
         try:
             return dialect.connect(*cargs, **{**cparams, "connect_timeout": timeout})
         except psycopg.OperationalError:
             budget.note_failure()
             raise
+        finally:
+            budget.spend(time.monotonic() - started)
 
     @event.listens_for(engine, "before_cursor_execute")
     def watch(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         if not conn.get_execution_options().get(UNBOUNDED):
             WATCHDOG.start(cursor, cursor.connection, budget.bounded(seconds))
+            conn.info[_STARTED] = time.monotonic()
 
     @event.listens_for(engine, "after_cursor_execute")
     def done(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         WATCHDOG.end(cursor)
+        _spent(conn)
 
     @event.listens_for(engine, "handle_error")
     def failed(context: Any) -> None:
         cursor = getattr(context.execution_context, "cursor", None)  # none before a statement ran
         if cursor is not None:
             WATCHDOG.end(cursor)
+        if context.connection is not None:
+            _spent(context.connection)
         if context.is_disconnect or isinstance(context.original_exception, psycopg.OperationalError):
             # Lost, timed out or cancelled: the database is not answering this request in time.
             budget.note_failure()

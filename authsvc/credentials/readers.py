@@ -192,11 +192,15 @@ class Readers:
 
     def _read(self, prepared: _Prepared, values: list[bytes | None]) -> Any:
         pool = self.pool
+        started = time.monotonic()
         try:
             connection = self._connection(pool)
         except psycopg.Error as exc:  # no connection within the wait, or the database refused one
             budget.note_failure()
             raise self._error(prepared, values, exc, disconnected=False) from exc
+        finally:
+            budget.spend(time.monotonic() - started)
+        started = time.monotonic()
         try:
             session = self._sessions.get(connection)
             if session is None:
@@ -224,6 +228,7 @@ class Readers:
             raise
         finally:
             pool.putconn(connection)  # a closed or broken connection is replaced by the pool
+            budget.spend(time.monotonic() - started)
         return None if row is None else prepared.row._make(row)
 
     SLICE = 0.05  # seconds: how often a request waiting for a connection looks for a failed attempt
