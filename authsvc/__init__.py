@@ -21,7 +21,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
     from authsvc.app import errors, limits, views
-    from authsvc.core import database, security, store
+    from authsvc.core import budget, database, security, store
     from authsvc.core.database import db
     from authsvc.credentials import fastpath, readers
     from authsvc.oauth import server
@@ -56,6 +56,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     metrics.init_app(app)
     # Before deployment: its ProxyFix must wrap the fast path too.
     fastpath.init_app(app)
+    # Around the fast path and Flask: one database budget per request (authsvc.core.budget).
+    app.wsgi_app = budget.DatabaseBudget(app.wsgi_app, app.config["AUTHSVC_DATABASE_TIMEOUT"])  # type: ignore[method-assign]
     deployment.init_app(app)
     security.init_app(app)
     db.init_app(app)

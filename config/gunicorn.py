@@ -33,6 +33,8 @@ limit_request_field_size = int(os.environ.get("AUTHSVC_MAX_HEADER_BYTES", "8190"
 # be sent that way too), cookies or the Authorization header.
 accesslog = "-" if os.environ.get("AUTHSVC_ACCESS_LOG", "1") != "0" else None
 access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(B)s %(M)sms'
+# gunicorn's logger, except that an access record carries only the atoms written (a tenth of inspect's time).
+logger_class = "authsvc.web.access_log.AccessLogger"
 errorlog = "-"
 loglevel = os.environ.get("AUTHSVC_LOG_LEVEL", "info").lower()
 logconfig_dict = {

@@ -124,6 +124,10 @@ def from_environment() -> dict[str, Any]:
     # Every wait on PostgreSQL ends before gunicorn kills the worker, so the
     # client gets a 503 rather than a closed connection: connecting, or one
     # statement and the client's second of grace (authsvc.database).
+    # AUTHSVC_DATABASE_TIMEOUT is also the database time of a whole request (authsvc.core.budget).
+    for name in ("AUTHSVC_DATABASE_TIMEOUT", "AUTHSVC_STATEMENT_TIMEOUT"):
+        if not _float(name, 1) > 0:
+            raise ConfigError(f"{name} must be a positive number of seconds")
     database_wait = max(_float("AUTHSVC_DATABASE_TIMEOUT", 5), _float("AUTHSVC_STATEMENT_TIMEOUT", 10) + 1)
     worker_timeout = _int("GUNICORN_TIMEOUT", 30)
     if database_wait >= worker_timeout:

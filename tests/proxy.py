@@ -7,19 +7,71 @@ Freezing stalls it instead: connections stay open and new ones are accepted,
 but no byte goes through either way, as when packets are dropped or the
 server hangs; the service gets no answer and no error. Thawing lets the
 stalled bytes through again.
+
+``PostgresMessages`` reads what a client sends a PostgreSQL server through
+the proxy (the frontend protocol, unencrypted: connect with
+``sslmode=disable``), so that a test can count the statements a request runs.
 """
 
 from __future__ import annotations
 
 import socket
+import struct
 import threading
+from collections import Counter
 
 from tests.servers import free_port
 
+# Requests a client may send before its startup message, each answered with one byte.
+_SSL_REQUEST, _GSSENC_REQUEST = 80877103, 80877104
+
+
+class PostgresMessages:
+    """Counts the messages of PostgreSQL's frontend protocol, by type: ``Q`` simple query, ``P`` parse, ``E`` execute.
+
+    One instance per client connection reads its stream (in whatever chunks
+    it arrives) and adds to a shared Counter.
+    """
+
+    def __init__(self, counts: Counter, lock: threading.Lock):
+        self.counts = counts
+        self.lock = lock
+        self.buffer = b""
+        self.started = False
+
+    def feed(self, data: bytes) -> None:
+        self.buffer += data
+        while True:
+            if not self.started:  # a startup message (or SSL/GSS request): length, then a code, no type byte
+                if len(self.buffer) < 8:
+                    return
+                length, code = struct.unpack("!ii", self.buffer[:8])
+                if length < 8:
+                    raise AssertionError("not PostgreSQL's protocol (an encrypted stream? use sslmode=disable)")
+                if len(self.buffer) < length:
+                    return
+                self.buffer = self.buffer[length:]
+                self.started = code not in (_SSL_REQUEST, _GSSENC_REQUEST)
+                continue
+            if len(self.buffer) < 5:
+                return
+            kind = chr(self.buffer[0])
+            (length,) = struct.unpack("!i", self.buffer[1:5])
+            if length < 4:
+                raise AssertionError("not PostgreSQL's protocol (an encrypted stream? use sslmode=disable)")
+            if len(self.buffer) < 1 + length:
+                return
+            self.buffer = self.buffer[1 + length :]
+            with self.lock:
+                self.counts[kind] += 1
+
 
 class TcpProxy:
-    def __init__(self, target_host: str, target_port: int):
+    def __init__(self, target_host: str, target_port: int, count_postgres: bool = False):
         self.target = (target_host, target_port)
+        # With count_postgres: messages clients sent to the PostgreSQL target, by type (PostgresMessages).
+        self.count_postgres = count_postgres
+        self.postgres_messages: Counter = Counter()
         self.port = free_port()
         self._lock = threading.Lock()
         self._sockets: set[socket.socket] = set()
@@ -94,13 +146,21 @@ class TcpProxy:
                     upstream.close()
                     return
                 self._sockets.update((client, upstream))
-            for src, dst in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pump, args=(src, dst), daemon=True).start()
+            reader = PostgresMessages(self.postgres_messages, self._lock) if self.count_postgres else None
+            for src, dst, seen in ((client, upstream, reader), (upstream, client, None)):
+                threading.Thread(target=self._pump, args=(src, dst, seen), daemon=True).start()
 
-    def _pump(self, src: socket.socket, dst: socket.socket) -> None:
+    def postgres_statements(self) -> int:
+        """Statements clients ran through the proxy so far: simple queries and executions of prepared ones."""
+        with self._lock:
+            return self.postgres_messages["Q"] + self.postgres_messages["E"]
+
+    def _pump(self, src: socket.socket, dst: socket.socket, seen: PostgresMessages | None = None) -> None:
         try:
             while data := src.recv(65536):
                 self._flowing.wait()
+                if seen is not None:
+                    seen.feed(data)
                 dst.sendall(data)
         except OSError:
             pass

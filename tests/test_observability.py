@@ -385,3 +385,34 @@ def test_nonce_sid_and_id_tokens_never_reach_the_logs_of_an_openid_connect_flow(
     assert [name for name, value in secrets.items() if value in output] == [], "in the service's logs"
     # A token cut short in a log line escapes the whole-token search: look for each signature too.
     assert not any(token.rsplit(".", 1)[1] in output for token in (first["id_token"], hinted["id_token"]))
+
+
+def test_an_access_log_line_has_exactly_the_safe_fields(service):
+    """gunicorn's access record (authsvc.web.access_log): who, what, status, size, time, request id; nothing else."""
+    url = service.url + "/api/engine/v2/api_keys/inspect"
+    rid = f"access-line-{time.monotonic_ns()}"
+    answer = requests.get(
+        url,
+        params={"api-key": "nope.secret-in-the-query"},
+        headers={"X-Request-Id": rid, "User-Agent": "access-test/1", "Authorization": "Bearer abc"},
+        timeout=10,
+    )
+    assert answer.status_code == 401
+    deadline = time.monotonic() + 5
+    while not (lines := [json.loads(line) for line in service.output().splitlines() if rid in line]):
+        assert time.monotonic() < deadline, "no access line"
+        time.sleep(0.05)
+    (line,) = lines
+    assert set(line) == {
+        "ts", "level", "logger", "process", "message",
+        "remote", "method", "path", "status", "bytes", "duration_ms", "user_agent", "request_id",
+    }  # fmt: skip
+    assert (line["logger"], line["message"], line["level"]) == ("gunicorn.access", "request", "info")
+    assert (line["remote"], line["method"], line["path"], line["status"]) == (
+        "127.0.0.1",
+        "GET",
+        url[len(service.url) :],
+        401,
+    )
+    assert line["bytes"] == len(answer.content) and isinstance(line["duration_ms"], int)
+    assert (line["user_agent"], line["request_id"]) == ("access-test/1", rid)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import socket
 import threading
@@ -26,6 +27,8 @@ from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
+
+from authsvc.core import budget
 
 log = logging.getLogger(__name__)
 
@@ -65,13 +68,28 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
             return
         dialect = engine.dialect
         try:
-            with WATCHDOG.watching(dbapi_connection, dbapi_connection, deadline):
+            wait = None if deadline is None else budget.bounded(deadline)
+        except budget.BudgetSpent:
+            return  # the request's next statement fails at once, on a connection that may well be fine
+        in_time = True
+        started = time.monotonic()
+        try:
+            if wait is not None:
+                WATCHDOG.start(dbapi_connection, dbapi_connection, wait)
+            try:
                 alive = dialect.do_ping(dbapi_connection)
+            finally:
+                if wait is not None:
+                    in_time = WATCHDOG.end(dbapi_connection)
+                budget.spend(time.monotonic() - started)
         except dialect.loaded_dbapi.Error as exc:
             # psycopg raises on a dead connection rather than answering False.
             if not dialect.is_disconnect(exc, dbapi_connection, None):
                 raise
             alive = False
+        if not in_time:
+            # A hung server, not a connection that died while idle: no new connection is tried for this request.
+            budget.note_failure()
         if not alive:
             # The pool replaces the connection and tries again.
             raise DisconnectionError("the connection died while idle")
@@ -125,7 +143,7 @@ class Watchdog:
     psycopg waits for an answer as long as it takes, and a server (or a
     proxy, or a frozen VM) that still acknowledges packets but never answers
     defeats TCP keepalives and ``tcp_user_timeout``: the worker hangs until
-    gunicorn kills it. A wait is registered (``watching``) for its length;
+    gunicorn kills it. A wait is registered (``start``) for its length;
     one thread per process looks at the registered waits a few times a
     second and shuts down the socket of one past its deadline, which makes
     libpq's wait end at once with "server closed the connection", a
@@ -141,18 +159,6 @@ class Watchdog:
         self._waits: dict[Hashable, tuple[float, psycopg.Connection]] = {}
         self._ended: set[Hashable] = set()
         self._pid = 0
-
-    @contextlib.contextmanager
-    def watching(self, key: Hashable, connection: Any, seconds: float | None) -> Any:
-        """Shut ``connection``'s socket if the block runs longer than ``seconds`` (None: no bound)."""
-        if seconds is None:
-            yield
-            return
-        self.start(key, connection, seconds)
-        try:
-            yield
-        finally:
-            self.end(key)
 
     def start(self, key: Hashable, connection: Any, seconds: float) -> None:
         if self._pid != os.getpid():
@@ -206,23 +212,61 @@ WATCHDOG = Watchdog()
 UNBOUNDED = "authsvc_unbounded"
 
 
+# Where a statement's start is kept (the connection's info) until its wait is taken off the request's budget.
+_STARTED = "authsvc_statement_started"
+
+
+def _spent(conn: Any) -> None:
+    started = conn.info.pop(_STARTED, None)
+    if started is not None:
+        budget.spend(time.monotonic() - started)
+
+
 def bound_waits(engine: Engine, seconds: float) -> None:
-    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events."""
+    """Put every statement ``engine`` runs under the Watchdog, through SQLAlchemy's cursor events.
+
+    A statement waits ``seconds`` at most, or what is left of the request's
+    database budget (authsvc.core.budget); connecting too. With the budget
+    spent, or after a wait that failed, a statement fails without a wait.
+    """
+
+    @event.listens_for(engine, "do_connect")
+    def connect(dialect: Any, record: Any, cargs: Any, cparams: dict[str, Any]) -> Any:
+        if budget.current() is None:
+            return None  # SQLAlchemy connects as configured
+        # libpq's connect_timeout is whole seconds, 2 at least. cparams is the engine's own
+        # dictionary, kept for every later connection: the bound goes on a copy.
+        timeout = max(2, math.ceil(budget.bounded(cparams.get("connect_timeout", seconds))))
+        started = time.monotonic()
+        try:
+            return dialect.connect(*cargs, **{**cparams, "connect_timeout": timeout})
+        except psycopg.OperationalError:
+            budget.note_failure()
+            raise
+        finally:
+            budget.spend(time.monotonic() - started)
 
     @event.listens_for(engine, "before_cursor_execute")
     def watch(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         if not conn.get_execution_options().get(UNBOUNDED):
-            WATCHDOG.start(cursor, cursor.connection, seconds)
+            WATCHDOG.start(cursor, cursor.connection, budget.bounded(seconds))
+            conn.info[_STARTED] = time.monotonic()
 
     @event.listens_for(engine, "after_cursor_execute")
     def done(conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool) -> None:
         WATCHDOG.end(cursor)
+        _spent(conn)
 
     @event.listens_for(engine, "handle_error")
     def failed(context: Any) -> None:
         cursor = getattr(context.execution_context, "cursor", None)  # none before a statement ran
         if cursor is not None:
             WATCHDOG.end(cursor)
+        if context.connection is not None:
+            _spent(context.connection)
+        if context.is_disconnect or isinstance(context.original_exception, psycopg.OperationalError):
+            # Lost, timed out or cancelled: the database is not answering this request in time.
+            budget.note_failure()
 
 
 def init_app(app: Flask, engine: Engine) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -18,26 +19,36 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy import Engine, Select, event
 from sqlalchemy.exc import DBAPIError
 
-from authsvc.core.database import WATCHDOG, client_deadline, connect_settings, db
+from authsvc.core import budget
+from authsvc.core.database import client_deadline, connect_settings, db
+from authsvc.credentials import roundtrip
 
 log = logging.getLogger(__name__)
 
 
+_NAMES = itertools.count(1)
+
+
 @dataclass(frozen=True)
 class _Prepared:
-    """A read-only statement as read_one sends it to PostgreSQL: ``$n`` placeholders, rows as named tuples."""
+    """A read-only statement as read_one prepares it on PostgreSQL: ``$n`` placeholders, rows as named tuples."""
 
-    sql: str
+    name: bytes
+    sql: bytes
     parameters: tuple[str, ...]
     row: type
 
     @classmethod
     def of(cls, statement: Select, dialect: Any) -> _Prepared:
-        # psycopg's RawCursor takes $n placeholders and a tuple, and so skips
-        # converting %(name)s placeholders and a dictionary on every execution.
+        # libpq's prepared statements take $n placeholders and a list of values.
         compiled = statement.compile(dialect=type(dialect)(paramstyle="numeric_dollar"))
         names = [column.key for column in statement.selected_columns]
-        return cls(compiled.string, tuple(compiled.positiontup or ()), namedtuple("Row", names))
+        return cls(
+            f"authsvc_read_{next(_NAMES)}".encode(),  # psycopg's own are _pg3_N
+            compiled.string.encode(),
+            tuple(compiled.positiontup or ()),
+            namedtuple("Row", names),
+        )
 
 
 # The statements read_one has run on PostgreSQL. They are module-level
@@ -86,9 +97,13 @@ class Readers:
     engine's URL and the same bounds (``connect_settings``); closed with the
     engine (``engine.dispose()``); recycled as the engine recycles its own.
 
-    A connection found dead in use (a database restart) drains the pool, and
-    the lookup gets one more try on a new connection. One whose wait passed
-    its deadline (a hung server) is not tried again: the request answers 503.
+    The statement goes through the connection's libpq wrapper
+    (authsvc.credentials.roundtrip), which waits at most the client deadline
+    or what is left of the request's database budget (authsvc.core.budget),
+    as does the wait for a connection. A connection found dead in use (a
+    database restart) drains the pool, and the lookup gets one more try on a
+    new connection. One whose wait passed its deadline (a hung server) is
+    closed and not tried again: the request answers 503.
     A lookup interrupted by a signal (a worker timeout, Ctrl-C; a sync worker
     has one thread, which gets them) is cancelled on the server, and its
     connection closed. A forked child makes its own pool and leaves its
@@ -105,8 +120,6 @@ class Readers:
             **kwargs,
             **settings,
             "autocommit": True,
-            "prepare_threshold": 0,  # every statement prepared from its first use
-            "cursor_factory": psycopg.RawCursor,  # $n placeholders, as _Prepared compiles them
         }
         self.wait = wait
         self.deadline = deadline
@@ -128,9 +141,8 @@ class Readers:
                     raise
 
         self.connection_class = Connection
-        # One cursor per connection, kept: a new one per lookup (and its
-        # adapters) cost more than a tenth of the lookup. Gone with its connection.
-        self._cursors: weakref.WeakKeyDictionary[psycopg.Connection, psycopg.RawCursor] = weakref.WeakKeyDictionary()
+        # Each connection's prepared statements and loaders (authsvc.credentials.roundtrip), gone with it.
+        self._sessions: weakref.WeakKeyDictionary[psycopg.Connection, roundtrip.Session] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool | None = None
         self._pid = 0
         self._lock = threading.Lock()
@@ -167,7 +179,7 @@ class Readers:
         prepared = _PREPARED.get(statement)
         if prepared is None:
             prepared = _PREPARED[statement] = _Prepared.of(statement, self.dialect)
-        values = [params[name] for name in prepared.parameters]
+        values = [None if (value := params[name]) is None else value.encode() for name in prepared.parameters]
         for last in (False, True):
             try:
                 return self._read(prepared, values)
@@ -178,26 +190,34 @@ class Readers:
                 self.pool.drain()
         raise AssertionError("unreachable: the second try returns or raises")
 
-    def _read(self, prepared: _Prepared, values: list[str | None]) -> Any:
+    def _read(self, prepared: _Prepared, values: list[bytes | None]) -> Any:
         pool = self.pool
+        started = time.monotonic()
         try:
             connection = self._connection(pool)
         except psycopg.Error as exc:  # no connection within the wait, or the database refused one
+            budget.note_failure()
             raise self._error(prepared, values, exc, disconnected=False) from exc
+        finally:
+            budget.spend(time.monotonic() - started)
+        started = time.monotonic()
         try:
-            WATCHDOG.start(connection, connection, self.deadline)
-            try:
-                cursor = self._cursors.get(connection)
-                if cursor is None:
-                    cursor = self._cursors[connection] = connection.cursor()
-                row = cursor.execute(prepared.sql, values, prepare=True).fetchone()
-            finally:
-                in_time = WATCHDOG.end(connection)
+            session = self._sessions.get(connection)
+            if session is None:
+                session = self._sessions[connection] = roundtrip.Session(connection)
+            row = session.fetch_one(prepared.name, prepared.sql, values, budget.bounded(self.deadline))
+        except roundtrip.TimedOut as exc:
+            # A hung server: this connection is given up, and the request tries no other.
+            budget.note_failure()
+            connection.close()
+            raise self._error(prepared, values, exc, disconnected=True) from exc
         except psycopg.Error as exc:
             disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)
             error = self._error(prepared, values, exc, disconnected)
-            if disconnected and in_time:
+            if disconnected:
                 raise _Disconnected(error) from exc
+            if isinstance(exc, psycopg.OperationalError):  # a statement timeout, a spent budget
+                budget.note_failure()
             raise error from exc
         except BaseException:
             # Interrupted (a worker timeout, Ctrl-C): stop the statement on
@@ -208,13 +228,14 @@ class Readers:
             raise
         finally:
             pool.putconn(connection)  # a closed or broken connection is replaced by the pool
+            budget.spend(time.monotonic() - started)
         return None if row is None else prepared.row._make(row)
 
     SLICE = 0.05  # seconds: how often a request waiting for a connection looks for a failed attempt
 
     def _connection(self, pool: ConnectionPool) -> psycopg.Connection:
         started = time.monotonic()
-        deadline = started + self.wait
+        deadline = started + budget.bounded(self.wait)
         while True:
             try:
                 return pool.getconn(timeout=max(0.0, min(self.SLICE, deadline - time.monotonic())))
@@ -227,7 +248,7 @@ class Readers:
 
     def _error(self, prepared: _Prepared, values: list[str | None], exc: Exception, disconnected: bool) -> DBAPIError:
         return DBAPIError.instance(
-            prepared.sql, values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=self.dialect
+            prepared.sql.decode(), values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=self.dialect
         )
 
     def close(self, *args: Any) -> None:
