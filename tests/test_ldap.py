@@ -117,6 +117,24 @@ def test_repeated_failures_lock_the_account_as_local_passwords_do(make_app, setu
     assert locked.get_json()["error"] == "too_many_attempts" and int(locked.headers["Retry-After"]) > 0
 
 
+@pytest.mark.parametrize("password", ["x\u0001", "ada-password\u0000", "\u00ad"])
+def test_a_password_that_cannot_be_sent_to_the_directory_is_a_wrong_password_for_anyone(
+    make_app, world, setup, directory, password
+):
+    # SASLprep (RFC 4013) refuses these before a bind leaves: an outage only for addresses in the
+    # directory would tell who is in it.
+    _, client = directory_browser(make_app, directory, AUTHSVC_LOCKOUT_THRESHOLD=2)
+    known = signin(client, "ada@example.com", password)
+    unknown = signin(client, "nobody@example.com", password)
+    assert known.status_code == unknown.status_code == 401
+    assert known.get_json() == unknown.get_json()
+    assert known.get_json()["error"] == "invalid_credentials"
+    assert events(world, "ldap.unavailable") == []
+    # Counted as a failure, as any wrong password is: the second locks the account.
+    assert signin(client, "ada@example.com", password).status_code == 401
+    assert signin(client, "ada@example.com", "ada-password").status_code == 429
+
+
 # The directory's trouble
 
 

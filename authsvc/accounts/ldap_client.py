@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from flask import current_app
 from ldap3 import BASE, NONE, SIMPLE, SUBTREE, Connection, Server, Tls
 from ldap3.core.exceptions import LDAPException
+from ldap3.protocol.sasl.sasl import validate_simple_password
 from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import parse_dn
 
@@ -149,7 +150,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
+def _open(directory: LdapDirectory, user: str, password: str | bytes) -> Connection:
     """An open connection (TLS started when asked), not yet bound."""
     connection = Connection(
         _server(directory),
@@ -268,7 +269,16 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     """
     if not password:
         return False
-    connection = _open(directory, dn, password)
+    try:
+        # SASLprep (RFC 4013) and UTF-8, as ldap3's bind does: a password refused here never leaves
+        # this process, so it is a wrong password, not an outage (a 503 only for addresses in the
+        # directory would tell who is in it).
+        prepared = validate_simple_password(password)
+    except (LDAPException, UnicodeError):
+        return False
+    if not prepared:
+        return False
+    connection = _open(directory, dn, prepared)
     try:
         bound = connection.bind()
         result = dict(connection.result or {})
