@@ -162,6 +162,23 @@ def test_a_slow_directory_times_out_as_a_503(make_app, setup, directory):
     assert elapsed < 5
 
 
+def test_a_sign_in_asking_several_slow_directories_ends_at_one_deadline(make_app, setup, directory):
+    # Each directory alone keeps within AUTHSVC_LDAP_TIMEOUT; the sign-in as a whole within the deadline.
+    app, client = directory_browser(make_app, directory, AUTHSVC_LDAP_TIMEOUT=1, AUTHSVC_OUTBOUND_DEADLINE=1.5)
+    for name in ("Second directory", "Third directory"):
+        create_directory(app.test_cli_runner(), directory, "--name", name)
+    directory.slapd.pause()
+    try:
+        started = time.monotonic()
+        response = signin(client, "ada@example.com", "ada-password")
+        elapsed = time.monotonic() - started
+    finally:
+        directory.slapd.resume()
+    assert response.status_code == 503
+    assert response.get_json()["error"] == "directory_unavailable"
+    assert elapsed < 2.5
+
+
 def test_an_untrusted_certificate_is_refused(client, runner, world, directory, setup):
     create_directory(runner, directory, ca=False)
     response = signin(client, "ada@example.com", "ada-password")

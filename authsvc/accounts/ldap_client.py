@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import socket
 import ssl
 import threading
@@ -180,7 +181,8 @@ def _open(directory: LdapDirectory, user: str, password: str | bytes) -> Connect
         authentication=SIMPLE,
         read_only=True,
         raise_exceptions=False,
-        receive_timeout=_timeout(directory),
+        # ldap3 sets it as SO_RCVTIMEO, whole seconds only; the deadline's watchdog cuts the rest.
+        receive_timeout=math.ceil(_timeout(directory)),
     )
     try:
         connection.open()
