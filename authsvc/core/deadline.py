@@ -91,10 +91,13 @@ class _Watchdog:
         self._heap: list[tuple[float, int, Deadline]] = []
         self._order = itertools.count()
         self._condition = threading.Condition()
+        self._starting = threading.Lock()
 
     def arm(self, deadline: Deadline) -> None:
         if self._pid != os.getpid():
-            self._start()
+            with self._starting:
+                if self._pid != os.getpid():
+                    self._start()
         with self._condition:
             heapq.heappush(self._heap, (deadline.at, next(self._order), deadline))
             self._condition.notify()
