@@ -119,9 +119,10 @@ class _Bounded:
                 if self.keep_body:
                     limit.remaining()  # a body cut short by the deadline may look complete
             except (requests.RequestException, deadline.DeadlineExceeded) as exc:
-                if limit.expired or isinstance(exc, deadline.DeadlineExceeded) or _spent(limit):
+                if isinstance(exc, deadline.DeadlineExceeded) or _spent(limit):
+                    # No URL in the message: a caller may log it, and a URL may carry a secret.
                     raise DeadlineExceeded(
-                        f"{request.url} did not answer within the deadline of {limit.seconds:g} s", request=request
+                        f"no whole answer within the deadline of {limit.seconds:g} s", request=request
                     ) from exc
                 raise
         return response
