@@ -145,6 +145,15 @@ def from_environment() -> dict[str, Any]:
             "that does not answer gets a 503, not a killed worker"
         )
 
+    # One deadline per outbound exchange: an HTTP request to a provider, IdP, application or jwks_uri
+    # (connect to last byte), or an LDAP sign-in (every directory it asks).
+    outbound_deadline = _float("AUTHSVC_OUTBOUND_DEADLINE", 10)
+    if not 0 < outbound_deadline < worker_timeout:
+        raise ConfigError(
+            f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
+            "a peer that answers slowly gets a clear error, not a killed worker"
+        )
+
     return {
         "AUTHSVC_ENV": environment,
         "SECRET_KEY": secret_key,
@@ -171,6 +180,7 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_MFA_PENDING_TTL": _int("AUTHSVC_MFA_PENDING_TTL", 300),
         "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
+        "AUTHSVC_OUTBOUND_DEADLINE": outbound_deadline,
         "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
         "AUTHSVC_SSO_FLOW_TTL": _int("AUTHSVC_SSO_FLOW_TTL", 600),
         # LDAP directories: connect and each operation; a sign-in asks at most two binds and a search.

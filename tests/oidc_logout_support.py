@@ -17,7 +17,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 
 from authsvc.core import store
-from authsvc.oauth.backchannel import DISPATCHER
+from authsvc.oauth import backchannel
 from tests.conftest import REDIRECT_URI, HttpsClient, _empty_database, get_code, headers, signin
 
 END_SESSION = "/auth/oauth/end_session"
@@ -77,7 +77,7 @@ def app(make_app):
 def receiver():
     made = Receiver()
     yield made
-    DISPATCHER.flush(timeout=5.0)  # nothing of this test reaches the next one
+    backchannel.flush(timeout=5.0)  # nothing of this test reaches the next one
     made.close()
 
 

@@ -16,7 +16,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Flask, jsonify, redirect, request
+from flask import Flask, Response, jsonify, redirect, request
 from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from werkzeug.serving import make_server
@@ -39,7 +39,8 @@ class Provider:
         self.issue_refresh_token = True
         # Fault switches: None, "deny", "garbage", "error500", "slow", "bad_signature",
         # "wrong_aud", "wrong_nonce", "wrong_iss", "expired", "refuse_refresh",
-        # "redirect" (discovery answers a redirect).
+        # "redirect" (discovery answers a redirect), "trickle" (the token answer comes a byte every
+        # 0.2 s, for 6 s).
         self.fault: str | None = None
         self.slow_seconds = 3.0
         self.codes: dict[str, dict] = {}
@@ -127,6 +128,8 @@ class Provider:
             provider.token_requests.append(dict(form))
             if provider.fault == "slow":
                 time.sleep(provider.slow_seconds)
+            if provider.fault == "trickle":
+                return Response(_trickle(), 200, {"Content-Type": "application/json"})
             if provider.fault == "garbage":
                 return "<html>not json</html>", 200, {"Content-Type": "application/json"}
             if provider.fault == "error500":
@@ -201,3 +204,10 @@ class Provider:
             return jwt.encode({"alg": "RS256", "kid": "test-key"}, payload, _OTHER_KEY)
         header = {"alg": "RS256"} if self.omit_kid else {"alg": "RS256", "kid": self.key.kid}
         return jwt.encode(header, payload, self.key)
+
+
+def _trickle():
+    """A byte every 0.2 s for 6 s: each within any read timeout, the whole far past a deadline."""
+    for _ in range(30):
+        yield b" "
+        time.sleep(0.2)

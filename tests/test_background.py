@@ -6,7 +6,7 @@ import os
 import threading
 import time
 
-from authsvc.core.background import BackgroundQueue
+from authsvc.core.background import BackgroundQueue, KeyedQueue
 
 
 def test_items_are_handled_off_the_caller_and_a_full_queue_hands_them_over():
@@ -70,3 +70,29 @@ def test_a_forked_child_that_queued_nothing_does_not_wait_on_its_parents_queue()
     release.set()
     work.flush(timeout=5)
     assert waited < 0.5, f"the child waited {waited} s for items it never had"
+
+
+def test_a_key_whose_items_hang_holds_one_thread_and_never_another_keys_items():
+    taken, release, handled, dropped = threading.Event(), threading.Event(), [], []
+
+    def handle(item: tuple[str, int]) -> None:
+        if item[0] == "slow":
+            taken.set()
+            release.wait(5)
+        handled.append(item)
+
+    work = KeyedQueue("test", handle, on_full=dropped.append, on_error=print, threads=2, per_key=1, key_bound=3)
+    work.put("slow", ("slow", 0))
+    assert taken.wait(5), "a thread takes the first item"
+    for n in range(1, 5):  # three wait; the fourth finds its key full
+        work.put("slow", ("slow", n))
+    for n in range(3):
+        work.put("fast", ("fast", n))
+    deadline = time.monotonic() + 2
+    while len(handled) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert handled == [("fast", 0), ("fast", 1), ("fast", 2)]
+    assert dropped == [("slow", 4)]
+    release.set()
+    work.flush(timeout=5)
+    assert sorted(handled) == [*(("fast", n) for n in range(3)), *(("slow", n) for n in range(4))]

@@ -117,6 +117,24 @@ def test_repeated_failures_lock_the_account_as_local_passwords_do(make_app, setu
     assert locked.get_json()["error"] == "too_many_attempts" and int(locked.headers["Retry-After"]) > 0
 
 
+@pytest.mark.parametrize("password", ["x\u0001", "ada-password\u0000", "\u00ad"])
+def test_a_password_that_cannot_be_sent_to_the_directory_is_a_wrong_password_for_anyone(
+    make_app, world, setup, directory, password
+):
+    # SASLprep (RFC 4013) refuses these before a bind leaves: an outage only for addresses in the
+    # directory would tell who is in it.
+    _, client = directory_browser(make_app, directory, AUTHSVC_LOCKOUT_THRESHOLD=2)
+    known = signin(client, "ada@example.com", password)
+    unknown = signin(client, "nobody@example.com", password)
+    assert known.status_code == unknown.status_code == 401
+    assert known.get_json() == unknown.get_json()
+    assert known.get_json()["error"] == "invalid_credentials"
+    assert events(world, "ldap.unavailable") == []
+    # Counted as a failure, as any wrong password is: the second locks the account.
+    assert signin(client, "ada@example.com", password).status_code == 401
+    assert signin(client, "ada@example.com", "ada-password").status_code == 429
+
+
 # The directory's trouble
 
 
@@ -142,6 +160,23 @@ def test_a_slow_directory_times_out_as_a_503(make_app, setup, directory):
         directory.slapd.resume()
     assert response.status_code == 503
     assert elapsed < 5
+
+
+def test_a_sign_in_asking_several_slow_directories_ends_at_one_deadline(make_app, setup, directory):
+    # Each directory alone keeps within AUTHSVC_LDAP_TIMEOUT; the sign-in as a whole within the deadline.
+    app, client = directory_browser(make_app, directory, AUTHSVC_LDAP_TIMEOUT=1, AUTHSVC_OUTBOUND_DEADLINE=1.5)
+    for name in ("Second directory", "Third directory"):
+        create_directory(app.test_cli_runner(), directory, "--name", name)
+    directory.slapd.pause()
+    try:
+        started = time.monotonic()
+        response = signin(client, "ada@example.com", "ada-password")
+        elapsed = time.monotonic() - started
+    finally:
+        directory.slapd.resume()
+    assert response.status_code == 503
+    assert response.get_json()["error"] == "directory_unavailable"
+    assert elapsed < 2.5
 
 
 def test_an_untrusted_certificate_is_refused(client, runner, world, directory, setup):

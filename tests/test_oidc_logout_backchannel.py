@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
 import pytest
 from joserfc import jwt
@@ -17,10 +18,11 @@ from sqlalchemy import select
 
 from authsvc.core.models import AuditRecord
 from tests.conftest import HOST, headers, signin
-from tests.oidc_logout_support import END_SESSION, browser, claims_of, id_token
+from tests.oidc_logout_support import END_SESSION, Receiver, browser, claims_of, id_token
 from tests.oidc_logout_support import app as app  # noqa: F401 - a fixture
 from tests.oidc_logout_support import receiver as receiver  # noqa: F401 - a fixture
 from tests.oidc_logout_support import rp as rp  # noqa: F401 - a fixture
+from tests.slow_peer import SlowPeer
 
 EVENT = "http://schemas.openid.net/event/backchannel-logout"
 
@@ -171,3 +173,61 @@ def test_a_password_change_by_an_admin_tells_the_applications(client, rp, receiv
     assert response.status_code == 200
     (received,) = receiver.wait()
     assert_logout_token(client, received, rp, id_claims)
+
+
+# Receivers that stall (issue 23, point 3)
+
+
+def failures(world, timeout: float = 5) -> list[AuditRecord]:
+    deadline = time.monotonic() + timeout
+    records = []
+    while not records and time.monotonic() < deadline:
+        records = world.query(select(AuditRecord).where(AuditRecord.event == "backchannel_logout.failed"))
+        time.sleep(0.02)
+    return records
+
+
+@pytest.fixture
+def stalling(app, world, rp):
+    """The application's receiver answers one byte every 0.2 s; the outbound deadline is 1 s, one attempt."""
+    app.config.update(AUTHSVC_OUTBOUND_DEADLINE=1, AUTHSVC_BACKCHANNEL_ATTEMPTS=1)
+    with SlowPeer(trickle=0.2) as peer:
+        world.update(type(rp.app), rp.app.id, backchannel_logout_uri=peer.url)
+        yield peer
+
+
+def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(client, rp, world, stalling):
+    # Each byte comes well within AUTHSVC_BACKCHANNEL_TIMEOUT (2 s here): only the deadline ends the wait.
+    signin(client)
+    id_token(client, rp)
+    client.get("/auth/logout", headers=headers())
+    started = time.monotonic()
+    (record,) = failures(world)
+    assert time.monotonic() - started < 3
+    assert record.target == f"application:{rp.app.id}"
+    assert record.details["reason"] == "DeadlineExceeded after 1 attempts"
+    assert len(stalling.requests) == 1
+
+
+def test_a_stalling_receiver_delays_only_its_own_applications_logouts(app, client, rp, oidc, world, stalling):
+    other = Receiver()
+    try:
+        world.update(type(oidc.es256_app), oidc.es256_app.id, backchannel_logout_uri=other.url)
+        fast = SimpleNamespace(app=oidc.es256_app, secret=oidc.es256_secret)
+        signin(client)
+        browsers = [client, browser(app), browser(app)]
+        for each in browsers:
+            id_token(each, rp)
+            id_token(each, fast)
+        for each in browsers:
+            each.get("/auth/logout", headers=headers())
+        # Three sessions end: the other application hears of each at once, while the stalling
+        # receiver's logouts wait their turn, one at a time, each cut off at the deadline.
+        assert len(other.wait(3, timeout=2.5)) == 3
+        assert (
+            sorted(claims_of(client, r["form"]["logout_token"][0])["aud"] for r in other.received)
+            == [oidc.es256_app.client_id] * 3
+        )
+        assert len(failures(world)) >= 1
+    finally:
+        other.close()

@@ -24,6 +24,7 @@ from authsvc.core.models import Application
 from tests.admin_api_support import ADMIN_SCOPES, call
 from tests.conftest import HOST, HttpsClient, headers
 from tests.conftest import REDIRECT_URI as REDIRECT
+from tests.slow_peer import SlowPeer
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 TOKEN_URL = f"https://{HOST}/auth/oauth/token"
@@ -256,6 +257,38 @@ def test_keys_alone_mean_private_key_jwt():
         "jwks": None,
         "jwks_uri": "https://keys.example/jwks",
     }
+
+
+def test_a_jwks_uri_that_trickles_is_cut_off_at_the_deadline(app, client, world, setup):
+    app.config.update(AUTHSVC_OUTBOUND_DEADLINE=1, AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS=True)
+    with SlowPeer(trickle=0.2) as peer:
+        application, _ = world.application(
+            setup.domain,
+            name="Remote keys",
+            redirect_uris=[],
+            service_account_id=setup.service.id,
+            token_endpoint_auth_method="private_key_jwt",
+            jwks_uri=peer.url,
+        )
+        started = time.monotonic()
+        response = token_request(client, assertion(application.client_id))
+        assert time.monotonic() - started < 3
+    assert_invalid_client(response, "jwks_uri could not be fetched")
+
+
+def test_a_jwks_uri_answer_larger_than_a_jwks_may_be_is_refused_as_such(app, client, world, setup):
+    app.config.update(AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS=True)
+    with SlowPeer(size=validation.JWKS_MAX_BYTES + 1) as peer:
+        application, _ = world.application(
+            setup.domain,
+            name="Remote keys",
+            redirect_uris=[],
+            service_account_id=setup.service.id,
+            token_endpoint_auth_method="private_key_jwt",
+            jwks_uri=peer.url,
+        )
+        response = token_request(client, assertion(application.client_id))
+    assert_invalid_client(response, f"larger than {validation.JWKS_MAX_BYTES} bytes")
 
 
 def test_the_exp_limit_is_a_setting(make_app, world, setup, keyed):

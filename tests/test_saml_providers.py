@@ -15,6 +15,7 @@ from tests.conftest import HOST, headers
 from tests.saml_support import audit_events, create_saml, needs_xmlsec, refusal_reasons, sign_in
 from tests.saml_support import idp as idp  # noqa: F401 - a fixture
 from tests.saml_support import saml_provider as saml_provider  # noqa: F401 - a fixture
+from tests.slow_peer import SlowPeer
 
 pytestmark = needs_xmlsec
 
@@ -185,6 +186,17 @@ def test_a_domain_admin_cannot_point_a_saml_provider_at_a_private_network(client
     )
     assert answer.status_code == 422
     assert "metadata_url" in answer.get_json()["fields"]
+
+
+def test_a_metadata_url_that_trickles_is_cut_off_at_the_deadline(app, client, root_key):
+    app.config["AUTHSVC_OUTBOUND_DEADLINE"] = 1
+    body = {"protocol": "saml", "name": "S", "allow_private_network": True}
+    with SlowPeer(trickle=0.2) as peer:
+        started = time.monotonic()
+        answer = api(client, "post", "/sso", root_key, {**body, "metadata_url": peer.url})
+        assert time.monotonic() - started < 3
+    assert answer.status_code == 422
+    assert "DeadlineExceeded" in answer.get_json()["fields"]["metadata_url"]
 
 
 def test_the_admin_api_refuses_saml_metadata_that_describes_no_idp(client, admin_key):

@@ -78,3 +78,10 @@ def test_a_bad_setting_stops_the_start_with_a_clear_message():
     result = run_python("import app", AUTHSVC_ACCESS_TOKEN_TTL="two hours")
     assert result.returncode != 0
     assert "AUTHSVC_ACCESS_TOKEN_TTL must be an integer" in result.stderr
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "30", "soon"])
+def test_an_outbound_deadline_that_is_not_below_the_worker_timeout_stops_the_start(value):
+    result = run_python("import app", AUTHSVC_OUTBOUND_DEADLINE=value)
+    assert result.returncode != 0
+    assert "AUTHSVC_OUTBOUND_DEADLINE must be" in result.stderr

@@ -233,6 +233,28 @@ def test_a_slow_provider_times_out_as_a_502(make_app, setup, oidc):
     assert callback.status_code == 502
 
 
+def test_a_provider_that_trickles_its_token_answer_is_cut_off_at_the_deadline(make_app, setup, oidc):
+    # A byte every 0.2 s never trips the 10 s read timeout: only the outbound deadline (1 s) ends it.
+    app = make_app(AUTHSVC_OUTBOUND_DEADLINE=1)
+    provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
+    oidc.fault = "trickle"
+    client = app.test_client()
+    start = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(), base_url=f"https://{HOST}")
+    back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
+    started = time.monotonic()
+    callback = client.get(back.path, query_string=back.query, headers=headers(), base_url=f"https://{HOST}")
+    assert callback.status_code == 502
+    assert time.monotonic() - started < 3
+
+
+def test_a_provider_answer_larger_than_a_megabyte_is_a_502_and_signs_nobody_in(client, world, oauth2, oauth2_id):
+    oauth2.sign_in_as(id="big", email="ada@example.com", name="Ada", padding="x" * (1024 * 1024))
+    _, callback = sign_in(client, oauth2_id)
+    assert callback.status_code == 502
+    assert "did not answer properly" in callback.get_data(as_text=True)
+    assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
 def test_an_unreachable_provider_is_a_502_page(client, runner, setup):
     with Provider("oidc") as gone:
         url = gone.url

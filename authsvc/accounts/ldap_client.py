@@ -2,9 +2,12 @@
 
 Every wait is bounded by ``AUTHSVC_LDAP_TIMEOUT`` (resolving the host,
 connecting and each operation), which the settings keep below the worker
-timeout. A directory that cannot be reached, refuses the service bind or
-does not answer in time raises ``DirectoryUnavailable`` (a 503), never a
-wrong-password answer.
+timeout, and a sign-in by ``AUTHSVC_OUTBOUND_DEADLINE`` in all: run under
+``directory_deadline``, the waits are cut to what is left of it, and the
+connections' sockets are shut down when it passes (authsvc.core.deadline), so a
+directory that answers a byte at a time cannot hold a worker. A directory that
+cannot be reached, refuses the service bind or does not answer in time raises
+``DirectoryUnavailable`` (a 503), never a wrong-password answer.
 Certificates are verified (the directory's CA PEM, else the system's), and
 the host is resolved here and checked as SSO providers' URLs are: a directory
 on loopback or private addresses needs ``allow_private_network``.
@@ -14,9 +17,11 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import math
 import socket
 import ssl
 import threading
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -24,10 +29,11 @@ from urllib.parse import urlsplit
 from flask import current_app
 from ldap3 import BASE, NONE, SIMPLE, SUBTREE, Connection, Server, Tls
 from ldap3.core.exceptions import LDAPException
+from ldap3.protocol.sasl.sasl import validate_simple_password
 from ldap3.utils.conv import escape_filter_chars
 from ldap3.utils.dn import parse_dn
 
-from authsvc.core import security
+from authsvc.core import deadline, security
 from authsvc.core.errors import ApiError
 from authsvc.core.models import LdapDirectory
 
@@ -64,6 +70,23 @@ class Entry:
     name: str
     groups: list[str] = field(default_factory=list)
     disabled: bool = False
+
+
+def directory_deadline() -> AbstractContextManager[deadline.Deadline]:
+    """The deadline a sign-in (or a check) spends on directories in all: ``AUTHSVC_OUTBOUND_DEADLINE``."""
+    return deadline.within(current_app.config["AUTHSVC_OUTBOUND_DEADLINE"])
+
+
+def _timeout(directory: LdapDirectory) -> float:
+    """``AUTHSVC_LDAP_TIMEOUT``, or what is left of the deadline when less; DirectoryUnavailable when nothing is."""
+    timeout = current_app.config["AUTHSVC_LDAP_TIMEOUT"]
+    limit = deadline.current()
+    if limit is None:
+        return timeout
+    try:
+        return min(timeout, limit.remaining())
+    except deadline.DeadlineExceeded as exc:
+        raise DirectoryUnavailable(directory, str(exc)) from None
 
 
 def user_filter(directory: LdapDirectory, email: str) -> str:
@@ -111,7 +134,7 @@ def _resolve(host: str, port: int, timeout: float) -> list:
 def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
     """The address to connect to: ``host`` resolved once, refused on private networks unless allowed."""
     try:
-        infos = _resolve(host, port, current_app.config["AUTHSVC_LDAP_TIMEOUT"])
+        infos = _resolve(host, port, _timeout(directory))
     except (OSError, UnicodeError) as exc:
         raise DirectoryUnavailable(directory, f"cannot resolve {host}: {exc}") from None
     allowed = directory.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
@@ -136,7 +159,7 @@ def _server(directory: LdapDirectory) -> Server:
         valid_names=[host],
         sni=None if _is_address(host) else host,
     )
-    timeout = current_app.config["AUTHSVC_LDAP_TIMEOUT"]
+    timeout = _timeout(directory)
     # get_info=NONE: reading the root DSE on connect would race StartTLS, which slapd refuses.
     return Server(address, port=port, use_ssl=secure, tls=tls, get_info=NONE, connect_timeout=timeout)
 
@@ -149,7 +172,7 @@ def _is_address(host: str) -> bool:
     return True
 
 
-def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
+def _open(directory: LdapDirectory, user: str, password: str | bytes) -> Connection:
     """An open connection (TLS started when asked), not yet bound."""
     connection = Connection(
         _server(directory),
@@ -158,10 +181,12 @@ def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
         authentication=SIMPLE,
         read_only=True,
         raise_exceptions=False,
-        receive_timeout=current_app.config["AUTHSVC_LDAP_TIMEOUT"],
+        # ldap3 sets it as SO_RCVTIMEO, whole seconds only; the deadline's watchdog cuts the rest.
+        receive_timeout=math.ceil(_timeout(directory)),
     )
     try:
         connection.open()
+        deadline.watch(connection.socket)
         if directory.starttls and not connection.start_tls():
             raise DirectoryUnavailable(directory, f"StartTLS refused: {connection.result}")
     except LDAPException as exc:
@@ -268,7 +293,16 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     """
     if not password:
         return False
-    connection = _open(directory, dn, password)
+    try:
+        # SASLprep (RFC 4013) and UTF-8, as ldap3's bind does: a password refused here never leaves
+        # this process, so it is a wrong password, not an outage (a 503 only for addresses in the
+        # directory would tell who is in it).
+        prepared = validate_simple_password(password)
+    except (LDAPException, UnicodeError):
+        return False
+    if not prepared:
+        return False
+    connection = _open(directory, dn, prepared)
     try:
         bound = connection.bind()
         result = dict(connection.result or {})
@@ -289,16 +323,17 @@ def test_connection(directory: LdapDirectory) -> dict:
 
     The error says what failed (no secrets: the bind password is never in it).
     """
-    try:
-        connection = service_connection(directory)
-    except DirectoryUnavailable as exc:
-        return {"ok": False, "error": exc.why}
-    try:
-        connection.search(directory.base_dn, "(objectClass=*)", search_scope=BASE, attributes=[])
-        if connection.result.get("result") != 0:
-            return {"ok": False, "error": f"base DN search failed: {connection.result.get('description')}"}
-    except LDAPException as exc:
-        return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    finally:
-        close(connection)
+    with directory_deadline():
+        try:
+            connection = service_connection(directory)
+        except DirectoryUnavailable as exc:
+            return {"ok": False, "error": exc.why}
+        try:
+            connection.search(directory.base_dn, "(objectClass=*)", search_scope=BASE, attributes=[])
+            if connection.result.get("result") != 0:
+                return {"ok": False, "error": f"base DN search failed: {connection.result.get('description')}"}
+        except LDAPException as exc:
+            return {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        finally:
+            close(connection)
     return {"ok": True}

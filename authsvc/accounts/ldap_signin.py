@@ -77,27 +77,38 @@ def authenticate(directories: list[LdapDirectory], email: str, password: str, us
         # An empty password is an unauthenticated bind to LDAP, which succeeds: refused before any bind.
         return Outcome(None, "empty_password")
     unavailable: DirectoryUnavailable | None = None
-    for directory in directories:
-        try:
-            connection = ldap_client.service_connection(directory)
+    found: tuple[LdapDirectory, Entry] | None = None
+    # One deadline for every directory asked: the sign-in answers within it, however many there are.
+    with ldap_client.directory_deadline():
+        for directory in directories:
             try:
-                entry = ldap_client.find_user(directory, connection, email)
-            finally:
-                ldap_client.close(connection)
-            if entry is None:
+                entry = _find(directory, email)
+                if entry is None:
+                    continue
+                if not ldap_client.password_matches(directory, entry.dn, password):
+                    return Outcome(None, "invalid_credentials", directory.id)
+            except DirectoryUnavailable as exc:
+                _note_unavailable(exc)
+                unavailable = unavailable or exc
                 continue
-            if not ldap_client.password_matches(directory, entry.dn, password):
-                return Outcome(None, "invalid_credentials", directory.id)
-        except DirectoryUnavailable as exc:
-            _note_unavailable(exc)
-            unavailable = unavailable or exc
-            continue
-        return _signed_in(directory, entry, email, user)
+            found = (directory, entry)
+            break
+    if found is not None:
+        return _signed_in(*found, email, user)
     if unavailable is not None:
         raise unavailable
     linked = user is not None and any(a.directory_id in {d.id for d in directories} for a in _accounts(user))
     # Not found: for a linked user, the entry is gone from the directory (or from its filter).
     return Outcome(None, "invalid_credentials", deprovision=user if linked else None)
+
+
+def _find(directory: LdapDirectory, email: str) -> Entry | None:
+    """The one entry of ``directory`` for ``email``, found with the service bind."""
+    connection = ldap_client.service_connection(directory)
+    try:
+        return ldap_client.find_user(directory, connection, email)
+    finally:
+        ldap_client.close(connection)
 
 
 def _note_unavailable(exc: DirectoryUnavailable) -> None:
@@ -205,11 +216,8 @@ def still_allowed(user: User) -> bool:
         entry = None
         if directory.enabled:
             try:
-                connection = ldap_client.service_connection(directory)
-                try:
-                    entry = ldap_client.find_user(directory, connection, user.email)
-                finally:
-                    ldap_client.close(connection)
+                with ldap_client.directory_deadline():
+                    entry = _find(directory, user.email)
             except DirectoryUnavailable as exc:
                 # Asked again after the interval, not on every request: each would wait for the timeout.
                 _note_unavailable(exc)

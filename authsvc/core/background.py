@@ -4,6 +4,10 @@ The audit publisher and the back-channel logout dispatcher use it. ``put``
 never blocks a request: past ``bound`` waiting items the item is handed to
 ``on_full`` instead (they log it). A forked worker starts its own threads on
 its first ``put``, because the parent's threads do not survive a fork.
+
+``KeyedQueue`` is the same for items sent to many destinations (back-channel
+logouts to applications): a slow destination holds at most ``per_key`` of
+its threads, and waits its turn, so the others' items still go.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import os
 import queue
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -72,3 +77,109 @@ class BackgroundQueue(Generic[T]):
                     pass
             finally:
                 self._queue.task_done()
+
+
+class KeyedQueue(Generic[T]):
+    """Items put with a key (their destination), handled by ``threads`` threads, at most ``per_key`` on one key.
+
+    Keys take turns: a key with many waiting items does not hold back another
+    key's first. At most ``key_bound`` items wait per key and ``bound`` in all;
+    past that ``put`` hands the item to ``on_full``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        handle: Callable[[T], None],
+        *,
+        on_full: Callable[[T], None],
+        on_error: Callable[[T, Exception], None],
+        threads: int = 4,
+        per_key: int = 1,
+        bound: int = 5000,
+        key_bound: int = 500,
+    ) -> None:
+        self.name, self.threads, self.per_key, self.bound, self.key_bound = name, threads, per_key, bound, key_bound
+        self._handle, self._on_full, self._on_error = handle, on_full, on_error
+        self._pid = 0
+        self._lock = threading.Lock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._condition = threading.Condition()
+        self._waiting: dict[str, deque[T]] = {}
+        self._busy: dict[str, int] = {}
+        self._turns: deque[str] = deque()  # keys with an item waiting and a thread to spare, in turn
+        self._size = self._unfinished = 0
+
+    def put(self, key: str, item: T) -> None:
+        if self._pid != os.getpid():
+            self._start()
+        with self._condition:
+            waiting = self._waiting.get(key)
+            full = self._size >= self.bound or (waiting is not None and len(waiting) >= self.key_bound)
+            if not full:
+                self._waiting.setdefault(key, deque()).append(item)
+                self._size += 1
+                self._unfinished += 1
+                self._take_turn(key)
+        if full:
+            self._on_full(item)
+
+    def flush(self, timeout: float = 2.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the items put so far are handled."""
+        if self._pid != os.getpid():
+            return
+        deadline = time.monotonic() + timeout
+        while self._unfinished and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    def _take_turn(self, key: str) -> None:
+        """Queue ``key`` for a thread if it has an item waiting, a thread to spare, and no turn yet."""
+        if self._waiting.get(key) and self._busy.get(key, 0) < self.per_key and key not in self._turns:
+            self._turns.append(key)
+            self._condition.notify()
+
+    def _start(self) -> None:
+        with self._lock:
+            if self._pid == os.getpid():
+                return
+            self._reset()  # the parent's threads and waiting items are not this process's
+            for n in range(self.threads):
+                threading.Thread(target=self._run, name=f"{self.name}-{n}", daemon=True).start()
+            self._pid = os.getpid()
+
+    def _next(self) -> tuple[str, T]:
+        with self._condition:
+            while not self._turns:
+                self._condition.wait()
+            key = self._turns.popleft()
+            waiting = self._waiting[key]
+            item = waiting.popleft()
+            if not waiting:
+                del self._waiting[key]
+            self._size -= 1
+            self._busy[key] = self._busy.get(key, 0) + 1
+            self._take_turn(key)  # behind the keys already waiting for theirs
+            return key, item
+
+    def _done(self, key: str) -> None:
+        with self._condition:
+            self._busy[key] -= 1
+            if not self._busy[key]:
+                del self._busy[key]
+            self._unfinished -= 1
+            self._take_turn(key)
+
+    def _run(self) -> None:
+        while True:
+            key, item = self._next()
+            try:
+                self._handle(item)
+            except Exception as exc:  # noqa: BLE001 - one failed item must not stop the thread
+                try:
+                    self._on_error(item, exc)
+                except Exception:  # noqa: BLE001, S110 - nor may reporting it
+                    pass
+            finally:
+                self._done(key)

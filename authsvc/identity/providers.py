@@ -158,10 +158,14 @@ def private_networks_allowed(provider: SsoProvider) -> bool:
 
 
 def http_session(provider: SsoProvider, session: requests.Session | None = None) -> requests.Session:
-    """``session`` (or a new one) with the destination rules for ``provider`` (see authsvc.outbound)."""
+    """``session`` (or a new one) under the outbound rules (authsvc.core.outbound) for ``provider``."""
     from authsvc.core import outbound  # imports requests: see the note at the top
 
-    return outbound.guard(session, allow_private=private_networks_allowed(provider))
+    return outbound.guard(
+        session,
+        allow_private=private_networks_allowed(provider),
+        seconds=current_app.config["AUTHSVC_OUTBOUND_DEADLINE"],
+    )
 
 
 def admin_consent_url(provider: SsoProvider, callback_url: str) -> str | None:

@@ -82,16 +82,19 @@ def fetch_metadata(url: str, allow_private: bool) -> str:
 
     from authsvc.core import outbound
 
+    config = current_app.config
     try:
-        with outbound.guard(None, allow_private=allow_private) as session:
-            response = session.get(url, timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"], stream=True)
+        with outbound.guard(
+            None, allow_private=allow_private, seconds=config["AUTHSVC_OUTBOUND_DEADLINE"], max_bytes=MAX_METADATA_BYTES
+        ) as session:
+            response = session.get(url, timeout=config["AUTHSVC_SSO_TIMEOUT"])
             response.raise_for_status()
-            body = response.raw.read(MAX_METADATA_BYTES + 1, decode_content=True)
+            body = response.content
+    except outbound.TooLarge:
+        raise SamlError("bad_metadata", f"The IdP metadata is larger than {MAX_METADATA_BYTES} bytes.") from None
     except requests.RequestException as exc:
         reason = "metadata_refused" if outbound.refused(exc) else "metadata_unreachable"
         raise SamlError(reason, f"The IdP metadata URL could not be read ({exc.__class__.__name__}).") from None
-    if len(body) > MAX_METADATA_BYTES:
-        raise SamlError("bad_metadata", "The IdP metadata is too large.")
     return body.decode("utf-8", "replace")
 
 

@@ -170,32 +170,32 @@ def _refetched_key_set(client: Application) -> KeySet | None:
 def fetch_jwks(url: str) -> dict:
     """The JWKS at ``url``, checked as at registration; InvalidClientError when it cannot be had.
 
-    Bounded: a timeout on every read and a deadline on the whole body, which
-    may be no larger than a registered JWKS.
+    Bounded: the outbound deadline on the whole exchange, and a body no larger
+    than a registered JWKS.
     """
     # Imported here, as in authsvc.identity: requests costs every web worker memory.
     import requests
 
     from authsvc.core import outbound
 
-    timeout = current_app.config["AUTHSVC_CLIENT_JWKS_TIMEOUT"]
-    deadline = time.monotonic() + 2 * timeout
-    allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
-    body = b""
+    config = current_app.config
     try:
-        with (
-            outbound.guard(None, allow_private=allow_private) as session,
-            session.get(url, timeout=timeout, stream=True, headers={"Accept": "application/json"}) as response,
-        ):
+        with outbound.guard(
+            None,
+            allow_private=config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"],
+            seconds=config["AUTHSVC_OUTBOUND_DEADLINE"],
+            max_bytes=validation.JWKS_MAX_BYTES,
+        ) as session:
+            accept = {"Accept": "application/json"}
+            response = session.get(url, timeout=config["AUTHSVC_CLIENT_JWKS_TIMEOUT"], headers=accept)
             response.raise_for_status()
-            for chunk in response.iter_content(4096):
-                body += chunk
-                if len(body) > validation.JWKS_MAX_BYTES or time.monotonic() > deadline:
-                    raise requests.RequestException("the JWKS is too large or too slow to arrive")
+            body = response.content
     except requests.RequestException as exc:
         # The URL is the client's own registration, not a secret; the reason helps its operator.
         log.warning("client jwks_uri %s could not be fetched: %s", url, type(exc).__name__)
         why = "refused by the destination rules" if outbound.refused(exc) else "unreachable, slow or failing"
+        if isinstance(exc, outbound.TooLarge):
+            why = f"larger than {validation.JWKS_MAX_BYTES} bytes"
         raise InvalidClientError(description=f"The application's jwks_uri could not be fetched ({why}).") from None
     try:
         return validation.client_jwks(json.loads(body))

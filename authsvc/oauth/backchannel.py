@@ -6,8 +6,14 @@ logout, logout everywhere, a password change, an admin disabling the user or
 ending their sessions: accounts.sessions announces it), each such application
 with a ``backchannel_logout_uri`` gets a Logout Token by POST.
 
-The POSTs run off the request path, on a few threads per process with a
-bounded queue: a user's sign-out never waits for an application. Each process
+The POSTs run off the request path, on a few threads per process with
+bounded queues: a user's sign-out never waits for an application. An ended
+session is read from Redis on one thread (``DISPATCHER``), and each of its
+logouts is queued by destination (``SENDER``): one thread at most per
+destination host and port, the destinations taking turns, so a slow or
+stalling receiver delays its own logouts only. Each POST has the outbound
+deadline (authsvc.core.outbound), and the receiver's answer body is read and
+dropped. Each process
 sends the logouts of the requests it served, so stateless instances need no
 coordination; taking a session's record from Redis is atomic, so two
 instances never both send for one session. A process that dies with logouts
@@ -21,6 +27,7 @@ import logging
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import redis
 from flask import Flask, current_app
@@ -28,7 +35,7 @@ from sqlalchemy import select
 
 from authsvc.accounts import sessions
 from authsvc.core import audit, store
-from authsvc.core.background import BackgroundQueue
+from authsvc.core.background import BackgroundQueue, KeyedQueue
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain
 from authsvc.oauth import keys
@@ -43,7 +50,8 @@ log = logging.getLogger(__name__)
 
 EVENT = "http://schemas.openid.net/event/backchannel-logout"
 TOKEN_TYPE = "logout+jwt"  # Back-Channel Logout 2.4: the header's typ
-TOKEN_TTL = 120  # seconds: the token is sent at once, or retried for a few seconds
+TOKEN_TTL = 120  # seconds: the token is signed when its turn comes, and retried for a few seconds
+ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer body, read and dropped (the status says it all)
 
 
 def remember(sid: str | None, user_id: int, domain: Domain, issuer: str, application: Application) -> None:
@@ -94,7 +102,7 @@ def _post(http: requests.Session, url: str, token: str) -> str | None:
         except Exception as exc:  # noqa: BLE001 - any failure of the peer is reported, never raised
             if outbound.refused(exc):
                 return "refused by the outbound rules"
-            reason = exc.__class__.__name__
+            reason = exc.__class__.__name__  # DeadlineExceeded: no whole answer within AUTHSVC_OUTBOUND_DEADLINE
             continue
         if 200 <= response.status_code < 300:
             return None
@@ -105,35 +113,60 @@ def _post(http: requests.Session, url: str, token: str) -> str | None:
 
 
 def deliver(sid: str) -> None:
-    """Send the Logout Tokens of the ended session ``sid`` (in an app context, off the request path)."""
-    from authsvc.core import outbound  # imports requests: see the note at the top
-
+    """Queue the Logout Tokens of the ended session ``sid``, by destination (in an app context)."""
     session = store.take_relying_parties(sid)
     if session is None:
         return
-    ids = session["applications"]
     applications = db.session.scalars(
         select(Application).where(
-            Application.id.in_(ids),
+            Application.id.in_(session["applications"]),
             Application.domain_id == session["domain"],
             Application.backchannel_logout_uri.is_not(None),
         )
     ).all()
-    http = outbound.guard(None, allow_private=current_app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"])
+    app = current_app._get_current_object()  # type: ignore[attr-defined]
     for application in applications:
+        SENDER.put(destination(application.backchannel_logout_uri), (app, session, application.id))
+
+
+def destination(url: str) -> str:
+    """Where ``url`` sends to, as the sender's queues are keyed: the host and port."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    return f"{(parts.hostname or '').lower()}:{port or (80 if parts.scheme == 'http' else 443)}"
+
+
+def send(session: dict[str, Any], application_id: int) -> None:
+    """POST the Logout Token of ``session`` to the application's URI; log and audit a failure."""
+    from authsvc.core import outbound  # imports requests: see the note at the top
+
+    application = db.session.get(Application, application_id)
+    if application is None or not application.backchannel_logout_uri:
+        return  # removed, or its URI cleared, since the session ended
+    config = current_app.config
+    with outbound.guard(
+        None,
+        allow_private=config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"],
+        seconds=config["AUTHSVC_OUTBOUND_DEADLINE"],
+        max_bytes=ANSWER_READ_BYTES,
+        keep_body=False,
+    ) as http:
         problem = _post(http, application.backchannel_logout_uri, logout_token(application, session))
-        if problem is None:
-            log.info("back-channel logout delivered to application %s", application.client_id)
-            continue
-        # No token, sid or user in the log line: what failed, and where.
-        log.warning("back-channel logout to application %s failed: %s", application.client_id, problem)
-        audit.record(
-            "backchannel_logout.failed",
-            domain_id=application.domain_id,
-            actor="system",
-            target=f"application:{application.id}",
-            details={"uri": application.backchannel_logout_uri, "reason": problem},
-        )
+    if problem is None:
+        log.info("back-channel logout delivered to application %s", application.client_id)
+        return
+    # No token, sid or user in the log line: what failed, and where.
+    log.warning("back-channel logout to application %s failed: %s", application.client_id, problem)
+    audit.record(
+        "backchannel_logout.failed",
+        domain_id=application.domain_id,
+        actor="system",
+        target=f"application:{application.id}",
+        details={"uri": application.backchannel_logout_uri, "reason": problem},
+    )
 
 
 def _deliver_in(item: tuple[Flask, str]) -> None:
@@ -145,13 +178,40 @@ def _deliver_in(item: tuple[Flask, str]) -> None:
             db.session.remove()
 
 
-# Two threads per process deliver ended sessions' logouts; at most 1000 sessions wait, past that they are logged.
+def _send_in(item: tuple[Flask, dict[str, Any], int]) -> None:
+    app, session, application_id = item
+    with app.app_context():
+        try:
+            send(session, application_id)
+        finally:
+            db.session.remove()
+
+
+def flush(timeout: float = 2.0) -> None:
+    """Wait (at most about ``timeout`` seconds) until the logouts of the sessions ended so far are sent."""
+    DISPATCHER.flush(timeout)
+    SENDER.flush(timeout)
+
+
+# One thread per process reads ended sessions (Redis and the database only); at most 1000 wait, then they are logged.
 DISPATCHER: BackgroundQueue[tuple[Flask, str]] = BackgroundQueue(
     "authsvc-backchannel",
     _deliver_in,
-    threads=2,
+    threads=1,
     on_full=lambda item: log.warning(
         "a session ended but its applications are not told: the back-channel logout queue is full"
+    ),
+    on_error=lambda item, exc: log.error("back-channel logout failed", exc_info=exc),
+)
+
+# Four threads per process POST the logouts, at most one on a destination at a time.
+SENDER: KeyedQueue[tuple[Flask, dict[str, Any], int]] = KeyedQueue(
+    "authsvc-backchannel-send",
+    _send_in,
+    threads=4,
+    per_key=1,
+    on_full=lambda item: log.warning(
+        "application %s is not told of a logout: too many of its logouts are waiting", item[2]
     ),
     on_error=lambda item, exc: log.error("back-channel logout failed", exc_info=exc),
 )
