@@ -89,6 +89,8 @@ def slo(provider_id: str) -> Response:
     fields = {name: source[name] for name in SLO_FIELDS if source.get(name)}
     if ("SAMLRequest" in fields) == ("SAMLResponse" in fields):
         raise ApiError(400, "invalid_request", "Send one SAMLRequest or one SAMLResponse.")
+    # A certificate rollover at the IdP reaches us as it does for sign-ins.
+    saml_flow.refresh_if_stale(provider)
     try:
         if "SAMLRequest" in fields:
             answer = saml_slo.idp_logout(domain, provider, binding, fields)
