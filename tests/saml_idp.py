@@ -90,6 +90,8 @@ class SamlIdp:
         # What each response named: {"name_id", "session_index"} (what a LogoutRequest names the sign-in by).
         self.issued: list[dict[str, str]] = []
         self.logout_requests: list[dict[str, Any]] = []
+        # None (Success) or a samlp status URN the IdP answers an SP's LogoutRequest with.
+        self.logout_status: str | None = None
         self._server = None
 
     def rotate_key(self) -> None:
@@ -404,7 +406,12 @@ class SamlIdp:
                     "relay_state": fields.get("RelayState"),
                 }
             )
-            response = server.create_logout_response(message, bindings=[BINDING_HTTP_REDIRECT], sign=False)
+            from saml2.s_utils import status_message_factory
+
+            status = status_message_factory("Not every SP was told", idp.logout_status) if idp.logout_status else None
+            response = server.create_logout_response(
+                message, bindings=[BINDING_HTTP_REDIRECT], status=status, sign=False
+            )
             rinfo = server.response_args(message, [BINDING_HTTP_REDIRECT])
             info = server.apply_binding(
                 BINDING_HTTP_REDIRECT,

@@ -305,6 +305,16 @@ def test_signing_out_here_sends_a_signed_logout_request_to_the_idp_and_comes_bac
     assert [e.details["initiated_by"] for e in audit_events(world, "saml.logout")] == ["sp"]
 
 
+def test_a_signed_partial_logout_answer_from_the_idp_still_continues(app, client, world, idp, saml_provider, ada):
+    idp.logout_status = "urn:oasis:names:tc:SAML:2.0:status:PartialLogout"
+    out = client.get("/auth/logout", query_string={"continue": "/auth/login?bye=1"}, headers=headers())
+    back = requests.get(out.headers["Location"], allow_redirects=False, timeout=10).headers["Location"]
+    finished = client.get(path_and_query(back), headers=headers())
+    assert finished.status_code == 303
+    assert finished.headers["Location"] == "/auth/login?bye=1"
+    assert logout_reasons(world) == []
+
+
 def test_signing_out_here_never_continues_to_another_site(app, client, idp, saml_provider, ada):
     out = client.get("/auth/logout", query_string={"continue": "https://evil.example/x"}, headers=headers())
     back = requests.get(out.headers["Location"], allow_redirects=False, timeout=10).headers["Location"]

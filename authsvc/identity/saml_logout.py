@@ -126,14 +126,16 @@ def _check_signature(
         ) from None
 
 
-def _verified(provider: SsoProvider, binding: str, kind: str, fields: dict[str, str], client: Any, msgtype: str) -> str:
+def _verified(
+    provider: SsoProvider, binding: str, kind: str, fields: dict[str, str], client: Any, msgtype: str
+) -> tuple[str, str]:
     encoded = _fields_ok(fields, kind)
     xml = _xml(client, encoded, binding, msgtype)
     # Issuer first: a message of another IdP is that, not merely a bad signature.
     if _issuer_of(xml, msgtype) != provider.client_id:
         raise SamlError("issuer", "The SAML message comes from another identity provider.")
     _check_signature(client, provider, binding, kind, fields, xml, msgtype)
-    return encoded
+    return encoded, xml
 
 
 def _epoch(instant: str) -> int:
@@ -148,7 +150,7 @@ def read_logout_request(
     """The IdP's signed LogoutRequest (``fields``: the SAMLRequest, RelayState, SigAlg, Signature sent)."""
     now = time.time() if now is None else now
     with sp_client(provider, domain_host) as client:
-        encoded = _verified(provider, binding, "SAMLRequest", fields, client, "logout_request")
+        encoded, _ = _verified(provider, binding, "SAMLRequest", fields, client, "logout_request")
         try:
             parsed = client.parse_logout_request(
                 encoded, binding, relay_state=fields.get("RelayState"), sigalg=None, signature=None
@@ -225,12 +227,6 @@ def _idp_slo(client: Any, provider: SsoProvider, binding: str) -> str | None:
     return services[0]["location"] if services else None
 
 
-def has_slo(provider: SsoProvider, domain_host: str) -> bool:
-    """Whether the provider's IdP metadata names a single logout service over HTTP-Redirect."""
-    with sp_client(provider, domain_host) as client:
-        return _idp_slo(client, provider, REDIRECT) is not None
-
-
 def logout_request(
     provider: SsoProvider, domain_host: str, name_id: dict[str, str | None], session_index: str | None, relay_state: str
 ) -> tuple[str, str] | None:
@@ -274,10 +270,16 @@ def _instant(epoch: float) -> str:
 def read_logout_response(provider: SsoProvider, domain_host: str, binding: str, fields: dict[str, str]) -> IdpAnswer:
     """The IdP's signed LogoutResponse to one of our LogoutRequests."""
     with sp_client(provider, domain_host) as client:
-        encoded = _verified(provider, binding, "SAMLResponse", fields, client, "logout_response")
+        encoded, xml = _verified(provider, binding, "SAMLResponse", fields, client, "logout_response")
         try:
             parsed = client.parse_logout_request_response(encoded, binding)
         except Exception as exc:  # noqa: BLE001 - pysaml2 signals each refusal by its own exception
+            if exc.__class__.__name__.startswith("Status"):
+                # A signed answer that the IdP could not sign the user out (partial logout): still an answer.
+                from saml2 import samlp
+
+                message = samlp.logout_response_from_string(xml)
+                return IdpAnswer(in_response_to=message.in_response_to, status=exc.__class__.__name__)
             log.info("SAML provider %s: LogoutResponse refused: %s", provider.id, exc.__class__.__name__)
             raise SamlError("invalid", "The SAML LogoutResponse is not valid here.") from None
     if parsed is None or parsed.response is None:
