@@ -5,6 +5,13 @@ module writes (its key, certificate and the SP metadata it is given). It
 answers the HTTP-Redirect AuthnRequest with the HTML form a browser would post
 to the ACS; a test reads that form and posts it, as a browser does.
 
+Single Logout (SAML 2.0 Profiles 4.4): the IdP's metadata names its SLO
+endpoints (unless ``slo`` is False); ``logout_request`` builds the
+LogoutRequest the IdP sends an SP (signed or not, either binding), and
+``read_logout_response`` checks the SP's answer. An SP's own LogoutRequest,
+arriving at ``/slo/redirect``, is checked, kept in ``logout_requests`` and
+answered with a signed LogoutResponse.
+
 ``fault`` makes the next answers misbehave in one way. The variants that need
 an edit before signing build the response unsigned with the library, edit the
 XML, then have the library (xmlsec1) sign the assertion.
@@ -79,6 +86,12 @@ class SamlIdp:
         self.fault: str | None = None
         self.requests: list[dict[str, Any]] = []
         self.metadata_requests = 0
+        self.slo = True
+        # What each response named: {"name_id", "session_index"} (what a LogoutRequest names the sign-in by).
+        self.issued: list[dict[str, str]] = []
+        self.logout_requests: list[dict[str, Any]] = []
+        # None (Success) or a samlp status URN the IdP answers an SP's LogoutRequest with.
+        self.logout_status: str | None = None
         self._server = None
 
     def rotate_key(self) -> None:
@@ -108,7 +121,7 @@ class SamlIdp:
     # pysaml2's IdP, configured from the files above.
 
     def _config(self, key_name: str = "idp") -> dict[str, Any]:
-        from saml2 import BINDING_HTTP_REDIRECT
+        from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
         from saml2.saml import NAME_FORMAT_URI, NAMEID_FORMAT_PERSISTENT
 
         return {
@@ -120,7 +133,19 @@ class SamlIdp:
             "service": {
                 "idp": {
                     "name": "Test IdP",
-                    "endpoints": {"single_sign_on_service": [(f"{self.url}/sso/redirect", BINDING_HTTP_REDIRECT)]},
+                    "endpoints": {
+                        "single_sign_on_service": [(f"{self.url}/sso/redirect", BINDING_HTTP_REDIRECT)],
+                        **(
+                            {
+                                "single_logout_service": [
+                                    (f"{self.url}/slo/redirect", BINDING_HTTP_REDIRECT),
+                                    (f"{self.url}/slo/post", BINDING_HTTP_POST),
+                                ]
+                            }
+                            if self.slo
+                            else {}
+                        ),
+                    },
                     "name_id_format": [NAMEID_FORMAT_PERSISTENT],
                     "policy": {"default": {"lifetime": {"minutes": 5}, "name_form": NAME_FORMAT_URI}},
                 }
@@ -170,6 +195,12 @@ class SamlIdp:
             "name_id": NameID(format=NAMEID_FORMAT_PERSISTENT, text=self.subject),
             "authn": {"class_ref": "urn:oasis:names:tc:SAML:2.0:ac:classes:Password", "authn_auth": self.entity_id},
         }
+        xml = self._response_xml(server, fault, common, acs_url, sp_entity_id)
+        index = re.search(r'SessionIndex="([^"]+)"', xml)
+        self.issued.append({"name_id": self.subject, "session_index": index.group(1) if index else None})
+        return xml
+
+    def _response_xml(self, server: Any, fault: str | None, common: dict[str, Any], acs_url: str, sp_entity_id: str):
         if fault == "encrypted":
             return str(server.create_authn_response(**common, sign_assertion=True, encrypt_assertion=True))
         if fault == "signed_response":
@@ -250,6 +281,78 @@ class SamlIdp:
             f"{inputs}<noscript><button>Continue</button></noscript></form></body></html>"
         )
 
+    # Single Logout.
+
+    def logout_request(
+        self,
+        slo_url: str,
+        sp_entity_id: str,
+        binding: str,
+        *,
+        subject: str | None = None,
+        session_index: str | None = None,
+        signed: bool = True,
+        key_name: str = "idp",
+        relay_state: str = "idp-relay",
+        issue_instant: str | None = None,
+    ) -> tuple[str, dict[str, str]]:
+        """A LogoutRequest of this IdP to the SP at ``slo_url``: (the URL to deliver it to, the form fields).
+
+        HTTP-Redirect: the URL holds the query (signed there); HTTP-POST: the fields (the XML signed).
+        """
+        import base64
+
+        from saml2 import BINDING_HTTP_REDIRECT
+        from saml2.saml import NAMEID_FORMAT_PERSISTENT, NameID
+        from saml2.xmldsig import SIG_RSA_SHA256
+
+        server = self.idp_server(key_name)
+        _, request = server.create_logout_request(
+            slo_url,
+            sp_entity_id,
+            name_id=NameID(format=NAMEID_FORMAT_PERSISTENT, text=subject or self.subject),
+            session_indexes=[session_index] if session_index else None,
+            sign=signed and binding != BINDING_HTTP_REDIRECT,
+            sign_alg=SIG_RSA_SHA256,
+        )
+        xml = str(request)
+        if issue_instant is not None:
+            xml = re.sub(r'IssueInstant="[^"]+"', f'IssueInstant="{issue_instant}"', xml, count=1)
+        if binding == BINDING_HTTP_REDIRECT:
+            info = server.apply_binding(binding, xml, slo_url, relay_state, sign=signed, sigalg=SIG_RSA_SHA256)
+            return dict(info["headers"])["Location"], {}
+        return slo_url, {"SAMLRequest": base64.b64encode(xml.encode()).decode(), "RelayState": relay_state}
+
+    def _sp_signed(self, server: Any, kind: str, fields: dict[str, str], issuer: str) -> bool:
+        """Whether the SP's HTTP-Redirect message carries a valid query-string signature of its metadata's key."""
+        from saml2.sigver import verify_redirect_signature
+
+        if "Signature" not in fields or "SigAlg" not in fields:
+            return False
+        signed = {k: fields[k] for k in (kind, "RelayState", "SigAlg", "Signature") if k in fields}
+        certs = server.metadata.certs(issuer, "spsso", "signing")
+        return any(verify_redirect_signature(signed, server.sec.sec_backend, cert) for _, cert in certs)
+
+    def read_logout_response(self, binding: str, fields: dict[str, str]) -> dict[str, Any]:
+        """The SP's LogoutResponse, checked: {"in_response_to", "status", "signed", "issuer", "destination"}."""
+        from saml2 import BINDING_HTTP_REDIRECT
+
+        server = self.idp_server()
+        parsed = server.parse_logout_request_response(fields["SAMLResponse"], binding)
+        message = parsed.response
+        issuer = message.issuer.text
+        if binding == BINDING_HTTP_REDIRECT:
+            signed = self._sp_signed(server, "SAMLResponse", fields, issuer)
+        else:
+            signed = message.signature is not None  # pysaml2 verified it when parsing
+        return {
+            "in_response_to": message.in_response_to,
+            "status": message.status.status_code.value,
+            "signed": signed,
+            "issuer": issuer,
+            "destination": message.destination,
+        }
+
     # The application.
 
     def _build(self) -> Flask:
@@ -280,6 +383,46 @@ class SamlIdp:
             acs = message.assertion_consumer_service_url
             xml = idp.response_for(message.id, acs, message.issuer.text)
             return idp.post_form(xml, acs, request.args.get("RelayState"))
+
+        @app.get("/slo/redirect")
+        def single_logout():
+            """An SP's LogoutRequest over HTTP-Redirect: checked, kept, answered with a signed LogoutResponse."""
+            from saml2 import BINDING_HTTP_REDIRECT
+            from saml2.xmldsig import SIG_RSA_SHA256
+
+            server = idp.idp_server()
+            fields = request.args.to_dict()
+            parsed = server.parse_logout_request(fields["SAMLRequest"], BINDING_HTTP_REDIRECT)
+            message = parsed.message
+            issuer = message.issuer.text
+            idp.logout_requests.append(
+                {
+                    "id": message.id,
+                    "issuer": issuer,
+                    "name_id": message.name_id.text,
+                    "session_indexes": [s.text for s in message.session_index or []],
+                    "destination": message.destination,
+                    "signed": idp._sp_signed(server, "SAMLRequest", fields, issuer),
+                    "relay_state": fields.get("RelayState"),
+                }
+            )
+            from saml2.s_utils import status_message_factory
+
+            status = status_message_factory("Not every SP was told", idp.logout_status) if idp.logout_status else None
+            response = server.create_logout_response(
+                message, bindings=[BINDING_HTTP_REDIRECT], status=status, sign=False
+            )
+            rinfo = server.response_args(message, [BINDING_HTTP_REDIRECT])
+            info = server.apply_binding(
+                BINDING_HTTP_REDIRECT,
+                str(response),
+                rinfo["destination"],
+                fields.get("RelayState"),
+                response=True,
+                sign=True,
+                sigalg=SIG_RSA_SHA256,
+            )
+            return "", 303, {"Location": dict(info["headers"])["Location"]}
 
         @app.get("/initiate")
         def idp_initiated():

@@ -30,6 +30,11 @@ SESSION_COOKIE = "user"
 # once the sessions have ended: at once for a signed-out session, after the
 # commit for a user's every session (a rolled-back change ends none).
 sessions_ended = Namespace().signal("sessions-ended")
+# Sent (sender: the app) with ``domain``, ``record`` (the signed-out session's)
+# and ``continue_url`` when a user signs out here (GET /auth/logout). A receiver
+# that must tell the user's identity provider (SAML Single Logout) returns the
+# URL to send the browser to instead of ``continue_url``; others return None.
+signing_out = Namespace().signal("signing-out")
 _ENDED = "authsvc_sessions_ended"
 
 
@@ -64,12 +69,18 @@ def auth_time(record: dict[str, Any]) -> int:
 
 
 def start_session(
-    response: Response, user: User, domain: Domain, amr: list[str] | None = None, auth_time: int | None = None
-) -> None:
-    """Start a new session for ``user`` and set the ``user`` cookie on ``response``.
+    response: Response,
+    user: User,
+    domain: Domain,
+    amr: list[str] | None = None,
+    auth_time: int | None = None,
+    extra: dict[str, Any] | None = None,
+) -> str:
+    """Start a new session for ``user``, set the ``user`` cookie on ``response`` and return the session id.
 
     ``amr``: how the user signed in (OpenID Connect's values; ``pwd`` unless given).
     ``auth_time``: when; now unless given (a session replacing one without a sign-in keeps its time).
+    ``extra``: more to keep in the session's record (store.create_session).
     """
     config = current_app.config
     previous = request.cookies.get(SESSION_COOKIE)
@@ -77,7 +88,9 @@ def start_session(
         # Signing in again replaces the session the browser had, not adds to it.
         _ended_session(store.take_session(previous))
     ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
-    session_id = store.create_session(user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time)
+    session_id = store.create_session(
+        user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time, extra
+    )
     response.set_cookie(
         SESSION_COOKIE,
         session_id,
@@ -87,13 +100,14 @@ def start_session(
         samesite=config["AUTHSVC_COOKIE_SAMESITE"],
         path="/",
     )
+    return session_id
 
 
-def end_session(response: Response) -> None:
-    """End the request's session, if any, and delete its cookie."""
+def end_session(response: Response) -> dict[str, Any] | None:
+    """End the request's session, if any, and delete its cookie; return the ended session's record."""
     session_id = request.cookies.get(SESSION_COOKIE)
-    if session_id:
-        _ended_session(store.take_session(session_id))
+    record = store.take_session(session_id) if session_id else None
+    _ended_session(record)
     config = current_app.config
     response.delete_cookie(
         SESSION_COOKIE,
@@ -102,6 +116,24 @@ def end_session(response: Response) -> None:
         secure=config["AUTHSVC_COOKIE_SECURE"],
         samesite=config["AUTHSVC_COOKIE_SAMESITE"],
     )
+    return record
+
+
+def end_named_sessions(session_digests: list[str]) -> list[dict[str, Any]]:
+    """End the sessions whose ids have these digests, announcing them; return the records of those still live."""
+    ended = [record for record in map(store.take_session_named, session_digests) if record]
+    _announce([record["sid"] for record in ended if record.get("sid")])
+    return ended
+
+
+def signed_out_elsewhere(domain: Domain, record: dict[str, Any] | None, continue_url: str) -> str | None:
+    """Where the browser goes instead of ``continue_url`` after signing out of ``record`` (see ``signing_out``)."""
+    if not record or record.get("domain") != domain.id:
+        return None
+    results = signing_out.send(
+        current_app._get_current_object(), domain=domain, record=record, continue_url=continue_url
+    )
+    return next((url for _, url in results if url), None)
 
 
 def current_session(domain: Domain) -> dict | None:

@@ -176,9 +176,15 @@ def logout() -> Response:
             commit=False,
         )
         db.session.commit()
-    response = redirect(safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page")), 303)
+    target = safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page"))
+    response = redirect(target, 303)
     response.headers["Cache-Control"] = "no-store"
-    sessions.end_session(response)
+    record = sessions.end_session(response)
+    # A session from a SAML sign-in also signs out at the IdP (Single Logout), which sends the browser back.
+    elsewhere = sessions.signed_out_elsewhere(domain, record, target)
+    if elsewhere:
+        response.headers["Location"] = elsewhere
+        response.headers["Referrer-Policy"] = "no-referrer"
     return response
 
 

@@ -169,8 +169,8 @@ def safe_continue(target: str | None, origin: str, default: str = "/") -> str:
 
 # Endpoints that other origins call by design (RFC 6749 clients, often
 # browser applications on their own origin; a SAML IdP's page posting its
-# response) and that take no cookie credential.
-CROSS_SITE_ENDPOINTS = {"oauth.token", "oauth.revoke", "oauth.introspect", "saml.acs"}
+# response or its LogoutRequest) and that take no cookie credential.
+CROSS_SITE_ENDPOINTS = {"oauth.token", "oauth.revoke", "oauth.introspect", "saml.acs", "saml.slo"}
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 

@@ -134,14 +134,21 @@ def _delete(kind: str, secret: str) -> None:
 
 
 def create_session(
-    user_id: int, domain_id: int, ttl: int, amr: list[str] | None = None, auth_time: int | None = None
+    user_id: int,
+    domain_id: int,
+    ttl: int,
+    amr: list[str] | None = None,
+    auth_time: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> str:
     """Start a new session and return its id; ids are never reused.
 
     ``sid`` is the session's public name in ID tokens (OpenID Connect): never
     the id itself, which the cookie carries as a bearer secret. ``amr`` names
     how the user signed in (``pwd``, ``fed``), ``auth_time`` when (seconds;
-    a session that replaces one without a sign-in keeps the old one's).
+    a session that replaces one without a sign-in keeps the old one's);
+    ``extra`` is kept beside them (``saml``: the sign-in's NameID and
+    SessionIndex, for Single Logout).
     """
     session_id = security.new_secret()
     created = int(time.time() * 1000)
@@ -152,6 +159,7 @@ def create_session(
         "sid": security.new_secret(),
         "amr": amr or ["pwd"],
         "auth_time": auth_time if auth_time is not None else created // 1000,
+        **(extra or {}),
     }
     _put("session", session_id, record, ttl)
     return session_id
@@ -168,6 +176,12 @@ def delete_session(session_id: str) -> None:
 def take_session(session_id: str) -> dict[str, Any] | None:
     """End the session and return its record (None if it was already gone)."""
     return _take("session", session_id)
+
+
+def take_session_named(session_digest: str) -> dict[str, Any] | None:
+    """End the session whose id has the digest ``session_digest`` (all an index may hold) and return its record."""
+    raw = client().getdel(f"{PREFIX}session:{session_digest}")
+    return json.loads(raw) if raw else None
 
 
 # Authorisation codes: single use, short-lived.

@@ -118,6 +118,8 @@ def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoErr
 class SignedIn:
     user: User
     continue_url: str
+    # A SAML sign-in's NameID and SessionIndex, kept with the session for Single Logout (saml_slo).
+    saml: dict[str, Any] | None = None
 
 
 def finish(

@@ -18,7 +18,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from authsvc.core import security
@@ -77,13 +77,18 @@ class SamlError(Exception):
 
 
 def sp_urls(domain_host: str, provider_id: str) -> dict[str, str]:
-    """Our entity id (the metadata URL, as is customary), metadata URL and ACS for a provider.
+    """Our entity id (the metadata URL, as is customary), metadata URL, ACS and single logout URL for a provider.
 
     Built from the domain's host, never from the request: the IdP was told
     these once, and they must not change with how a request reached us.
     """
     base = f"https://{domain_host}{SAML_PREFIX}/{provider_id}"
-    return {"entity_id": f"{base}/metadata", "metadata_url": f"{base}/metadata", "acs_url": f"{base}/acs"}
+    return {
+        "entity_id": f"{base}/metadata",
+        "metadata_url": f"{base}/metadata",
+        "acs_url": f"{base}/acs",
+        "slo_url": f"{base}/slo",
+    }
 
 
 def xmlsec_binary() -> str:
@@ -99,13 +104,13 @@ def xmlsec_binary() -> str:
 
 
 @contextmanager
-def _client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = False) -> Iterator[Saml2Client]:
+def sp_client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = False) -> Iterator[Saml2Client]:
     """A pysaml2 SP client for ``provider``; our private key exists on disk (0600) only inside the block.
 
     xmlsec1 reads keys from files. The key is decrypted into a private
     temporary directory and removed when the block ends.
     """
-    from saml2 import BINDING_HTTP_POST
+    from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
     from saml2.client import Saml2Client
     from saml2.config import SPConfig
 
@@ -134,10 +139,18 @@ def _client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = Fals
                 "service": {
                     "sp": {
                         "name": provider.name,
-                        "endpoints": {"assertion_consumer_service": [(urls["acs_url"], BINDING_HTTP_POST)]},
+                        "endpoints": {
+                            "assertion_consumer_service": [(urls["acs_url"], BINDING_HTTP_POST)],
+                            # Single Logout (SAML 2.0 Profiles 4.4): one URL, told apart by method.
+                            "single_logout_service": [
+                                (urls["slo_url"], BINDING_HTTP_REDIRECT),
+                                (urls["slo_url"], BINDING_HTTP_POST),
+                            ],
+                        },
                         "allow_unsolicited": unsolicited,
                         "authn_requests_signed": True,
                         "logout_requests_signed": True,
+                        "logout_responses_signed": True,
                         # Either is enough, as long as it covers the assertion; pysaml2 refuses neither.
                         "want_response_signed": False,
                         "want_assertions_signed": False,
@@ -150,10 +163,10 @@ def _client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = Fals
 
 
 def metadata_document(provider: SsoProvider, domain_host: str) -> str:
-    """Our SP metadata for ``provider``: entity id, ACS (HTTP-POST), signing and encryption certificate."""
+    """Our SP metadata for ``provider``: entity id, ACS (HTTP-POST), SLO (both bindings), our certificate."""
     from saml2.metadata import entity_descriptor
 
-    with _client(provider, domain_host) as client:
+    with sp_client(provider, domain_host) as client:
         return str(entity_descriptor(client.config))
 
 
@@ -162,7 +175,7 @@ def authn_request(provider: SsoProvider, domain_host: str, relay_state: str) -> 
     from saml2 import BINDING_HTTP_REDIRECT
     from saml2.xmldsig import SIG_RSA_SHA256
 
-    with _client(provider, domain_host) as client:
+    with sp_client(provider, domain_host) as client:
         request_id, info = client.prepare_for_authenticate(
             entityid=provider.client_id,
             relay_state=relay_state,
@@ -182,6 +195,10 @@ class Verified:
     assertion_id: str
     not_on_or_after: int
     in_response_to: str | None
+    # What a LogoutRequest names the sign-in by (SAML 2.0 Core 3.7.1): the NameID as the IdP sent it, and the
+    # AuthnStatement's SessionIndex when it gave one.
+    name_id: dict[str, str | None] = field(default_factory=dict)
+    session_index: str | None = None
 
 
 def verify_response(provider: SsoProvider, domain_host: str, saml_response: str, request_id: str | None) -> Verified:
@@ -203,7 +220,7 @@ def verify_response(provider: SsoProvider, domain_host: str, saml_response: str,
     except (binascii.Error, ValueError):
         raise SamlError("malformed") from None
     outstanding = {request_id: "/"} if request_id else {}
-    with _client(provider, domain_host, unsolicited=request_id is None) as client:
+    with sp_client(provider, domain_host, unsolicited=request_id is None) as client:
         try:
             response = client.parse_authn_request_response(saml_response, BINDING_HTTP_POST, outstanding=outstanding)
         except Exception as exc:  # noqa: BLE001 - pysaml2 signals each refusal by its own exception
@@ -234,12 +251,21 @@ def verify_response(provider: SsoProvider, domain_host: str, saml_response: str,
     if issuer and issuer != provider.client_id:
         raise SamlError("issuer")
     attributes = {name: [str(v) for v in values if v is not None] for name, values in (response.ava or {}).items()}
+    name_id = response.name_id
+    statements = response.assertion.authn_statement or []
     return Verified(
         subject=response.name_id.text.strip() if response.name_id.text else "",
         attributes=attributes,
         assertion_id=response.assertion.id,
         not_on_or_after=int(response.not_on_or_after or 0),
         in_response_to=answered,
+        name_id={
+            "text": (name_id.text or "").strip(),
+            "format": name_id.format,
+            "name_qualifier": name_id.name_qualifier,
+            "sp_name_qualifier": name_id.sp_name_qualifier,
+        },
+        session_index=statements[0].session_index if statements else None,
     )
 
 

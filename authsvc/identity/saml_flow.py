@@ -21,7 +21,7 @@ from flask import current_app
 from authsvc.core import audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider, User
-from authsvc.identity import saml, saml_setup
+from authsvc.identity import saml, saml_setup, saml_slo
 from authsvc.identity.flow import SignedIn
 from authsvc.identity.linking import check_match_rules, link_identity, link_user
 from authsvc.identity.providers import ProviderRefused, SsoError, find_provider
@@ -122,6 +122,8 @@ def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_st
             "continue": flow["continue"] if flow else "",
             "browser": flow["browser"] if flow else None,
             "link_user": flow.get("link_user") if flow else None,
+            "name_id": verified.name_id,
+            "session_index": verified.session_index,
         },
         HANDOFF_TTL,
     )
@@ -163,7 +165,11 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         commit=False,
     )
     db.session.commit()
-    return SignedIn(user=user, continue_url=data["continue"])
+    # Linking starts no session: there is nothing for the IdP's logout to end.
+    saml = None
+    if linking is None:
+        saml = saml_slo.session_record(provider, data.get("name_id") or {}, data.get("session_index"))
+    return SignedIn(user=user, continue_url=data["continue"], saml=saml)
 
 
 def profile_claims(provider: SsoProvider, subject: str, attributes: dict[str, list[str]]) -> dict[str, Any]:

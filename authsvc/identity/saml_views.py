@@ -1,4 +1,4 @@
-"""SAML 2.0 endpoints of a provider: our SP metadata, the ACS, and the browser's finishing GET.
+"""SAML 2.0 endpoints of a provider: our SP metadata, the ACS, the browser's finishing GET, and Single Logout.
 
 The sign-in starts at GET /auth/oauth2?id= like every other protocol (views.start).
 """
@@ -10,8 +10,9 @@ from flask import Blueprint, Response, redirect, request, url_for
 from authsvc.accounts import sessions
 from authsvc.core.errors import ApiError
 from authsvc.core.models import SsoProvider
-from authsvc.core.tenancy import current_domain
-from authsvc.identity import providers, saml, saml_flow
+from authsvc.core.security import safe_continue
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.identity import providers, saml, saml_flow, saml_logout, saml_slo
 from authsvc.identity.views import FLOW_COOKIE, signed_in_or_refused
 from authsvc.web.pages import page
 
@@ -69,3 +70,45 @@ def finish() -> Response:
             domain, request.args.get("handoff"), request.cookies.get(FLOW_COOKIE), sessions.session_user(domain)
         ),
     )
+
+
+SLO_FIELDS = ("SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature")
+
+
+@bp.route("/<provider_id>/slo", methods=["GET", "POST"])
+def slo(provider_id: str) -> Response:
+    """Single Logout: the IdP's LogoutRequest (HTTP-Redirect or HTTP-POST), or its LogoutResponse to ours.
+
+    No cookie is read here: a LogoutRequest names whose sessions end (saml_slo),
+    and a LogoutResponse is matched to our request by its RelayState.
+    """
+    domain = current_domain()
+    provider = _saml_provider(provider_id)
+    binding = saml_logout.REDIRECT if request.method == "GET" else saml_logout.POST
+    source = request.args if request.method == "GET" else request.form
+    fields = {name: source[name] for name in SLO_FIELDS if source.get(name)}
+    if ("SAMLRequest" in fields) == ("SAMLResponse" in fields):
+        raise ApiError(400, "invalid_request", "Send one SAMLRequest or one SAMLResponse.")
+    # A certificate rollover at the IdP reaches us as it does for sign-ins.
+    saml_flow.refresh_if_stale(provider)
+    try:
+        if "SAMLRequest" in fields:
+            answer = saml_slo.idp_logout(domain, provider, binding, fields)
+        else:
+            target = saml_slo.idp_answered(domain, provider, binding, fields)
+    except saml.SamlError as exc:
+        if exc.reason == "xmlsec1_missing":
+            raise ApiError(503, "saml_unavailable", exc.message) from None
+        saml_slo.refused(provider, exc.reason)
+        raise ApiError(400, "saml_logout_refused", exc.message) from None
+    if "SAMLResponse" in fields:
+        response = redirect(safe_continue(target, issuer(), url_for("auth.login_page")), 303)
+    elif answer is None:
+        return page("message.html", domain=domain, title="Signed out", message="You are signed out.")
+    elif answer["binding"] == saml_logout.REDIRECT:
+        response = redirect(answer["url"], 303)
+    else:
+        return page("saml_post.html", domain=domain, action=answer["url"], fields=answer["fields"])
+    response.headers["Cache-Control"] = "no-store"
+    response.headers["Referrer-Policy"] = "no-referrer"
+    return response

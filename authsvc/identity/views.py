@@ -16,7 +16,7 @@ from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.credentials import lookup
-from authsvc.identity import delegated, flow, providers, saml_flow
+from authsvc.identity import delegated, flow, providers, saml_flow, saml_slo
 from authsvc.identity.forms import LinkForm
 from authsvc.web.deployment import client_address
 from authsvc.web.pages import page
@@ -153,7 +153,10 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
     response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
     response.headers["Cache-Control"] = "no-store"
     response.headers["Referrer-Policy"] = "no-referrer"
-    sessions.start_session(response, signed_in.user, domain, amr=["fed"])
+    extra = {"saml": signed_in.saml} if signed_in.saml else None
+    session_id = sessions.start_session(response, signed_in.user, domain, amr=["fed"], extra=extra)
+    if signed_in.saml:
+        saml_slo.remember(domain, session_id, signed_in.saml)
     response.delete_cookie(FLOW_COOKIE, path=bp.url_prefix)
     return response
 
