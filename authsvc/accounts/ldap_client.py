@@ -18,18 +18,20 @@ import socket
 import ssl
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import current_app
-from ldap3 import BASE, NONE, SIMPLE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPException
-from ldap3.utils.conv import escape_filter_chars
-from ldap3.utils.dn import parse_dn
 
 from authsvc.core import security
 from authsvc.core.errors import ApiError
 from authsvc.core.models import LdapDirectory
+
+if TYPE_CHECKING:
+    from ldap3 import Connection, Server
+
+# ldap3 is imported where it is first used, not with the app: a worker of a
+# deployment without directories never carries it (docs/performance.md).
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +70,8 @@ class Entry:
 
 def user_filter(directory: LdapDirectory, email: str) -> str:
     """The directory's filter for ``email``, the value escaped (RFC 4515): ``*)(uid=*`` stays a literal."""
+    from ldap3.utils.conv import escape_filter_chars
+
     return directory.user_filter.replace("{email}", escape_filter_chars(email))
 
 
@@ -123,6 +127,8 @@ def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
 
 
 def _server(directory: LdapDirectory) -> Server:
+    from ldap3 import NONE, Server, Tls
+
     parts = urlsplit(directory.url)
     secure = parts.scheme == "ldaps"
     host = parts.hostname or ""
@@ -151,6 +157,9 @@ def _is_address(host: str) -> bool:
 
 def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
     """An open connection (TLS started when asked), not yet bound."""
+    from ldap3 import SIMPLE, Connection
+    from ldap3.core.exceptions import LDAPException
+
     connection = Connection(
         _server(directory),
         user=user,
@@ -172,6 +181,8 @@ def _open(directory: LdapDirectory, user: str, password: str) -> Connection:
 
 def close(connection: Connection) -> None:
     """Unbind and close; a connection that already broke has nothing left to close."""
+    from ldap3.core.exceptions import LDAPException
+
     try:
         connection.unbind()
     except LDAPException:
@@ -180,6 +191,8 @@ def close(connection: Connection) -> None:
 
 def service_connection(directory: LdapDirectory) -> Connection:
     """A connection bound as the directory's service account."""
+    from ldap3.core.exceptions import LDAPException
+
     connection = _open(directory, directory.bind_dn, security.decrypt(directory.bind_password_encrypted))
     try:
         bound = connection.bind()
@@ -202,6 +215,8 @@ def _attributes(directory: LdapDirectory) -> list[str]:
 
 
 def _search(directory: LdapDirectory, connection: Connection, base: str, scope: str, search_filter: str) -> list:
+    from ldap3.core.exceptions import LDAPException
+
     try:
         connection.search(base, search_filter, search_scope=scope, attributes=_attributes(directory), size_limit=2)
     except LDAPException as exc:
@@ -214,6 +229,8 @@ def _search(directory: LdapDirectory, connection: Connection, base: str, scope: 
 
 def find_user(directory: LdapDirectory, connection: Connection, email: str) -> Entry | None:
     """The one entry the user filter finds for ``email``; None for none or several."""
+    from ldap3 import SUBTREE
+
     found = _search(directory, connection, directory.base_dn, SUBTREE, user_filter(directory, email))
     return _entry(directory, found[0]) if len(found) == 1 else None
 
@@ -254,6 +271,9 @@ def _subject(raw: dict) -> str:
 
 def group_name(value: str) -> str:
     """A group DN's first RDN value (``cn=staff,ou=groups,...`` is ``staff``); any other value as it is."""
+    from ldap3.core.exceptions import LDAPException
+    from ldap3.utils.dn import parse_dn
+
     try:
         return str(parse_dn(str(value))[0][1])
     except (LDAPException, IndexError, ValueError):
@@ -266,6 +286,8 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     An empty password is refused here, before any bind: LDAP takes a simple
     bind with an empty password as an unauthenticated bind, which succeeds.
     """
+    from ldap3.core.exceptions import LDAPException
+
     if not password:
         return False
     connection = _open(directory, dn, password)
@@ -289,6 +311,9 @@ def test_connection(directory: LdapDirectory) -> dict:
 
     The error says what failed (no secrets: the bind password is never in it).
     """
+    from ldap3 import BASE
+    from ldap3.core.exceptions import LDAPException
+
     try:
         connection = service_connection(directory)
     except DirectoryUnavailable as exc:
