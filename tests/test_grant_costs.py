@@ -40,8 +40,8 @@ def test_the_authorisation_request_reads_domain_user_and_client_once_and_stores_
     with trips(app, monkeypatch) as counted:
         response = authorize(client, setup.public_app.client_id)
     assert response.status_code == 302
-    # The host's domain, the session's user, the user's directory links, the client.
-    assert counted.sql_verbs() == ["SELECT", "SELECT", "SELECT", "SELECT"], counted
+    # The host's domain, the session's user (with whether a directory vouches for it), the client.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "SELECT"], counted
     assert counted.store() == ["GET", "SET"], counted  # the session; the code
     assert counted.limiter() == 0  # the authorisation endpoint is not rate limited
 
@@ -74,8 +74,8 @@ def test_a_refresh_reads_the_token_with_its_client_and_user_in_one_statement(app
             client_id=setup.public_app.client_id,
         )
     assert response.status_code == 200
-    # Client; token with client and user; the old token spent; the user's directory links.
-    assert counted.sql_verbs() == ["SELECT", "SELECT", "UPDATE", "SELECT", *TOKEN_WRITES], counted
+    # Client; token with client and user; the old token spent. A user of no directory is asked nothing more.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "UPDATE", *TOKEN_WRITES], counted
     assert counted.store() == [], counted
     assert counted.limiter() == limits(1)
 
