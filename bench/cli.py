@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import checks, profiling, report, say, seed
+from bench import checks, profiling, report, say, seed, targets
 from bench.measure import Measurement, choose_generator
 from bench.scenarios import SCENARIOS, Scenarios
 from bench.servers import Servers
@@ -130,7 +130,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="DIR",
         help="also serve an earlier checkout of authsvc (e.g. `git archive REV | tar -x -C DIR`) on the first "
-        "database, and measure its inspect rows in the same run, for a before/after comparison",
+        "database, and measure its inspect and grant rows in the same run, for a before/after comparison",
+    )
+    p.add_argument(
+        "--check",
+        nargs="?",
+        type=Path,
+        const=targets.LATEST,
+        default=None,
+        metavar="JSON",
+        help="measure nothing: read the latest run's results (or JSON) and exit 1 if any target of issue 24 "
+        "is missed (inspect, every grant, the ID token, memory, 1M tokens, revocation); see bench/README.md",
     )
     args = p.parse_args(argv)
     if args.quick:
@@ -279,6 +289,8 @@ def _terminate(signum: int, frame: object) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.check is not None:
+        return targets.check(args.check)
     signal.signal(signal.SIGTERM, _terminate)
     run: Run | None = None
     with ExitStack() as stack:

@@ -53,6 +53,11 @@ def rows(token_counts: list[int]) -> list[Row]:
         # --before DIR: the same two rows served by an earlier checkout, in the same run.
         Row(f"inspect, bearer, {tokens_label(token_counts[0])}, --before", "inspect_bearer_before", "bare"),
         Row("inspect, X-API-Key, --before", "inspect_api_key_before", "bare"),
+        Row("code flow, --before", "code_flow_before", "bare"),
+        Row("code flow + ID token, --before", "code_flow_openid_before", "code_flow_before"),
+        Row("refresh grant, --before", "refresh_before", "bare"),
+        Row("device grant poll, --before", "device_poll_before", "bare"),
+        Row("client credentials, --before", "client_credentials_before", "bare"),
         # Issue 14: the code flow's 0.4 target is withdrawn; its ratio is reported without one.
         Row("code flow, authorise + exchange", "code_flow", "bare", short="code flow"),
         # Issue 15: what the ID token (RS256, signed per exchange) adds to the same flow.

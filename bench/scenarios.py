@@ -36,6 +36,18 @@ SCENARIOS = (
 BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
 
 
+# The rows that ``--before`` also measures on the earlier checkout.
+BEFORE = (
+    "inspect_bearer",
+    "inspect_api_key",
+    "code_flow",
+    "code_flow_openid",
+    "refresh",
+    "device_poll",
+    "client_credentials",
+)
+
+
 class Scenarios:
     """The loads of ``args.scenarios`` against the running ``servers``."""
 
@@ -51,7 +63,7 @@ class Scenarios:
                 out += [f"inspect_bearer_{i.tokens}" for i in self.servers.instances]
             else:
                 out.append(key)
-            if self.servers.before is not None and key in ("inspect_bearer", "inspect_api_key"):
+            if self.servers.before is not None and key in BEFORE:
                 out.append(f"{key}_before")
         return out
 

@@ -23,19 +23,20 @@ import ssl
 import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from flask import current_app
-from ldap3 import BASE, NONE, SIMPLE, SUBTREE, Connection, Server, Tls
-from ldap3.core.exceptions import LDAPException
-from ldap3.protocol.sasl.sasl import validate_simple_password
-from ldap3.utils.conv import escape_filter_chars
-from ldap3.utils.dn import parse_dn
 
 from authsvc.core import deadline, security
 from authsvc.core.errors import ApiError
 from authsvc.core.models import LdapDirectory
+
+if TYPE_CHECKING:
+    from ldap3 import Connection, Server
+
+# ldap3 is imported where it is first used, not with the app: a worker of a
+# deployment without directories never carries it (docs/performance.md).
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +92,8 @@ def _timeout(directory: LdapDirectory) -> float:
 
 def user_filter(directory: LdapDirectory, email: str) -> str:
     """The directory's filter for ``email``, the value escaped (RFC 4515): ``*)(uid=*`` stays a literal."""
+    from ldap3.utils.conv import escape_filter_chars
+
     return directory.user_filter.replace("{email}", escape_filter_chars(email))
 
 
@@ -146,6 +149,8 @@ def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
 
 
 def _server(directory: LdapDirectory) -> Server:
+    from ldap3 import NONE, Server, Tls
+
     parts = urlsplit(directory.url)
     secure = parts.scheme == "ldaps"
     host = parts.hostname or ""
@@ -174,6 +179,9 @@ def _is_address(host: str) -> bool:
 
 def _open(directory: LdapDirectory, user: str, password: str | bytes) -> Connection:
     """An open connection (TLS started when asked), not yet bound."""
+    from ldap3 import SIMPLE, Connection
+    from ldap3.core.exceptions import LDAPException
+
     connection = Connection(
         _server(directory),
         user=user,
@@ -197,6 +205,8 @@ def _open(directory: LdapDirectory, user: str, password: str | bytes) -> Connect
 
 def close(connection: Connection) -> None:
     """Unbind and close; a connection that already broke has nothing left to close."""
+    from ldap3.core.exceptions import LDAPException
+
     try:
         connection.unbind()
     except LDAPException:
@@ -205,6 +215,8 @@ def close(connection: Connection) -> None:
 
 def service_connection(directory: LdapDirectory) -> Connection:
     """A connection bound as the directory's service account."""
+    from ldap3.core.exceptions import LDAPException
+
     connection = _open(directory, directory.bind_dn, security.decrypt(directory.bind_password_encrypted))
     try:
         bound = connection.bind()
@@ -227,6 +239,8 @@ def _attributes(directory: LdapDirectory) -> list[str]:
 
 
 def _search(directory: LdapDirectory, connection: Connection, base: str, scope: str, search_filter: str) -> list:
+    from ldap3.core.exceptions import LDAPException
+
     try:
         connection.search(base, search_filter, search_scope=scope, attributes=_attributes(directory), size_limit=2)
     except LDAPException as exc:
@@ -239,6 +253,8 @@ def _search(directory: LdapDirectory, connection: Connection, base: str, scope: 
 
 def find_user(directory: LdapDirectory, connection: Connection, email: str) -> Entry | None:
     """The one entry the user filter finds for ``email``; None for none or several."""
+    from ldap3 import SUBTREE
+
     found = _search(directory, connection, directory.base_dn, SUBTREE, user_filter(directory, email))
     return _entry(directory, found[0]) if len(found) == 1 else None
 
@@ -279,6 +295,9 @@ def _subject(raw: dict) -> str:
 
 def group_name(value: str) -> str:
     """A group DN's first RDN value (``cn=staff,ou=groups,...`` is ``staff``); any other value as it is."""
+    from ldap3.core.exceptions import LDAPException
+    from ldap3.utils.dn import parse_dn
+
     try:
         return str(parse_dn(str(value))[0][1])
     except (LDAPException, IndexError, ValueError):
@@ -291,6 +310,9 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     An empty password is refused here, before any bind: LDAP takes a simple
     bind with an empty password as an unauthenticated bind, which succeeds.
     """
+    from ldap3.core.exceptions import LDAPException
+    from ldap3.protocol.sasl.sasl import validate_simple_password
+
     if not password:
         return False
     try:
@@ -323,6 +345,9 @@ def test_connection(directory: LdapDirectory) -> dict:
 
     The error says what failed (no secrets: the bind password is never in it).
     """
+    from ldap3 import BASE
+    from ldap3.core.exceptions import LDAPException
+
     with directory_deadline():
         try:
             connection = service_connection(directory)

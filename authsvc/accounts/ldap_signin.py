@@ -204,6 +204,8 @@ def still_allowed(user: User) -> bool:
     True for a user of no directory. A directory that cannot answer is not a
     deprovisioning: the session goes on, and it is asked again after the interval.
     """
+    if not user.directory_linked:
+        return True
     accounts = _accounts(user)
     if not accounts:
         return True

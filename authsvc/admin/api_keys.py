@@ -7,13 +7,14 @@ from typing import Any
 from authsvc.accounts import signin
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.api_keys import ApiKeyChange, ApiKeyCreate
 from authsvc.core import validation
 from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Domain, User
 
 
 def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
+    from authsvc.admin.schemas.api_keys import ApiKeyCreate
+
     domain = target_domain(actor, data)
     values = read(ApiKeyCreate, data, domain=domain)
     if values.expires_at is not None and values.expires_at <= now():
@@ -42,6 +43,8 @@ def _user_by_id(value: str) -> User | None:
 
 
 def update_api_key(actor: Actor, key: ApiKey, data: Any) -> ApiKey:
+    from authsvc.admin.schemas.api_keys import ApiKeyChange
+
     require_change_of_user(actor, key.user)
     before = key.as_json()
     domain = db.session.get(Domain, key.domain_id)

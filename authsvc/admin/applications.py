@@ -17,7 +17,6 @@ from authsvc.admin.actors import (
     require_change_of_user,
 )
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.applications import ApplicationChange, ApplicationCreate
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
@@ -89,6 +88,8 @@ def _application_values(
 
 
 def create_application(actor: Actor, data: Any) -> tuple[Application, str | None]:
+    from authsvc.admin.schemas.applications import ApplicationCreate
+
     domain = target_domain(actor, data)
     given = read(ApplicationCreate, data, domain=domain).given()
     given.pop("domain", None)
@@ -123,6 +124,8 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
 
 
 def update_application(actor: Actor, application: Application, data: Any) -> Application:
+    from authsvc.admin.schemas.applications import ApplicationChange
+
     require_change(actor, application.domain_id)
     before = application.as_json()
     given = read(ApplicationChange, data, domain=application.domain).given()

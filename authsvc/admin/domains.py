@@ -8,7 +8,6 @@ from sqlalchemy import delete, func, or_, select, update
 
 from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
 from authsvc.admin.schemas import read
-from authsvc.admin.schemas.domains import DomainChange, DomainCreate, DomainScopes
 from authsvc.core.database import db
 from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
@@ -29,6 +28,8 @@ from authsvc.core.models import (
 
 
 def create_domain(actor: Actor, data: Any) -> Domain:
+    from authsvc.admin.schemas.domains import DomainCreate
+
     if not actor.system_admin:
         raise Forbidden()
     values = read(DomainCreate, data)
@@ -46,6 +47,8 @@ def create_domain(actor: Actor, data: Any) -> Domain:
 
 
 def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
+    from authsvc.admin.schemas.domains import DomainChange
+
     require_change(actor, domain.id)
     before = domain.as_json()
     changes = read(DomainChange, data).given()
@@ -71,6 +74,8 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
 
 def add_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
     """Add ``scopes`` (such as PlaceOS resource scopes) to those the domain knows; known ones stay as they are."""
+    from authsvc.admin.schemas.domains import DomainScopes
+
     require_change(actor, domain.id)
     added = read(DomainScopes, data).scopes
     return update_domain(actor, domain, {"scopes": " ".join(dict.fromkeys(domain.scope_list + added.split()))})
@@ -78,6 +83,8 @@ def add_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
 
 def remove_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
     """Remove ``scopes`` that no application or live API key of the domain still has; ``public`` stays."""
+    from authsvc.admin.schemas.domains import DomainScopes
+
     require_change(actor, domain.id)
     removed = set(read(DomainScopes, data).scopes.split())
     unknown = removed - set(domain.scope_list)

@@ -16,7 +16,6 @@ from sqlalchemy import delete
 from authsvc.accounts import ldap_client
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.ldap import LdapDirectoryChange, LdapDirectoryCreate
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import LdapAccount, LdapDirectory
@@ -40,6 +39,8 @@ def _check_state(problems: dict[str, str], state: dict[str, Any]) -> None:
 
 
 def create_ldap_directory(actor: Actor, data: Any) -> LdapDirectory:
+    from authsvc.admin.schemas.ldap import LdapDirectoryCreate
+
     domain = target_domain(actor, data)
     values = read(LdapDirectoryCreate, data).given()
     values.pop("domain", None)
@@ -64,6 +65,8 @@ def create_ldap_directory(actor: Actor, data: Any) -> LdapDirectory:
 
 
 def update_ldap_directory(actor: Actor, directory: LdapDirectory, data: Any) -> LdapDirectory:
+    from authsvc.admin.schemas.ldap import LdapDirectoryChange
+
     require_change(actor, directory.domain_id)
     before = directory.as_json()
     values = read(LdapDirectoryChange, data).given()  # an explicit null clears ca_pem or disabled_attribute

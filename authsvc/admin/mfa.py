@@ -8,13 +8,14 @@ from authsvc.accounts import sessions
 from authsvc.accounts.mfa import factors
 from authsvc.admin.actors import Actor, audit_change, require_change, require_change_of_user
 from authsvc.admin.schemas import read
-from authsvc.admin.schemas.domains import MfaPolicy
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 
 
 def set_policy(actor: Actor, domain: Domain, data: Any) -> Domain:
     """``{"require": "off" | "admins" | "all"}``: who of the domain must sign in with a second factor."""
+    from authsvc.admin.schemas.domains import MfaPolicy
+
     require_change(actor, domain.id)
     require = read(MfaPolicy, data).require
     before = {"mfa_require": domain.mfa_require}

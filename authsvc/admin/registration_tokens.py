@@ -6,13 +6,14 @@ from typing import Any
 
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.registration_tokens import RegistrationTokenCreate
 from authsvc.core.database import db, now
 from authsvc.core.models import RegistrationToken
 
 
 def create_registration_token(actor: Actor, data: Any) -> tuple[RegistrationToken, str]:
     """A new initial access token of the domain and its value, shown once."""
+    from authsvc.admin.schemas.registration_tokens import RegistrationTokenCreate
+
     domain = target_domain(actor, data)
     values = read(RegistrationTokenCreate, data)
     token, value = RegistrationToken.issue(

@@ -15,7 +15,6 @@ from sqlalchemy import select
 
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.sso import SamlSsoProviderChange, SamlSsoProviderCreate
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
@@ -53,6 +52,8 @@ def _check_url(problems: dict[str, str], url: str | None, allow_private: bool) -
 
 
 def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
+    from authsvc.admin.schemas.sso import SamlSsoProviderCreate
+
     domain = target_domain(actor, data)
     values = read(SamlSsoProviderCreate, data).given()
     problems = _problems(values, actor)
@@ -89,6 +90,8 @@ def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
 
 def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoProvider:
     """Change a SAML provider; new metadata (a file's, or a new URL's) is read before anything is saved."""
+    from authsvc.admin.schemas.sso import SamlSsoProviderChange
+
     require_change(actor, provider.domain_id)
     before = provider.as_json()
     values = read(SamlSsoProviderChange, data).given()

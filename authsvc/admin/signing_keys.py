@@ -11,7 +11,6 @@ from typing import Any
 
 from authsvc.admin.actors import Actor, require_change
 from authsvc.admin.schemas import read
-from authsvc.admin.schemas.signing_keys import SigningKeyRotation
 from authsvc.core.models import Domain
 from authsvc.oauth import keys
 
@@ -24,6 +23,8 @@ def signing_keys(actor: Actor, domain: Domain) -> list[dict[str, Any]]:
 
 def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """A new current key of ``alg`` (default RS256); the old one stays published until its tokens expire."""
+    from authsvc.admin.schemas.signing_keys import SigningKeyRotation
+
     require_change(actor, domain.id)
     alg = read(SigningKeyRotation, data).alg
     row = keys.rotate(domain, alg, actor=actor.name)  # audited there: signing_key.rotated

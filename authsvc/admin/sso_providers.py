@@ -20,7 +20,6 @@ from authsvc.admin.actors import (
 )
 from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.sso import IdentityLink, OidcSsoProviderChange, OidcSsoProviderCreate
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
@@ -80,6 +79,8 @@ def _preset_base(
 
 
 def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
+    from authsvc.admin.schemas.sso import OidcSsoProviderCreate
+
     if isinstance(data, dict) and data.get("protocol") == "saml":
         return create_saml_provider(actor, data)
     domain = target_domain(actor, data)
@@ -109,6 +110,8 @@ def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
 
 
 def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoProvider:
+    from authsvc.admin.schemas.sso import OidcSsoProviderChange
+
     if provider.kind == "saml":
         return update_saml_provider(actor, provider, data)
     require_change(actor, provider.domain_id)
@@ -181,6 +184,8 @@ def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
     that already trusts another provider; the account holder (signed in, at
     /auth/oauth2/link) or a system admin does it.
     """
+    from authsvc.admin.schemas.sso import IdentityLink
+
     if not actor.system_admin:
         raise Forbidden()
     link = read(IdentityLink, data)

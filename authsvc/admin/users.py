@@ -9,7 +9,6 @@ from sqlalchemy import delete, update
 from authsvc.accounts import sessions, signin
 from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
-from authsvc.admin.schemas.users import UserChange, UserCreate
 from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.identity import delegated
@@ -33,6 +32,8 @@ def _check_flags(actor: Actor, values: dict[str, Any], problems: dict[str, str],
 
 
 def create_user(actor: Actor, data: Any) -> User:
+    from authsvc.admin.schemas.users import UserCreate
+
     domain = target_domain(actor, data)
     values = read(UserCreate, data).given()
     values.pop("domain", None)
@@ -61,6 +62,8 @@ def update_user(actor: Actor, user: User, data: Any) -> User:
 
 def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[User, int]:
     """As ``update_user``, and how many tokens the change revoked (the command line prints it)."""
+    from authsvc.admin.schemas.users import UserChange
+
     require_change_of_user(actor, user)
     before = user.as_json()
     values = read(UserChange, data).given()

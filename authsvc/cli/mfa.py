@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 
 from authsvc import admin
 from authsvc.admin.actors import command_line
-from authsvc.admin.schemas.domains import POLICIES
+from authsvc.admin.schemas.choices import POLICIES
 from authsvc.cli.common import admin_rules, domain_by_host, emit, user_by_email
 
 mfa = AppGroup("mfa", help="Multi-factor sign-in: who must use a second factor, and resets.")

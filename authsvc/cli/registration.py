@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
-from authsvc.admin.schemas.registration_tokens import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
+from authsvc.admin.schemas.choices import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
 from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core.database import db
 from authsvc.core.models import RegistrationToken

@@ -199,17 +199,15 @@ def claim_code(code: str, family: str, spent_ttl: int) -> dict[str, Any] | None:
     """
     digest = security.digest(code)
     code_key, spent_key = f"{PREFIX}code:{digest}", f"{PREFIX}spent-code:{digest}"
-
-    def claim(pipe: redis.client.Pipeline) -> str | None:
-        raw = pipe.get(code_key)
-        if raw is not None:
-            pipe.multi()
-            pipe.delete(code_key)
-            pipe.set(spent_key, family, ex=spent_ttl)
-        return raw
-
-    # WATCH: of two concurrent claims one commits; the other retries and finds no code.
-    raw = client().transaction(claim, code_key, value_from_callable=True)
+    # One round trip, atomic (MULTI/EXEC): of two concurrent claims exactly one gets the code (GETDEL),
+    # and the marker is there the moment the code is gone. NX keeps the first claim's family.
+    pipe = client().pipeline(transaction=True)
+    pipe.getdel(code_key)
+    pipe.set(spent_key, family, ex=spent_ttl, nx=True)
+    raw, marked = pipe.execute()
+    if raw is None and marked:
+        # No such code: it leaves no marker behind (an unknown code has no tokens to revoke).
+        client().delete(spent_key)
     return json.loads(raw) if raw else None
 
 

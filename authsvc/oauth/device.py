@@ -154,6 +154,9 @@ class DeviceCredential:
     scope: str
     domain_id: int
     expires_at: int
+    # Read with the request in one round trip: the person's answer and the last poll (JSON, or None).
+    decision: str | None = None
+    poll: str | None = None
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -176,18 +179,27 @@ class DeviceGrant(DeviceCodeGrant):
 
     def query_device_credential(self, device_code: str) -> DeviceCredential:
         digest = security.digest(device_code)
-        raw = store.client().get(_key("device", digest))
+        # One round trip for the three keys a poll reads (the request, the answer, the last poll).
+        raw, decision, poll = store.client().mget(
+            [_key("device", digest), _key("device_decision", digest), _key("device_poll", digest)]
+        )
         if raw is None:
             # Authlib would say invalid_request; the code is a grant that is unknown or used.
             raise InvalidGrantError("The device code is unknown, used, or expired long ago.")
         data = json.loads(raw)
         if data["domain_id"] != current_domain().id:
             raise InvalidGrantError("The device code is unknown, used, or expired long ago.")
-        return DeviceCredential(digest, data["client_id"], data["scope"], data["domain_id"], data["expires_at"])
+        return DeviceCredential(
+            digest, data["client_id"], data["scope"], data["domain_id"], data["expires_at"], decision, poll
+        )
 
     def query_user_grant(self, user_code: str) -> tuple[User | None, bool] | None:
         # Called with get_user_code(), which is the device code's digest.
         raw = store.client().get(_key("device_decision", user_code))
+        return self._user_grant(raw)
+
+    @staticmethod
+    def _user_grant(raw: str | None) -> tuple[User | None, bool] | None:
         if raw is None:
             return None
         answer = json.loads(raw)
@@ -198,7 +210,7 @@ class DeviceGrant(DeviceCodeGrant):
         redis = store.client()
         key = _key("device_poll", credential.digest)
         now = time.time()
-        poll = json.loads(redis.get(key) or '{"last": 0, "interval": 5}')
+        poll = json.loads(credential.poll or '{"last": 0, "interval": 5}')
         too_soon = now - poll["last"] < poll["interval"]
         if too_soon:
             poll["interval"] += SLOW_DOWN_STEP
@@ -209,7 +221,7 @@ class DeviceGrant(DeviceCodeGrant):
     def validate_device_credential(self, credential: DeviceCredential) -> User:
         if credential.is_expired():
             raise ExpiredTokenError("The device code expired; start again at the device authorisation endpoint.")
-        grant = self.query_user_grant(credential.get_user_code())
+        grant = self._user_grant(credential.decision)
         if grant is None:
             if self.should_slow_down(credential):
                 raise SlowDownError("Polling too often: wait 5 s longer between requests from now on.")

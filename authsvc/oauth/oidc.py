@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
-from flask import current_app
+from flask import current_app, g
 
 from authsvc.accounts.mfa import factors
-from authsvc.core.models import Application, User
+from authsvc.core.models import Application, SigningKey, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import backchannel, keys, oidc_request
 from authsvc.oauth.parameters import MergedRequest
@@ -71,15 +71,23 @@ class IDTokenClaims:
     """What the code and refresh extensions share: the domain's key, issuer and our claims."""
 
     def resolve_client_private_key(self, client: Application) -> keys.PrivateKey:
-        return keys.signing_key(current_domain(), self.get_client_algorithm(client))
+        return keys.private_key(self._current_key(client))
+
+    def _current_key(self, client: Application) -> SigningKey:
+        # Authlib asks for the header (kid) and then the key: one read of the current key per response.
+        # Per request only: a key rotated by any worker signs from the next response on.
+        alg = self.get_client_algorithm(client)
+        memo = g.setdefault("authsvc_current_keys", {})
+        if alg not in memo:
+            memo[alg] = keys.current_key(current_domain(), alg)
+        return memo[alg]
 
     def get_client_algorithm(self, client: Application) -> str:
         return client.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM
 
     def get_encode_header(self, client: Application) -> dict[str, str]:
         # Authlib leaves kid out; the same current key signs, so the kid matches.
-        alg = self.get_client_algorithm(client)
-        return {"alg": alg, "kid": keys.current_key(current_domain(), alg).kid, "typ": "JWT"}
+        return {"alg": self.get_client_algorithm(client), "kid": self._current_key(client).kid, "typ": "JWT"}
 
     def get_client_claims(self, client: Application) -> dict[str, Any]:
         return {

@@ -18,7 +18,7 @@ from flask import Flask, current_app
 from flask import request as flask_request
 
 from authsvc.core import audit, security, store
-from authsvc.core.database import db
+from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.assertions import PrivateKeyJWT
@@ -154,7 +154,8 @@ class AuthorizationServer(_AuthorizationServer):
             details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
             commit=False,
         )
-        db.session.commit()
+        # The client and the user stay loaded: an ID token and the replay check read them next.
+        commit_keeping_loaded()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
         if request.spent_code and store.code_replayed(request.spent_code):
             # A replay raced this exchange and may have revoked before these tokens were committed.

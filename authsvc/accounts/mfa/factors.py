@@ -14,7 +14,6 @@ import time
 from urllib.parse import parse_qsl, urlsplit
 
 import pyotp
-import segno
 from sqlalchemy import delete, select, update
 
 from authsvc.core import security
@@ -131,6 +130,9 @@ def provisioning_uri(factor: MfaFactor, user: User, domain: Domain) -> str:
 
 def qr_svg(uri: str) -> str:
     """The otpauth URI as an inline SVG QR code, rendered here: the secret never leaves for a QR service."""
+    # segno (QR codes) is imported by the one page that draws one, not with every worker.
+    import segno
+
     return segno.make(uri, error="m").svg_inline(scale=5, dark="#111", light="#fff")
 
 

@@ -11,30 +11,20 @@ signature counter grew; each ceremony's challenge is kept in Redis for one use.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
-from webauthn import (
-    base64url_to_bytes,
-    generate_authentication_options,
-    generate_registration_options,
-    options_to_json,
-    verify_authentication_response,
-    verify_registration_response,
-)
-from webauthn.helpers import bytes_to_base64url
-from webauthn.helpers.exceptions import WebAuthnException
-from webauthn.helpers.structs import (
-    AuthenticatorSelectionCriteria,
-    PublicKeyCredentialDescriptor,
-    ResidentKeyRequirement,
-    UserVerificationRequirement,
-)
 
 from authsvc.core import store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, MfaFactor, User
 from authsvc.core.tenancy import issuer
+
+if TYPE_CHECKING:
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+
+# py_webauthn (with cbor2 and its crypto) is imported by the ceremonies that use it,
+# not with the app: most workers never see a passkey (docs/performance.md).
 
 CEREMONY_TTL = 300
 
@@ -51,11 +41,22 @@ def passkeys(user: User) -> list[MfaFactor]:
 
 
 def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
+    from webauthn import base64url_to_bytes
+    from webauthn.helpers.structs import PublicKeyCredentialDescriptor
+
     return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(f.credential_id)) for f in passkeys(user)]
 
 
 def registration_options(user: User, domain: Domain, holder: str) -> str:
     """``navigator.credentials.create`` options (JSON) for a new passkey of ``user``."""
+    from webauthn import generate_registration_options, options_to_json
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.structs import (
+        AuthenticatorSelectionCriteria,
+        ResidentKeyRequirement,
+        UserVerificationRequirement,
+    )
+
     options = generate_registration_options(
         rp_id=domain.host,
         rp_name=domain.name,
@@ -85,6 +86,10 @@ def _credential(raw: Any) -> dict:
 
 def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> MfaFactor:
     """Verify a ``navigator.credentials.create`` answer and keep the passkey (not committed)."""
+    from webauthn import base64url_to_bytes, verify_registration_response
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.exceptions import WebAuthnException
+
     challenge = store.take_webauthn_challenge(f"reg:{holder}")
     if challenge is None:
         raise Refused("the registration expired; start again")
@@ -116,6 +121,10 @@ def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> Mf
 
 def authentication_options(user: User, domain: Domain, holder: str) -> str:
     """``navigator.credentials.get`` options (JSON) naming the user's passkeys."""
+    from webauthn import generate_authentication_options, options_to_json
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.structs import UserVerificationRequirement
+
     options = generate_authentication_options(
         rp_id=domain.host,
         allow_credentials=_descriptors(user),
@@ -128,6 +137,9 @@ def authentication_options(user: User, domain: Domain, holder: str) -> str:
 
 def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor:
     """Verify a ``navigator.credentials.get`` answer by one of ``user``'s passkeys; record its counter."""
+    from webauthn import base64url_to_bytes, verify_authentication_response
+    from webauthn.helpers.exceptions import WebAuthnException
+
     credential = _credential(raw)
     challenge = store.take_webauthn_challenge(f"auth:{holder}")
     factor = next((f for f in passkeys(user) if f.credential_id == credential["id"]), None)

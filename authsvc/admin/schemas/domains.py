@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal, get_args
-
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.choices import POLICIES, MfaRequirement
 from authsvc.admin.schemas.types import Choice, Lifetime, Name, Text
 from authsvc.core import validation
 
@@ -41,10 +40,6 @@ class DomainScopes(Schema):
     """Scopes to add to the domain's, or to remove from them."""
 
     scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.")
-
-
-MfaRequirement = Literal["off", "admins", "all"]
-POLICIES: tuple[str, ...] = get_args(MfaRequirement)
 
 
 class MfaPolicy(Schema):

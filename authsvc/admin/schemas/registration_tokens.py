@@ -8,11 +8,8 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer, Page
 from authsvc.admin.schemas.base import Schema
+from authsvc.admin.schemas.choices import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
 from authsvc.admin.schemas.types import DomainId, Text, Whole
-
-DEFAULT_EXPIRES_IN = 24 * 3600
-MAX_EXPIRES_IN = 365 * 24 * 3600
-MAX_USES = 1000
 
 
 class RegistrationTokenCreate(Schema):

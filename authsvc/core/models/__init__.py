@@ -5,6 +5,9 @@ passwords as bcrypt hashes. Ids are integers here and strings in every JSON
 answer.
 """
 
+from sqlalchemy import exists
+from sqlalchemy.orm import column_property
+
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
@@ -20,6 +23,10 @@ from authsvc.core.models.tenancy import (
     Domain,
 )
 from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, capped_permissions
+
+# Whether the user has an entry in a directory, read with the user (an EXISTS on an indexed column):
+# a session or a refresh of a user of no directory asks nothing more (ldap_signin.still_allowed).
+User.directory_linked = column_property(exists().where(LdapAccount.user_id == User.id))
 
 __all__ = [
     "API_KEY_PERMISSIONS",

@@ -1,0 +1,13 @@
+"""The admin inputs' fixed choices and bounds, without pydantic: the command line and the console offer them too."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+MfaRequirement = Literal["off", "admins", "all"]
+POLICIES: tuple[str, ...] = get_args(MfaRequirement)
+
+# Initial access tokens for dynamic client registration (RFC 7591 3).
+DEFAULT_EXPIRES_IN = 24 * 3600
+MAX_EXPIRES_IN = 365 * 24 * 3600
+MAX_USES = 1000

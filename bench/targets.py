@@ -1,0 +1,121 @@
+"""``python -m bench --check``: the targets of issue 24, read from a run's JSON, for a person or a nightly job.
+
+Each target is a ratio of the same run (so that the machine's speed cancels
+out), the ID token's extra CPU, the workers' memory, or revocation. A target
+whose rows the run did not measure (``--only``) is reported as not measured,
+which fails the check too: a nightly job must run every row. CI runs no
+timings; it runs the unit test of this module on a recorded file.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+LATEST = Path(__file__).resolve().parent / "results" / "latest.json"
+
+INSPECT_MIN = 0.75  # of the bare route, bearer header and API key
+GRANT_MIN = 0.15  # of the bare route: code flow (per request), refresh, client credentials
+DEVICE_POLL_MIN = 0.3  # of the bare route
+ID_TOKEN_EXTRA_MAX_MS = 1.5  # CPU ms per request, code flow with openid over without
+RSS_MAX_MB = 80.0  # per service worker after the run
+TOKENS_SCALE_MIN = 0.95  # the largest token count's inspect over the smallest's
+
+
+@dataclass
+class Outcome:
+    target: str
+    value: str
+    met: bool
+
+
+def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {row["key"]: row for row in result.get("table", [])}
+
+
+def ratio(rows: dict[str, dict[str, Any]], key: str, baseline: str) -> float | None:
+    """``key``'s req/s over ``baseline``'s: the median of the rounds' ratios (a burst hits both alike)."""
+    row, base = rows.get(key), rows.get(baseline)
+    if row is None or base is None:
+        return None
+    pairs = [r / b for r, b in zip(row.get("rounds_rps", []), base.get("rounds_rps", []), strict=False) if b]
+    if pairs and len(row["rounds_rps"]) == len(base["rounds_rps"]):
+        return statistics.median(pairs)
+    return row["rps"] / base["rps"] if base.get("rps") else None
+
+
+def _at_least(rows: dict[str, dict[str, Any]], label: str, key: str, baseline: str, minimum: float) -> Outcome:
+    value = ratio(rows, key, baseline)
+    target = f"{label} >= {minimum} x {baseline}"
+    if value is None:
+        return Outcome(target, "not measured", False)
+    return Outcome(target, f"{value:.3f}", value >= minimum)
+
+
+def evaluate(result: dict[str, Any]) -> list[Outcome]:
+    """Every target of issue 24 against one run's JSON (bench/results/*.json)."""
+    rows = _rows(result)
+    inspect = sorted(
+        (k for k in rows if k.startswith("inspect_bearer_") and k[15:].isdigit()), key=lambda k: int(k[15:])
+    )
+    outcomes = []
+    if inspect:
+        outcomes.append(_at_least(rows, "inspect, bearer header", inspect[0], "bare", INSPECT_MIN))
+    else:
+        outcomes.append(Outcome(f"inspect, bearer header >= {INSPECT_MIN} x bare", "not measured", False))
+    outcomes.append(_at_least(rows, "inspect, X-API-Key", "inspect_api_key", "bare", INSPECT_MIN))
+    if len(inspect) > 1:
+        outcomes.append(_at_least(rows, "inspect at the most tokens", inspect[-1], inspect[0], TOKENS_SCALE_MIN))
+    else:
+        outcomes.append(Outcome(f"inspect at 1M tokens >= {TOKENS_SCALE_MIN} x 10k", "not measured", False))
+    outcomes.append(_at_least(rows, "code flow (per request)", "code_flow", "bare", GRANT_MIN))
+    outcomes.append(_at_least(rows, "refresh grant", "refresh", "bare", GRANT_MIN))
+    outcomes.append(_at_least(rows, "client credentials", "client_credentials", "bare", GRANT_MIN))
+    outcomes.append(_at_least(rows, "device poll", "device_poll", "bare", DEVICE_POLL_MIN))
+    plain, openid = rows.get("code_flow", {}), rows.get("code_flow_openid", {})
+    target = f"ID token's extra CPU per request <= {ID_TOKEN_EXTRA_MAX_MS} ms"
+    if plain.get("cpu_ms_per_request") is None or openid.get("cpu_ms_per_request") is None:
+        outcomes.append(Outcome(target, "not measured", False))
+    else:
+        extra = openid["cpu_ms_per_request"] - plain["cpu_ms_per_request"]
+        outcomes.append(Outcome(target, f"{extra:.2f} ms", extra <= ID_TOKEN_EXTRA_MAX_MS))
+    rss = [
+        w["rss_mb"]
+        for group, workers in result.get("memory", {}).items()
+        if "service" in group
+        for w in workers
+        if w.get("rss_mb") is not None
+    ]
+    target = f"resident memory per service worker <= {RSS_MAX_MB:.0f} MB"
+    outcomes.append(
+        Outcome(target, f"{max(rss):.1f} MB", max(rss) <= RSS_MAX_MB) if rss else Outcome(target, "not measured", False)
+    )
+    revocation = result.get("revocation") or {}
+    target = "revocation immediate on every worker"
+    if "immediate" in revocation:
+        outcomes.append(
+            Outcome(target, "immediate" if revocation["immediate"] else "NOT immediate", revocation["immediate"])
+        )
+    else:
+        outcomes.append(Outcome(target, "not measured", False))
+    return outcomes
+
+
+def check(path: Path = LATEST) -> int:
+    """Print each target's outcome for the run in ``path``; 0 when every one is met, 1 when not, 2 without a run."""
+    try:
+        result = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        print(f"bench --check: cannot read {path}: {exc}")
+        return 2
+    settings = result.get("settings", {})
+    print(f"bench --check: {path} (run {settings.get('started', '?')}, commit {settings.get('commit', '?')})")
+    outcomes = evaluate(result)
+    for outcome in outcomes:
+        print(f"  {'met    ' if outcome.met else 'NOT MET'}  {outcome.target}: {outcome.value}")
+    missed = sum(not o.met for o in outcomes)
+    print(f"{len(outcomes) - missed} of {len(outcomes)} targets met")
+    return 1 if missed else 0
