@@ -321,9 +321,10 @@ def run(args: list[str]) -> int:
         if postgres:
             print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
             env = {"AUTHSVC_TEST_BACKEND": "postgresql", "TEST_DATABASE_URL": database, "TEST_REDIS_URL": redis}
-            run.pytest("postgresql + redis", {**env, **real_redis}, args)
             if not os.environ.get("AUTHSVC_TEST_DATABASE_URL"):
-                drop_worker_databases(database)
+                # However the run ends (a killed worker leaves its database, Ctrl-C, SIGTERM).
+                services.callback(drop_worker_databases, database)
+            run.pytest("postgresql + redis", {**env, **real_redis}, args)
         else:
             run.lines.append(f"== result: postgresql + redis: NOT RUN (AUTHSVC_TEST_BACKENDS={WANTED})")
         if "sqlite" in backends:
