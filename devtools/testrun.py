@@ -83,7 +83,7 @@ def chooses_workers(arg: str) -> bool:
 
 
 def xdist_args(args: list[str]) -> list[str]:
-    """``-n N --dist loadgroup`` unless the caller's arguments or AUTHSVC_TEST_WORKERS say otherwise."""
+    """``-n N --dist loadscope`` unless the caller's arguments or AUTHSVC_TEST_WORKERS say otherwise."""
     workers = os.environ.get("AUTHSVC_TEST_WORKERS", DEFAULT_WORKERS).strip()
     if workers in ("", "0") or any(chooses_workers(arg) for arg in args):
         return []
@@ -95,9 +95,10 @@ def xdist_args(args: list[str]) -> list[str]:
     except ImportError:
         say("pytest-xdist is not installed: the tests run in one process (pip install pytest-xdist)")
         return []
-    # loadgroup: tests marked xdist_group run on one worker (tests/conftest.py groups a module
-    # whose fixtures are module-scoped, so that its servers start once).
-    return ["-n", workers, "--dist", "loadgroup"]
+    # loadscope: a module's tests run on one worker, so that its module-scoped servers (gunicorn,
+    # a browser, slapd) start once. (loadgroup's xdist_group does not group under pytest 9.2 with
+    # pytest-xdist 3.8: the tests of one group still went to both workers.)
+    return ["-n", workers, "--dist", "loadscope"]
 
 
 def selected_backends() -> set[str]:

@@ -8,9 +8,9 @@ Under pytest-xdist (``-n``) each worker has its own of everything a test may
 empty or fill: a PostgreSQL database ``<TEST_DATABASE_URL's>_gwN`` that it
 creates and drops, a private redis-server (pub/sub is server-wide, so a Redis
 database number per worker would not be enough), a temporary directory (and
-SQLite file), and pytest's ``tmp_path``. Tests of a module whose fixtures are
-module-scoped (a gunicorn, a browser, a directory started once per module) run
-on one worker (``xdist_group``), so those servers start once.
+SQLite file), and pytest's ``tmp_path``. The test command distributes whole
+modules (``--dist loadscope``), so that a module-scoped fixture (a gunicorn, a
+browser, a directory) starts once.
 """
 
 from __future__ import annotations
@@ -140,23 +140,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         _worker_services.close()
 
 
-@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if BACKEND != "postgresql":
         skip = pytest.mark.skip(reason="needs the PostgreSQL backend")
         for item in items:
             if "postgresql" in item.keywords:
                 item.add_marker(skip)
-    # Before pytest-xdist reads the groups (--dist loadgroup): a module whose
-    # tests share a module-scoped fixture keeps them on one worker, so that it
-    # starts its servers once. An xdist_group a test sets itself wins.
-    for item in items:
-        fixtures = getattr(item, "_fixtureinfo", None)
-        if fixtures is None or item.get_closest_marker("xdist_group"):
-            continue
-        scopes = {d.scope for defs in fixtures.name2fixturedefs.values() for d in defs}
-        if scopes & {"module", "package", "class"}:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
 
 
 def base_config() -> dict:

@@ -35,8 +35,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 
 @pytest.fixture(scope="session")
 def served(schema):
-    """One app and one loaded document for the module's 300 cases (per xdist worker, which a module-scoped
-    fixture would not spread): building them was most of a case's time."""
+    """One app and one loaded document for the module's 300 cases: building them was most of a case's time."""
     app = create_app(base_config())
     yield app, schemathesis.openapi.from_wsgi("/api/engine/v2/openapi.json", app)
     with app.app_context():
