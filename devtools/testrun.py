@@ -14,8 +14,12 @@ Environment knobs:
   AUTHSVC_TEST_DATABASE_URL  PostgreSQL database to use as is, instead of a fresh
                              authsvc_test_<pid> (dropped at the end) on 127.0.0.1:5432
                              or on a private cluster.
-  AUTHSVC_TEST_REDIS_URL     Redis to use instead of a private redis-server.
-                             Its database is FLUSHED.
+  AUTHSVC_TEST_REDIS_URL     Redis to use instead of a private redis-server per worker.
+                             Its database is FLUSHED (with workers: DB+N for worker N).
+  AUTHSVC_TEST_WORKERS       pytest-xdist workers per pass (default 4; "auto": one per core;
+                             0: none, the tests run in the pytest process). Not added when the
+                             arguments choose (-n, --numprocesses, --dist, -p no:xdist) or
+                             debug (--pdb, --trace), or pytest-xdist is not installed.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from pathlib import Path
 from types import FrameType
 
 import psycopg
+from psycopg import sql
 
 from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact, slapd_binary
 
@@ -67,6 +72,33 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 
 WANTED = os.environ.get("AUTHSVC_TEST_BACKENDS", "postgresql,sqlite")
+# The tests mostly wait (on servers, browsers, subprocesses), so more workers than
+# cores pays: 4 on 2 cores. Each worker has its own database, Redis and tmp dir (tests/conftest.py).
+DEFAULT_WORKERS = "4"
+
+
+def chooses_workers(arg: str) -> bool:
+    """Whether a pytest argument chooses (or rules out) pytest-xdist's workers itself."""
+    return arg in ("--pdb", "--trace", "no:xdist", "-pno:xdist") or arg.startswith(("-n", "--numprocesses", "--dist"))
+
+
+def xdist_args(args: list[str]) -> list[str]:
+    """``-n N --dist loadscope`` unless the caller's arguments or AUTHSVC_TEST_WORKERS say otherwise."""
+    workers = os.environ.get("AUTHSVC_TEST_WORKERS", DEFAULT_WORKERS).strip()
+    if workers in ("", "0") or any(chooses_workers(arg) for arg in args):
+        return []
+    if workers != "auto" and not workers.isdigit():
+        err(f"AUTHSVC_TEST_WORKERS='{workers}': a number of workers, 'auto' or 0")
+        sys.exit(2)
+    try:
+        import xdist  # noqa: F401 - only whether it is there
+    except ImportError:
+        say("pytest-xdist is not installed: the tests run in one process (pip install pytest-xdist)")
+        return []
+    # loadscope: a module's tests run on one worker, so that its module-scoped servers (gunicorn,
+    # a browser, slapd) start once. (loadgroup's xdist_group does not group under pytest 9.2 with
+    # pytest-xdist 3.8: the tests of one group still went to both workers.)
+    return ["-n", workers, "--dist", "loadscope"]
 
 
 def selected_backends() -> set[str]:
@@ -152,6 +184,19 @@ def postgres_url(services: Services) -> str | None:
     return database.url
 
 
+def drop_worker_databases(url: str) -> None:
+    """The databases pytest-xdist's workers made beside ``url``'s (``<name>_gwN``) that a killed worker left."""
+    name = url.rsplit("/", 1)[1]
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5) as conn:
+            pattern = name.replace("_", "\\_") + "\\_gw%"
+            rows = conn.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", (pattern,)).fetchall()
+            for (leftover,) in rows:
+                conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(leftover)))
+    except psycopg.Error as exc:
+        say(f"PostgreSQL: could not drop the workers' databases ({exc})")
+
+
 def redis_url(services: Services) -> str | None:
     given = os.environ.get("AUTHSVC_TEST_REDIS_URL")
     if given:
@@ -219,7 +264,7 @@ class Run:
         # caller's args so that a --junitxml of their own wins (the last one does).
         report = self.workdir / f"junit-{len(self.lines)}.xml"
         clean = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-        argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *args]
+        argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *xdist_args(args), *args]
         code = wait_for(subprocess.Popen(argv, env={**clean, **env}))
         self.record(name, code, junit_counts(report))
 
@@ -277,6 +322,9 @@ def run(args: list[str]) -> int:
         if postgres:
             print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
             env = {"AUTHSVC_TEST_BACKEND": "postgresql", "TEST_DATABASE_URL": database, "TEST_REDIS_URL": redis}
+            if not os.environ.get("AUTHSVC_TEST_DATABASE_URL"):
+                # However the run ends (a killed worker leaves its database, Ctrl-C, SIGTERM).
+                services.callback(drop_worker_databases, database)
             run.pytest("postgresql + redis", {**env, **real_redis}, args)
         else:
             run.lines.append(f"== result: postgresql + redis: NOT RUN (AUTHSVC_TEST_BACKENDS={WANTED})")

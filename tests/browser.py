@@ -11,6 +11,8 @@ from urllib.parse import urlencode
 
 import pytest
 
+from tests.conftest import QUICK_SHUTDOWN
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # As the machine's notes advise: no background traffic to Google, no sandbox as root.
 CHROMIUM_ARGS = [
@@ -72,7 +74,7 @@ class ClientApplication:
         self.authorize_url = f"{service_url}/auth/oauth/authorize?{urlencode(params)}"
 
     def __enter__(self) -> ClientApplication:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

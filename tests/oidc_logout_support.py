@@ -18,7 +18,7 @@ from joserfc.jwk import KeySet
 
 from authsvc.core import store
 from authsvc.oauth import backchannel
-from tests.conftest import REDIRECT_URI, HttpsClient, _empty_database, get_code, headers, signin
+from tests.conftest import QUICK_SHUTDOWN, REDIRECT_URI, HttpsClient, _empty_database, get_code, headers, signin
 
 END_SESSION = "/auth/oauth/end_session"
 POST_LOGOUT = "https://app.example.com/signed-out"
@@ -46,7 +46,7 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_port}/backchannel"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
 
     def wait(self, count: int = 1, timeout: float = 10) -> list[dict]:
         deadline = time.monotonic() + timeout

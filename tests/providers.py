@@ -21,6 +21,8 @@ from joserfc import jwt
 from joserfc.jwk import KeySet, RSAKey
 from werkzeug.serving import make_server
 
+from tests.conftest import QUICK_SHUTDOWN
+
 _KEY = RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})
 _OTHER_KEY = RSAKey.generate_key(2048, parameters={"kid": "test-key", "use": "sig", "alg": "RS256"})
 
@@ -69,7 +71,7 @@ class Provider:
         self.key = RSAKey.generate_key(2048, parameters={"kid": kid, "use": "sig", "alg": "RS256"})
 
     def __enter__(self) -> Provider:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -36,6 +36,8 @@ from cryptography.x509.oid import NameOID
 from flask import Flask, request
 from werkzeug.serving import make_server
 
+from tests.conftest import QUICK_SHUTDOWN
+
 ASSERTION = "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
 
 
@@ -111,7 +113,7 @@ class SamlIdp:
         self._server = None
 
     def __enter__(self) -> SamlIdp:
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
         return self
 
     def __exit__(self, *exc: object) -> None:

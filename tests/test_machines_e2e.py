@@ -15,6 +15,7 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.oauth2.rfc7523 import PrivateKeyJWT
 from joserfc.jwk import ECKey, RSAKey
 
+from tests.conftest import QUICK_SHUTDOWN
 from tests.servers import running_service
 
 PASSWORD = "service account password"
@@ -124,7 +125,7 @@ class KeyServer:
 @pytest.fixture
 def key_server() -> Iterator[KeyServer]:
     server = KeyServer()
-    threading.Thread(target=server.http.serve_forever, daemon=True).start()
+    threading.Thread(target=server.http.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
     yield server
     server.http.shutdown()
     server.http.server_close()

@@ -18,6 +18,10 @@ from schemathesis.checks import (
     status_code_conformance,
 )
 
+from authsvc import create_app
+from authsvc.core import store
+from authsvc.core.database import db
+from tests.conftest import World, _empty_database, base_config
 from tests.openapi_document_support import ADMIN_OPERATIONS, DOCUMENT, OPERATIONS
 
 # Negative data needs something to break: operations without any input have none.
@@ -29,15 +33,36 @@ WITH_INPUT = [
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
+@pytest.fixture(scope="session")
+def served(schema):
+    """One app and one loaded document for the module's 300 cases: building them was most of a case's time."""
+    app = create_app(base_config())
+    yield app, schemathesis.openapi.from_wsgi("/api/engine/v2/openapi.json", app)
+    with app.app_context():
+        db.session.remove()
+        db.engine.dispose()
+
+
 @pytest.fixture
-def api_schema(app, world):
+def world(served):
+    """Every case starts as on a new app: tables, store and request counts empty, then the same records."""
+    app, _ = served
+    with app.app_context():
+        _empty_database(app)
+        store.client().flushdb()
+        app.extensions["authsvc.limiter"].reset()
+    return World(app)
+
+
+@pytest.fixture
+def api_schema(served, world):
     domain = world.domain("localhost")
     world.application(domain, scopes="public mqtt.read")
     world.application(domain, confidential=True, name="Resource server")
     service = world.user(domain, "service@localhost", service_account=True)
     world.user(domain, "person@localhost", admin=True)
     world.api_key(service)
-    return schemathesis.openapi.from_wsgi("/api/engine/v2/openapi.json", app)
+    return served[1]
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from authsvc.core.database import db
 from config import settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# This process's own: workers of pytest-xdist and the two passes may run these at once.
+INSTANCE = Path(tempfile.mkdtemp(prefix="authsvc-config-test-"))
 
 
 def test_migrations_build_exactly_the_models_schema(app):
@@ -38,7 +41,7 @@ def test_no_database_url_means_sqlite_under_instance():
 
 
 def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    base = {"PATH": "/usr/bin:/bin", "AUTHSVC_INSTANCE_DIR": str(ROOT / ".tmp" / "config-test")}
+    base = {"PATH": "/usr/bin:/bin", "AUTHSVC_INSTANCE_DIR": str(INSTANCE)}
     return subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
     )
