@@ -14,6 +14,8 @@ import socketserver
 import threading
 import time
 
+from tests.conftest import QUICK_SHUTDOWN
+
 
 class SlowPeer:
     def __init__(self, *, trickle: float | None = None, size: int = 2, for_seconds: float = 6.0):
@@ -29,7 +31,7 @@ class SlowPeer:
         self.server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/peer"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
 
     def _answer(self, conn: socket.socket) -> None:
         conn.settimeout(5)
