@@ -73,6 +73,7 @@ def base_config() -> dict:
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "10000/minute",
         "AUTHSVC_TOKEN_RATE_LIMIT": "10000/minute",
         "AUTHSVC_SSO_START_RATE_LIMIT": "10000/minute",
+        "AUTHSVC_SCIM_RATE_LIMIT": "10000/minute",
     }
 
 
