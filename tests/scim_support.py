@@ -28,12 +28,13 @@ class Scim:
     def headers(self, key: str | None = None, **extra) -> dict:
         return headers(Authorization=f"Bearer {key or self.key}", **extra)
 
-    def send(self, method: str, path: str, body=None, key: str | None = None, **extra):
+    def send(self, method: str, path: str, body=None, key: str | None = None, query_string=None, **extra):
         data = None if body is None else (body if isinstance(body, (bytes, str)) else json.dumps(body))
         return self.client.open(
             SCIM + path,
             method=method,
             data=data,
+            query_string=query_string,
             content_type=MEDIA_TYPE if data is not None else None,
             headers=self.headers(key, **extra),
         )
