@@ -69,7 +69,7 @@ def _members(group_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
     found: dict[int, list[tuple[int, str]]] = {group_id: [] for group_id in group_ids}
     if group_ids:
         rows = db.session.execute(
-            select(ScimGroupMember.group_id, User.id, User.email)
+            select(ScimGroupMember.group_id, User.id, func.coalesce(ScimGroupMember.display, User.email))
             .join(User, User.id == ScimGroupMember.user_id)
             .where(ScimGroupMember.group_id.in_(group_ids))
             .order_by(User.id)
@@ -155,12 +155,13 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
     )
     if taken is not None:
         raise UniquenessException(detail=f"displayName {name} is taken.")
-    wanted: set[int] = set()
+    displays: dict[int, str | None] = {}
     for member in resource.members or []:
         value = str(member.value or "")
         if not value.isdigit():
             raise InvalidValueException(detail=f"Member {value!r} is not a user of this domain.")
-        wanted.add(int(value))
+        displays[int(value)] = (member.display or None) and member.display[:255]
+    wanted = set(displays)
     if wanted:
         found = set(
             db.session.scalars(
@@ -189,7 +190,11 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
             delete(ScimGroupMember).where(ScimGroupMember.group_id == group.id, ScimGroupMember.user_id == user_id)
         )
     for user_id in wanted - current:
-        db.session.add(ScimGroupMember(group_id=group.id, user_id=user_id))
+        db.session.add(ScimGroupMember(group_id=group.id, user_id=user_id, display=displays[user_id]))
+    for user_id in wanted & current:
+        member = db.session.get(ScimGroupMember, (group.id, user_id))
+        if member is not None and displays[user_id] and member.display != displays[user_id]:
+            member.display = displays[user_id]
     _resync_roles(before)
 
 

@@ -108,7 +108,9 @@ def memberships(user_ids: list[int]) -> dict[int, list[tuple[int, str]]]:
 def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
     """``user`` as a SCIM resource (meta.version included)."""
     payload: dict[str, Any] = dict(user.scim_profile or {})
-    payload.setdefault("emails", [{"value": user.email, "primary": True, "type": "work"}])
+    if user.scim_profile is None:
+        # A user SCIM has not written yet: their sign-in address is their e-mail.
+        payload["emails"] = [{"value": user.email, "primary": True, "type": "work"}]
     payload.update(
         {
             "schemas": [str(ScimUser.__schema__)],

@@ -202,6 +202,24 @@ def delete_group(group_id: str) -> Response:
     return Response(status=204)
 
 
+@bp.post("/.search")
+def search_everything() -> Response:
+    # RFC 7644 3.4.3 lets a client search every resource type at once; 501 says it is not offered here.
+    return protocol.error(501, "Search /Users/.search or /Groups/.search; searching every type at once is not offered.")
+
+
+_ENDPOINTS = {"ServiceProviderConfig", "ResourceTypes", "Schemas", "Users", "Groups"}
+
+
+@bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+def not_found(anything: str) -> Response:
+    parts = anything.split("/")
+    if parts[0] in _ENDPOINTS and len(parts) <= 2:
+        # An endpoint that exists, with a method it does not take (RFC 7231 6.5.5).
+        return protocol.error(405, f"{request.method} is not allowed on /{anything}.")
+    return protocol.error(404, f"No SCIM endpoint /{anything}.")
+
+
 ENDPOINTS = frozenset(
     f"scim.{name}"
     for name in (
@@ -224,5 +242,7 @@ ENDPOINTS = frozenset(
         "replace_group",
         "patch_group",
         "delete_group",
+        "not_found",
+        "search_everything",
     )
 )

@@ -23,3 +23,5 @@ class ScimGroup(db.Model):
 class ScimGroupMember(db.Model):
     group_id: Mapped[int] = mapped_column(ForeignKey("scim_group.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), primary_key=True, index=True)
+    # The member's "display" as the client gave it (else the user's e-mail is shown).
+    display: Mapped[str | None] = mapped_column(String(255))

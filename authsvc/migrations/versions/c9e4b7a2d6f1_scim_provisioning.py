@@ -42,6 +42,7 @@ def upgrade():
         'scim_group_member',
         sa.Column('group_id', sa.Integer(), nullable=False),
         sa.Column('user_id', sa.Integer(), nullable=False),
+        sa.Column('display', sa.String(length=255), nullable=True),
         sa.ForeignKeyConstraint(['group_id'], ['scim_group.id'], ondelete='CASCADE'),
         sa.ForeignKeyConstraint(['user_id'], ['user.id'], ondelete='CASCADE'),
         sa.PrimaryKeyConstraint('group_id', 'user_id'),
