@@ -116,7 +116,7 @@ class SqlFilter(FilterVisitor[ColumnElement[bool]]):
             matches = expression == int(value) if str(value).isdigit() else false()
             return matches if op == CompareOperator.eq else not_(matches)
         if column.kind in ("ms", "seconds"):
-            number = _timestamp(value) * (1000 if column.kind == "ms" else 1)
+            number = int(_timestamp(value) * (1000 if column.kind == "ms" else 1))
             return _ordered(expression, op, number)
         if not isinstance(value, str):
             raise Untranslatable(value)

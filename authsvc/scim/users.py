@@ -27,7 +27,7 @@ from scim2_models import (
     UniquenessException,
 )
 from scim2_models import User as ScimUser
-from sqlalchemy import Select, and_, func, select
+from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.accounts import sessions
 from authsvc.core import audit
@@ -57,7 +57,10 @@ COLUMNS = {
     "displayname": queries.Column(func.lower(User.name), "text"),
     "active": queries.Column(User.disabled, "custom", lambda op, value: _active(op, value)),
     "meta.created": queries.Column(User.created_at, "seconds"),
-    "meta.lastmodified": queries.Column(func.coalesce(User.scim_modified_at, User.created_at * 1000), "ms"),
+    # Milliseconds, in 64 bits: PostgreSQL's integer product would overflow.
+    "meta.lastmodified": queries.Column(
+        func.coalesce(User.scim_modified_at, cast(User.created_at, BigInteger) * 1000), "ms"
+    ),
 }
 
 
