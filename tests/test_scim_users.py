@@ -269,3 +269,44 @@ def test_a_body_over_the_limit_is_413_in_scims_format(make_app, setup, world):
     large = Scim(None, make_app().test_client(), small.key)
     body["title"] = "x" * 200_000
     assert large.post("/Users", body).status_code == 201
+
+
+@pytest.mark.postgresql
+def test_a_username_filter_is_an_index_lookup_on_a_large_domain(app, client, scim, setup):
+    from sqlalchemy import event, insert, text
+
+    from authsvc.core.database import db
+
+    with app.app_context():
+        db.session.execute(
+            insert(Account),
+            [
+                {"domain_id": setup.domain.id, "email": f"user{i}@example.com", "name": "", "groups": []}
+                for i in range(20000)
+            ],
+        )
+        db.session.commit()
+        with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.execute(text('VACUUM (ANALYZE) "user"'))
+    statements = []
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("SELECT") and 'FROM "user"' in statement and "email" in statement:
+            statements.append((statement, parameters))
+
+    with app.app_context():
+        event.listen(db.engine, "before_cursor_execute", capture)
+        try:
+            response = scim.get("/Users", query_string={"filter": 'userName eq "User12345@example.com"'})
+        finally:
+            event.remove(db.engine, "before_cursor_execute", capture)
+        assert [r["userName"] for r in response.get_json()["Resources"]] == ["user12345@example.com"]
+        with db.engine.connect() as conn:
+            plans = [
+                "\n".join(row[0] for row in conn.exec_driver_sql("EXPLAIN " + statement, parameters))
+                for statement, parameters in statements
+            ]
+    assert len(plans) >= 2, statements
+    for plan in plans:
+        assert 'Seq Scan on "user"' not in plan and "Seq Scan on user" not in plan, plan
+        assert "user_domain_id_email_key" in plan or "user_pkey" in plan, plan

@@ -59,8 +59,8 @@ def body() -> dict[str, Any]:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
     try:
         payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        raise InvalidSyntaxException(detail="The request body is not JSON.") from None
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise InvalidSyntaxException(detail="The request body is not JSON (or nested too deeply).") from None
     if not isinstance(payload, dict):
         raise InvalidSyntaxException(detail="The request body is not a JSON object.")
     return payload
