@@ -162,11 +162,14 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
             raise InvalidValueException(detail=f"Member {value!r} is not a user of this domain.")
         displays[int(value)] = (member.display or None) and member.display[:255]
     wanted = set(displays)
-    if wanted:
+    current = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
+    # Members being added must be users SCIM sees; those already in stay (one promoted since is left alone).
+    added = wanted - current
+    if added:
         found = set(
             db.session.scalars(
                 select(User.id).where(
-                    User.id.in_(wanted),
+                    User.id.in_(added),
                     User.domain_id == provisioner.domain.id,
                     User.system_admin.is_(False),
                     User.admin.is_(False),
@@ -176,10 +179,9 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
                 )
             )
         )
-        missing = sorted(wanted - found)
+        missing = sorted(added - found)
         if missing:
             raise InvalidValueException(detail=f"Member {missing[0]} is not a user of this domain.")
-    current = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
     affected = current | wanted if name != group.display_name else current ^ wanted
     before = _group_names(affected)
     group.display_name = name

@@ -213,7 +213,7 @@ def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimUser:
     resource = _validated(payload, Context.RESOURCE_CREATION_REQUEST)
     email = (resource.user_name or "").strip().lower()
     existing = db.session.scalar(select(User).where(User.domain_id == provisioner.domain.id, User.email == email))
-    if existing is not None and existing.scim_deleted_at is None:
+    if existing is not None and (existing.scim_deleted_at is None or existing.privileged):
         # Privileged accounts included: SCIM cannot tell them from any other taken address.
         raise UniquenessException(detail=f"userName {email} is taken.")
     user = existing or User(domain_id=provisioner.domain.id, email=email, name="", groups=[])
