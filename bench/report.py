@@ -38,7 +38,7 @@ class Row:
     short: str = ""  # how the row is named in the "vs" column
 
 
-def rows(token_counts: list[int]) -> list[Row]:
+def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[Row]:
     first = f"inspect_bearer_{token_counts[0]}"
     out = [Row("bare Flask route (ceiling)", "bare", short="bare route")]
     for i, n in enumerate(token_counts):
@@ -63,6 +63,8 @@ def rows(token_counts: list[int]) -> list[Row]:
         # Issue 15: what the ID token (RS256, signed per exchange) adds to the same flow.
         Row("code flow + ID token (RS256)", "code_flow_openid", "code_flow"),
         Row("refresh grant (rotating)", "refresh", "bare", short="refresh grant"),
+        # Issue 27: SCIM's userName filter is an index lookup, flat as the domain grows.
+        *_scim_rows(user_counts or []),
         Row("device grant poll (pending)", "device_poll", "bare"),
         # Issue 16: a digest compare, so it should run near the refresh grant.
         Row("client credentials grant", "client_credentials", "refresh", short="client credentials"),
@@ -72,6 +74,17 @@ def rows(token_counts: list[int]) -> list[Row]:
         Row("password grant", "password_grant", "bcrypt", 0.9),
         Row("sign-in", "signin", "bcrypt"),
     ]
+    return out
+
+
+def _scim_rows(user_counts: list[int]) -> list[Row]:
+    out = []
+    for i, n in enumerate(dict.fromkeys(user_counts)):
+        label = f"SCIM userName eq filter, {tokens_label(n)} users"
+        if i == 0:
+            out.append(Row(label, f"scim_filter_{n}", "bare", short=f"SCIM {tokens_label(n)}"))
+        else:
+            out.append(Row(label, f"scim_filter_{n}", f"scim_filter_{user_counts[0]}", 0.9))
     return out
 
 
@@ -125,7 +138,8 @@ def build(
     """Everything the run found, as the JSON written to bench/results/."""
     table = []
     targets = []
-    all_rows = rows(token_counts)
+    user_counts = sorted(int(key.rsplit("_", 1)[1]) for key in rounds if key.startswith("scim_filter_"))
+    all_rows = rows(token_counts, user_counts)
     short = {r.key: r.short or r.label for r in all_rows}
     for row in all_rows:
         if row.key not in rounds:

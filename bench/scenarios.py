@@ -26,6 +26,7 @@ SCENARIOS = (
     "code_flow_openid",
     "refresh",
     "device_poll",
+    "scim_filter",
     "client_credentials",
     "client_credentials_jwt",
     "password_grant",
@@ -61,6 +62,8 @@ class Scenarios:
         for key in self.args.scenarios:
             if key == "inspect_bearer":
                 out += [f"inspect_bearer_{i.tokens}" for i in self.servers.instances]
+            elif key == "scim_filter":
+                out += [f"scim_filter_{i.users}" for i in self.servers.instances]
             else:
                 out.append(key)
             if self.servers.before is not None and key in BEFORE:
@@ -92,6 +95,13 @@ class Scenarios:
                 secrets=instance.inspect_secrets,
                 connections=fast,
             )
+        if key.startswith("scim_filter"):
+            # Entra ID's lookup before it creates a user: one user by userName, among 1,000 or 100,000.
+            instance = next((i for i in servers.instances if key == f"scim_filter_{i.users}"), main)
+            wanted = seed.scim_user_email(instance.users // 2)
+            path = "/scim/v2/Users?filter=" + quote(f'userName eq "{wanted}"')
+            headers = {"Authorization": f"Bearer {s.scim_key}"}
+            return Load(key, instance.server.port, path=path, headers=headers, connections=fast)
         if key == "inspect_api_key":
             return Load(key, port, path=INSPECT_PATH, headers={"X-API-Key": s.api_key}, connections=fast)
         if key in ("code_flow", "code_flow_openid"):

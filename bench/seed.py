@@ -57,6 +57,8 @@ class Seed:
     # One bound to it that authenticates with private_key_jwt, and the private key it signs with.
     keyed_client_id: str
     keyed_private_jwk: dict
+    # A domain admin's API key with the scim scope: the SCIM rows.
+    scim_key: str = ""
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -150,6 +152,11 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     device = flask(
         env, "apps", "create", "--domain", HOST, "--name", "Bench screen", "--redirect-uri", REDIRECT_URI, "--device"
     )
+    scim_admin = "scim-admin@bench.example"
+    flask(env, "users", "create", "--domain", HOST, "--email", scim_admin, "--password", PASSWORD, "--admin")
+    scim_key = flask(
+        env, "api-keys", "create", "--domain", HOST, "--user", scim_admin, "--name", "scim", "--scopes", "scim"
+    )
     password_hash = db.execute('SELECT password_hash FROM "user" WHERE id = %s', (int(service["id"]),)).fetchone()[0]
     return Seed(
         client_id=application["client_id"],
@@ -163,6 +170,7 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         machine_client_secret=machine["client_secret"],
         keyed_client_id=keyed["client_id"],
         keyed_private_jwk=private_jwk,
+        scim_key=scim_key["key"],
     )
 
 
@@ -254,3 +262,20 @@ def vacuum_analyze(db: psycopg.Connection) -> None:
 
 def token_count(db: psycopg.Connection) -> int:
     return db.execute("SELECT count(*) FROM token").fetchone()[0]
+
+
+def scim_user_email(i: int) -> str:
+    return f"scim-user-{i}@bench.example"
+
+
+def insert_users(db: psycopg.Connection, count: int) -> None:
+    """COPY plain users (no password) into the bench domain until it holds ``count`` of them."""
+    domain_id = db.execute("SELECT id FROM domain WHERE host = %s", (HOST,)).fetchone()[0]
+    have = db.execute("SELECT count(*) FROM \"user\" WHERE email LIKE 'scim-user-%%'").fetchone()[0]
+    created = int(time.time())
+    columns = "domain_id, email, name, groups, service_account, admin, support, disabled, system_admin, "
+    columns += "sessions_valid_after, created_at"
+    with db.cursor() as cur, cur.copy(f'COPY "user" ({columns}) FROM STDIN') as copy:  # noqa: S608
+        for i in range(have, count):
+            copy.write(f"{domain_id}\t{scim_user_email(i)}\tUser {i}\t[]\tf\tf\tf\tf\tf\t0\t{created}\n")
+    db.execute('VACUUM (ANALYZE) "user"')

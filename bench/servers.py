@@ -31,6 +31,8 @@ from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
 INSPECT_SAMPLE = 10_000
+# Users of the first database and of every larger one, for the SCIM userName filter rows.
+SCIM_USERS = (1_000, 100_000)
 
 
 @dataclass
@@ -42,6 +44,7 @@ class Instance:
     server: Gunicorn | None = None
     conn: psycopg.Connection | None = None
     inspect_secrets: list[str] = field(default_factory=list)
+    users: int = 0
 
 
 class Servers:
@@ -87,7 +90,7 @@ class Servers:
         counts = args.token_counts
         for i, n in enumerate(counts):
             name = args.database if i == 0 else f"{args.database}_{report.tokens_label(n).lower()}"
-            self.instances.append(Instance(n, Database(admin, name)))
+            self.instances.append(Instance(n, Database(admin, name), users=SCIM_USERS[min(i, 1)]))
         env = {
             **os.environ,
             "REDIS_URL": redis_url,
@@ -101,6 +104,7 @@ class Servers:
             "AUTHSVC_SIGNIN_RATE_LIMIT": "100000000/minute",
             "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "100000000/minute",
             "AUTHSVC_TOKEN_RATE_LIMIT": "100000000/minute",
+            "AUTHSVC_SCIM_RATE_LIMIT": "100000000/minute",
         }
         env.pop("AUTHSVC_DEFAULT_DOMAIN", None)
 
@@ -152,6 +156,7 @@ class Servers:
         began = time.monotonic()
         kept = seed.insert_tokens(conn, self.seed, instance.tokens - have, INSPECT_SAMPLE)
         seed.vacuum_analyze(conn)
+        seed.insert_users(conn, instance.users)
         say(
             f"{instance.db.name}: {seed.token_count(conn):,} tokens ({time.monotonic() - began:.1f} s to COPY "
             f"{max(0, instance.tokens - have):,} and VACUUM ANALYZE)"

@@ -242,4 +242,11 @@ def from_environment() -> dict[str, Any]:
         "AUTHSVC_PROXY_HOPS": _int("AUTHSVC_PROXY_HOPS", 0),
         "AUTHSVC_HSTS_MAX_AGE": _int("AUTHSVC_HSTS_MAX_AGE", 365 * 24 * 3600),
         "AUTHSVC_METRICS_TOKEN": env.get("AUTHSVC_METRICS_TOKEN") or None,
+        # SCIM provisioning (docs/scim.md): the largest request body, requests per credential,
+        # whether a DELETE removes the user's row (else it is disabled and unlinked, for the audit
+        # trail), and whether a SCIM client may set passwords.
+        "AUTHSVC_SCIM_MAX_BODY": _int("AUTHSVC_SCIM_MAX_BODY", 1024 * 1024),
+        "AUTHSVC_SCIM_RATE_LIMIT": _rate("AUTHSVC_SCIM_RATE_LIMIT", "600/minute"),
+        "AUTHSVC_SCIM_HARD_DELETE": _bool("AUTHSVC_SCIM_HARD_DELETE", False),
+        "AUTHSVC_SCIM_PASSWORDS": _bool("AUTHSVC_SCIM_PASSWORDS", False),
     }

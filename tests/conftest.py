@@ -165,6 +165,7 @@ def base_config() -> dict:
         # The peers the tests call are threads of this process, slow on a loaded machine (a SAML IdP's
         # first metadata loads XML schemas); the deadline's own tests set it to 1 s.
         "AUTHSVC_OUTBOUND_DEADLINE": 25,
+        "AUTHSVC_SCIM_RATE_LIMIT": "10000/minute",
     }
 
 

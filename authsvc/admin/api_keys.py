@@ -24,6 +24,9 @@ def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
     if user is None or user.domain_id != domain.id:
         raise ValidationFailed({"user": "no such user in the domain"})
     require_change_of_user(actor, user)
+    if "scim" in (values.scopes or "").split() and not user.admin:
+        # SCIM provisioning acts with a domain admin's rights (docs/scim.md).
+        raise ValidationFailed({"scopes": "the scim scope is only for a key of a domain admin"})
     try:
         key, value = ApiKey.issue(
             user, values.name, values.scopes or "public", values.permission or "user", values.expires_at

@@ -32,6 +32,7 @@ from flask_limiter import Limit, Limiter
 from authsvc.core import security, store
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.parameters import QUERY_PARAMETERS
+from authsvc.scim.views import ENDPOINTS as SCIM_ENDPOINTS
 from authsvc.web.deployment import client_address
 
 # Endpoints where a password is checked.
@@ -54,6 +55,7 @@ LIMITED_ENDPOINTS = (
     | DEVICE_VERIFY_ENDPOINTS
     | MFA_ENDPOINTS
     | REGISTRATION_ENDPOINTS
+    | SCIM_ENDPOINTS
     | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
 )
 TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
@@ -157,6 +159,11 @@ def _assertion_subject() -> str | None:
     return subject if isinstance(subject, str) else None
 
 
+def _scim_credential() -> str:
+    """A SCIM request's bearer credential, as a digest: each API key or token has its own count."""
+    return security.digest(request.headers.get("Authorization", ""))
+
+
 def _setting(name: str) -> Any:
     return lambda: current_app.config[name]
 
@@ -206,6 +213,13 @@ def _limits() -> list[Limit]:
             scope="device-verify-address",
             shared=True,
             exempt_when=lambda: not _user_code_entry(),
+        ),
+        Limit(
+            _setting("AUTHSVC_SCIM_RATE_LIMIT"),
+            key_function=_scim_credential,
+            scope="scim-credential",
+            shared=True,
+            exempt_when=lambda: request.endpoint not in SCIM_ENDPOINTS,
         ),
     ]
 

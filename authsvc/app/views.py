@@ -15,6 +15,7 @@ from authsvc.identity import saml_views
 from authsvc.identity import views as identity
 from authsvc.oauth import device_page, end_session, metadata
 from authsvc.oauth import views as oauth
+from authsvc.scim import views as scim
 from authsvc.web import health
 
 
@@ -34,3 +35,4 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(admin_api.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(health.bp)
+    app.register_blueprint(scim.bp)

@@ -71,7 +71,10 @@ def admin_rules(options: dict[str, str | None] | None = None, hints: dict[str, s
         raise click.ClickException("the admin rules refuse this change") from None
 
 
-RESERVED_SCOPES_HELP = 'Among the domain\'s, or reserved: "admin" (the admin API), "resource_token" (provider tokens).'
+RESERVED_SCOPES_HELP = (
+    'Among the domain\'s, or reserved: "admin" (the admin API), "resource_token" (provider tokens), '
+    '"scim" (SCIM provisioning; a domain admin\'s key).'
+)
 
 # A lifetime in seconds; 0 on `apps update` means "back to the global setting".
 TTL = click.IntRange(min=0, max=10 * 365 * 24 * 3600)

@@ -19,7 +19,8 @@ ExpiresAt = Whole(
 )
 SCOPES_DESCRIPTION = (
     "Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
-    "`resource_token`: delegated provider tokens); default `public`."
+    "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning, a domain admin's key only); "
+    "default `public`."
 )
 PERMISSION_DESCRIPTION = (
     "Default `user`. Caps what the key may do on its user's behalf: an admin's `user` key is no admin credential."

@@ -27,7 +27,8 @@ class ApplicationChange(Schema):
     redirect_uris: RedirectUris = None
     scopes: DomainScopes(
         description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
-        "`resource_token`: delegated provider tokens); default `public`."
+        "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning with client credentials for a "
+        "bound domain admin account); default `public`."
     ) = None
     consent: bool = Field(default=None, description="Ask the user to approve the scopes (default false).")
     require_pkce: bool = None

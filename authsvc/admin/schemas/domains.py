@@ -60,6 +60,9 @@ class Domain(Answer):
     mfa_require: MfaRequirement = Field(
         description="Who must sign in with a second factor (service accounts are exempt)."
     )
+    scim_last_activity: int | None = Field(
+        description="When a SCIM client last called /scim/v2 for this domain (seconds; to the minute); null if never."
+    )
 
 
 class DomainList(Page):

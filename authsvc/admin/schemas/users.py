@@ -68,6 +68,9 @@ class User(Answer):
     groups: list[str]
     disabled: bool
     system_admin: bool = Field(description="Administers every domain.")
+    provisioned_by: str | None = Field(
+        description="`scim` once a SCIM client (docs/scim.md) created or adopted the user; else null."
+    )
 
 
 class UserList(Page):

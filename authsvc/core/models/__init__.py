@@ -11,6 +11,7 @@ from sqlalchemy.orm import column_property
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
+from authsvc.core.models.groups import ScimGroup, ScimGroupMember
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.mfa import MfaFactor, RecoveryCode
@@ -44,6 +45,8 @@ __all__ = [
     "MfaFactor",
     "RecoveryCode",
     "RegistrationToken",
+    "ScimGroup",
+    "ScimGroupMember",
     "SigningKey",
     "SsoProvider",
     "Token",

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from sqlalchemy import JSON, BigInteger, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
@@ -11,7 +22,11 @@ from authsvc.core.models.tenancy import Application
 
 
 class User(db.Model):
-    __table_args__ = (UniqueConstraint("domain_id", "email"),)
+    # The unique constraint is also the index SCIM's ``userName eq`` filter uses.
+    __table_args__ = (
+        UniqueConstraint("domain_id", "email"),
+        Index("ix_user_domain_external_id", "domain_id", "external_id"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"))
@@ -33,6 +48,14 @@ class User(db.Model):
     # a password change or when the user is disabled.
     sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=0)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
+    # SCIM provisioning (RFC 7643): "scim" once a provisioning client created or adopted the user;
+    # the client's id for the user; the SCIM attributes we keep as given (name, emails, ...);
+    # when SCIM last wrote the user (ms, meta.lastModified); when SCIM deleted it (hidden since).
+    provisioned_by: Mapped[str | None] = mapped_column(String(20))
+    external_id: Mapped[str | None] = mapped_column(String(255))
+    scim_profile: Mapped[dict | None] = mapped_column(JSON)
+    scim_modified_at: Mapped[int | None] = mapped_column(BigInteger)
+    scim_deleted_at: Mapped[int | None] = mapped_column(Integer)
 
     def set_password(self, password: str) -> None:
         self.password_hash = security.hash_password(password)
@@ -66,6 +89,7 @@ class User(db.Model):
             "groups": list(self.groups),
             "disabled": self.disabled,
             "system_admin": self.system_admin,
+            "provisioned_by": self.provisioned_by,
         }
 
 

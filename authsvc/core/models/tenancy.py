@@ -18,6 +18,7 @@ DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 RESERVED_SCOPES = {
     "admin": "Administer this domain with your admin or support rights: users, applications, API keys and SSO.",
     "resource_token": "Read your access tokens at external identity providers and act for you there.",
+    "scim": "Provision this domain's users and groups over SCIM with your domain admin rights.",
 }
 
 
@@ -33,6 +34,8 @@ class Domain(db.Model):
     # Who must sign in with a second factor: "off", "admins" (admin and support users) or "all".
     mfa_require: Mapped[str] = mapped_column(String(10), default="off", server_default="off")
     created_at: Mapped[int] = mapped_column(Integer, default=now)
+    # The last authenticated SCIM request (seconds; moved at most once a minute).
+    scim_last_activity: Mapped[int | None] = mapped_column(Integer)
 
     @property
     def scope_list(self) -> list[str]:
@@ -51,6 +54,7 @@ class Domain(db.Model):
             "scopes": self.scopes,
             "session_ttl": self.session_ttl,
             "mfa_require": self.mfa_require,
+            "scim_last_activity": self.scim_last_activity,
         }
 
 

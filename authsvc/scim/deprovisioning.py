@@ -1,0 +1,70 @@
+"""Deprovisioning: what ``active: false`` and DELETE do to a user, at once.
+
+The user is disabled (every sign-in method refuses a disabled account), every
+session ends (applications signed in through them get back-channel logouts once
+the caller commits: authsvc.accounts.sessions), every token and API key is
+revoked. DELETE also unlinks the user from SSO, SAML and LDAP identities and
+from groups, and hides them from SCIM; the row stays for the audit trail unless
+AUTHSVC_SCIM_HARD_DELETE is set.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import delete, update
+
+from authsvc.accounts import sessions
+from authsvc.core import audit
+from authsvc.core.database import db, now
+from authsvc.core.models import (
+    ApiKey,
+    Application,
+    Consent,
+    ExternalIdentity,
+    LdapAccount,
+    MfaFactor,
+    RecoveryCode,
+    ScimGroupMember,
+    Token,
+    User,
+)
+
+
+def deactivate(user: User, actor: str) -> None:
+    """Disable ``user`` and end everything they hold; the caller commits (and the logouts go then)."""
+    tokens = sessions.disable(user, actor)
+    keys = db.session.execute(
+        update(ApiKey)
+        .where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=now())
+        .execution_options(synchronize_session=False)
+    ).rowcount
+    audit.record(
+        "scim.user.deactivated",
+        domain_id=user.domain_id,
+        actor=actor,
+        target=f"user:{user.id}",
+        details={"revoked_tokens": tokens, "revoked_api_keys": keys},
+        commit=False,
+    )
+
+
+def remove(user: User, actor: str, hard: bool) -> None:
+    """SCIM's DELETE: deactivate, unlink, leave groups; then hide the row, or delete it when ``hard``."""
+    from authsvc.scim import groups
+
+    if not user.disabled:
+        deactivate(user, actor)
+    groups.leave_all(user)
+    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
+    db.session.execute(delete(LdapAccount).where(LdapAccount.user_id == user.id))
+    if not hard:
+        user.scim_deleted_at = int(time.time())
+        return
+    for model in (Token, Consent, ApiKey, MfaFactor, RecoveryCode, ScimGroupMember):
+        db.session.execute(delete(model).where(model.user_id == user.id))
+    db.session.execute(
+        update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)
+    )
+    db.session.delete(user)
