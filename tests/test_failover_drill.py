@@ -32,7 +32,7 @@ import requests
 from devtools.ha_cluster import PostgresPair, RedisSentinels, missing_binaries
 from devtools.processes import REPO, Gunicorn, free_port
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.postgresql]  # once per test command: its clusters are its own
 try:  # its own worker under pytest-xdist --dist loadgroup: it starts nine servers
     import xdist  # noqa: F401
 
@@ -122,7 +122,13 @@ class Load:
             "/api/engine/v2/api_keys/inspect",
             headers={"Authorization": f"Bearer {secrets.choice(self.revoked)}"},
         )
-        return bool(inspected and inspected.status_code == 200 and revoked and revoked.status_code == 401)
+        # (A requests Response is falsy when it is an error: compare with None.)
+        return (
+            inspected is not None
+            and inspected.status_code == 200
+            and revoked is not None
+            and revoked.status_code == 401
+        )
 
     def password_grant(self, instance: int) -> None:
         data = {"grant_type": "password", "username": "robot@example.com", "password": PASSWORD}
@@ -138,11 +144,14 @@ class Load:
 def healthy_again(load: Load, since: float, timeout: float) -> float:
     """Seconds from ``since`` until a full code flow succeeds on both instances (this thread's own)."""
     deadline = since + timeout
+    tried = []
     while time.monotonic() < deadline:
+        mark = len(load.seen)
         if load.code_flow(0) and load.code_flow(1):
             return time.monotonic() - since
+        tried = [entry for entry in load.seen[mark:] if entry[3] not in (200, 202, 302)][-3:] or tried
         time.sleep(0.2)
-    raise AssertionError(f"the service did not recover within {timeout:.0f} s of the promotion")
+    raise AssertionError(f"the service did not recover within {timeout:.0f} s of the promotion: {tried}")
 
 
 def _seed(env: dict[str, str]) -> str:
@@ -227,7 +236,7 @@ def _drill(workdir: Path, redis_cluster: RedisSentinels, pg: PostgresPair) -> No
         "AUTHSVC_LOCKOUT_THRESHOLD": "100000",
         "AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD": "100000",
         "WEB_CONCURRENCY": "2",
-        "AUTHSVC_ACCESS_LOG": "0",
+        "AUTHSVC_ACCESS_LOG": "1",
     }
     client_id = _seed(env)
     instances = []
@@ -286,7 +295,8 @@ def _under_load(urls: list[str], client_id: str, redis_cluster: RedisSentinels, 
 
         # ---- PostgreSQL: a revocation acknowledged just before the crash must survive it (synchronous commit).
         last = _password_token(urls[0], client_id)
-        assert requests.post(urls[0] + "/auth/oauth/revoke", data={"token": last, "client_id": client_id}, timeout=10)
+        form = {"token": last, "client_id": client_id}
+        assert requests.post(urls[0] + "/auth/oauth/revoke", data=form, timeout=10).status_code == 200
         revoked.append(last)
         killed = time.monotonic()
         pg.kill_primary()
