@@ -22,7 +22,7 @@ from authsvc.core import security, store
 from config.settings import ConfigError, database_url, from_environment
 from devtools.ha_cluster import RedisSentinels, missing_binaries
 from tests.conftest import BACKEND, DATABASE_URL, HttpsClient, get_code
-from tests.outages_support import assert_unavailable, exchange, inspect, signin
+from tests.outages_support import assert_unavailable, exchange, inspect, password_grant, signin
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -264,3 +264,22 @@ def test_the_sentinel_password_is_sent_to_sentinels_and_never_shown(make_app, se
     assert ready.status_code in (200, 503)
     assert "very-secret-sentinel-pw" not in ready.get_data(as_text=True)
     assert "very-secret-sentinel-pw" not in caplog.text
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="needs the PostgreSQL backend")
+def test_a_primary_that_became_read_only_costs_one_503_then_the_pool_reconnects(make_app, setup):
+    # One pooled connection, which now leads to a server that refuses writes (as a demoted primary does).
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_size": 1, "max_overflow": 0, "pool_recycle": 1800})
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    with app.app_context():
+        from sqlalchemy import text
+
+        from authsvc.core.database import db
+
+        db.session.execute(text("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY"))
+        db.session.commit()
+    client_id = setup.public_app.client_id
+    assert_unavailable(password_grant(client, client_id))
+    # The pool was dropped: the next connection takes writes again.
+    assert password_grant(client, client_id).status_code == 200
