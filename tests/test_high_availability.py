@@ -242,7 +242,7 @@ def test_a_hung_sentinel_costs_its_share_of_the_timeout_not_a_whole_one(make_app
         client = app.test_client()
         started = time.monotonic()
         assert_unavailable(signin(client))
-        assert time.monotonic() - started < 2.0, "one hung Sentinel must not cost a full timeout each"
+        assert time.monotonic() - started < 1.5, "one hung Sentinel must not cost a full timeout each"
         ready = client.get("/readyz")
         assert ready.status_code == 503 and ready.headers["Retry-After"]
         assert ready.get_json()["checks"]["redis"] == "unreachable"

@@ -58,6 +58,13 @@ class BoundedSentinel(Sentinel):
         raise MasterNotFoundError(f"no Redis primary found for {service_name!r} ({'; '.join(errors)})")
 
 
+class _AskOnce:
+    """Connect once: redis-py's connection retry would ask the Sentinels a second time, doubling the bound."""
+
+    def connect(self) -> None:
+        self._connect_retry()  # type: ignore[attr-defined]
+
+
 def _address(client: redis.Redis) -> str:
     kwargs = client.connection_pool.connection_kwargs
     return f"{kwargs.get('host')}:{kwargs.get('port')}"
@@ -97,7 +104,7 @@ def sentinel_client(config: dict[str, Any], fail_fast: type, **options: Any) -> 
         sentinel_kwargs["password"] = config["REDIS_SENTINEL_PASSWORD"]
     manager = BoundedSentinel(sentinels, budget=timeout, sentinel_kwargs=sentinel_kwargs)
     base = SentinelManagedSSLConnection if tls else SentinelManagedConnection
-    connection_class = type(f"FailFast{base.__name__}", (fail_fast, base), {})
+    connection_class = type(f"FailFast{base.__name__}", (fail_fast, _AskOnce, base), {})
     client = manager.master_for(
         config["REDIS_SENTINEL_SERVICE"],
         connection_class=connection_class,
