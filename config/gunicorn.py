@@ -12,9 +12,9 @@ os.environ["AUTHSVC_WEB_WORKER"] = "1"
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '5000')}"
 
-# Without REDIS_URL the store lives inside one process: a second worker
-# would not see the first one's sessions and codes, so run one, with threads.
-_embedded_store = not os.environ.get("REDIS_URL")
+# Without REDIS_URL or REDIS_SENTINELS the store lives inside one process: a second
+# worker would not see the first one's sessions and codes, so run one, with threads.
+_embedded_store = not (os.environ.get("REDIS_URL") or os.environ.get("REDIS_SENTINELS"))
 workers = 1 if _embedded_store else int(os.environ.get("WEB_CONCURRENCY", min(4, multiprocessing.cpu_count() * 2)))
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if _embedded_store else "1"))
 

@@ -78,8 +78,35 @@ def database_url(url: str | None) -> str:
         return f"sqlite:///{INSTANCE_DIR / 'authsvc.sqlite3'}"
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
+            return _multi_host("postgresql+psycopg://" + url[len(prefix) :])
+    return _multi_host(url) if url.startswith("postgresql") else url
+
+
+def _multi_host(url: str) -> str:
+    """libpq's ``h1:5432,h2:5432`` (several hosts, the first that fits ``target_session_attrs`` wins)
+    as SQLAlchemy's ``?host=h1:5432&host=h2:5432``: SQLAlchemy's URL holds one host."""
+    scheme, _, rest = url.partition("://")
+    authority, slash, tail = rest.partition("/")
+    credentials, at, hosts = authority.rpartition("@")
+    if "," not in hosts:
+        return url
+    database, question, query = tail.partition("?")
+    pairs = "&".join(f"host={host.strip()}" for host in hosts.split(",") if host.strip())
+    return f"{scheme}://{credentials}{at}/{database}?{pairs}{'&' + query if query else ''}"
+
+
+def redis_sentinels(value: str | None) -> list[tuple[str, int]] | None:
+    """``REDIS_SENTINELS`` (``host:port,host:port``) as (host, port) pairs, or None when unset."""
+    if not value or not value.strip():
+        return None
+    sentinels = []
+    for item in (part.strip() for part in value.split(",")):
+        host, colon, port = item.rpartition(":")
+        host = host.strip("[]")  # [::1]:26379
+        if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ConfigError(f"REDIS_SENTINELS must be host:port,host:port,...; {item!r} is not host:port")
+        sentinels.append((host, int(port)))
+    return sentinels
 
 
 def _development_secret_key() -> str:
@@ -153,6 +180,10 @@ def from_environment() -> dict[str, Any]:
             f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
             "a peer that answers slowly gets a clear error, not a killed worker"
         )
+    sentinels = redis_sentinels(env.get("REDIS_SENTINELS"))
+    sentinel_service = (env.get("REDIS_SENTINEL_SERVICE") or "").strip() or None
+    if sentinels and not sentinel_service:
+        raise ConfigError("REDIS_SENTINELS needs REDIS_SENTINEL_SERVICE: the name the Sentinels monitor the primary by")
 
     return {
         "AUTHSVC_ENV": environment,
@@ -162,6 +193,10 @@ def from_environment() -> dict[str, Any]:
         # connections that sat idle, and a disconnect met in use invalidates the whole pool.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_recycle": 1800},
         "REDIS_URL": env.get("REDIS_URL") or None,
+        # Redis Sentinel: the primary is the one these name for the service (authsvc.core.redis_connection).
+        "REDIS_SENTINELS": sentinels,
+        "REDIS_SENTINEL_SERVICE": sentinel_service,
+        "REDIS_SENTINEL_PASSWORD": env.get("REDIS_SENTINEL_PASSWORD") or None,
         "AUTHSVC_DEFAULT_DOMAIN": (env.get("AUTHSVC_DEFAULT_DOMAIN") or "").lower() or None,
         "AUTHSVC_COOKIE_SECURE": cookie_secure,
         "AUTHSVC_COOKIE_SAMESITE": samesite,

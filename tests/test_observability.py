@@ -75,7 +75,12 @@ def test_healthz_and_readyz_answer_without_a_domain(client):
     assert client.get("/healthz").get_json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.get_json() == {"status": "ready", "checks": {"database": "ok", "redis": "ok"}}
+    body = ready.get_json()
+    assert (body["status"], body["checks"]) == ("ready", {"database": "ok", "redis": "ok"})
+    # The servers in use, by host:port (None for SQLite and the embedded store); never a URL or password.
+    assert set(body["servers"]) == {"database", "redis"}
+    for server in body["servers"].values():
+        assert server is None or (server.rsplit(":", 1)[1].isdigit() and "@" not in server)
 
 
 def test_metrics_can_be_kept_behind_a_token(make_app):

@@ -227,13 +227,16 @@ def _limits() -> list[Limit]:
 def init_app(app: Flask) -> None:
     url = app.config.get("REDIS_URL")
     options: dict[str, Any] = {}
-    if url:
-        # The store's connection pool, with its short timeouts.
+    storage = "memory://"
+    if url or app.config.get("REDIS_SENTINELS"):
+        # The store's connection pool, with its short timeouts; with Sentinels, the pool that
+        # follows the primary they name (limits' redis storage then uses the pool, not the URL).
         options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}
+        storage = url or "redis://"
     limiter = Limiter(
         key_func=client_address,
         default_limits=_limits(),
-        storage_uri=url or "memory://",
+        storage_uri=storage,
         storage_options=options,
         strategy="sliding-window-counter",
         # Redis down: count in this process instead, and never fail a request

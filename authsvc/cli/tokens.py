@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 
 from authsvc.cli.common import emit
 from authsvc.core.database import db, now
-from authsvc.core.models import Token
+from authsvc.core.models import SpentCode, Token
 
 tokens = AppGroup("tokens", help="Issued access and refresh tokens.")
 
@@ -36,4 +36,6 @@ def purge_tokens(days: int, batch_size: int) -> None:
         revoked += batch_revoked
         if batch_expired + batch_revoked < batch_size:
             break
+    SpentCode.purge(now())  # spent codes past their TTL: no such code can be presented any more
+    db.session.commit()
     emit({"deleted": expired + revoked, "expired": expired, "revoked": revoked, "batches": batches, "before": before})

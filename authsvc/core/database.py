@@ -279,6 +279,10 @@ def bound_waits(engine: Engine, seconds: float) -> None:
             WATCHDOG.end(cursor)
         if context.connection is not None:
             _spent(context.connection)
+        if isinstance(context.original_exception, psycopg.errors.ReadOnlySqlTransaction):
+            # A primary that became a standby (a failover): every pooled connection leads there, so
+            # the pool is dropped and new connections find the new primary (target_session_attrs).
+            context.is_disconnect = True
         if context.is_disconnect or isinstance(context.original_exception, psycopg.OperationalError):
             # Lost, timed out or cancelled: the database is not answering this request in time.
             budget.note_failure()

@@ -18,7 +18,7 @@ from flask import Flask, current_app, g, has_request_context
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from authsvc.core import security
+from authsvc.core import redis_connection, security
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +27,12 @@ PREFIX = "authsvc:"
 
 def init_app(app: Flask) -> None:
     url = app.config.get("REDIS_URL")
-    if url:
+    if app.config.get("REDIS_SENTINELS"):
+        # The primary that Redis Sentinel names, found again after a failover (authsvc.core.redis_connection).
+        client = redis_connection.sentinel_client(
+            app.config, _FailFast, decode_responses=True, health_check_interval=30
+        )
+    elif url:
         timeout = app.config["AUTHSVC_REDIS_TIMEOUT"]
         # Short timeouts and one immediate retry (for a pooled connection that
         # went stale while Redis restarted): a dead Redis costs a request

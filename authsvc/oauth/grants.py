@@ -15,11 +15,12 @@ from authlib.oauth2.rfc6749 import (
 from authlib.oauth2.rfc7636 import CodeChallenge
 from flask import current_app
 from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.accounts import sessions, signin
 from authsvc.core import audit, security, store
 from authsvc.core.database import db, now
-from authsvc.core.models import Application, Token, User
+from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
@@ -293,3 +294,24 @@ def revoke_replayed(client: Application, family: str) -> None:
     )
     db.session.commit()
     log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
+
+
+def spend_code_in_sql(client: Application, code: str, family: str) -> None:
+    """Note the code as spent in SQL, in the transaction that saves its tokens; refuse one spent before.
+
+    Redis replicates asynchronously: after a failover a code claimed just
+    before may be there again, unclaimed. The row's primary key is what
+    makes a code single-use whatever Redis lost (fails closed); a second
+    exchange is a replay and revokes what the first produced.
+    """
+    digest = security.digest(code)
+    ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+    db.session.add(SpentCode(digest=digest, family=family, expires_at=now() + ttl))
+    try:
+        db.session.flush()
+    except IntegrityError:
+        db.session.rollback()
+        earlier = db.session.get(SpentCode, digest)
+        if earlier is not None:
+            revoke_replayed(client, earlier.family)
+        raise InvalidGrantError("The authorization code was already used.") from None

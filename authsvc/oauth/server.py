@@ -37,6 +37,7 @@ from authsvc.oauth.grants import (
     PasswordGrant,
     RefreshTokenGrant,
     revoke_replayed,
+    spend_code_in_sql,
 )
 from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
@@ -109,6 +110,8 @@ class AuthorizationServer(_AuthorizationServer):
 
     def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
         client: Application = request.client
+        if request.spent_code:
+            spend_code_in_sql(client, request.spent_code, request.family)
         issued = token["created_at"]
         access_expires_at = issued + token["expires_in"]
         refresh_expires_at = grant_expires_at = None

@@ -8,7 +8,7 @@ import logging
 from flask import Blueprint, Response, current_app, jsonify, request
 from sqlalchemy import text
 
-from authsvc.core import store
+from authsvc.core import redis_connection, store
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, json_error
 from authsvc.web import metrics
@@ -26,35 +26,59 @@ def healthz() -> Response:
     return response
 
 
-def _check_database() -> bool:
+def _check_database() -> tuple[bool, str | None]:
+    """Whether the database answers as a primary (writable), and its host:port when it is PostgreSQL."""
     try:
-        db.session.execute(text("SELECT 1"))
-        return True
+        connection = db.session.connection()
+        if connection.dialect.name != "postgresql":
+            connection.execute(text("SELECT 1"))
+            return True, None
+        # A standby answers SELECT 1 too: only a primary takes the service's writes.
+        in_recovery = connection.execute(text("SELECT pg_is_in_recovery()")).scalar()
+        info = connection.connection.dbapi_connection.info  # type: ignore[union-attr]
+        server = f"{info.host}:{info.port}"
+        if in_recovery:
+            log.warning("readiness: the database at %s is a standby (read-only); reconnecting", server)
+            # Its pooled connections lead to the standby: new ones find the primary (target_session_attrs).
+            connection.invalidate()
+            db.engine.pool.dispose()
+            return False, server
+        return True, server
     except Exception as exc:  # noqa: BLE001 - any failure means "not ready"
         log.warning("readiness: database unreachable: %s", exc.__class__.__name__)
         db.session.rollback()
-        return False
+        return False, None
     finally:
         db.session.close()
 
 
-def _check_redis() -> bool:
+def _check_redis() -> tuple[bool, str | None]:
+    client = store.client()
     try:
-        return bool(store.client().ping())
+        ok = bool(client.ping())
     except REDIS_DOWN as exc:
         log.warning("readiness: Redis unreachable: %s", exc.__class__.__name__)
-        return False
+        ok = False
+    # Only host and port: never the URL, which may carry a password.
+    return ok, redis_connection.server_in_use(client) if _real_redis() else None
+
+
+def _real_redis() -> bool:
+    return bool(current_app.config.get("REDIS_URL") or current_app.config.get("REDIS_SENTINELS"))
 
 
 @bp.get("/readyz")
 def readyz() -> Response:
-    """Ready for traffic: the database and Redis both answer; else 503, saying which does not."""
-    checks = {
-        "database": "ok" if _check_database() else "unreachable",
-        "redis": "ok" if _check_redis() else "unreachable",
-    }
-    ready = all(value == "ok" for value in checks.values())
-    response = jsonify(status="ready" if ready else "unavailable", checks=checks)
+    """Ready for traffic: the database (a primary) and Redis both answer; else 503, saying which does not.
+
+    ``servers`` names the PostgreSQL and Redis server (host:port) in use: after a failover, the new primaries.
+    """
+    database_ok, database_server = _check_database()
+    redis_ok, redis_server = _check_redis()
+    checks = {"database": "ok" if database_ok else "unreachable", "redis": "ok" if redis_ok else "unreachable"}
+    ready = database_ok and redis_ok
+    servers = {"database": database_server, "redis": redis_server}
+    response = jsonify(status="ready" if ready else "unavailable", checks=checks, servers=servers)
     response.headers["Cache-Control"] = "no-store"
     if not ready:
         response.status_code = 503

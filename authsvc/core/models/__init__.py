@@ -16,6 +16,7 @@ from authsvc.core.models.identity import ExternalIdentity, SsoProvider
 from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.mfa import MfaFactor, RecoveryCode
 from authsvc.core.models.registration import RegistrationToken
+from authsvc.core.models.spent_codes import SpentCode
 from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
@@ -48,6 +49,7 @@ __all__ = [
     "ScimGroup",
     "ScimGroupMember",
     "SigningKey",
+    "SpentCode",
     "SsoProvider",
     "Token",
     "User",
