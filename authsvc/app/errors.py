@@ -14,7 +14,6 @@ from authsvc.app import limits
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
 from authsvc.oauth.server import authorization_server
-from authsvc.scim import protocol as scim_protocol
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
@@ -80,6 +79,8 @@ def init_app(app: Flask) -> None:
         metrics.RATE_LIMITED.labels(reason="rate_limit").inc()
         retry_after = limits.retry_after()
         if request.blueprint == "scim":
+            from authsvc.scim import protocol as scim_protocol  # scim2-models: loaded by SCIM requests only
+
             description = f"Too many requests (at most {exc.description})."
             return scim_protocol.error(429, description, "tooMany", {"Retry-After": str(retry_after)})
         return too_many_requests(

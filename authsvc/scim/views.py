@@ -1,93 +1,50 @@
-"""SCIM 2.0 under /scim/v2 (RFC 7644): thin views over authsvc.scim's service functions.
+"""SCIM 2.0 under /scim/v2 (RFC 7644): the routes, each handing over to authsvc.scim.handlers.
 
 Every request is authenticated (authsvc.scim.auth), rate limited per credential
 (authsvc.app.limits) and answered in ``application/scim+json``; every error,
 including 401, 404, 413 and 429, in RFC 7644 3.12's error shape.
+
+The handlers (and scim2-models, pydantic under it) are imported on the first
+SCIM request: a worker that never serves SCIM never loads them.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any
+from types import ModuleType
 
-from flask import Blueprint, Response, current_app, g, request
-from pydantic import ValidationError
-from scim2_models import Context, ResponseParameters, SCIMException
+from flask import Blueprint, Response
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core.errors import ApiError
-from authsvc.core.tenancy import current_domain
-from authsvc.scim import discovery, groups, protocol, queries, users
-from authsvc.scim.auth import Provisioner, authenticate
-
-log = logging.getLogger(__name__)
 
 bp = Blueprint("scim", __name__, url_prefix="/scim/v2")
 
 
+def _handlers() -> ModuleType:
+    from authsvc.scim import handlers
+
+    return handlers
+
+
 @bp.before_request
 def authenticate_the_client() -> None:
-    # SCIM bodies (a group of many members) may be larger than the service's other requests.
-    request.max_content_length = current_app.config["AUTHSVC_SCIM_MAX_BODY"]
-    g.scim_provisioner = authenticate(current_domain())
-
-
-def _provisioner() -> Provisioner:
-    return g.scim_provisioner
-
-
-@bp.errorhandler(SCIMException)
-def scim_error(exc: SCIMException) -> Response:
-    answer = protocol.exception_answer(exc)
-    if exc.status == 401:
-        answer.headers["WWW-Authenticate"] = 'Bearer realm="authsvc"'
-    return answer
-
-
-@bp.errorhandler(ValidationError)
-def invalid(exc: ValidationError) -> Response:
-    return scim_error(queries.validation_failure(exc))
+    _handlers().authenticate_the_client()
 
 
 @bp.errorhandler(ApiError)
 def api_error(exc: ApiError) -> Response:
-    return protocol.error(exc.status, exc.description)
-
-
-@bp.errorhandler(Exception)
-def unexpected(exc: Exception) -> Response:
-    # Only what no more specific handler (the app's for a database or Redis outage) takes.
-    log.exception("unhandled error on %s %s", request.method, request.path)
-    return protocol.error(500, "The server met an unexpected condition.")
+    return _handlers().api_error(exc)
 
 
 @bp.errorhandler(HTTPException)
 def http_error(exc: HTTPException) -> Response:
-    if exc.code == 413:
-        limit = current_app.config["AUTHSVC_SCIM_MAX_BODY"]
-        return protocol.error(413, f"The request body is larger than {limit} bytes.")
-    return protocol.error(exc.code or 400, exc.description or exc.name)
+    return _handlers().http_error(exc)
 
 
-def _resource(resource: Any, status: int = 200) -> Response:
-    parameters = ResponseParameters.model_validate(
-        {k: request.args[k] for k in ("attributes", "excludedAttributes") if request.args.get(k)}
-    )
-    ctx = Context.RESOURCE_CREATION_RESPONSE if status == 201 else Context.RESOURCE_QUERY_RESPONSE
-    headers = {"ETag": resource.meta.version}
-    if status == 201:
-        headers["Location"] = resource.meta.location
-    return protocol.answer(resource.model_dump(scim_ctx=ctx, response_parameters=parameters), status, headers)
-
-
-def _search_body() -> dict[str, str]:
-    payload = protocol.body()
-    args = {}
-    for key, value in payload.items():
-        if key == "schemas":
-            continue
-        args[key] = ",".join(map(str, value)) if isinstance(value, list) else str(value)
-    return args
+@bp.errorhandler(Exception)
+def unexpected(exc: Exception) -> Response:
+    # SCIM's own exceptions and a schema's ValidationError land here too (the handlers tell them apart).
+    return _handlers().unexpected(exc)
 
 
 # Discovery -------------------------------------------------------------------
@@ -95,27 +52,27 @@ def _search_body() -> dict[str, str]:
 
 @bp.get("/ServiceProviderConfig")
 def service_provider_config() -> Response:
-    return protocol.answer(discovery.service_provider_config())
+    return _handlers().service_provider_config()
 
 
 @bp.get("/ResourceTypes")
 def resource_types() -> Response:
-    return protocol.answer(discovery.resource_types())
+    return _handlers().resource_types()
 
 
 @bp.get("/ResourceTypes/<name>")
 def resource_type(name: str) -> Response:
-    return protocol.answer(discovery.resource_type(name))
+    return _handlers().resource_type(name)
 
 
 @bp.get("/Schemas")
 def schemas() -> Response:
-    return protocol.answer(discovery.schemas())
+    return _handlers().schemas()
 
 
 @bp.get("/Schemas/<schema_id>")
 def schema(schema_id: str) -> Response:
-    return protocol.answer(discovery.schema(schema_id))
+    return _handlers().schema(schema_id)
 
 
 # Users -----------------------------------------------------------------------
@@ -123,40 +80,37 @@ def schema(schema_id: str) -> Response:
 
 @bp.get("/Users")
 def list_users() -> Response:
-    return protocol.answer(users.search(_provisioner(), queries.search_request(users.ScimUser, request.args)))
+    return _handlers().list_users()
 
 
 @bp.post("/Users/.search")
 def search_users() -> Response:
-    return protocol.answer(users.search(_provisioner(), queries.search_request(users.ScimUser, _search_body())))
+    return _handlers().search_users()
 
 
 @bp.post("/Users")
 def create_user() -> Response:
-    return _resource(users.create(_provisioner(), protocol.body()), 201)
+    return _handlers().create_user()
 
 
 @bp.get("/Users/<user_id>")
 def get_user(user_id: str) -> Response:
-    return _resource(users.read(users.find(_provisioner(), user_id)))
+    return _handlers().get_user(user_id)
 
 
 @bp.put("/Users/<user_id>")
 def replace_user(user_id: str) -> Response:
-    user = users.find(_provisioner(), user_id, writing=True)
-    return _resource(users.replace(_provisioner(), user, protocol.body()))
+    return _handlers().replace_user(user_id)
 
 
 @bp.patch("/Users/<user_id>")
 def patch_user(user_id: str) -> Response:
-    user = users.find(_provisioner(), user_id, writing=True)
-    return _resource(users.patch(_provisioner(), user, protocol.body()))
+    return _handlers().patch_user(user_id)
 
 
 @bp.delete("/Users/<user_id>")
 def delete_user(user_id: str) -> Response:
-    users.delete(_provisioner(), users.find(_provisioner(), user_id, writing=True))
-    return Response(status=204)
+    return _handlers().delete_user(user_id)
 
 
 # Groups ----------------------------------------------------------------------
@@ -164,60 +118,47 @@ def delete_user(user_id: str) -> Response:
 
 @bp.get("/Groups")
 def list_groups() -> Response:
-    search = queries.search_request(groups.ScimGroupResource, request.args)
-    return protocol.answer(groups.search(_provisioner(), search))
+    return _handlers().list_groups()
 
 
 @bp.post("/Groups/.search")
 def search_groups() -> Response:
-    search = queries.search_request(groups.ScimGroupResource, _search_body())
-    return protocol.answer(groups.search(_provisioner(), search))
+    return _handlers().search_groups()
 
 
 @bp.post("/Groups")
 def create_group() -> Response:
-    return _resource(groups.create(_provisioner(), protocol.body()), 201)
+    return _handlers().create_group()
 
 
 @bp.get("/Groups/<group_id>")
 def get_group(group_id: str) -> Response:
-    return _resource(groups.read(groups.find(_provisioner(), group_id)))
+    return _handlers().get_group(group_id)
 
 
 @bp.put("/Groups/<group_id>")
 def replace_group(group_id: str) -> Response:
-    group = groups.find(_provisioner(), group_id)
-    return _resource(groups.replace(_provisioner(), group, protocol.body()))
+    return _handlers().replace_group(group_id)
 
 
 @bp.patch("/Groups/<group_id>")
 def patch_group(group_id: str) -> Response:
-    group = groups.find(_provisioner(), group_id)
-    return _resource(groups.patch(_provisioner(), group, protocol.body()))
+    return _handlers().patch_group(group_id)
 
 
 @bp.delete("/Groups/<group_id>")
 def delete_group(group_id: str) -> Response:
-    groups.delete_group(_provisioner(), groups.find(_provisioner(), group_id))
-    return Response(status=204)
+    return _handlers().delete_group(group_id)
 
 
 @bp.post("/.search")
 def search_everything() -> Response:
-    # RFC 7644 3.4.3 lets a client search every resource type at once; 501 says it is not offered here.
-    return protocol.error(501, "Search /Users/.search or /Groups/.search; searching every type at once is not offered.")
-
-
-_ENDPOINTS = {"ServiceProviderConfig", "ResourceTypes", "Schemas", "Users", "Groups"}
+    return _handlers().search_everything()
 
 
 @bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
 def not_found(anything: str) -> Response:
-    parts = anything.split("/")
-    if parts[0] in _ENDPOINTS and len(parts) <= 2:
-        # An endpoint that exists, with a method it does not take (RFC 7231 6.5.5).
-        return protocol.error(405, f"{request.method} is not allowed on /{anything}.")
-    return protocol.error(404, f"No SCIM endpoint /{anything}.")
+    return _handlers().not_found(anything)
 
 
 ENDPOINTS = frozenset(
