@@ -304,7 +304,9 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
         connection = db.engine.raw_connection()
         try:
             cursor = connection.cursor()
-            cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement)))
+            # The reader keeps the statement as the bytes libpq is sent (authsvc.credentials.roundtrip).
+            statement_text = statement.decode()
+            cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement_text)))
             # The plan a reader runs after the first few executions: the generic one.
             cursor.execute("SET plan_cache_mode = force_generic_plan")
             # Arguments in the statement's order: digest, host, default host; as
@@ -315,7 +317,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
             inspect_plan = "\n".join(row[0] for row in cursor.fetchall())
         finally:
             connection.invalidate()  # its prepared statement and setting go with it
-    assert "access_token_digest" in statement
+    assert "access_token_digest" in statement_text
     # Inspect reads only what the covering index holds: the token's heap is not visited.
     assert "Index Only Scan using ix_token_access_token_digest" in inspect_plan, inspect_plan
     with app.app_context(), db.engine.connect() as conn:
