@@ -297,10 +297,12 @@ class SamlIdp:
         key_name: str = "idp",
         relay_state: str = "idp-relay",
         issue_instant: str | None = None,
+        padding: int = 0,
     ) -> tuple[str, dict[str, str]]:
         """A LogoutRequest of this IdP to the SP at ``slo_url``: (the URL to deliver it to, the form fields).
 
         HTTP-Redirect: the URL holds the query (signed there); HTTP-POST: the fields (the XML signed).
+        ``padding``: that many spaces after the XML's root element (still well-formed, still signed).
         """
         import base64
 
@@ -320,6 +322,7 @@ class SamlIdp:
         xml = str(request)
         if issue_instant is not None:
             xml = re.sub(r'IssueInstant="[^"]+"', f'IssueInstant="{issue_instant}"', xml, count=1)
+        xml += " " * padding
         if binding == BINDING_HTTP_REDIRECT:
             info = server.apply_binding(binding, xml, slo_url, relay_state, sign=signed, sigalg=SIG_RSA_SHA256)
             return dict(info["headers"])["Location"], {}

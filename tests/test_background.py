@@ -96,3 +96,28 @@ def test_a_key_whose_items_hang_holds_one_thread_and_never_another_keys_items():
     release.set()
     work.flush(timeout=5)
     assert sorted(handled) == [*(("fast", n) for n in range(3)), *(("slow", n) for n in range(4))]
+
+
+def test_one_groups_waiting_items_cannot_fill_the_queue_for_another_group():
+    # One domain's applications with slow receivers (many destinations, so the per-destination bound does not
+    # stop them) must not fill the queue every domain shares: past its group's bound its items are dropped,
+    # and another domain's logouts are still queued and sent.
+    taken, release, handled, dropped = threading.Event(), threading.Event(), [], []
+
+    def handle(item: tuple[str, int]) -> None:
+        if not taken.is_set():
+            taken.set()
+            release.wait(5)
+        handled.append(item)
+
+    work = KeyedQueue("test", handle, on_full=dropped.append, on_error=print, threads=1, bound=6, group_bound=3)
+    work.put("first", ("a", 0), "a")
+    assert taken.wait(5), "a thread takes the first item and hangs"
+    for n in range(1, 5):  # each to its own destination: three wait, the fourth finds its group full
+        work.put(f"slow-{n}", ("a", n), "a")
+    work.put("elsewhere", ("b", 0), "b")
+    assert dropped == [("a", 4)]
+    release.set()
+    work.flush(timeout=5)
+    assert ("b", 0) in handled
+    assert sorted(handled) == [("a", 0), ("a", 1), ("a", 2), ("a", 3), ("b", 0)]

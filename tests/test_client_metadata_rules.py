@@ -59,6 +59,30 @@ def test_the_admin_api_refuses_a_backchannel_logout_uri_inside(client, setup, ke
     assert "backchannel_logout_uri" in response.get_json()["fields"]
 
 
+# Addresses that carry an inside IPv4 address for a translator to reach (NAT64, 6to4) and other ranges
+# Python's is_global lets through: the call-time guard (requests-hardened) refuses them, so must the save.
+TRANSLATED = [
+    "https://[64:ff9b::a00:1]/x",  # NAT64 of 10.0.0.1
+    "https://[64:ff9b::7f00:1]/x",  # NAT64 of 127.0.0.1
+    "https://[64:ff9b:1::a00:1]/x",  # local-use NAT64
+    "https://[2002:a00:1::1]/x",  # 6to4 of 10.0.0.1
+    "https://192.0.0.8/x",
+    "https://192.88.99.1/x",
+]
+
+
+@pytest.mark.parametrize("url", TRANSLATED)
+def test_an_address_the_call_time_guard_refuses_is_refused_when_saved_on_both_paths(client, setup, keys, issue, url):
+    answer = call(
+        client, "patch", f"/oauth_apps/{setup.public_app.id}", keys.admin_key, {"backchannel_logout_uri": url}
+    )
+    assert answer.status_code == 422, answer.get_json()
+    _, value = issue()
+    registered = register(client, value, {**METADATA, "backchannel_logout_uri": url})
+    assert registered.status_code == 400, registered.get_json()
+    assert registered.get_json()["error"] == "invalid_client_metadata"
+
+
 def _inside_name() -> str:
     """A host name (not "localhost") that the system resolver answers with inside addresses only: this
     machine's own name, as /etc/hosts usually has it. Stands for a DNS name an attacker points inside."""

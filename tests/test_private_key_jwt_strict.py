@@ -79,3 +79,34 @@ def test_a_secret_in_the_body_with_an_assertion_is_invalid_client(client, setup,
         client, assertion(keyed.client_id), client_id=keyed.client_id, client_secret=setup.client_secret
     )
     assert_invalid_client(response, "more than one")
+
+
+def test_basic_with_a_wrong_secret_and_another_clients_client_id_in_the_body_is_invalid_client(client, setup):
+    # The body's client_id names a public client, whose "none" method would otherwise win over the failed Basic:
+    # two clients named in one request is two authentications (RFC 6749 2.3).
+    from tests.conftest import get_code, signin
+
+    signin(client)
+    code = get_code(client, setup.public_app.client_id)
+    response = client.post(
+        "/auth/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": "https://app.example.com/callback",
+            "client_id": setup.public_app.client_id,
+        },
+        headers=headers(Authorization=basic(setup.confidential_app.client_id, "wrong secret")),
+    )
+    assert response.status_code == 401, response.get_json()
+    assert response.get_json()["error"] == "invalid_client"
+    assert "access_token" not in response.get_json()
+
+
+def test_basic_with_the_same_client_id_in_the_body_still_authenticates(client, setup):
+    response = client.post(
+        "/auth/oauth/token",
+        data={"grant_type": "client_credentials", "client_id": setup.confidential_app.client_id},
+        headers=headers(Authorization=basic(setup.confidential_app.client_id, setup.client_secret)),
+    )
+    assert response.get_json().get("error") != "invalid_client", response.get_json()

@@ -252,6 +252,24 @@ def test_a_stale_logout_request_is_refused(app, world, idp, saml_provider, ada):
     assert logout_reasons(world) == ["expired"]
 
 
+def test_a_redirect_logout_request_that_inflates_past_the_size_limit_is_refused_unread(
+    app, world, idp, saml_provider, ada
+):
+    cookie, session_index = ada
+    # A few kilobytes of query that deflate expands a thousandfold: signed by the IdP, and refused all the same
+    # (a request line holds any signed or unsigned one, and it is inflated before its signature is checked).
+    url, _ = idp.logout_request(
+        slo_url(saml_provider), saml_provider["entity_id"], REDIRECT, session_index=session_index, padding=600_000
+    )
+    assert len(url) < 8190
+    answer = from_idp(app, idp, url, {})
+    assert answer.status_code == 400
+    assert answer.get_json()["error"] == "saml_logout_refused"
+    assert "too large" in answer.get_json()["error_description"]
+    assert session_live(app, cookie)
+    assert logout_reasons(world) == ["malformed"]
+
+
 @pytest.mark.parametrize(
     "query",
     [

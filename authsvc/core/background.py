@@ -83,8 +83,9 @@ class KeyedQueue(Generic[T]):
     """Items put with a key (their destination), handled by ``threads`` threads, at most ``per_key`` on one key.
 
     Keys take turns: a key with many waiting items does not hold back another
-    key's first. At most ``key_bound`` items wait per key and ``bound`` in all;
-    past that ``put`` hands the item to ``on_full``.
+    key's first. At most ``key_bound`` items wait per key, ``group_bound`` per
+    group (a tenant: many keys of one group must not fill the queue for every
+    other group) and ``bound`` in all; past that ``put`` hands the item to ``on_full``.
     """
 
     def __init__(
@@ -98,8 +99,10 @@ class KeyedQueue(Generic[T]):
         per_key: int = 1,
         bound: int = 5000,
         key_bound: int = 500,
+        group_bound: int | None = None,
     ) -> None:
         self.name, self.threads, self.per_key, self.bound, self.key_bound = name, threads, per_key, bound, key_bound
+        self.group_bound = group_bound if group_bound is not None else bound
         self._handle, self._on_full, self._on_error = handle, on_full, on_error
         self._pid = 0
         self._lock = threading.Lock()
@@ -107,19 +110,26 @@ class KeyedQueue(Generic[T]):
 
     def _reset(self) -> None:
         self._condition = threading.Condition()
-        self._waiting: dict[str, deque[T]] = {}
+        self._waiting: dict[str, deque[tuple[str | None, T]]] = {}
+        self._group_waiting: dict[str, int] = {}
         self._busy: dict[str, int] = {}
         self._turns: deque[str] = deque()  # keys with an item waiting and a thread to spare, in turn
         self._size = self._unfinished = 0
 
-    def put(self, key: str, item: T) -> None:
+    def put(self, key: str, item: T, group: str | None = None) -> None:
         if self._pid != os.getpid():
             self._start()
         with self._condition:
             waiting = self._waiting.get(key)
-            full = self._size >= self.bound or (waiting is not None and len(waiting) >= self.key_bound)
+            full = (
+                self._size >= self.bound
+                or (waiting is not None and len(waiting) >= self.key_bound)
+                or (group is not None and self._group_waiting.get(group, 0) >= self.group_bound)
+            )
             if not full:
-                self._waiting.setdefault(key, deque()).append(item)
+                self._waiting.setdefault(key, deque()).append((group, item))
+                if group is not None:
+                    self._group_waiting[group] = self._group_waiting.get(group, 0) + 1
                 self._size += 1
                 self._unfinished += 1
                 self._take_turn(key)
@@ -155,9 +165,13 @@ class KeyedQueue(Generic[T]):
                 self._condition.wait()
             key = self._turns.popleft()
             waiting = self._waiting[key]
-            item = waiting.popleft()
+            group, item = waiting.popleft()
             if not waiting:
                 del self._waiting[key]
+            if group is not None:
+                self._group_waiting[group] -= 1
+                if not self._group_waiting[group]:
+                    del self._group_waiting[group]
             self._size -= 1
             self._busy[key] = self._busy.get(key, 0) + 1
             self._take_turn(key)  # behind the keys already waiting for theirs

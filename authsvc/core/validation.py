@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import socket
-from ipaddress import IPv4Address, IPv6Address, ip_address
+from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from urllib.parse import urlsplit
 
 from joserfc.errors import JoseError
@@ -173,9 +173,31 @@ def address_literal(host: str) -> IPv4Address | IPv6Address | None:
     return None
 
 
+# Ranges Python's is_global takes for public that the call-time guard (requests-hardened's
+# EXTRA_BLOCKED_NET_RANGES) refuses: translators that carry an IPv4 address inside (NAT64, 6to4: 64:ff9b::a00:1
+# reaches 10.0.0.1 through a NAT64 gateway), CG-NAT, and the ranges older Pythons misjudge. Copied, not
+# imported: requests-hardened imports requests, which web workers load only to make a call.
+_REFUSED_AT_CALL_TIME = tuple(
+    ip_network(net)
+    for net in (
+        "192.88.99.0/24",
+        "100.64.0.0/10",
+        "5f00::/16",
+        "64:ff9b::/96",
+        "2001:20::/28",
+        "192.0.0.0/24",
+        "64:ff9b:1::/48",
+        "2002::/16",
+        "3fff::/20",
+    )
+)
+
+
 def is_public_address(address: IPv4Address | IPv6Address) -> bool:
     if isinstance(address, IPv6Address) and address.ipv4_mapped:
         address = address.ipv4_mapped
+    if any(address in net for net in _REFUSED_AT_CALL_TIME):
+        return False
     return address.is_global and not address.is_multicast
 
 

@@ -15,9 +15,11 @@ certificates of the provider's IdP metadata only.
 from __future__ import annotations
 
 import base64
+import binascii
 import calendar
 import logging
 import time
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +71,24 @@ def _fields_ok(fields: dict[str, str], kind: str) -> str:
     return encoded
 
 
+def _inflated_within_limit(encoded: str) -> None:
+    """Refuse an HTTP-Redirect message that inflates past ``MAX_RESPONSE_BYTES``, without inflating it all.
+
+    Deflate expands a thousandfold: a request line of a few kilobytes would be megabytes of XML, held and
+    parsed before its signature is checked (pysaml2 inflates without a limit).
+    """
+    inflater = zlib.decompressobj(-15)
+    try:
+        inflater.decompress(base64.b64decode(encoded), MAX_RESPONSE_BYTES)
+    except (binascii.Error, ValueError, zlib.error):
+        raise SamlError("malformed", "The SAML message cannot be decoded.") from None
+    if inflater.unconsumed_tail:
+        raise SamlError("malformed", "The SAML message is too large once inflated.")
+
+
 def _xml(client: Any, encoded: str, binding: str, msgtype: str) -> str:
+    if binding == REDIRECT:
+        _inflated_within_limit(encoded)
     try:
         if binding == POST:
             base64.b64decode(encoded, validate=True)

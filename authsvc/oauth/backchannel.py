@@ -126,7 +126,10 @@ def deliver(sid: str) -> None:
     ).all()
     app = current_app._get_current_object()  # type: ignore[attr-defined]
     for application in applications:
-        SENDER.put(destination(application.backchannel_logout_uri), (app, session, application.id))
+        # Grouped by domain: one domain's slow receivers cannot fill the queue that every domain shares.
+        SENDER.put(
+            destination(application.backchannel_logout_uri), (app, session, application.id), str(session["domain"])
+        )
 
 
 def destination(url: str) -> str:
@@ -210,6 +213,7 @@ SENDER: KeyedQueue[tuple[Flask, dict[str, Any], int]] = KeyedQueue(
     _send_in,
     threads=4,
     per_key=1,
+    group_bound=1000,
     on_full=lambda item: log.warning(
         "application %s is not told of a logout: too many of its logouts are waiting", item[2]
     ),

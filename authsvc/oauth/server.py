@@ -14,6 +14,7 @@ from typing import Any
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
+from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
 
@@ -86,6 +87,12 @@ class AuthorizationServer(_AuthorizationServer):
             raise InvalidClientError(
                 status_code=401 if basic else 400,
                 description="The request uses more than one client authentication method; use one (RFC 6749 2.3).",
+            )
+        body_client_id = request.payload.data.get("client_id")
+        if body_client_id and _basic_client_id(request) not in (None, body_client_id):
+            # Two clients named: a failed Basic would be skipped and the body's public client ("none") win.
+            raise InvalidClientError(
+                status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
         return super().authenticate_client(request, methods, endpoint)
 
@@ -163,6 +170,15 @@ class AuthorizationServer(_AuthorizationServer):
         if request.spent_code and store.code_replayed(request.spent_code):
             # A replay raced this exchange and may have revoked before these tokens were committed.
             revoke_replayed(client, row.family)
+
+
+def _basic_client_id(request: Any) -> str | None:
+    """The client_id of the request's Basic credentials; None without them (or when they cannot be read:
+    the Basic method refuses those itself)."""
+    try:
+        return extract_basic_authorization(request.headers)[0] or None
+    except (ValueError, TypeError):  # UnicodeDecodeError, bad base64
+        return None
 
 
 def presented_auth_methods(request: Any) -> list[str]:
