@@ -1,4 +1,4 @@
-"""Signing in and out: the programmatic /auth/signin (SPEC 4.2) and the browser pages."""
+"""Signing in and out: the programmatic /auth/signin (docs/platform.md#sign-in-session) and the browser pages."""
 
 from __future__ import annotations
 

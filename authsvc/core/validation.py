@@ -139,7 +139,7 @@ def provider_url(url: str | None, what: str) -> str | None:
 def public_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a URL the service calls for a tenant, kept off private networks; or None.
 
-    What a name resolves to is checked on every request (authsvc.outbound);
+    What a name resolves to is checked on every request (authsvc.core.outbound);
     this refuses what can be seen at registration: plain http and address literals.
     """
     parts = urlsplit(url)
