@@ -10,7 +10,7 @@ import json
 import re
 import socket
 from ipaddress import IPv4Address, IPv6Address, ip_address
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 from authsvc.core import destinations
 
@@ -55,15 +55,27 @@ def is_loopback(value: str) -> bool:
         return False
 
 
-def redirect_uri(uri: str) -> str:
-    """An absolute URI without fragment; plain http only for loopback (RFC 8252 7.3, RFC 9700 2.6)."""
+def _split(url: str, shown: str, noun: str = "URL", *, forbidden: str | None = None) -> SplitResult:
+    """``url`` parsed once, by the rules every URL validator here shares, or ``Invalid`` naming it as ``shown``.
+
+    It must parse and any port must be a number. With ``forbidden`` (extra
+    characters to refuse, "" for none), whitespace, control and non-ASCII
+    characters are refused too: a URL compared or stored byte for byte must
+    not hold what a browser or a logger would rewrite.
+    """
     try:
-        parts = urlsplit(uri)
+        parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError:
-        raise Invalid(f"{uri!r} is not a valid URI") from None
-    if any(ord(c) <= 0x20 or ord(c) >= 0x7F or c in '"\\<>' for c in uri):
-        raise Invalid(f"{uri!r} has characters a URI cannot hold")
+        raise Invalid(f"{shown} is not a valid {noun}") from None
+    if forbidden is not None and any(ord(c) <= 0x20 or ord(c) >= 0x7F or c in forbidden for c in url):
+        raise Invalid(f"{shown} has characters a {noun} cannot hold")
+    return parts
+
+
+def redirect_uri(uri: str) -> str:
+    """An absolute URI without fragment; plain http only for loopback (RFC 8252 7.3, RFC 9700 2.6)."""
+    parts = _split(uri, repr(uri), "URI", forbidden='"\\<>')
     if not parts.scheme or parts.fragment or "#" in uri:
         raise Invalid(f"{uri!r} must be an absolute URI without a fragment")
     scheme = parts.scheme.lower()
@@ -81,13 +93,7 @@ def redirect_uri(uri: str) -> str:
 
 def backchannel_logout_uri(uri: str) -> str:
     """An absolute https URL without fragment (Back-Channel Logout 2.2); plain http only for loopback."""
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise Invalid(f"{uri!r} is not a valid URL") from None
-    if any(ord(c) <= 0x20 or ord(c) >= 0x7F for c in uri):
-        raise Invalid(f"{uri!r} has characters a URL cannot hold")
+    parts = _split(uri, repr(uri), forbidden="")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or "#" in uri:
         raise Invalid(f"{uri!r} must be an absolute https URL without a fragment")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
@@ -121,16 +127,18 @@ def ttl(value: int | None) -> int | None:
 def provider_url(url: str | None, what: str) -> str | None:
     if url is None:
         return None
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise Invalid(f"{what} {url!r} is not a valid URL") from None
+    _http_url(url, what)
+    return url
+
+
+def _http_url(url: str, what: str) -> SplitResult:
+    """``url`` parsed: absolute http(s), plain http only for loopback; ``what`` names it in the message."""
+    parts = _split(url, f"{what} {url!r}")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
         raise Invalid(f"{what} {url!r} must be an absolute http(s) URL")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise Invalid(f"{what} {url!r}: plain http is allowed only for loopback addresses")
-    return url
+    return parts
 
 
 def public_url_problem(url: str) -> str | None:
@@ -139,7 +147,10 @@ def public_url_problem(url: str) -> str | None:
     What a name resolves to is checked on every request (authsvc.core.outbound);
     this refuses what can be seen at registration: plain http and address literals.
     """
-    parts = urlsplit(url)
+    return _private_destination(urlsplit(url))
+
+
+def _private_destination(parts: SplitResult) -> str | None:
     if parts.scheme != "https":
         return "must use https (plain http only for a loopback provider a system admin allowed on private networks)"
     host = (parts.hostname or "").rstrip(".").lower()
@@ -255,12 +266,12 @@ def client_url(url: str, what: str, *, allow_private: bool) -> str:
     """
     if len(url) > 2000:
         raise Invalid(f"{what} is longer than 2000 characters")
-    provider_url(url, what)
+    parts = _http_url(url, what)
     if allow_private:
         return url
-    problem = public_url_problem(url)
+    problem = _private_destination(parts)
     if problem is None:
-        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+        host = (parts.hostname or "").rstrip(".").lower()
         if any(not is_public_address(address) for address in destinations.addresses(host)):
             problem = "must not point at a loopback or private address (its name resolves to one)"
     if problem:
