@@ -50,7 +50,7 @@ def _signin_parameters() -> dict[str, str]:
 
 @bp.post("/signin")
 def signin() -> Response:
-    """Programmatic sign-in: no CSRF token, as the spec's clients send none."""
+    """Programmatic sign-in: no CSRF token, as the platform's clients send none (docs/platform.md)."""
     params = _signin_parameters()
     if not params.get("email") or not params.get("password"):
         raise ApiError(400, "invalid_request", "'email' and 'password' are required.")
