@@ -74,7 +74,7 @@ class Seed:
         )
 
     def exchange_path_prefix(self) -> str:
-        """The code exchange in the query string, as SPEC 4.5 sends it; the code goes last."""
+        """The code exchange in the query string, as clients send it (docs/platform.md); the code goes last."""
         return (
             f"/auth/oauth/token?grant_type=authorization_code&client_id={quote(self.client_id)}"
             f"&redirect_uri={quote(REDIRECT_URI, safe='')}&code="

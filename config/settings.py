@@ -150,7 +150,7 @@ def from_environment() -> dict[str, Any]:
 
     # Every wait on PostgreSQL ends before gunicorn kills the worker, so the
     # client gets a 503 rather than a closed connection: connecting, or one
-    # statement and the client's second of grace (authsvc.database).
+    # statement and the client's second of grace (authsvc.core.database).
     # AUTHSVC_DATABASE_TIMEOUT is also the database time of a whole request (authsvc.core.budget).
     for name in ("AUTHSVC_DATABASE_TIMEOUT", "AUTHSVC_STATEMENT_TIMEOUT"):
         if not _float(name, 1) > 0:

@@ -1,4 +1,4 @@
-"""SPEC 4.4: GET /auth/oauth/authorize, with the ``user`` session cookie."""
+"""docs/platform.md#authorisation-code-flow: GET /auth/oauth/authorize, with the ``user`` session cookie."""
 
 from urllib.parse import parse_qs, urlsplit
 

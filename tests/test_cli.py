@@ -1,4 +1,4 @@
-"""The CLI contract of DESIGN.md: one JSON object on stdout, clear errors, non-zero exit."""
+"""The CLI contract (docs/platform.md#command-line): one JSON object on stdout, clear errors, non-zero exit."""
 
 import json
 

@@ -1,4 +1,4 @@
-"""SPEC 4.5: exchanging an authorisation code, PKCE (RFC 7636), and refresh with rotation."""
+"""docs/platform.md#code-exchange: exchanging an authorisation code, PKCE (RFC 7636), and refresh with rotation."""
 
 import base64
 import time

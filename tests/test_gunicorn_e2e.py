@@ -151,7 +151,7 @@ def test_code_flow_with_pkce_using_authlibs_client(service):
 
 
 def test_the_specs_code_flow_step_by_step(service):
-    """SPEC 5.3: sign in, take the cookie, authorise with it, exchange with everything in the query string."""
+    """docs/platform.md: sign in, take the cookie, authorise with it, exchange with everything in the query string."""
     cookie = signin(service)
     redirect_uri = "http://127.0.0.1:9/callback"
     response = requests.get(

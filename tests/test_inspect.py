@@ -1,4 +1,4 @@
-"""SPEC 4.6 and 5.1: presenting a bearer token or an API key to the inspect endpoint."""
+"""docs/platform.md#inspect: presenting a bearer token or an API key to the inspect endpoint."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""SPEC 4.1: the password grant, for service accounts only."""
+"""docs/platform.md#password-grant: the password grant, for service accounts only."""
 
 import base64
 

@@ -21,6 +21,7 @@ from sqlalchemy import select
 
 from authsvc.core import validation
 from authsvc.core.models import Application
+from authsvc.oauth import client_authentication
 from tests.admin_api_support import ADMIN_SCOPES, call
 from tests.conftest import HOST, HttpsClient, headers
 from tests.conftest import REDIRECT_URI as REDIRECT
@@ -231,7 +232,7 @@ def test_metadata_advertises_private_key_jwt(client, setup):
 )
 def test_registered_jwks_must_be_public_signing_keys(document, fragment):
     with pytest.raises(validation.Invalid, match=fragment):
-        validation.client_authentication(None, jwks=document)
+        client_authentication.fields(None, jwks=document)
 
 
 @pytest.mark.parametrize(
@@ -247,11 +248,11 @@ def test_registered_jwks_must_be_public_signing_keys(document, fragment):
 )
 def test_auth_method_and_keys_are_checked_together(method, jwks, jwks_uri, fragment):
     with pytest.raises(validation.Invalid, match=fragment):
-        validation.client_authentication(method, jwks=jwks, jwks_uri=jwks_uri)
+        client_authentication.fields(method, jwks=jwks, jwks_uri=jwks_uri)
 
 
 def test_keys_alone_mean_private_key_jwt():
-    fields = validation.client_authentication(None, jwks_uri="https://keys.example/jwks")
+    fields = client_authentication.fields(None, jwks_uri="https://keys.example/jwks")
     assert fields == {
         "token_endpoint_auth_method": "private_key_jwt",
         "jwks": None,
@@ -278,7 +279,7 @@ def test_a_jwks_uri_that_trickles_is_cut_off_at_the_deadline(app, client, world,
 
 def test_a_jwks_uri_answer_larger_than_a_jwks_may_be_is_refused_as_such(app, client, world, setup):
     app.config.update(AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS=True)
-    with SlowPeer(size=validation.JWKS_MAX_BYTES + 1) as peer:
+    with SlowPeer(size=client_authentication.JWKS_MAX_BYTES + 1) as peer:
         application, _ = world.application(
             setup.domain,
             name="Remote keys",
@@ -288,7 +289,7 @@ def test_a_jwks_uri_answer_larger_than_a_jwks_may_be_is_refused_as_such(app, cli
             jwks_uri=peer.url,
         )
         response = token_request(client, assertion(application.client_id))
-    assert_invalid_client(response, f"larger than {validation.JWKS_MAX_BYTES} bytes")
+    assert_invalid_client(response, f"larger than {client_authentication.JWKS_MAX_BYTES} bytes")
 
 
 def test_the_exp_limit_is_a_setting(make_app, world, setup, keyed):

@@ -1,4 +1,4 @@
-"""SPEC 4.2: POST /auth/signin establishes a session carried by the ``user`` cookie."""
+"""docs/platform.md#sign-in-session: POST /auth/signin establishes a session carried by the ``user`` cookie."""
 
 import statistics
 import time

@@ -1,4 +1,4 @@
-"""Single sign-on (SPEC 4.3, 5.4) against real providers on loopback: the sign-in itself.
+"""Single sign-on (docs/platform.md, docs/sso.md) against real providers on loopback: the sign-in itself.
 
 The start and the callback, the flow's state, what the provider answers or fails to, and the checks of
 its ID token (issue 13.12, 13.13). Fixtures and helpers are in tests/sso_support.py. Which local account

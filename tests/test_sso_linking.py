@@ -1,4 +1,4 @@
-"""Which local account a single sign-on reaches (SPEC 4.3; issue 13.1).
+"""Which local account a single sign-on reaches (docs/sso.md; issue 13.1).
 
 A verified e-mail, or one from a provider trusted for e-mail, links a first sign-in to an existing
 ordinary account; match rules keep everyone else out. No automatic link reaches a privileged account, one

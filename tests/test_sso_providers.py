@@ -1,4 +1,4 @@
-"""SSO provider records (SPEC 4.3) and the rules that hold on every change, through the CLI and the admin API.
+"""SSO provider records (docs/sso.md) and the rules that hold on every change, through the CLI and the admin API.
 
 The CLI's create, list and show; reserved authorize parameters (issue 13.4, 13.5); who may repoint a
 provider privileged accounts sign in through (issue 13.1); and where the service may go for a tenant: no

@@ -1,4 +1,4 @@
-"""Delegated tokens (SPEC 5.4): ``/users/resource_token`` hands out the access token the provider gave a user
+"""Delegated tokens (docs/platform.md): ``/users/resource_token`` hands out the access token the provider gave a user
 who signed in through it, refreshed when near expiry, to that user's own credentials or to an admin's, and
 only with the reserved scopes for it."""
 

@@ -1,4 +1,4 @@
-"""Signing in and out: the programmatic /auth/signin (SPEC 4.2) and the browser pages."""
+"""Signing in and out: the programmatic /auth/signin (docs/platform.md#sign-in-session) and the browser pages."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def _signin_parameters() -> dict[str, str]:
 
 @bp.post("/signin")
 def signin() -> Response:
-    """Programmatic sign-in: no CSRF token, as the spec's clients send none."""
+    """Programmatic sign-in: no CSRF token, as the platform's clients send none (docs/platform.md)."""
     params = _signin_parameters()
     if not params.get("email") or not params.get("password"):
         raise ApiError(400, "invalid_request", "'email' and 'password' are required.")

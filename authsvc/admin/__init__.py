@@ -1,4 +1,4 @@
-"""Administration: the verbs shared by the admin API and the console (SPEC 1: Domains -> Applications).
+"""Administration: the verbs shared by the admin API and the console (docs/platform.md#domains-and-applications).
 
 One module per resource; this package re-exports the verbs, which is how the
 API (authsvc.admin.api) and the console (authsvc.admin.console) call them.

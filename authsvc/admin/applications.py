@@ -20,7 +20,7 @@ from authsvc.admin.schemas import read, target_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
-from authsvc.oauth import clients
+from authsvc.oauth import client_authentication, clients
 
 
 def _service_account(actor: Actor, given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
@@ -63,7 +63,7 @@ def _client_keys(changes: dict[str, Any], problems: dict[str, str]) -> dict[str,
         return {}
     allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
     try:
-        return validation.client_authentication(None, jwks, jwks_uri, allow_private=allow_private)
+        return client_authentication.fields(None, jwks, jwks_uri, allow_private=allow_private)
     except validation.Invalid as exc:
         problems["jwks" if jwks is not None else "jwks_uri"] = str(exc)
         return {}

@@ -1,4 +1,4 @@
-"""``flask --app app ...`` commands: one JSON object on stdout each (DESIGN.md, CLI contract)."""
+"""``flask --app app ...`` commands: one JSON object on stdout each (docs/platform.md#command-line)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``ldap``: LDAP / Active Directory directories of a domain (DESIGN.md, CLI contract).
+"""``ldap``: LDAP / Active Directory directories of a domain (docs/ldap.md; docs/platform.md#command-line).
 
 The commands go through the admin verbs (authsvc.admin.ldap_directories), so
 the CLI validates and audits as the API does; the operator acts as a system

@@ -1,4 +1,4 @@
-"""``sso``: single sign-on providers of a domain (SPEC 4.3, 5.4)."""
+"""``sso``: single sign-on providers of a domain (docs/sso.md, docs/platform.md#single-sign-on)."""
 
 from __future__ import annotations
 

@@ -19,9 +19,9 @@ from authsvc.cli.common import (
     emit,
     user_by_email,
 )
-from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain
+from authsvc.oauth import client_authentication
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
 domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications and keys pick among them.")
@@ -207,9 +207,9 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
     """The JSON document of --jwks-file (checked as a JWKS by the admin rules), or None."""
     if jwks_file is None:
         return None
-    text = jwks_file.read(validation.JWKS_MAX_BYTES + 1)
-    if len(text) > validation.JWKS_MAX_BYTES:
-        raise click.BadParameter(f"larger than {validation.JWKS_MAX_BYTES} bytes", param_hint="--jwks-file")
+    text = jwks_file.read(client_authentication.JWKS_MAX_BYTES + 1)
+    if len(text) > client_authentication.JWKS_MAX_BYTES:
+        raise click.BadParameter(f"larger than {client_authentication.JWKS_MAX_BYTES} bytes", param_hint="--jwks-file")
     try:
         return json.loads(text)
     except (ValueError, RecursionError):

@@ -1,10 +1,11 @@
 """The database handle, and how requests reach PostgreSQL cheaply and never wait unbounded.
 
-``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.models).
-``read_one`` runs the lookups on every API request (inspect) as prepared
-statements in autocommit, on connections of their own (``Readers``, a
-psycopg_pool pool). ``ping_after_idle`` replaces pool_pre_ping's round trip on
-every checkout with a ping only after idleness. ``connect_settings`` and
+``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.core.models).
+The lookups on every API request (inspect) run as prepared statements in
+autocommit, on connections of their own: ``read_one`` and ``Readers`` (a
+psycopg_pool pool) in authsvc.credentials.readers. ``ping_after_idle``
+replaces pool_pre_ping's round trip on every checkout with a ping only after
+idleness. ``connect_settings`` and
 ``bound_waits`` keep every wait on PostgreSQL below gunicorn's worker timeout:
 a database that stops answering costs a request a 503, not the worker.
 """

@@ -204,7 +204,7 @@ def forged_cross_site_request(method: str, endpoint: str | None, headers: Any, h
 def embedded_cross_site_request(headers: Any) -> bool:
     """Whether another origin's page made the browser fetch this as a resource, not a page.
 
-    For GET /auth/logout, which a GET must serve (DESIGN.md): an application's
+    For GET /auth/logout, which a GET must serve (docs/platform.md#signing-out): an application's
     "sign out" link is a top-level navigation (``Sec-Fetch-Mode: navigate``,
     ``Sec-Fetch-Dest: document``) and passes; an image, script, fetch or frame
     on a page of another site, or of a sibling subdomain (``same-site``, where

@@ -10,10 +10,7 @@ import json
 import re
 import socket
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
-from urllib.parse import urlsplit
-
-from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
+from urllib.parse import SplitResult, urlsplit
 
 from authsvc.core import destinations
 
@@ -58,15 +55,27 @@ def is_loopback(value: str) -> bool:
         return False
 
 
-def redirect_uri(uri: str) -> str:
-    """An absolute URI without fragment; plain http only for loopback (RFC 8252 7.3, RFC 9700 2.6)."""
+def _split(url: str, shown: str, noun: str = "URL", *, forbidden: str | None = None) -> SplitResult:
+    """``url`` parsed once, by the rules every URL validator here shares, or ``Invalid`` naming it as ``shown``.
+
+    It must parse and any port must be a number. With ``forbidden`` (extra
+    characters to refuse, "" for none), whitespace, control and non-ASCII
+    characters are refused too: a URL compared or stored byte for byte must
+    not hold what a browser or a logger would rewrite.
+    """
     try:
-        parts = urlsplit(uri)
+        parts = urlsplit(url)
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError:
-        raise Invalid(f"{uri!r} is not a valid URI") from None
-    if any(ord(c) <= 0x20 or ord(c) >= 0x7F or c in '"\\<>' for c in uri):
-        raise Invalid(f"{uri!r} has characters a URI cannot hold")
+        raise Invalid(f"{shown} is not a valid {noun}") from None
+    if forbidden is not None and any(ord(c) <= 0x20 or ord(c) >= 0x7F or c in forbidden for c in url):
+        raise Invalid(f"{shown} has characters a {noun} cannot hold")
+    return parts
+
+
+def redirect_uri(uri: str) -> str:
+    """An absolute URI without fragment; plain http only for loopback (RFC 8252 7.3, RFC 9700 2.6)."""
+    parts = _split(uri, repr(uri), "URI", forbidden='"\\<>')
     if not parts.scheme or parts.fragment or "#" in uri:
         raise Invalid(f"{uri!r} must be an absolute URI without a fragment")
     scheme = parts.scheme.lower()
@@ -84,13 +93,7 @@ def redirect_uri(uri: str) -> str:
 
 def backchannel_logout_uri(uri: str) -> str:
     """An absolute https URL without fragment (Back-Channel Logout 2.2); plain http only for loopback."""
-    try:
-        parts = urlsplit(uri)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise Invalid(f"{uri!r} is not a valid URL") from None
-    if any(ord(c) <= 0x20 or ord(c) >= 0x7F for c in uri):
-        raise Invalid(f"{uri!r} has characters a URL cannot hold")
+    parts = _split(uri, repr(uri), forbidden="")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment or "#" in uri:
         raise Invalid(f"{uri!r} must be an absolute https URL without a fragment")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
@@ -124,25 +127,30 @@ def ttl(value: int | None) -> int | None:
 def provider_url(url: str | None, what: str) -> str | None:
     if url is None:
         return None
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises on a bad port
-    except ValueError:
-        raise Invalid(f"{what} {url!r} is not a valid URL") from None
+    _http_url(url, what)
+    return url
+
+
+def _http_url(url: str, what: str) -> SplitResult:
+    """``url`` parsed: absolute http(s), plain http only for loopback; ``what`` names it in the message."""
+    parts = _split(url, f"{what} {url!r}")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.fragment:
         raise Invalid(f"{what} {url!r} must be an absolute http(s) URL")
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise Invalid(f"{what} {url!r}: plain http is allowed only for loopback addresses")
-    return url
+    return parts
 
 
 def public_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a URL the service calls for a tenant, kept off private networks; or None.
 
-    What a name resolves to is checked on every request (authsvc.outbound);
+    What a name resolves to is checked on every request (authsvc.core.outbound);
     this refuses what can be seen at registration: plain http and address literals.
     """
-    parts = urlsplit(url)
+    return _private_destination(urlsplit(url))
+
+
+def _private_destination(parts: SplitResult) -> str | None:
     if parts.scheme != "https":
         return "must use https (plain http only for a loopback provider a system admin allowed on private networks)"
     host = (parts.hostname or "").rstrip(".").lower()
@@ -273,65 +281,6 @@ def json_object(data: bytes) -> dict:
     return body
 
 
-# Client authentication (RFC 7591 names). private_key_jwt (RFC 7523) replaces the
-# secret with the client's public keys: a JWKS given inline or at a jwks_uri.
-TOKEN_ENDPOINT_AUTH_METHODS = ("client_secret_basic", "client_secret_post", "private_key_jwt", "none")
-# The signature algorithms a client assertion may use: asymmetric only (an HS256
-# assertion "signed" with a public key as its secret proves nothing).
-CLIENT_ASSERTION_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
-JWKS_MAX_KEYS = 10
-JWKS_MAX_BYTES = 32 * 1024
-_CLIENT_KEY_TYPES = ("RSA", "EC")
-_PRIVATE_MEMBERS = {"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
-
-
-def client_jwks(document: object) -> dict:
-    """A client's JWKS for private_key_jwt: public RSA (2048 to 8192 bits) or EC signing keys only.
-
-    A private member (``d``, ``p``...) means the client handed over its private
-    key: refused, never stored. Shared by the CLI, the admin API and dynamic registration.
-    """
-    if not isinstance(document, dict) or not isinstance(document.get("keys"), list):
-        raise Invalid('the JWKS must be a JSON object with a "keys" list')
-    keys = document["keys"]
-    if not 1 <= len(keys) <= JWKS_MAX_KEYS:
-        raise Invalid(f"the JWKS must hold between 1 and {JWKS_MAX_KEYS} keys")
-    if len(json.dumps(document)) > JWKS_MAX_BYTES:
-        raise Invalid(f"the JWKS is larger than {JWKS_MAX_BYTES} bytes")
-    kids = []
-    for key in keys:
-        if not isinstance(key, dict):
-            raise Invalid("every key of the JWKS must be a JSON object")
-        if _PRIVATE_MEMBERS & key.keys():
-            raise Invalid("the JWKS holds private key material: register the public keys only")
-        if key.get("kty") not in _CLIENT_KEY_TYPES:
-            raise Invalid('every key must have kty "RSA" or "EC" (no symmetric "oct" keys)')
-        if key.get("use", "sig") != "sig":
-            raise Invalid('a key\'s "use" must be "sig"')
-        if "alg" in key and key["alg"] not in CLIENT_ASSERTION_ALGORITHMS:
-            raise Invalid(f"a key's alg must be one of {' '.join(CLIENT_ASSERTION_ALGORITHMS)}")
-        kid = key.get("kid")
-        if kid is not None and not (isinstance(kid, str) and 0 < len(kid) <= 200):
-            raise Invalid("a key's kid must be a string of at most 200 characters")
-        kids.append(kid)
-    if len(keys) > 1 and (None in kids or len(set(kids)) != len(kids)):
-        raise Invalid("with more than one key, every key needs its own kid")
-    try:
-        parsed = KeySet.import_key_set({"keys": keys})
-    # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.
-    except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
-        raise Invalid(f"the JWKS holds a key that cannot be read ({exc.__class__.__name__})") from None
-    for key in parsed.keys:
-        if key.key_type == "RSA" and not 2048 <= key.raw_value.key_size <= 8192:
-            raise Invalid("RSA keys must have 2048 to 8192 bits")
-    return {"keys": keys}
-
-
-def client_jwks_uri(url: str, *, allow_private: bool) -> str:
-    """Where the service fetches a client's JWKS: https to a public address unless private networks are allowed."""
-    return client_url(url, "jwks_uri", allow_private=allow_private)
-
-
 def client_url(url: str, what: str, *, allow_private: bool) -> str:
     """A URL the service calls for a client (``jwks_uri``, ``backchannel_logout_uri``), for the admin path and
     dynamic registration alike: absolute http(s) (http only for loopback); unless ``allow_private``, https to a
@@ -339,41 +288,14 @@ def client_url(url: str, what: str, *, allow_private: bool) -> str:
     """
     if len(url) > 2000:
         raise Invalid(f"{what} is longer than 2000 characters")
-    provider_url(url, what)
+    parts = _http_url(url, what)
     if allow_private:
         return url
-    problem = public_url_problem(url)
+    problem = _private_destination(parts)
     if problem is None:
-        host = (urlsplit(url).hostname or "").rstrip(".").lower()
+        host = (parts.hostname or "").rstrip(".").lower()
         if any(not is_public_address(address) for address in destinations.addresses(host)):
             problem = "must not point at a loopback or private address (its name resolves to one)"
     if problem:
         raise Invalid(f"{what} {problem}")
     return url
-
-
-def client_authentication(
-    method: str | None, jwks: object = None, jwks_uri: str | None = None, *, allow_private: bool = False
-) -> dict:
-    """The client-authentication fields of an application, checked together.
-
-    ``method`` None means "as the keys say": private_key_jwt with a JWKS, else
-    the default of the application's kind (a secret when confidential, none when public).
-    Returns ``token_endpoint_auth_method``, ``jwks`` and ``jwks_uri`` to store.
-    """
-    if method is not None and method not in TOKEN_ENDPOINT_AUTH_METHODS:
-        raise Invalid(f"token_endpoint_auth_method must be one of {' '.join(TOKEN_ENDPOINT_AUTH_METHODS)}")
-    if jwks is not None and jwks_uri is not None:
-        raise Invalid("give jwks or jwks_uri, not both")
-    has_keys = jwks is not None or jwks_uri is not None
-    if method is None and has_keys:
-        method = "private_key_jwt"
-    if method == "private_key_jwt" and not has_keys:
-        raise Invalid("private_key_jwt needs the client's public keys: jwks or jwks_uri")
-    if method != "private_key_jwt" and has_keys:
-        raise Invalid("jwks and jwks_uri are only for token_endpoint_auth_method private_key_jwt")
-    return {
-        "token_endpoint_auth_method": method,
-        "jwks": client_jwks(jwks) if jwks is not None else None,
-        "jwks_uri": client_jwks_uri(jwks_uri, allow_private=allow_private) if jwks_uri is not None else None,
-    }

@@ -1,7 +1,7 @@
 """Credential lookup for API requests: bearer tokens and API keys.
 
 RFC 6750 2.1-2.3 places for a bearer token (header, query, cookie; the last as
-the spec asks); API keys in ``X-API-Key``, ``api-key`` query or cookie.
+docs/platform.md#inspect asks); API keys in ``X-API-Key``, ``api-key`` query or cookie.
 Nothing is cached: a revoked credential fails on its next use, on every worker.
 """
 

@@ -1,4 +1,4 @@
-"""The platform API surface of this service (SPEC 4.6): inspect, scopes, the OpenAPI document."""
+"""The platform API surface of this service (docs/platform.md#inspect): inspect, scopes, the OpenAPI document."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Delegated provider tokens (SPEC 5.4, ``offline_access``): what lets the platform act for a user later.
+"""Delegated provider tokens (``offline_access``; docs/platform.md): what lets the platform act for a user later.
 
 SSO sign-in stores the provider's tokens on the user's ExternalIdentity,
 encrypted; here they are handed out, refreshed near expiry, and cleared.

@@ -38,7 +38,7 @@ DEFAULT_MAPPINGS = {
     "last_name": ["family_name", "surname"],
 }
 
-# SPEC 5.4: the delegated Microsoft Graph permissions the platform needs.
+# docs/platform.md#delegated-permissions: the delegated Microsoft Graph permissions the platform needs.
 GRAPH_PERMISSIONS = [
     "Place.Read.All",
     "Calendars.ReadWrite",

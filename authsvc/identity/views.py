@@ -1,4 +1,4 @@
-"""Single sign-on (SPEC 4.3): GET /auth/oauth2?id= starts it, the callback finishes it."""
+"""Single sign-on (docs/platform.md#single-sign-on): GET /auth/oauth2?id= starts it, the callback finishes it."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from authsvc.web.deployment import client_address
 from authsvc.web.pages import page
 
 bp = Blueprint("sso", __name__, url_prefix="/auth/oauth2")
-# The caller's own delegated provider tokens (SPEC 5.4), on the platform's API.
+# The caller's own delegated provider tokens (docs/platform.md#delegated-permissions), on the platform's API.
 resource_tokens = Blueprint("resource_tokens", __name__, url_prefix="/api/engine/v2")
 
 # Binds a flow to the browser that started it; read only by the callback.
@@ -183,7 +183,7 @@ def _own_delegating_user() -> User:
 
 @resource_tokens.post("/users/resource_token")
 def own_resource_token() -> Response:
-    """The caller's own delegated provider token (SPEC 5.4)."""
+    """The caller's own delegated provider token (docs/platform.md#delegated-permissions)."""
     user = _own_delegating_user()
     return resource_token_response(lambda provider: delegated.resource_token(user, provider))
 

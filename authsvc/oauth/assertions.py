@@ -28,13 +28,14 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
-from authsvc.core import store, validation
+from authsvc.core import store
 from authsvc.core.models import Application
 from authsvc.core.tenancy import issuer
+from authsvc.oauth import client_authentication
 
 log = logging.getLogger(__name__)
 
-ALGORITHMS = validation.CLIENT_ASSERTION_ALGORITHMS
+ALGORITHMS = client_authentication.CLIENT_ASSERTION_ALGORITHMS
 # Clock skew allowed on exp, nbf and iat.
 LEEWAY = 30
 _CURVES = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
@@ -184,7 +185,7 @@ def fetch_jwks(url: str) -> dict:
             None,
             allow_private=config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"],
             seconds=config["AUTHSVC_OUTBOUND_DEADLINE"],
-            max_bytes=validation.JWKS_MAX_BYTES,
+            max_bytes=client_authentication.JWKS_MAX_BYTES,
         ) as session:
             accept = {"Accept": "application/json"}
             response = session.get(url, timeout=config["AUTHSVC_CLIENT_JWKS_TIMEOUT"], headers=accept)
@@ -195,10 +196,10 @@ def fetch_jwks(url: str) -> dict:
         log.warning("client jwks_uri %s could not be fetched: %s", url, type(exc).__name__)
         why = "refused by the destination rules" if outbound.refused(exc) else "unreachable, slow or failing"
         if isinstance(exc, outbound.TooLarge):
-            why = f"larger than {validation.JWKS_MAX_BYTES} bytes"
+            why = f"larger than {client_authentication.JWKS_MAX_BYTES} bytes"
         raise InvalidClientError(description=f"The application's jwks_uri could not be fetched ({why}).") from None
     try:
-        return validation.client_jwks(json.loads(body))
+        return client_authentication.client_jwks(json.loads(body))
     except RecursionError:
         raise InvalidClientError(description="The application's jwks_uri does not serve a usable JWKS.") from None
     except ValueError as exc:

@@ -18,6 +18,7 @@ from flask import current_app
 
 from authsvc.core import validation
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
+from authsvc.oauth import client_authentication
 
 # The grants a registered client may ask for. client_credentials acts as a service account, which
 # only a domain admin binds; the password grant is not for new clients (RFC 9700 2.4).
@@ -192,12 +193,12 @@ def outbound_url(url: str, name: str, setting: str) -> str:
 
 
 def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | None]:
-    """The client's public keys for private_key_jwt, by the admin path's rules (``validation.client_jwks``:
+    """The client's public keys for private_key_jwt, by the admin path's rules (``client_authentication.client_jwks``:
     RSA of 2048 to 8192 bits or EC, public members only; a jwks_uri the service may call)."""
     if jwks_uri is not None:
         return None, outbound_url(jwks_uri, "jwks_uri", "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS")
     try:
-        return validation.client_jwks(jwks), None
+        return client_authentication.client_jwks(jwks), None
     except validation.Invalid as exc:
         raise invalid(f"jwks: {exc}") from None
 

@@ -62,7 +62,7 @@ class AuthorizationCode(SignInClaims):
 
 
 class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
-    """For service accounts only (SPEC 4.1); JSON or form body."""
+    """For service accounts only (docs/platform.md#password-grant); JSON or form body."""
 
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
 

@@ -9,7 +9,7 @@ from flask import Blueprint, Response, jsonify
 from authsvc.accounts.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.core.validation import CLIENT_ASSERTION_ALGORITHMS
+from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED

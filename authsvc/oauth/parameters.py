@@ -10,7 +10,7 @@ from flask import request as flask_request
 
 from authsvc.core import validation
 
-# DESIGN.md: the spec sends the code exchange in the query string, so these
+# Clients send the code exchange in the query string (docs/platform.md#code-exchange), so these
 # may come from there; credentials never may (they would land in access logs).
 QUERY_PARAMETERS = {"grant_type", "code", "client_id", "redirect_uri", "code_verifier", "scope", "refresh_token"}
 # A token to revoke or introspect is a secret too.

@@ -1,8 +1,8 @@
 """The OAuth 2.0 authorisation server: request parsing, grants, PKCE, tokens.
 
 Authlib does the protocol; this module supplies storage (SQL for clients and
-tokens, Redis for codes), the spec's token response and the rules the spec
-and DESIGN.md add on top of the RFCs.
+tokens, Redis for codes), the platform's token response and the rules it adds
+on top of the RFCs (docs/platform.md).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The authorisation, token, revocation and introspection endpoints (SPEC 4.4, 4.1, 4.5; RFC 7009, RFC 7662),
-consent, the user's approvals, and dynamic client registration (RFC 7591, RFC 7592)."""
+"""The authorisation, token, revocation and introspection endpoints (RFC 6749, RFC 7009, RFC 7662,
+docs/platform.md), consent, the user's approvals, and dynamic client registration (RFC 7591, RFC 7592)."""
 
 from __future__ import annotations
 

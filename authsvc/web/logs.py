@@ -24,7 +24,7 @@ REQUEST_ID_HEADER = "X-Request-Id"
 _VALID_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{8,128}")
 
 # gunicorn's access log atoms that are safe to write: never the query string
-# (the spec's code exchange carries the code there), cookies or Authorization.
+# (the platform's code exchange carries the code there: docs/platform.md), cookies or Authorization.
 _ACCESS_FIELDS = {
     "h": "remote",
     "m": "method",

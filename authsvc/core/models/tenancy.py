@@ -77,7 +77,7 @@ class Application(db.Model):
     scopes: Mapped[str] = mapped_column(Text, default="public")
     consent: Mapped[bool] = mapped_column(Boolean, default=False)
     # RFC 9700 2.1.1: a public application requires PKCE unless created in the
-    # legacy mode (require_pkce false) for clients that follow the spec's flow literally.
+    # legacy mode (require_pkce false) for clients that follow docs/platform.md's exchange literally.
     require_pkce: Mapped[bool] = mapped_column(Boolean, default=_public)
     allow_plain_pkce: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # The device authorisation grant (RFC 8628), for screens without a keyboard.
