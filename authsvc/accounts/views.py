@@ -11,7 +11,7 @@ from authsvc.accounts.lockouts import LockedOut
 from authsvc.accounts.mfa import factors
 from authsvc.accounts.mfa.views import challenge
 from authsvc.accounts.signin import sign_in
-from authsvc.core import audit, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, Token
@@ -170,7 +170,7 @@ def logout() -> Response:
         audit.record(
             "token.revoked",
             domain_id=domain.id,
-            actor=f"user:{token.user_id}" if token.user_id else None,
+            actor=actors.of_user(token.user_id) if token.user_id else None,
             target=f"token:{token.id}",
             details={"count": 1, "via": "logout"},
             commit=False,
@@ -206,7 +206,7 @@ def logout_all() -> Response:
         form = LogoutAllForm()
         if not form.validate_on_submit():
             raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")
-    revoked = sessions.end_everything(user, via="logout_all", actor=f"user:{user.id}")
+    revoked = sessions.end_everything(user, via="logout_all", actor=actors.of_user(user.id))
     db.session.commit()
     if lookup.presented():
         response = jsonify(revoked_tokens=revoked)

@@ -8,7 +8,7 @@ from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
 
 from authsvc.accounts import sessions
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
@@ -141,8 +141,8 @@ def revoke_authorized_application(client_id: str) -> Response:
         audit.record(
             "token.revoked",
             domain_id=domain.id,
-            actor=f"user:{user.id}",
-            target=f"client:{client_id}",
+            actor=actors.of_user(user.id),
+            target=actors.of_client(client_id),
             details={"count": revoked, "via": "approval_withdrawn"},
             commit=False,
         )

@@ -14,7 +14,7 @@ from authsvc.accounts import lockouts, sessions
 from authsvc.accounts.mfa import factors, passkeys, pending
 from authsvc.accounts.mfa.forms import CodeForm, EnrolForm
 from authsvc.accounts.signin import refused
-from authsvc.core import audit, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, User
@@ -129,12 +129,12 @@ def _finish(token: str, user: User, domain: Domain, method: str, response: Respo
     audit.record(
         "signin.mfa_passed",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
+        actor=actors.of_user(user.id),
         details={"via": record["via"], "method": method},
         commit=False,
     )
     if method == "recovery_code":
-        audit.record("mfa.recovery_code_used", domain_id=domain.id, actor=f"user:{user.id}", commit=False)
+        audit.record("mfa.recovery_code_used", domain_id=domain.id, actor=actors.of_user(user.id), commit=False)
     db.session.commit()
     sessions.start_session(response, user, domain, amr=AMR[method])
     pending.forget(response)
@@ -252,7 +252,9 @@ def login_enrol() -> Response:
         lockouts.note_failure(domain, user.email, user)
         return _enrol_page(user, domain, token, WRONG_CODE, 401)
     codes = factors.confirm(factor)
-    audit.record("mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details={"kind": "totp"}, commit=False)
+    audit.record(
+        "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"}, commit=False
+    )
     target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=target, user=None)
     response.headers["Cache-Control"] = "no-store"
