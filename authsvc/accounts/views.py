@@ -14,6 +14,7 @@ from authsvc.accounts.signin import sign_in
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -66,7 +67,7 @@ def signin() -> Response:
     else:
         response = jsonify(id=str(user.id), email=user.email, name=user.name, domain=str(domain.id))
         response.status_code = 202
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     sessions.start_session(response, user, domain)
     return response
 
@@ -178,13 +179,13 @@ def logout() -> Response:
         db.session.commit()
     target = safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page"))
     response = redirect(target, 303)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     record = sessions.end_session(response)
     # A session from a SAML sign-in also signs out at the IdP (Single Logout), which sends the browser back.
     elsewhere = sessions.signed_out_elsewhere(domain, record, target)
     if elsewhere:
         response.headers["Location"] = elsewhere
-        response.headers["Referrer-Policy"] = "no-referrer"
+        uncached(response, referrer_policy=NO_REFERRER)
     return response
 
 
@@ -212,6 +213,6 @@ def logout_all() -> Response:
         response = jsonify(revoked_tokens=revoked)
     else:
         response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     sessions.end_session(response)
     return response

@@ -17,6 +17,7 @@ from authsvc import admin
 from authsvc.core import actors, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import uncached
 from authsvc.core.models import (
     ApiKey,
     Application,
@@ -70,7 +71,7 @@ def admin_errors(view: Callable[..., Response]) -> Callable[..., Response]:
             error = jsonify(error="invalid_input", error_description="Some fields are not valid.", fields=exc.fields)
             error.status_code = 422
             return error
-        response.headers["Cache-Control"] = "no-store"
+        uncached(response)
         return response
 
     return wrapped

@@ -71,7 +71,6 @@ def add_totp() -> Response:
             codes = factors.confirm(factor)
             audit.record("mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"})
             response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
-            response.headers["Cache-Control"] = "no-store"
             # The session that just proved the app counts as a multi-factor one from now on.
             amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
             _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
@@ -96,7 +95,6 @@ def add_totp() -> Response:
         secret=factors.totp_secret(factor),
         user=user,
     )
-    response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -159,7 +157,6 @@ def new_recovery_codes() -> Response:
     codes = factors.new_recovery_codes(user)
     audit.record("mfa.recovery_codes_regenerated", domain_id=domain.id, actor=actors.of_user(user.id))
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
-    response.headers["Cache-Control"] = "no-store"
     return response
 
 

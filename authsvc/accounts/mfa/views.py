@@ -17,6 +17,7 @@ from authsvc.accounts.signin import refused
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -60,7 +61,7 @@ def challenge(user: User, domain: Domain, target: str, via: str, *, html: bool) 
             methods=factors.methods(user),
         )
         response.status_code = 401
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     pending.bind(response, binding)
     return response
 
@@ -169,7 +170,7 @@ def signin_webauthn_options() -> Response:
     response = current_app.response_class(
         passkeys.authentication_options(user, domain, token), mimetype="application/json"
     )
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     return response
 
 
@@ -195,7 +196,7 @@ def signin_mfa() -> Response:
             body["notice"] = "recovery_code_used"
         response = jsonify(body)
         response.status_code = 202
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     _finish(token, user, domain, method, response)
     return response
 
@@ -257,6 +258,5 @@ def login_enrol() -> Response:
     )
     target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=target, user=None)
-    response.headers["Cache-Control"] = "no-store"
     _finish(token, user, domain, "otp", response)
     return response
