@@ -29,7 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.accounts import ldap_client
 from authsvc.accounts.ldap_client import DirectoryUnavailable, Entry
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
 
@@ -243,7 +243,7 @@ def _audit_link(directory: LdapDirectory, event: str, user: User, **details: str
         event,
         domain_id=directory.domain_id,
         actor=f"ldap:{directory.id}",
-        target=f"user:{user.id}",
+        target=actors.of_user(user.id),
         details={"directory": directory.id, **details},
         commit=False,
     )

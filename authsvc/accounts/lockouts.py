@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from flask import current_app
 
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics
@@ -82,7 +82,7 @@ def note_failure(domain: Domain, email: str, user: User | None, kind: str = "") 
         seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
         client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
         if scope.endswith("account"):
-            target = f"user:{user.id}" if user is not None else None
+            target = actors.of_user(user.id) if user is not None else None
         else:
             target = f"address:{subject}"
         audit.record(

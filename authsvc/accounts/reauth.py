@@ -17,6 +17,7 @@ from flask import Response, current_app, redirect, request, url_for
 from authsvc.accounts import sessions
 from authsvc.accounts.mfa import factors
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import issuer
@@ -56,7 +57,7 @@ def required(user: User, domain: Domain, back_to: str | None = None) -> Response
             extra={"reauth_uri": issuer() + login},
         )
     response = redirect(login, 303)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     return response
 
 

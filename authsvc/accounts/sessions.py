@@ -18,7 +18,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from authsvc.accounts import ldap_signin
-from authsvc.core import audit, store
+from authsvc.core import actors, audit, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
 
@@ -204,7 +204,7 @@ def end_everything(user: User, via: str = "end_sessions", actor: str | None = No
             "token.revoked",
             domain_id=user.domain_id,
             actor=actor or (audit.actor_of() if has_request_context() else "cli"),
-            target=f"user:{user.id}",
+            target=actors.of_user(user.id),
             details={"count": revoked, "via": via},
             commit=False,
         )

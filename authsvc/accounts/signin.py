@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from authsvc.accounts import ldap_signin, lockouts, sessions
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics
@@ -63,7 +63,7 @@ def refused(domain: Domain, user: User | None, reason: str, via: str, directory:
     audit.record(
         "signin.failed",
         domain_id=domain.id,
-        target=f"user:{user.id}" if user is not None else None,
+        target=actors.of_user(user.id) if user is not None else None,
         details=details,
     )
 
@@ -80,5 +80,5 @@ def sign_in(domain: Domain, email: str, password: str, via: str) -> User | None:
     if user.disabled:
         refused(domain, user, "disabled", via, directory=extra.get("directory"))
         return None
-    audit.record("signin.succeeded", domain_id=domain.id, actor=f"user:{user.id}", details={"via": via, **extra})
+    audit.record("signin.succeeded", domain_id=domain.id, actor=actors.of_user(user.id), details={"via": via, **extra})
     return user

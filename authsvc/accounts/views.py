@@ -11,9 +11,10 @@ from authsvc.accounts.lockouts import LockedOut
 from authsvc.accounts.mfa import factors
 from authsvc.accounts.mfa.views import challenge
 from authsvc.accounts.signin import sign_in
-from authsvc.core import audit, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -66,7 +67,7 @@ def signin() -> Response:
     else:
         response = jsonify(id=str(user.id), email=user.email, name=user.name, domain=str(domain.id))
         response.status_code = 202
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     sessions.start_session(response, user, domain)
     return response
 
@@ -170,7 +171,7 @@ def logout() -> Response:
         audit.record(
             "token.revoked",
             domain_id=domain.id,
-            actor=f"user:{token.user_id}" if token.user_id else None,
+            actor=actors.of_user(token.user_id) if token.user_id else None,
             target=f"token:{token.id}",
             details={"count": 1, "via": "logout"},
             commit=False,
@@ -178,13 +179,13 @@ def logout() -> Response:
         db.session.commit()
     target = safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page"))
     response = redirect(target, 303)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     record = sessions.end_session(response)
     # A session from a SAML sign-in also signs out at the IdP (Single Logout), which sends the browser back.
     elsewhere = sessions.signed_out_elsewhere(domain, record, target)
     if elsewhere:
         response.headers["Location"] = elsewhere
-        response.headers["Referrer-Policy"] = "no-referrer"
+        uncached(response, referrer_policy=NO_REFERRER)
     return response
 
 
@@ -206,12 +207,12 @@ def logout_all() -> Response:
         form = LogoutAllForm()
         if not form.validate_on_submit():
             raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")
-    revoked = sessions.end_everything(user, via="logout_all", actor=f"user:{user.id}")
+    revoked = sessions.end_everything(user, via="logout_all", actor=actors.of_user(user.id))
     db.session.commit()
     if lookup.presented():
         response = jsonify(revoked_tokens=revoked)
     else:
         response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     sessions.end_session(response)
     return response

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from authsvc.core import audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
+from authsvc.core.permissions import SUPPORT_OR_ADMIN, Permission
 
 
 class Forbidden(Exception):
@@ -44,11 +45,11 @@ class Actor:
 
     user: User | None  # None for the command line, which acts as no account
     name: str  # for audit records: "user:12", "api_key:3f9c…", "cli"
-    permissions: int  # PlaceOS bits: 1 support, 2 admin
+    permissions: Permission
 
     @property
     def system_admin(self) -> bool:
-        return (self.user is None or self.user.system_admin) and bool(self.permissions & 2)
+        return (self.user is None or self.user.system_admin) and bool(self.permissions & Permission.ADMIN)
 
     @property
     def user_id(self) -> int | None:
@@ -60,10 +61,10 @@ class Actor:
         return self.user.domain_id if self.user is not None else None
 
     def can_read(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 3))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & SUPPORT_OR_ADMIN))
 
     def can_change(self, domain_id: int) -> bool:
-        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & 2))
+        return self.system_admin or (domain_id == self.domain_id and bool(self.permissions & Permission.ADMIN))
 
 
 COMMAND_LINE = "cli"
@@ -75,7 +76,7 @@ def command_line() -> Actor:
     Whoever runs the commands already holds the database credentials; the
     admin rules still apply, and every change is audited with actor ``cli``.
     """
-    return Actor(user=None, name=COMMAND_LINE, permissions=3)
+    return Actor(user=None, name=COMMAND_LINE, permissions=SUPPORT_OR_ADMIN)
 
 
 def audit_change(

@@ -14,9 +14,10 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
 from authsvc import admin
-from authsvc.core import validation
+from authsvc.core import actors, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import uncached
 from authsvc.core.models import (
     ApiKey,
     Application,
@@ -27,6 +28,7 @@ from authsvc.core.models import (
     SsoProvider,
     User,
 )
+from authsvc.core.permissions import SUPPORT_OR_ADMIN
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
 from authsvc.identity.views import resource_token_response
@@ -42,14 +44,14 @@ def current_actor(*scopes: str) -> admin.Actor:
     The credential needs the ``admin`` scope, and any other ``scopes`` named.
     """
     credential = lookup.authenticate(current_domain())
-    if not credential.permissions & 3:
+    if not credential.permissions & SUPPORT_OR_ADMIN:
         raise ApiError(403, "forbidden", "An admin or support credential is needed.")
     lookup.require_scopes(credential, "admin", *scopes)
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
 
 
 def _actor_name(credential: lookup.Credential) -> str:
-    return f"api_key:{credential.api_key_id}" if credential.api_key_id else f"user:{credential.user.id}"
+    return actors.of_api_key(credential.api_key_id) if credential.api_key_id else actors.of_user(credential.user.id)
 
 
 def admin_errors(view: Callable[..., Response]) -> Callable[..., Response]:
@@ -69,7 +71,7 @@ def admin_errors(view: Callable[..., Response]) -> Callable[..., Response]:
             error = jsonify(error="invalid_input", error_description="Some fields are not valid.", fields=exc.fields)
             error.status_code = 422
             return error
-        response.headers["Cache-Control"] = "no-store"
+        uncached(response)
         return response
 
     return wrapped

@@ -7,7 +7,7 @@ from typing import Any
 from authsvc.accounts import signin
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
-from authsvc.core import validation
+from authsvc.core import actors, validation
 from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Domain, User
 
@@ -35,7 +35,7 @@ def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
         raise ValidationFailed({"permission": str(exc)}) from None
     db.session.add(key)
     db.session.flush()
-    audit_change(actor, "api_key.created", domain.id, f"api_key:{key.id}", after=key.as_json())
+    audit_change(actor, "api_key.created", domain.id, actors.of_api_key(key.id), after=key.as_json())
     commit("that API key")
     return key, value
 
@@ -53,7 +53,7 @@ def update_api_key(actor: Actor, key: ApiKey, data: Any) -> ApiKey:
     domain = db.session.get(Domain, key.domain_id)
     for attr, value in read(ApiKeyChange, data, domain=domain).given().items():
         setattr(key, attr, value)
-    audit_change(actor, "api_key.updated", key.domain_id, f"api_key:{key.id}", before, key.as_json())
+    audit_change(actor, "api_key.updated", key.domain_id, actors.of_api_key(key.id), before, key.as_json())
     db.session.commit()
     return key
 
@@ -62,5 +62,5 @@ def revoke_api_key(actor: Actor, key: ApiKey) -> None:
     require_change_of_user(actor, key.user)
     if key.revoked_at is None:
         key.revoked_at = now()
-        audit_change(actor, "api_key.revoked", key.domain_id, f"api_key:{key.id}")
+        audit_change(actor, "api_key.revoked", key.domain_id, actors.of_api_key(key.id))
     db.session.commit()

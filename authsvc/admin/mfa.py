@@ -8,6 +8,7 @@ from authsvc.accounts import sessions
 from authsvc.accounts.mfa import factors
 from authsvc.admin.actors import Actor, audit_change, require_change, require_change_of_user
 from authsvc.admin.schemas import read
+from authsvc.core import actors
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 
@@ -34,6 +35,6 @@ def reset_factors(actor: Actor, user: User) -> int:
     require_change_of_user(actor, user)
     removed = factors.reset(user)
     sessions.invalidate_sessions(user)
-    audit_change(actor, "mfa.reset", user.domain_id, f"user:{user.id}", after={"factors_removed": removed})
+    audit_change(actor, "mfa.reset", user.domain_id, actors.of_user(user.id), after={"factors_removed": removed})
     db.session.commit()
     return removed

@@ -9,6 +9,7 @@ from sqlalchemy import delete, update
 from authsvc.accounts import sessions, signin
 from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
+from authsvc.core import actors
 from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.identity import delegated
@@ -50,7 +51,7 @@ def create_user(actor: Actor, data: Any) -> User:
         user.set_password(password)
     db.session.add(user)
     db.session.flush()
-    audit_change(actor, "user.created", domain.id, f"user:{user.id}", after=user.as_json())
+    audit_change(actor, "user.created", domain.id, actors.of_user(user.id), after=user.as_json())
     commit(f"a user with e-mail {email!r}")
     return user
 
@@ -97,7 +98,7 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
         | ({"password_changed": True} if password else {})
         | ({"revoked_tokens": revoked} if revoked else {})
     )
-    audit_change(actor, "user.updated", user.domain_id, f"user:{user.id}", before, after)
+    audit_change(actor, "user.updated", user.domain_id, actors.of_user(user.id), before, after)
     commit("that user")
     return user, revoked
 
@@ -122,14 +123,16 @@ def delete_user(actor: Actor, user: User) -> None:
     )
     sessions.invalidate_sessions(user)
     db.session.delete(user)
-    audit_change(actor, "user.deleted", int(before["domain"]), f"user:{before['id']}", before=before)
+    audit_change(actor, "user.deleted", int(before["domain"]), actors.of_user(before["id"]), before=before)
     db.session.commit()
 
 
 def revoke_user_tokens(actor: Actor, user: User) -> int:
     require_change_of_user(actor, user)
     revoked = sessions.end_everything(user)
-    audit_change(actor, "user.tokens_revoked", user.domain_id, f"user:{user.id}", after={"revoked_tokens": revoked})
+    audit_change(
+        actor, "user.tokens_revoked", user.domain_id, actors.of_user(user.id), after={"revoked_tokens": revoked}
+    )
     db.session.commit()
     return revoked
 

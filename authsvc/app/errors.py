@@ -13,6 +13,7 @@ from werkzeug.exceptions import HTTPException
 from authsvc.app import limits
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.oauth.server import authorization_server
 from authsvc.web import metrics
 
@@ -69,9 +70,8 @@ def init_app(app: Flask) -> None:
             return handle_database_busy(busy)
         except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
             return handle_unexpected(unexpected)
-        response.headers["Cache-Control"] = "no-store"
+        uncached(response, referrer_policy=NO_REFERRER)
         response.headers["Pragma"] = "no-cache"
-        response.headers["Referrer-Policy"] = "no-referrer"
         return response
 
     @app.errorhandler(RateLimitExceeded)

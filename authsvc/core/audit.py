@@ -18,7 +18,7 @@ from flask import g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from authsvc.core import store
+from authsvc.core import actors, store
 from authsvc.core.background import BackgroundQueue
 from authsvc.core.database import db
 from authsvc.core.models import AuditRecord
@@ -64,10 +64,10 @@ def actor_of(credential: Any = None) -> str:
     """A short name for who acts: the request's credential, else its session user, else anonymous."""
     if credential is not None:
         if getattr(credential, "api_key_id", None):
-            return f"api_key:{credential.api_key_id}"
-        return f"user:{credential.user.id}"
+            return actors.of_api_key(credential.api_key_id)
+        return actors.of_user(credential.user.id)
     user = g.get("authsvc_session_user") if has_request_context() else None
-    return f"user:{user.id}" if user is not None else "anonymous"
+    return actors.of_user(user.id) if user is not None else "anonymous"
 
 
 def record(

@@ -7,6 +7,8 @@ from typing import Any
 import redis.exceptions
 from flask import Response, current_app, jsonify
 
+from authsvc.core.headers import uncached
+
 # What "the session store is down" looks like to redis-py: refused, reset,
 # timed out, still loading after a restart, or a replica after a failover.
 REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError, redis.exceptions.ReadOnlyError)
@@ -40,7 +42,7 @@ def json_error(
 ) -> Response:
     response = jsonify(error=error, error_description=description, **(extra or {}))
     response.status_code = status
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

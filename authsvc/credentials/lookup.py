@@ -19,6 +19,7 @@ from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
+from authsvc.core.permissions import Permission
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 from authsvc.credentials.readers import Readers, read_one
 
@@ -44,7 +45,7 @@ class Credential:
     scopes: list[str]
     issued_at: int
     expires_at: int | None
-    permissions: int  # PlaceOS bits: 1 support, 2 admin
+    permissions: Permission
     audience: str  # the host of the credential's domain
     client_id: str | None = None
     api_key_id: str | None = None
@@ -52,7 +53,7 @@ class Credential:
 
     @property
     def admin(self) -> bool:
-        return bool(self.permissions & 2)
+        return bool(self.permissions & Permission.ADMIN)
 
     @cached_property
     def user(self) -> User:
@@ -176,7 +177,7 @@ def claims(credential: Credential, issuer: str) -> dict[str, Any]:
         "aud": credential.audience,
         "sub": str(user.id),
         "scope": credential.scopes,
-        "u": {"n": user.name, "e": user.email, "p": credential.permissions, "r": list(user.groups)},
+        "u": {"n": user.name, "e": user.email, "p": int(credential.permissions), "r": list(user.groups)},
     }
     if credential.kind == "token":
         answer["client_id"] = credential.client_id
@@ -238,8 +239,8 @@ def _claimant(row: Any) -> Claimant:
     return Claimant(id=row.id, name=row.name, email=row.email, groups=list(row.groups or []))
 
 
-def _user_permissions(row: Any) -> int:
-    return (1 if row.support else 0) | (2 if row.admin else 0)
+def _user_permissions(row: Any) -> Permission:
+    return Permission.of(support=row.support, admin=row.admin)
 
 
 # The lookups below need no Flask request: inspect's WSGI fast path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
+from authsvc.core.headers import no_store
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.credentials import fastpath, lookup
 
@@ -11,6 +12,7 @@ bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
 
 
 @bp.get("/api_keys/inspect")
+@no_store
 def inspect() -> Response:
     """Describe the credential presented, in the claims shape PlaceOS clients read."""
     # On every API request of the platform: one statement finds the domain,
@@ -19,10 +21,7 @@ def inspect() -> Response:
     failed = request.environ.pop(fastpath.DATABASE_ERROR, None)
     if failed is not None:
         raise failed
-    claims = lookup.claims(lookup.authenticate(), issuer())
-    response = jsonify(claims)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return jsonify(lookup.claims(lookup.authenticate(), issuer()))
 
 
 @bp.get("/scopes")

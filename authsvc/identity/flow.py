@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import current_app
 
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.identity.delegated import save_tokens
@@ -167,15 +167,15 @@ def finish(
     profile = map_profile(provider, claims)
     check_match_rules(provider, claims, profile)
     if linking is not None:
-        user = link_identity(provider, profile["uid"], session_user, actor=f"user:{session_user.id}", via="user")
+        user = link_identity(provider, profile["uid"], session_user, actor=actors.of_user(session_user.id), via="user")
     else:
         user = link_user(provider, profile, claims)
     # Stored with the provider's tokens, in their transaction.
     audit.record(
         "sso.signin",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
-        target=f"user:{user.id}",
+        actor=actors.of_user(user.id),
+        target=actors.of_user(user.id),
         details={"provider": provider.id},
         commit=False,
     )

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.identity.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
@@ -191,7 +191,7 @@ def _audit_link(provider: SsoProvider, event: str, user: User, *, actor: str, **
         event,
         domain_id=provider.domain_id,
         actor=actor,
-        target=f"user:{user.id}",
+        target=actors.of_user(user.id),
         details={"provider": provider.id, **details},
         commit=False,
     )

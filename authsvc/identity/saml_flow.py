@@ -18,7 +18,7 @@ from typing import Any
 
 from flask import current_app
 
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.identity import saml, saml_setup, saml_slo
@@ -147,7 +147,7 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         if linking is not None:
             if session_user is None or session_user.id != linking:
                 raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
-            user = link_identity(provider, data["subject"], session_user, actor=f"user:{linking}", via="user")
+            user = link_identity(provider, data["subject"], session_user, actor=actors.of_user(linking), via="user")
         else:
             user = link_user(provider, profile, claims)
     except ProviderRefused as exc:
@@ -159,8 +159,8 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
     audit.record(
         "saml.signin",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
-        target=f"user:{user.id}",
+        actor=actors.of_user(user.id),
+        target=actors.of_user(user.id),
         details={"provider": provider.id, "solicited": data["browser"] is not None},
         commit=False,
     )

@@ -27,7 +27,7 @@ import redis
 from flask import Flask, current_app
 
 from authsvc.accounts import sessions
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.models import Domain, SsoProvider
 from authsvc.identity import saml_logout
 from authsvc.identity.providers import find_provider
@@ -93,7 +93,7 @@ def idp_logout(domain: Domain, provider: SsoProvider, binding: str, fields: dict
             "saml.logout",
             domain_id=domain.id,
             actor=f"sso:{provider.id}",
-            target=f"user:{user_id}",
+            target=actors.of_user(user_id),
             details={"provider": provider.id, "initiated_by": "idp", "sessions": len(ended)},
         )
     try:
@@ -130,8 +130,8 @@ def _signing_out(app: Flask, domain: Domain, record: dict[str, Any], continue_ur
     audit.record(
         "saml.logout",
         domain_id=domain.id,
-        actor=f"user:{record['user']}",
-        target=f"user:{record['user']}",
+        actor=actors.of_user(record["user"]),
+        target=actors.of_user(record["user"]),
         details={"provider": provider.id, "initiated_by": "sp", "sessions": 1},
     )
     return url

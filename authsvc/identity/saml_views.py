@@ -9,6 +9,7 @@ from flask import Blueprint, Response, redirect, request, url_for
 
 from authsvc.accounts import sessions
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import SsoProvider
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -56,8 +57,7 @@ def acs(provider_id: str) -> Response:
             "message.html", status, domain=domain, title=title, message=message, link=url_for("auth.login_page")
         )
     response = redirect(url_for("saml.finish", handoff=handoff), 303)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    uncached(response, referrer_policy=NO_REFERRER)
     return response
 
 
@@ -109,6 +109,5 @@ def slo(provider_id: str) -> Response:
         response = redirect(answer["url"], 303)
     else:
         return page("saml_post.html", domain=domain, action=answer["url"], fields=answer["fields"])
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    uncached(response, referrer_policy=NO_REFERRER)
     return response

@@ -12,6 +12,7 @@ from flask import Blueprint, Response, current_app, jsonify, redirect, request, 
 from authsvc.accounts import reauth, sessions
 from authsvc.core import security
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -100,8 +101,7 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
             link=url_for("auth.login_page"),
         )
     response = redirect(target, 302 if link_user is None else 303)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    uncached(response, referrer_policy=NO_REFERRER)
     # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it
     # (for SAML, our own redirect after the IdP's cross-site POST: see saml_flow).
     response.set_cookie(
@@ -151,8 +151,7 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
             link=url_for("auth.login_page"),
         )
     response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    uncached(response, referrer_policy=NO_REFERRER)
     extra = {"saml": signed_in.saml} if signed_in.saml else None
     session_id = sessions.start_session(response, signed_in.user, domain, amr=["fed"], extra=extra)
     if signed_in.saml:
@@ -170,7 +169,7 @@ def resource_token_response(fetch: Callable[[str | None], dict[str, Any]]) -> Re
     except delegated.ResourceTokenError as exc:
         raise ApiError(exc.status, exc.error, exc.description) from None
     response = jsonify(answer)
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     return response
 
 

@@ -15,7 +15,7 @@ from flask import Blueprint, Response, redirect, request
 
 from authsvc.accounts import lockouts, sessions
 from authsvc.accounts.lockouts import LockedOut
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.models import RESERVED_SCOPES, Application, Domain, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.device import DevicePending, decide, pending_by_user_code
@@ -125,8 +125,8 @@ def decision() -> Response:
     audit.record(
         "device.approved" if approved else "device.denied",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
-        target=f"client:{application.client_id}",
+        actor=actors.of_user(user.id),
+        target=actors.of_client(application.client_id),
         details={"scope": pending.scope},
     )
     title = "Device connected" if approved else "Request denied"

@@ -19,6 +19,7 @@ from flask import Blueprint, Response, redirect, request
 
 from authsvc.accounts import sessions
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys
@@ -89,8 +90,7 @@ def _signed_out(logout: LogoutRequest, domain: Domain) -> Response:
         state = logout.params.get("state")
         target = add_params_to_uri(logout.redirect_uri, [("state", state)]) if state else logout.redirect_uri
         response = redirect(target, 303)
-        response.headers["Cache-Control"] = "no-store"
-        response.headers["Referrer-Policy"] = "no-referrer"
+        uncached(response, referrer_policy=NO_REFERRER)
         return response
     return page("message.html", domain=domain, title="Signed out", message="You are signed out.", link="/auth/login")
 

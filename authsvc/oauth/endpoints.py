@@ -14,7 +14,7 @@ from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint as _IntrospectionEndpoint
 
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
@@ -109,7 +109,7 @@ class RevocationEndpoint(_RevocationEndpoint):
             audit.record(
                 "token.revoked",
                 domain_id=token.row.application.domain_id,
-                actor=f"client:{token.row.application.client_id}",
+                actor=actors.of_client(token.row.application.client_id),
                 target=f"token:{token.row.id}",
                 details={"count": revoked, "via": "revocation", "token_type": token.kind},
                 commit=False,

@@ -18,7 +18,7 @@ from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from authsvc.accounts import sessions, signin
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.tenancy import current_domain
@@ -225,7 +225,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         audit.record(
             "refresh_token.reused",
             domain_id=token.application.domain_id,
-            actor=f"client:{token.application.client_id}",
+            actor=actors.of_client(token.application.client_id),
             target=f"token:{token.id}",
             details={"within_grace": within_grace, "revoked": revoked},
             commit=False,
@@ -288,7 +288,7 @@ def revoke_replayed(client: Application, family: str) -> None:
     audit.record(
         "code.replayed",
         domain_id=client.domain_id,
-        actor=f"client:{client.client_id}",
+        actor=actors.of_client(client.client_id),
         details={"revoked": revoked},
         commit=False,
     )

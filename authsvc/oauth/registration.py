@@ -21,7 +21,7 @@ from authlib.oauth2.rfc7592 import ClientConfigurationEndpoint
 from flask import request as flask_request
 from sqlalchemy import select
 
-from authsvc.core import audit, security, validation
+from authsvc.core import actors, audit, security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, RegistrationToken
 from authsvc.core.tenancy import current_domain, issuer
@@ -234,7 +234,7 @@ class ClientConfiguration(ClientConfigurationEndpoint):
         audit.record(
             "application.updated",
             domain_id=client.domain_id,
-            actor=f"client:{client.client_id}",
+            actor=actors.of_client(client.client_id),
             target=f"application:{client.id}",
             details={"before": before, "after": client.as_json(), "via": "rfc7592"},
             commit=False,
@@ -248,7 +248,7 @@ class ClientConfiguration(ClientConfigurationEndpoint):
         audit.record(
             "application.deleted",
             domain_id=domain_id,
-            actor=f"client:{client.client_id}",
+            actor=actors.of_client(client.client_id),
             target=f"application:{before['id']}",
             details={"before": before | {"revoked_tokens": live}, "via": "rfc7592"},
             commit=False,

@@ -18,7 +18,7 @@ from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
 
-from authsvc.core import audit, security, store
+from authsvc.core import actors, audit, security, store
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
@@ -157,9 +157,9 @@ class AuthorizationServer(_AuthorizationServer):
             "token.refreshed" if grant_type == "refresh_token" else "token.issued",
             domain_id=client.domain_id,
             # A client_credentials token is the application's doing, though it acts as its service account.
-            actor=f"client:{client.client_id}"
+            actor=actors.of_client(client.client_id)
             if grant_type == "client_credentials" or not request.user
-            else f"user:{request.user.id}",
+            else actors.of_user(request.user.id),
             target=f"token:{row.id}",
             details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
             commit=False,

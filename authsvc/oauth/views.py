@@ -8,9 +8,10 @@ from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
 
 from authsvc.accounts import sessions
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.credentials import lookup
@@ -24,8 +25,7 @@ bp = Blueprint("oauth", __name__, url_prefix="/auth/oauth")
 
 def _finish(response: Response) -> Response:
     # The redirect carries the code: no caching, and no Referer for the application.
-    response.headers["Cache-Control"] = "no-store"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    uncached(response, referrer_policy=NO_REFERRER)
     return response
 
 
@@ -104,11 +104,12 @@ def _approving_user(domain: Domain) -> User:
 
 
 @bp.get("/authorized_applications")
+@no_store
 def authorized_applications() -> Response:
     """The applications the user approved, with the scopes approved."""
     user = _approving_user(current_domain())
     consents = db.session.scalars(select(Consent).where(Consent.user_id == user.id).order_by(Consent.id))
-    response = jsonify(
+    return jsonify(
         applications=[
             {
                 "client_id": c.application.client_id,
@@ -119,11 +120,10 @@ def authorized_applications() -> Response:
             for c in consents
         ]
     )
-    response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 @bp.delete("/authorized_applications/<client_id>")
+@no_store
 def revoke_authorized_application(client_id: str) -> Response:
     """Withdraw the approval of an application and revoke the user's tokens for it."""
     domain = current_domain()
@@ -141,17 +141,15 @@ def revoke_authorized_application(client_id: str) -> Response:
         audit.record(
             "token.revoked",
             domain_id=domain.id,
-            actor=f"user:{user.id}",
-            target=f"client:{client_id}",
+            actor=actors.of_user(user.id),
+            target=actors.of_client(client_id),
             details={"count": revoked, "via": "approval_withdrawn"},
             commit=False,
         )
     db.session.commit()
     if not removed and not revoked:
         raise ApiError(404, "not_found", "This application holds no approval of yours.")
-    response = jsonify(client_id=client_id, revoked_tokens=revoked)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return jsonify(client_id=client_id, revoked_tokens=revoked)
 
 
 @bp.post("/revoke")
@@ -178,6 +176,7 @@ def jwks() -> Response:
 
 
 @bp.route("/userinfo", methods=["GET", "POST"])
+@no_store
 def userinfo() -> Response:
     """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
     domain = current_domain()
@@ -190,18 +189,15 @@ def userinfo() -> Response:
             headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_token"'},
         )
     lookup.require_scopes(credential, "openid")  # 403 insufficient_scope
-    response = jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
 
 
 @bp.post("/device_authorization")
+@no_store
 def device_authorization() -> Response:
     """RFC 8628 3.1: a device code and a user code; the person answers at /auth/device."""
     current_domain()
-    response = authorization_server().create_endpoint_response("device_authorization")
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return authorization_server().create_endpoint_response("device_authorization")
 
 
 @bp.post("/register")

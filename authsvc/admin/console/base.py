@@ -24,8 +24,9 @@ from authsvc.accounts.mfa import factors
 from authsvc.admin.console.forms import (
     ConfirmForm,
 )
-from authsvc.core import validation
+from authsvc.core import actors, validation
 from authsvc.core.models import Domain, User
+from authsvc.core.permissions import SUPPORT_OR_ADMIN
 from authsvc.core.tenancy import current_domain
 from authsvc.web.pages import page
 
@@ -49,12 +50,12 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
         if user is None:
             here = request.full_path if request.query_string else request.path
             return redirect("/auth/login?" + urlencode({"continue": here}), 303)
-        if not user.permissions & 3:
+        if not user.permissions & SUPPORT_OR_ADMIN:
             return message(403, "Not allowed", "The console is for the admins and support staff of a domain.")
         refused = _second_factor_missing(user)
         if refused is not None:
             return refused
-        g.console_actor = admin.Actor(user=user, name=f"user:{user.id}", permissions=user.permissions)
+        g.console_actor = admin.Actor(user=user, name=actors.of_user(user.id), permissions=user.permissions)
         try:
             if "domain_id" in kwargs:
                 g.console_domain = kwargs["domain"] = admin.get(g.console_actor, Domain, kwargs.pop("domain_id"))

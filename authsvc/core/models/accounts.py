@@ -19,6 +19,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models.tenancy import Application
+from authsvc.core.permissions import Permission
 
 
 class User(db.Model):
@@ -67,9 +68,9 @@ class User(db.Model):
         return self.id
 
     @property
-    def permissions(self) -> int:
-        """PlaceOS permission bits: 1 support, 2 admin."""
-        return (1 if self.support else 0) | (2 if self.admin else 0)
+    def permissions(self) -> Permission:
+        """PlaceOS permission bits: support, admin."""
+        return Permission.of(support=self.support, admin=self.admin)
 
     @property
     def privileged(self) -> bool:

@@ -11,6 +11,7 @@ from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
+from authsvc.core.permissions import Permission
 
 
 class Token(db.Model):
@@ -156,13 +157,13 @@ class Token(db.Model):
 API_KEY_PERMISSIONS = ("user", "support", "admin")
 
 
-def capped_permissions(level: str, bits: int) -> int:
+def capped_permissions(level: str, bits: Permission) -> Permission:
     """A user's permission ``bits`` as an API key of ``level`` may use them."""
     if level == "admin":
-        return bits
+        return Permission(bits)
     if level == "support":
-        return 1 if bits else 0
-    return 0
+        return Permission.SUPPORT if bits else Permission(0)
+    return Permission(0)
 
 
 class ApiKey(db.Model):
