@@ -14,6 +14,7 @@ from flask import request
 from scim2_models import ForbiddenException, UnauthorizedException
 from sqlalchemy import select, update
 
+from authsvc.core import actors
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Domain, User
 from authsvc.credentials import lookup
@@ -60,9 +61,9 @@ def authenticate(domain: Domain) -> Provisioner:
             raise ForbiddenException(
                 detail="A token for SCIM must come from client credentials of an application bound to an admin account."
             )
-        actor = f"client:{credential.client_id}"
+        actor = actors.of_client(credential.client_id)
     else:
-        actor = f"api_key:{credential.api_key_id}"
+        actor = actors.of_api_key(credential.api_key_id)
     _note_activity(domain)
     return Provisioner(domain=domain, user_id=user.id, actor=actor)
 

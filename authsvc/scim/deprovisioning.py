@@ -15,7 +15,7 @@ import time
 from sqlalchemy import delete, update
 
 from authsvc.accounts import sessions
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db, now
 from authsvc.core.models import (
     ApiKey,
@@ -44,7 +44,7 @@ def deactivate(user: User, actor: str) -> None:
         "scim.user.deactivated",
         domain_id=user.domain_id,
         actor=actor,
-        target=f"user:{user.id}",
+        target=actors.of_user(user.id),
         details={"revoked_tokens": tokens, "revoked_api_keys": keys},
         commit=False,
     )

@@ -17,6 +17,8 @@ from scim2_models import (
     ScimPolicy,
 )
 
+from authsvc.core.headers import uncached
+
 MEDIA_TYPE = "application/scim+json"
 
 # What Microsoft Entra ID and Okta send that stretches RFC 7644: attributes we do not
@@ -31,8 +33,7 @@ POLICY = ScimPolicy(
 
 
 def answer(payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    response = current_app.response_class(json.dumps(payload), status=status, mimetype=MEDIA_TYPE)
-    response.headers["Cache-Control"] = "no-store"
+    response = uncached(current_app.response_class(json.dumps(payload), status=status, mimetype=MEDIA_TYPE))
     for name, value in (headers or {}).items():
         response.headers[name] = value
     return response

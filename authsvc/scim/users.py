@@ -30,7 +30,7 @@ from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.accounts import sessions
-from authsvc.core import audit
+from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.scim import deprovisioning, protocol, queries
@@ -203,7 +203,7 @@ def _audit(provisioner: Provisioner, event: str, user: User, **details: Any) -> 
         event,
         domain_id=provisioner.domain.id,
         actor=provisioner.actor,
-        target=f"user:{user.id}",
+        target=actors.of_user(user.id),
         details={"userName": user.email, **details},
         commit=False,
     )
