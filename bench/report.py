@@ -17,6 +17,7 @@ from typing import Any
 
 from bench.load import Result
 from bench.noise import CpuUse
+from bench.targets import INSPECT_MIN
 
 RSS_LIMIT_MB = 80.0
 
@@ -44,7 +45,7 @@ def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[
     for i, n in enumerate(token_counts):
         label = f"inspect, bearer header, {tokens_label(n)} tokens"
         if i == 0:
-            out.append(Row(label, first, "bare", 0.65, short=f"inspect {tokens_label(n)}"))
+            out.append(Row(label, first, "bare", INSPECT_MIN, short=f"inspect {tokens_label(n)}"))
         else:
             minimum = 0.9 if n == token_counts[-1] else None
             out.append(Row(label, f"inspect_bearer_{n}", first, minimum, short=f"inspect {tokens_label(n)}"))
