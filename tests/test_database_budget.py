@@ -12,6 +12,7 @@ import bcrypt
 import pytest
 from sqlalchemy import event
 
+from authsvc.core.budget import budgeted
 from authsvc.core.database import db
 from tests.conftest import BACKEND, DATABASE_URL, PASSWORD, HttpsClient, get_code, headers
 from tests.outages_support import assert_unavailable, authorize, exchange, inspect, password_grant, signin, timed
@@ -155,3 +156,20 @@ def test_inspect_on_sqlite_runs_one_sql_statement_per_request(app, client, setup
             assert len(statements) == 1, (where, statements)
     finally:
         event.remove(engine, "before_cursor_execute", count)
+
+
+@pytest.mark.parametrize(
+    ("path", "is_budgeted"),
+    [
+        ("/api/engine/v2/api_keys/inspect", True),
+        ("/api/engine/v2/users/resource_token", True),
+        ("/auth/signin", True),
+        ("/auth/oauth/token", True),
+        ("/scim/v2/Users", True),
+        ("/api/engine/v2/users", False),
+        ("/auth/admin/users", False),
+        ("/readyz", False),
+    ],
+)
+def test_the_requests_api_servers_wait_on_have_the_budget_and_listings_keep_the_statement_timeout(path, is_budgeted):
+    assert budgeted(path) is is_budgeted

@@ -27,8 +27,10 @@ import psycopg
 
 # Paths that keep the per-statement timeout: administration and listings,
 # whose statements may legitimately run long, and the health checks, which
-# bound their own waits. Inspect shares the admin API's prefix but is budgeted.
+# bound their own waits. Inspect and the delegated provider tokens share the
+# admin API's prefix, but API servers wait on them: they are budgeted.
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
+BUDGETED_API_PATHS = frozenset({INSPECT_PATH, "/api/engine/v2/users/resource_token"})
 UNBUDGETED_PREFIXES = (
     "/api/",
     "/auth/admin",
@@ -100,7 +102,7 @@ def note_failure() -> None:
 
 
 def budgeted(path: str) -> bool:
-    return path == INSPECT_PATH or not path.startswith(UNBUDGETED_PREFIXES)
+    return path in BUDGETED_API_PATHS or not path.startswith(UNBUDGETED_PREFIXES)
 
 
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
