@@ -8,6 +8,8 @@ tests/providers.py, the pysaml2 IdP, slapd.
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 from flask_migrate import upgrade
 from sqlalchemy import select
@@ -15,7 +17,7 @@ from sqlalchemy import text as sql
 
 from authsvc import create_app
 from authsvc.core.database import db
-from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
+from authsvc.core.models import ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
 from tests.conftest import OIDC_SCOPES, PASSWORD, base_config, get_code, headers, signin
 from tests.console_support import CONSOLE, text
 from tests.ldap_support import corp as corp  # noqa: F401 - a fixture
@@ -153,9 +155,15 @@ def test_the_migration_keeps_admin_made_users_verified_and_not_those_a_sign_in_m
     app = create_app({**base_config(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'before.sqlite3'}"})
     with app.app_context():
         upgrade(revision="b8d2f4a6c1e3")  # the schema before email_verified
-        domain = Domain(name="d", host="d.example", scopes="public")
-        db.session.add(domain)
-        db.session.flush()
+        # Rows written in SQL, not through the models: they describe the schema of today's head.
+        db.session.execute(
+            sql(
+                "INSERT INTO domain (name, host, scopes, mfa_require, created_at)"
+                " VALUES ('d', 'd.example', 'public', 'off', 0)"
+            )
+        )
+        domain_id = db.session.execute(sql("SELECT id FROM domain WHERE host = 'd.example'")).scalar_one()
+        domain = SimpleNamespace(id=domain_id)
         for email in ("admin-made", "sso-new", "trusted-new", "sso-by-email", "ldap-new", "ldap-by-email"):
             db.session.execute(
                 sql(
