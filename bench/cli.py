@@ -133,6 +133,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "database, and measure its inspect and grant rows in the same run, for a before/after comparison",
     )
     p.add_argument(
+        "--ha",
+        action="store_true",
+        help="also start a healthy Redis Sentinel + PostgreSQL primary/replica cluster holding a copy of the first "
+        "database, and measure the inspect and code-flow rows on an authsvc over it (REDIS_SENTINELS, a multi-host "
+        "DATABASE_URL) in the same run",
+    )
+    p.add_argument(
         "--check",
         nargs="?",
         type=Path,

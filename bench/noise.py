@@ -53,9 +53,12 @@ class CpuUse:
 
 
 class CpuMeter:
-    def __init__(self, conn: psycopg.Connection | None, databases: list[str]):
+    def __init__(self, conn: psycopg.Connection | None, databases: list[str], roots: list[int] | None = None):
         self.conn = conn
         self.databases = databases
+        # Server processes that are not our descendants (``--ha``'s postmasters, which daemonise):
+        # they and everything under them (backends, WAL senders and receivers) count as the servers'.
+        self.roots = roots or []
         self._start: tuple[float, int, int, dict[int, int]] | None = None
 
     def backends(self) -> set[int]:
@@ -71,7 +74,7 @@ class CpuMeter:
         table = _proc_table()
         me = os.getpid()
         servers = set(self.backends())
-        tree = {me}
+        tree = {me, *(pid for pid in self.roots if pid in table)}
         # Descendants of this process, however deep: gunicorn, Redis, a running generator.
         changed = True
         while changed:

@@ -59,6 +59,9 @@ def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[
         Row("refresh grant, --before", "refresh_before", "bare"),
         Row("device grant poll, --before", "device_poll_before", "bare"),
         Row("client credentials, --before", "client_credentials_before", "bare"),
+        # --ha: the same rows over a healthy Sentinel / multi-host cluster (issue 28), against the plain ones.
+        Row(f"inspect, bearer, {tokens_label(token_counts[0])}, --ha", "inspect_bearer_ha", first),
+        Row("code flow, --ha", "code_flow_ha", "code_flow"),
         # Issue 14: the code flow's 0.4 target is withdrawn; its ratio is reported without one.
         Row("code flow, authorise + exchange", "code_flow", "bare", short="code flow"),
         # Issue 15: what the ID token (RS256, signed per exchange) adds to the same flow.

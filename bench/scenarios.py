@@ -48,6 +48,9 @@ BEFORE = (
     "client_credentials",
 )
 
+# The rows that ``--ha`` also measures on the Sentinel / multi-host cluster.
+HA = ("inspect_bearer", "code_flow")
+
 
 class Scenarios:
     """The loads of ``args.scenarios`` against the running ``servers``."""
@@ -68,6 +71,8 @@ class Scenarios:
                 out.append(key)
             if self.servers.before is not None and key in BEFORE:
                 out.append(f"{key}_before")
+            if self.servers.ha is not None and key in HA:
+                out.append(f"{key}_ha")
         return out
 
     def load(self, key: str) -> Load:
@@ -84,6 +89,13 @@ class Scenarios:
             # The same load as the row it shadows, sent to the earlier checkout.
             shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
             shadowed.name, shadowed.port = key, servers.before.port
+            return shadowed
+        if key.endswith("_ha"):
+            # The same load as the row it shadows, sent to the authsvc over the HA cluster (its own session).
+            shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-3])
+            shadowed.name, shadowed.port = key, servers.ha.port
+            if "Cookie" in shadowed.headers:
+                shadowed.headers = {**shadowed.headers, "Cookie": f"user={servers.ha_cookie}"}
             return shadowed
         if key.startswith("inspect_bearer"):
             instance = next((i for i in servers.instances if key == f"inspect_bearer_{i.tokens}"), main)

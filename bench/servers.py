@@ -6,7 +6,12 @@
    (``CREATE DATABASE ... TEMPLATE``), each grown with COPY to its count;
 3. one authsvc per database and the bare route (and with ``--before`` an
    earlier checkout on the first database), each under the Procfile's gunicorn
-   command with the same production environment.
+   command with the same production environment;
+4. with ``--ha``, a healthy high-availability cluster (devtools.ha_cluster: a
+   Redis primary, a replica and three Sentinels; a PostgreSQL primary and its
+   synchronous streaming replica) holding a copy of the first database, and one
+   more authsvc reaching it through ``REDIS_SENTINELS`` and a multi-host
+   ``DATABASE_URL`` (docs/deployment.md, "High availability").
 
 Everything started is stopped, and every database dropped, when the run's
 ``ExitStack`` closes. The processes themselves come from ``devtools.services``.
@@ -18,6 +23,7 @@ import argparse
 import http.client
 import os
 import secrets
+import subprocess
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -61,6 +67,9 @@ class Servers:
         self.instances: list[Instance] = []
         self.bare: Gunicorn | None = None
         self.before: Gunicorn | None = None
+        self.ha: Gunicorn | None = None
+        self.ha_cookie = ""
+        self.ha_roots: list[int] = []  # the --ha cluster's postmasters, for the CPU meter
         self.seed: seed.Seed | None = None
         self.session_cookie = ""
         self.redis_pid: int | None = None
@@ -141,6 +150,9 @@ class Servers:
                 cwd=args.before.resolve(),
             )
             servers.append(self.before)
+        if args.ha:
+            self.ha = self.start_ha(env)
+            servers.append(self.ha)
         for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)
@@ -149,6 +161,8 @@ class Servers:
             + f", bare route on :{self.bare.port}; {args.workers} workers each; generator {generator}"
         )
         self.session_cookie = self.sign_in()
+        if self.ha is not None:
+            self.ha_cookie = self.sign_in(self.ha.port)
 
     def grow(self, conn: psycopg.Connection, instance: Instance) -> list[str]:
         """COPY tokens in until ``instance``'s database holds its count; returns the inspect rows' sample."""
@@ -163,9 +177,49 @@ class Servers:
         )
         return kept
 
-    def sign_in(self) -> str:
-        """The seeded person's session cookie (its value), for the code flow and ``--serve``."""
-        conn = http.client.HTTPConnection("127.0.0.1", self.main.server.port, timeout=30)
+    def start_ha(self, env: dict[str, str]) -> Gunicorn:
+        """The ``--ha`` cluster, a copy of the first database on its primary, and the authsvc (not started) over it."""
+        from devtools.ha_cluster import SERVICE, PostgresPair, RedisSentinels, missing_binaries
+
+        why = missing_binaries()
+        if why:
+            raise BenchError(f"--ha needs its clusters: {why}")
+        workdir = self.run_dir / "ha"
+        workdir.mkdir()
+        self.run_dir.chmod(0o711)  # as root, PostgreSQL runs as ``postgres``, which must reach its directory
+        redis_cluster = self.stack.enter_context(RedisSentinels(workdir)).start()
+        pg = self.stack.enter_context(PostgresPair(workdir)).start()
+        self.ha_roots = [int((data / "postmaster.pid").read_text().split()[0]) for data in pg.data]
+        # The same records, keys and tokens as the first database, so every row's load fits both.
+        dump = subprocess.run(
+            [_pg_tool("pg_dump"), "--no-owner", "--no-privileges", self.main.db.url],
+            capture_output=True,
+            check=True,
+            timeout=300,
+        ).stdout
+        subprocess.run(
+            [_pg_tool("psql"), "-q", "-v", "ON_ERROR_STOP=1", pg.url(pg.ports[0])],
+            input=dump,
+            capture_output=True,
+            check=True,
+            timeout=300,
+        )
+        hosts = ",".join(f"127.0.0.1:{port}" for port in pg.ports)
+        ha_env = {k: v for k, v in env.items() if k != "REDIS_URL"}
+        ha_env |= {
+            "REDIS_SENTINELS": redis_cluster.sentinels,
+            "REDIS_SENTINEL_SERVICE": SERVICE,
+            "DATABASE_URL": f"postgresql://postgres@{hosts}/postgres?target_session_attrs=read-write",
+        }
+        say(
+            f"--ha: Redis primary :{redis_cluster.primary()} with Sentinels {redis_cluster.sentinels}; "
+            f"PostgreSQL {hosts} ({pg.sync_state()} replica)"
+        )
+        return Gunicorn("authsvc-ha", free_port(), ha_env, self.run_dir / "authsvc-ha.log")
+
+    def sign_in(self, port: int | None = None) -> str:
+        """The seeded person's session cookie (its value) on ``port`` (the first database's authsvc by default)."""
+        conn = http.client.HTTPConnection("127.0.0.1", port or self.main.server.port, timeout=30)
         query = f"email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
         conn.request("POST", f"/auth/signin?{query}")
         response = conn.getresponse()
@@ -175,3 +229,13 @@ class Servers:
         if response.status != 202 or not cookie.startswith("user="):
             raise BenchError(f"sign-in failed: {response.status}")
         return cookie.split(";", 1)[0].removeprefix("user=")
+
+
+def _pg_tool(name: str) -> str:
+    """pg_dump or psql, from PATH or the PostgreSQL that devtools starts."""
+    from devtools.services import postgres_bindir
+
+    bindir = postgres_bindir()
+    if bindir is not None and (bindir / name).exists():
+        return str(bindir / name)
+    return name
