@@ -61,6 +61,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     deployment.init_app(app)
     security.init_app(app)
     db.init_app(app)
+    database.end_sessions_quietly(app)
     with app.app_context():
         for engine in db.engines.values():
             database.init_app(app, engine)

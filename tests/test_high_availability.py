@@ -283,3 +283,31 @@ def test_a_primary_that_became_read_only_costs_one_503_then_the_pool_reconnects(
     assert_unavailable(password_grant(client, client_id))
     # The pool was dropped: the next connection takes writes again.
     assert password_grant(client, client_id).status_code == 200
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="needs the PostgreSQL backend")
+def test_a_server_lost_after_the_answer_was_made_keeps_the_answer(make_app, setup):
+    # The failover drill's one 500: the primary died after a sign-in's answer was made, and the
+    # rollback that ends the request's session failed outside every error handler.
+    import psycopg
+    from sqlalchemy import text
+
+    from authsvc.core.database import db
+
+    app = make_app(SQLALCHEMY_ENGINE_OPTIONS={"pool_size": 1, "max_overflow": 0})
+    real = DATABASE_URL.replace("postgresql+psycopg://", "postgresql://")
+
+    def answer_then_lose_the_server() -> str:
+        pid = db.session.execute(text("SELECT pg_backend_pid()")).scalar()  # a transaction is open
+        with psycopg.connect(real, autocommit=True) as other:
+            other.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return "answered"
+
+    app.add_url_rule("/test/lose-the-server", view_func=answer_then_lose_the_server)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    answer = client.get("/test/lose-the-server")
+    assert answer.status_code == 200
+    assert answer.get_data(as_text=True) == "answered"
+    # The lost connection was not returned to the pool of one: the next request reconnects.
+    assert password_grant(client, setup.public_app.client_id).status_code == 200

@@ -26,7 +26,7 @@ import psycopg
 from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import Engine, event
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
 from authsvc.core import budget
@@ -287,6 +287,29 @@ def bound_waits(engine: Engine, seconds: float) -> None:
         if context.is_disconnect or isinstance(context.original_exception, psycopg.OperationalError):
             # Lost, timed out or cancelled: the database is not answering this request in time.
             budget.note_failure()
+
+
+def end_sessions_quietly(app: Flask) -> None:
+    """End each request's session so that a server lost after the answer was made cannot turn it into a 500.
+
+    Flask-SQLAlchemy removes the session at teardown, which rolls back its open
+    transaction; when the server died meanwhile (a failover, a restart) that
+    rollback raises outside every error handler, and gunicorn answers 500
+    instead of the response already made. Registered after Flask-SQLAlchemy's
+    teardown, this one runs first (Flask runs them in reverse): on such an
+    error it invalidates the connection (not returned to the pool) and clears
+    the session, so the answer stands and the next request reconnects.
+    """
+
+    @app.teardown_appcontext
+    def remove_session(exc: BaseException | None) -> None:
+        try:
+            db.session.remove()
+        except DBAPIError as error:
+            log.warning("database connection lost at the end of a request: %s", error.orig.__class__.__name__)
+            with contextlib.suppress(Exception):  # nothing is sent to the server: the connection is dropped
+                db.session.invalidate()
+            db.session.registry.clear()
 
 
 def init_app(app: Flask, engine: Engine) -> None:
