@@ -18,6 +18,6 @@ bench:
 lock:
 	.venv/bin/python -m devtools.lock $(ARGS)
 
-# Rewrite authsvc/admin/openapi/openapi.json from base.json and the admin schemas.
+# Rewrite authsvc/openapi/openapi.json from base.json and the admin schemas.
 openapi:
-	.venv/bin/python -m authsvc.admin.openapi
+	.venv/bin/python -m authsvc.openapi

@@ -20,10 +20,10 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
-    from authsvc.app import errors, limits, views
+    from authsvc.api import fastpath, readers
+    from authsvc.app import blueprints, errors, limits
     from authsvc.core import budget, database, security, store
     from authsvc.core.database import db
-    from authsvc.credentials import fastpath, readers
     from authsvc.oauth import server
     from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment
@@ -74,7 +74,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     limits.init_app(app)
     server.init_app(app)
     errors.init_app(app)
-    views.init_app(app)
+    blueprints.init_app(app)
     cli.init_app(app)
     return app
 

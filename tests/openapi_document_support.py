@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from authsvc.admin.openapi import OPENAPI_DOCUMENT
+from authsvc.openapi import OPENAPI_DOCUMENT
 from tests.conftest import headers
 
 

@@ -185,7 +185,7 @@ def through_fast_path(app, **request):
     from werkzeug.test import Client
     from werkzeug.wrappers import Response
 
-    from authsvc.credentials.fastpath import InspectFastPath
+    from authsvc.api.fastpath import InspectFastPath
 
     client = Client(InspectFastPath(app, passed_on), Response, use_cookies=False)  # so a Cookie header goes through
     return client.get(INSPECT, base_url=f"https://{HOST}", **request)

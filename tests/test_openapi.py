@@ -10,8 +10,8 @@ import re
 
 from openapi_spec_validator import validate
 
-from authsvc.admin.openapi import OPENAPI_DOCUMENT
-from authsvc.admin.openapi.document import build, generated_schemas, render
+from authsvc.openapi import OPENAPI_DOCUMENT
+from authsvc.openapi.document import build, generated_schemas, render
 from tests.conftest import headers
 from tests.openapi_document_support import document as document  # noqa: F401 - a fixture
 
@@ -43,7 +43,7 @@ def test_the_served_document_is_the_file(document):
 
 
 def test_the_file_is_generated_from_base_json_and_the_admin_schemas():
-    # python -m authsvc.admin.openapi --check: what `make openapi` would write, byte for byte.
+    # python -m authsvc.openapi --check: what `make openapi` would write, byte for byte.
     assert OPENAPI_DOCUMENT.read_text() == render(build())
 
 

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from sqlalchemy import select
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core.models import AuditRecord, MfaFactor
 from tests.conftest import HOST, PASSWORD, HttpsClient, headers, signin
 from tests.console_support import CONSOLE

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core.models import Domain, User
 from tests.conftest import HOST, PASSWORD, authorize, headers, signin
 from tests.pages_support import INSPECT, csrf_token

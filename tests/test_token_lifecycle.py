@@ -8,10 +8,10 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
+from authsvc.api import lookup, readers
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
-from authsvc.credentials import lookup, readers
 from tests.conftest import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -304,7 +304,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
         connection = db.engine.raw_connection()
         try:
             cursor = connection.cursor()
-            # The reader keeps the statement as the bytes libpq is sent (authsvc.credentials.roundtrip).
+            # The reader keeps the statement as the bytes libpq is sent (authsvc.api.roundtrip).
             statement_text = statement.decode()
             cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement_text)))
             # The plan a reader runs after the first few executions: the generic one.

@@ -14,6 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
 from authsvc import admin
+from authsvc.api import lookup
 from authsvc.core import actors, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
@@ -30,8 +31,7 @@ from authsvc.core.models import (
 )
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
 from authsvc.core.tenancy import current_domain
-from authsvc.credentials import lookup
-from authsvc.identity.views import resource_token_response
+from authsvc.sso.views import resource_token_response
 
 bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
 

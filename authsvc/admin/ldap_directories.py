@@ -13,9 +13,9 @@ from urllib.parse import urlsplit
 from flask import current_app
 from sqlalchemy import delete
 
-from authsvc.accounts import ldap_client
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
+from authsvc.auth import ldap_client
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import LdapAccount, LdapDirectory

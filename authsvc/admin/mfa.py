@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from authsvc.accounts import sessions
-from authsvc.accounts.mfa import factors
 from authsvc.admin.actors import Actor, audit_change, require_change, require_change_of_user
 from authsvc.admin.schemas import read
+from authsvc.auth import sessions
+from authsvc.auth.mfa import factors
 from authsvc.core import actors
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User

@@ -18,7 +18,7 @@ from authsvc.admin.schemas import read, target_domain
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
-from authsvc.identity import saml, saml_setup
+from authsvc.sso import saml, saml_setup
 
 ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
 

@@ -24,7 +24,7 @@ from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.identity import linking, providers
+from authsvc.sso import linking, providers
 
 
 def sso_json(provider: SsoProvider) -> dict[str, Any]:

@@ -6,13 +6,13 @@ from typing import Any
 
 from sqlalchemy import delete, update
 
-from authsvc.accounts import sessions, signin
 from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
+from authsvc.auth import sessions, signin
 from authsvc.core import actors
 from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
-from authsvc.identity import delegated
+from authsvc.sso import delegated
 
 SYSTEM_ADMIN_SERVICE_ACCOUNT = "a system admin cannot be a service account"
 

@@ -1,6 +1,6 @@
 """Request rates (Flask-Limiter), counted in Redis under ``authsvc:limits`` so that every
-worker and instance shares them. (Lockouts after failed sign-ins: authsvc.accounts.lockouts;
-the bound on unfinished SSO flows: authsvc.identity.flow.)
+worker and instance shares them. (Lockouts after failed sign-ins: authsvc.auth.lockouts;
+the bound on unfinished SSO flows: authsvc.sso.flow.)
 
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests

@@ -15,7 +15,7 @@ import click
 from sqlalchemy import select
 
 from authsvc import admin
-from authsvc.accounts import signin
+from authsvc.auth import signin
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 

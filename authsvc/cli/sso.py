@@ -14,7 +14,7 @@ from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.identity import providers, saml, saml_setup
+from authsvc.sso import providers, saml, saml_setup
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
 

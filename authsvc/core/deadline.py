@@ -5,7 +5,7 @@ just before each timeout holds the caller for ever. A ``Deadline`` notes the
 sockets an exchange uses (``watch``); when it passes, one watchdog thread per
 process shuts them down, which ends any wait on them at once, in whichever
 thread it is. Every outbound HTTP request (authsvc.core.outbound) and every
-LDAP sign-in (authsvc.accounts.ldap_client) runs under one.
+LDAP sign-in (authsvc.auth.ldap_client) runs under one.
 
 The sockets are watched through a duplicate of their descriptor, owned by the
 deadline and closed with it: the watchdog never touches a descriptor number

@@ -174,7 +174,7 @@ def fetch_jwks(url: str) -> dict:
     Bounded: the outbound deadline on the whole exchange, and a body no larger
     than a registered JWKS.
     """
-    # Imported here, as in authsvc.identity: requests costs every web worker memory.
+    # Imported here, as in authsvc.sso: requests costs every web worker memory.
     import requests
 
     from authsvc.core import outbound

@@ -3,7 +3,7 @@
 When an application receives an ID token, its session's sid is noted in Redis
 (store.remember_relying_party). When the session ends (sign-out, RP-initiated
 logout, logout everywhere, a password change, an admin disabling the user or
-ending their sessions: accounts.sessions announces it), each such application
+ending their sessions: auth.sessions announces it), each such application
 with a ``backchannel_logout_uri`` gets a Logout Token by POST.
 
 The POSTs run off the request path, on a few threads per process with
@@ -33,7 +33,7 @@ import redis
 from flask import Flask, current_app
 from sqlalchemy import select
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core import audit, store
 from authsvc.core.background import BackgroundQueue, KeyedQueue
 from authsvc.core.database import db

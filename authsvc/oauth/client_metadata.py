@@ -30,7 +30,9 @@ ADMIN_ONLY_GRANT_TYPES = {
 }
 SECRET_AUTH_METHODS = ["client_secret_basic", "client_secret_post"]
 REGISTRABLE_AUTH_METHODS = [*SECRET_AUTH_METHODS, "none", "private_key_jwt"]
-ID_TOKEN_ALGORITHMS = ["RS256", "ES256"]
+# What a client may ask its ID tokens to be signed with (id_token_signed_response_alg,
+# OpenID Connect Dynamic Client Registration 1.0, section 2): the algorithms we sign with.
+REGISTRABLE_ID_TOKEN_ALGORITHMS = ["RS256", "ES256"]
 MAX_URIS = 20
 MAX_URI_LENGTH = 2000
 
@@ -84,8 +86,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
                 backchannel, "backchannel_logout_uri", "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"
             )
         alg = _string(self, "id_token_signed_response_alg", 10)
-        if alg is not None and alg not in ID_TOKEN_ALGORITHMS:
-            raise invalid(f"id_token_signed_response_alg must be one of {', '.join(ID_TOKEN_ALGORITHMS)}.")
+        if alg is not None and alg not in REGISTRABLE_ID_TOKEN_ALGORITHMS:
+            raise invalid(f"id_token_signed_response_alg must be one of {', '.join(REGISTRABLE_ID_TOKEN_ALGORITHMS)}.")
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):

@@ -1,7 +1,7 @@
 """``/auth/device``: where a signed-in person enters a device's user code and approves or denies it (RFC 8628 3.3).
 
 Wrong user codes count against the person's account and the client address,
-and lock them out as wrong passwords do (authsvc.accounts.lockouts, kind ``device``).
+and lock them out as wrong passwords do (authsvc.auth.lockouts, kind ``device``).
 Only the CSRF-protected POSTs try a code: a GET with ``user_code`` (from
 verification_uri_complete) only fills in the form, so a link from another site
 can neither probe codes nor spend the person's failures.
@@ -13,8 +13,8 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, redirect, request
 
-from authsvc.accounts import lockouts, sessions
-from authsvc.accounts.lockouts import LockedOut
+from authsvc.auth import lockouts, sessions
+from authsvc.auth.lockouts import LockedOut
 from authsvc.core import actors, audit
 from authsvc.core.models import RESERVED_SCOPES, Application, Domain, User
 from authsvc.core.tenancy import current_domain

@@ -17,7 +17,7 @@ from typing import Any
 from authlib.common.urls import add_params_to_uri
 from flask import Blueprint, Response, redirect, request
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Application, Domain, User

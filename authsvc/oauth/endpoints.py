@@ -14,11 +14,11 @@ from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint as _IntrospectionEndpoint
 
+from authsvc.api import lookup
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.credentials import lookup
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 
 # Resource servers introspect as confidential clients; a public client has

@@ -17,7 +17,7 @@ from flask import current_app
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.accounts import sessions, signin
+from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User

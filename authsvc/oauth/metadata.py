@@ -6,7 +6,7 @@ from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
-from authsvc.accounts.mfa import factors
+from authsvc.auth.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS

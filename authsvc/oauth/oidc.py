@@ -14,7 +14,7 @@ from typing import Any
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
 from flask import current_app, g
 
-from authsvc.accounts.mfa import factors
+from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, SigningKey, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import backchannel, keys, oidc_request

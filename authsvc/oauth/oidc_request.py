@@ -31,8 +31,8 @@ from authlib.oidc.core.errors import (
 from flask import current_app, request
 from itsdangerous import BadData, URLSafeTimedSerializer
 
-from authsvc.accounts import sessions
-from authsvc.accounts.mfa import factors
+from authsvc.auth import sessions
+from authsvc.auth.mfa import factors
 from authsvc.core.models import User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys

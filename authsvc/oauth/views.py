@@ -7,14 +7,14 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, redirect, request
 from sqlalchemy import delete, select
 
-from authsvc.accounts import sessions
+from authsvc.api import lookup
+from authsvc.auth import sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.credentials import lookup
 from authsvc.oauth import keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server

@@ -14,10 +14,10 @@ from flask import request
 from scim2_models import ForbiddenException, UnauthorizedException
 from sqlalchemy import select, update
 
+from authsvc.api import lookup
 from authsvc.core import actors
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Domain, User
-from authsvc.credentials import lookup
 
 SCOPE = "scim"
 

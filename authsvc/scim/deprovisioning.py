@@ -2,7 +2,7 @@
 
 The user is disabled (every sign-in method refuses a disabled account), every
 session ends (applications signed in through them get back-channel logouts once
-the caller commits: authsvc.accounts.sessions), every token and API key is
+the caller commits: authsvc.auth.sessions), every token and API key is
 revoked. DELETE also unlinks the user from SSO, SAML and LDAP identities and
 from groups, and hides them from SCIM; the row stays for the audit trail unless
 AUTHSVC_SCIM_HARD_DELETE is set.
@@ -14,7 +14,7 @@ import time
 
 from sqlalchemy import delete, update
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db, now
 from authsvc.core.models import (

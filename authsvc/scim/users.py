@@ -29,7 +29,7 @@ from scim2_models import (
 from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User

@@ -19,11 +19,11 @@ from flask import Blueprint, Response, g, redirect, request, url_for
 from flask_wtf import FlaskForm
 
 from authsvc import admin
-from authsvc.accounts import sessions
-from authsvc.accounts.mfa import factors
 from authsvc.admin.console.forms import (
     ConfirmForm,
 )
+from authsvc.auth import sessions
+from authsvc.auth.mfa import factors
 from authsvc.core import actors, validation
 from authsvc.core.models import Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN

@@ -7,10 +7,10 @@ from wtforms import SelectField
 from wtforms.fields.choices import SelectChoice
 
 from authsvc import admin
-from authsvc.accounts.mfa import factors
 from authsvc.admin.console import base
 from authsvc.admin.console.base import bp, console_page
 from authsvc.admin.schemas.choices import POLICIES
+from authsvc.auth.mfa import factors
 from authsvc.core.models import Domain, User
 from authsvc.web.forms import PageForm
 

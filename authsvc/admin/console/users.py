@@ -6,7 +6,6 @@ from flask import Response, flash, redirect, request, url_for
 from flask_wtf import FlaskForm
 
 from authsvc import admin
-from authsvc.accounts import reauth
 from authsvc.admin.console import base
 from authsvc.admin.console.base import bp, console_page
 from authsvc.admin.console.forms import (
@@ -15,6 +14,7 @@ from authsvc.admin.console.forms import (
     PasswordForm,
     UserForm,
 )
+from authsvc.auth import reauth
 from authsvc.core.models import Domain, User
 from authsvc.core.tenancy import current_domain
 

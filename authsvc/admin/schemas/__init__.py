@@ -3,7 +3,7 @@
 One module per resource. ``read(schema, data)`` checks a parsed JSON body
 against a schema and reports every problem as ``{field: message}``; the
 service functions in ``authsvc.admin`` then apply the rules that need the
-database or the actor. ``python -m authsvc.admin.openapi`` writes the admin
+database or the actor. ``python -m authsvc.openapi`` writes the admin
 request bodies of the OpenAPI document from these schemas.
 
 This package's own import loads no pydantic (about 10 MB a worker): the

@@ -11,7 +11,7 @@ from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import Choice, DomainId, Name, Secret, Text, Whole
 from authsvc.core import validation
-from authsvc.identity import providers, saml_setup
+from authsvc.sso import providers, saml_setup
 
 URL_DESCRIPTION = (
     "An absolute https URL to a public address (loopback, private addresses and http on loopback only with "

@@ -72,7 +72,7 @@ class LdapAccount(db.Model):
 
     ``subject`` is the entry's stable id (entryUUID, AD's objectGUID; else its
     DN). ``checked_at`` is when the directory last said the entry may sign in:
-    a session older than the recheck interval asks again (authsvc.accounts.ldap_signin).
+    a session older than the recheck interval asks again (authsvc.auth.ldap_signin).
     """
 
     __table_args__ = (UniqueConstraint("directory_id", "subject"),)

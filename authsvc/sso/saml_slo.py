@@ -13,7 +13,7 @@
   logout service; its LogoutResponse comes back to our SLO endpoint, which
   continues to the ``continue`` the sign-out was given (checked then).
 
-The protocol messages themselves are authsvc.identity.saml_logout's.
+The protocol messages themselves are authsvc.sso.saml_logout's.
 """
 
 from __future__ import annotations
@@ -26,12 +26,12 @@ from typing import Any
 import redis
 from flask import Flask, current_app
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core import actors, audit, security, store
 from authsvc.core.models import Domain, SsoProvider
-from authsvc.identity import saml_logout
-from authsvc.identity.providers import find_provider
-from authsvc.identity.saml import SamlError
+from authsvc.sso import saml_logout
+from authsvc.sso.providers import find_provider
+from authsvc.sso.saml import SamlError
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.identity.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
+from authsvc.sso.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
 
 if TYPE_CHECKING:
     pass

@@ -5,7 +5,7 @@ Per provider we are one SP with our own entity id, assertion consumer service
 a signature itself: pysaml2 asks xmlsec1, against the certificates of the
 IdP's metadata only. What pysaml2 leaves to its caller (whether the response
 answers *our* pending request, replays) is decided in ``verify_response`` and
-in authsvc.identity.saml_flow.
+in authsvc.sso.saml_flow.
 """
 
 from __future__ import annotations

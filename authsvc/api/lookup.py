@@ -15,13 +15,13 @@ from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import request
 from sqlalchemy import bindparam, or_, select, update
 
+from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.permissions import Permission
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
-from authsvc.credentials.readers import Readers, read_one
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -244,7 +244,7 @@ def _user_permissions(row: Any) -> Permission:
 
 
 # The lookups below need no Flask request: inspect's WSGI fast path
-# (authsvc.credentials.fastpath) calls them too, with the app's readers.
+# (authsvc.api.fastpath) calls them too, with the app's readers.
 
 
 def find_token(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:

@@ -13,7 +13,7 @@ from flask import current_app
 
 from authsvc.core import security
 from authsvc.core.models import SsoProvider
-from authsvc.identity.saml import SamlError, sp_urls
+from authsvc.sso.saml import SamlError, sp_urls
 
 MAX_METADATA_BYTES = 1_000_000
 
@@ -77,7 +77,7 @@ def idp_entity_id(metadata_xml: str) -> str:
 
 def fetch_metadata(url: str, allow_private: bool) -> str:
     """The IdP metadata at ``url``, through the outbound destination rules; SamlError when unreachable."""
-    # Imported here, as in authsvc.identity.flow: requests costs every web worker memory.
+    # Imported here, as in authsvc.sso.flow: requests costs every web worker memory.
     import requests
 
     from authsvc.core import outbound

@@ -17,7 +17,7 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from authsvc.accounts import ldap_signin
+from authsvc.auth import ldap_signin
 from authsvc.core import actors, audit, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from authsvc.accounts import ldap_signin, lockouts, sessions
+from authsvc.auth import ldap_signin, lockouts, sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
@@ -24,7 +24,7 @@ def authenticate(domain: Domain, email: str, password: str, via: str) -> User | 
     password is looked at: the right password does not end a lockout. A
     disabled user with the right password is returned, so the caller can say so.
     An account without a local password, or an e-mail unknown here, is checked
-    against the domain's LDAP directories (authsvc.accounts.ldap_signin); one
+    against the domain's LDAP directories (authsvc.auth.ldap_signin); one
     that cannot answer raises ``DirectoryUnavailable`` (503), which is not a failure.
     ``via`` names the entry point for the audit record and the metrics.
     """

@@ -5,7 +5,7 @@ are checked against the domain's enabled directories: the service bind
 searches for exactly one entry, and a bind as that entry with the password
 given decides. A first sign-in provisions the user (an ``LdapAccount`` link,
 ``via`` "new_user"), or links an existing account by e-mail (``via``
-"email") under the rules SSO links follow (authsvc.identity.linking): never a
+"email") under the rules SSO links follow (authsvc.sso.linking): never a
 privileged account, a disabled one, or one that already signs in through a
 provider. The entry's groups replace the user's on every sign-in and check.
 
@@ -14,7 +14,7 @@ again once ``AUTHSVC_LDAP_RECHECK`` seconds have passed since it last did;
 an entry that the filter no longer finds, that is disabled (AD's
 userAccountControl, or the directory's ``disabled_attribute``), or whose
 directory was disabled, ends every session and token of the user
-(authsvc.accounts.sessions.directory_allows).
+(authsvc.auth.sessions.directory_allows).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.accounts import ldap_client
-from authsvc.accounts.ldap_client import DirectoryUnavailable, Entry
+from authsvc.auth import ldap_client
+from authsvc.auth.ldap_client import DirectoryUnavailable, Entry
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
 
 log = logging.getLogger(__name__)
 
-# Links a first sign-in makes by itself (as authsvc.identity.linking.AUTOMATIC).
+# Links a first sign-in makes by itself (as authsvc.sso.linking.AUTOMATIC).
 AUTOMATIC = ("new_user", "email")
 
 

@@ -15,8 +15,8 @@ from sqlalchemy import false, select
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.identity import providers
-from authsvc.identity.providers import MICROSOFT_GRAPH, missing_scopes
+from authsvc.sso import providers
+from authsvc.sso.providers import MICROSOFT_GRAPH, missing_scopes
 
 log = logging.getLogger(__name__)
 

@@ -9,16 +9,16 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
 
-from authsvc.accounts import reauth, sessions
+from authsvc.api import lookup
+from authsvc.auth import reauth, sessions
 from authsvc.core import security
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.credentials import lookup
-from authsvc.identity import delegated, flow, providers, saml_flow, saml_slo
-from authsvc.identity.forms import LinkForm
+from authsvc.sso import delegated, flow, providers, saml_flow, saml_slo
+from authsvc.sso.forms import LinkForm
 from authsvc.web.deployment import client_address
 from authsvc.web.pages import page
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, request, url_for
 
-from authsvc.accounts import sessions
+from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import SsoProvider
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.identity import providers, saml, saml_flow, saml_logout, saml_slo
-from authsvc.identity.views import FLOW_COOKIE, signed_in_or_refused
+from authsvc.sso import providers, saml, saml_flow, saml_logout, saml_slo
+from authsvc.sso.views import FLOW_COOKIE, signed_in_or_refused
 from authsvc.web.pages import page
 
 bp = Blueprint("saml", __name__, url_prefix=saml.SAML_PREFIX)

@@ -19,9 +19,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy import Engine, Select, event
 from sqlalchemy.exc import DBAPIError
 
+from authsvc.api import roundtrip
 from authsvc.core import budget
 from authsvc.core.database import client_deadline, connect_settings, db
-from authsvc.credentials import roundtrip
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ def read_one(statement: Select, params: dict[str, str | None], readers: Readers 
     DBAPIError, so the 503 handling is the same as elsewhere. On other
     databases, or when the request's session is in a transaction already:
     the session's connection.
-    ``readers``: for a caller outside an app context (authsvc.credentials.fastpath).
+    ``readers``: for a caller outside an app context (authsvc.api.fastpath).
     """
     if readers is None:
         if db.session().in_transaction():
@@ -98,7 +98,7 @@ class Readers:
     engine (``engine.dispose()``); recycled as the engine recycles its own.
 
     The statement goes through the connection's libpq wrapper
-    (authsvc.credentials.roundtrip), which waits at most the client deadline
+    (authsvc.api.roundtrip), which waits at most the client deadline
     or what is left of the request's database budget (authsvc.core.budget),
     as does the wait for a connection. A connection found dead in use (a
     database restart) drains the pool, and the lookup gets one more try on a
@@ -141,7 +141,7 @@ class Readers:
                     raise
 
         self.connection_class = Connection
-        # Each connection's prepared statements and loaders (authsvc.credentials.roundtrip), gone with it.
+        # Each connection's prepared statements and loaders (authsvc.api.roundtrip), gone with it.
         self._sessions: weakref.WeakKeyDictionary[psycopg.Connection, roundtrip.Session] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool | None = None
         self._pid = 0

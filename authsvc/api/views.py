@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, request
 
+from authsvc.api import fastpath, lookup
 from authsvc.core.headers import no_store
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.credentials import fastpath, lookup
 
 bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
 
@@ -17,7 +17,7 @@ def inspect() -> Response:
     """Describe the credential presented, in the claims shape PlaceOS clients read."""
     # On every API request of the platform: one statement finds the domain,
     # the credential and its user together. A bearer token or API key in a
-    # header usually never gets here: authsvc.credentials.fastpath answers it first.
+    # header usually never gets here: authsvc.api.fastpath answers it first.
     failed = request.environ.pop(fastpath.DATABASE_ERROR, None)
     if failed is not None:
         raise failed

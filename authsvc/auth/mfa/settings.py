@@ -1,15 +1,15 @@
 """A signed-in user's own page for second factors: add an authenticator app, remove one,
 get new recovery codes. Each change is audited; removing a factor ends the user's other sessions.
-Every change needs a recent sign-in (authsvc.accounts.reauth)."""
+Every change needs a recent sign-in (authsvc.auth.reauth)."""
 
 from __future__ import annotations
 
 from flask import Blueprint, Response, redirect, request, url_for
 
-from authsvc.accounts import reauth, sessions
-from authsvc.accounts.mfa import factors, passkeys
-from authsvc.accounts.mfa.forms import ActionForm, EnrolForm, PasskeyForm
-from authsvc.accounts.mfa.views import SCRIPT_CSP
+from authsvc.auth import reauth, sessions
+from authsvc.auth.mfa import factors, passkeys
+from authsvc.auth.mfa.forms import ActionForm, EnrolForm, PasskeyForm
+from authsvc.auth.mfa.views import SCRIPT_CSP
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, MfaFactor, User

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
-from authsvc.accounts import sessions
-from authsvc.accounts.forms import LoginForm, LogoutAllForm
-from authsvc.accounts.ldap_client import DirectoryUnavailable
-from authsvc.accounts.lockouts import LockedOut
-from authsvc.accounts.mfa import factors
-from authsvc.accounts.mfa.views import challenge
-from authsvc.accounts.signin import sign_in
+from authsvc.api import lookup
+from authsvc.auth import sessions
+from authsvc.auth.forms import LoginForm, LogoutAllForm
+from authsvc.auth.ldap_client import DirectoryUnavailable
+from authsvc.auth.lockouts import LockedOut
+from authsvc.auth.mfa import factors
+from authsvc.auth.mfa.views import challenge
+from authsvc.auth.signin import sign_in
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
@@ -18,7 +19,6 @@ from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.credentials import lookup
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")

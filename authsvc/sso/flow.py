@@ -21,9 +21,9 @@ from flask import current_app
 from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
-from authsvc.identity.delegated import save_tokens
-from authsvc.identity.linking import check_match_rules, link_identity, link_user, map_profile
-from authsvc.identity.providers import (
+from authsvc.sso.delegated import save_tokens
+from authsvc.sso.linking import check_match_rules, link_identity, link_user, map_profile
+from authsvc.sso.providers import (
     METADATA_TTL,
     Endpoints,
     ProviderRefused,
@@ -215,14 +215,14 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
     kid = jws.extract_compact(id_token.encode()).headers().get("kid")
     keys = _signing_keys(provider, urls.jwks_url, kid)
     try:
-        decoded = jwt.decode(id_token, keys, algorithms=ID_TOKEN_ALGORITHMS)
+        decoded = jwt.decode(id_token, keys, algorithms=UPSTREAM_ID_TOKEN_ALGORITHMS)
     except BadSignatureError:
         # A token without kid names no key to look for: a signature that fails
         # against the cached keys may just as well be the provider's rotation.
         fresh = _refetched_keys(provider, urls.jwks_url, kid) if kid is None else None
         if fresh is None:
             raise
-        decoded = jwt.decode(id_token, fresh, algorithms=ID_TOKEN_ALGORITHMS)
+        decoded = jwt.decode(id_token, fresh, algorithms=UPSTREAM_ID_TOKEN_ALGORITHMS)
     claims = decoded.claims
     issuer = urls.issuer or ""
     if "{tenantid}" in issuer:
@@ -243,7 +243,9 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
     return claims
 
 
-ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
+# What an upstream provider may sign the ID tokens it sends us with (OpenID Connect Core 1.0,
+# section 3.1.3.7); asymmetric algorithms only, checked against the provider's jwks_uri.
+UPSTREAM_ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 
 
 def _signing_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> Any:

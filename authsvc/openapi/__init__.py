@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document of the API, served at /api/engine/v2/openapi.json.
 
-openapi.json is generated (``python -m authsvc.admin.openapi``, or ``make
+openapi.json is generated (``python -m authsvc.openapi``, or ``make
 openapi``) from base.json, written by hand, and the admin schemas; it is
 served as a file, so serving it costs no generation.
 """

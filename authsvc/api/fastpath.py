@@ -33,9 +33,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
+from authsvc.api import lookup
+from authsvc.api.readers import READERS, Readers
 from authsvc.core.tenancy import host_name
-from authsvc.credentials import lookup
-from authsvc.credentials.readers import READERS, Readers
 from authsvc.web import deployment, logs, metrics
 
 PATH = "/api/engine/v2/api_keys/inspect"

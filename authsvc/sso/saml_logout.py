@@ -2,7 +2,7 @@
 
 The protocol only: what the IdP sends us is read and its signature checked
 here, what we send it is built and signed here. Which sessions end, replays
-and the pending requests of our own are authsvc.identity.saml_slo's.
+and the pending requests of our own are authsvc.sso.saml_slo's.
 
 pysaml2 checks a LogoutRequest's signature only when the SP configuration asks
 IdP-side options for it, and a LogoutResponse's XML signature only "if present"
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from authsvc.core.models import SsoProvider
-from authsvc.identity.saml import MAX_RESPONSE_BYTES, SamlError, sp_client, sp_urls
+from authsvc.sso.saml import MAX_RESPONSE_BYTES, SamlError, sp_client, sp_urls
 
 log = logging.getLogger(__name__)
 

@@ -21,10 +21,10 @@ from flask import current_app
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider, User
-from authsvc.identity import saml, saml_setup, saml_slo
-from authsvc.identity.flow import SignedIn
-from authsvc.identity.linking import check_match_rules, link_identity, link_user
-from authsvc.identity.providers import ProviderRefused, SsoError, find_provider
+from authsvc.sso import saml, saml_setup, saml_slo
+from authsvc.sso.flow import SignedIn
+from authsvc.sso.linking import check_match_rules, link_identity, link_user
+from authsvc.sso.providers import ProviderRefused, SsoError, find_provider
 
 log = logging.getLogger(__name__)
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
 
-from authsvc.accounts import lockouts, sessions
-from authsvc.accounts.mfa import factors, passkeys, pending
-from authsvc.accounts.mfa.forms import CodeForm, EnrolForm
-from authsvc.accounts.signin import refused
+from authsvc.auth import lockouts, sessions
+from authsvc.auth.mfa import factors, passkeys, pending
+from authsvc.auth.mfa.forms import CodeForm, EnrolForm
+from authsvc.auth.signin import refused
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError

@@ -1,4 +1,4 @@
-"""``python -m authsvc.admin.openapi [--check]``: write openapi.json from base.json and the admin schemas.
+"""``python -m authsvc.openapi [--check]``: write openapi.json from base.json and the admin schemas.
 
 With ``--check``, write nothing and fail if openapi.json is not what it would
 write (the test suite runs this check).
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import sys
 
-from authsvc.admin.openapi.document import DOCUMENT, build, render
+from authsvc.openapi.document import DOCUMENT, build, render
 
 
 def main(argv: list[str]) -> int:
     text = render(build())
     if "--check" in argv:
         if DOCUMENT.read_text() != text:
-            print(f"{DOCUMENT} is out of date: run python -m authsvc.admin.openapi", file=sys.stderr)
+            print(f"{DOCUMENT} is out of date: run python -m authsvc.openapi", file=sys.stderr)
             return 1
         return 0
     DOCUMENT.write_text(text)

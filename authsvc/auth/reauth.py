@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 
 from flask import Response, current_app, redirect, request, url_for
 
-from authsvc.accounts import sessions
-from authsvc.accounts.mfa import factors
+from authsvc.auth import sessions
+from authsvc.auth.mfa import factors
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
