@@ -272,15 +272,27 @@ class PKCE(CodeChallenge):
         super().validate_code_challenge(grant, redirect_uri)
         client: Application = grant.request.client
         data = grant.request.payload.data
-        method = data.get("code_challenge_method")
-        if not data.get("code_challenge"):
-            if client.require_pkce:
-                raise InvalidRequestError("This application requires PKCE: send 'code_challenge' with S256.")
-            return
-        if method is None and client.require_pkce:
-            raise InvalidRequestError("This application requires 'code_challenge_method': send S256.")
-        if (method or self.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not client.allow_plain_pkce:
-            raise InvalidRequestError("'code_challenge_method' must be S256: this application does not allow plain.")
+        problem = pkce_problem(
+            data.get("code_challenge"),
+            data.get("code_challenge_method"),
+            require_pkce=client.require_pkce,
+            allow_plain=client.allow_plain_pkce,
+        )
+        if problem:
+            raise InvalidRequestError(problem)
+
+
+def pkce_problem(challenge: str | None, method: str | None, *, require_pkce: bool, allow_plain: bool) -> str | None:
+    """Why an authorisation request's PKCE parameters do not do for its application (PKCE's class above);
+    None when they do. Authlib has already checked the challenge's form and the method's name."""
+    if not challenge:
+        return "This application requires PKCE: send 'code_challenge' with S256." if require_pkce else None
+    if method is None and require_pkce:
+        return "This application requires 'code_challenge_method': send S256."
+    # RFC 7636 4.3: an omitted method is plain.
+    if (method or PKCE.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not allow_plain:
+        return "'code_challenge_method' must be S256: this application does not allow plain."
+    return None
 
 
 def revoke_replayed(client: Application, family: str) -> None:

@@ -1,0 +1,136 @@
+"""What each grant costs in round trips: SQL statements and Redis commands (issue 24 point 2).
+
+A count is behaviour: each statement or round trip a grant adds is CPU and
+latency on every request. The counts are what each grant needs: the client
+(with its domain), the user or the token, the rows it writes (the token and
+its audit record, in one transaction), and its Redis keys. ``tests/helpers/counting.py``
+counts on the real servers; the second request of each kind is counted, so
+that per-process work done once (a signing key made, a schema built) is not.
+"""
+
+from __future__ import annotations
+
+from tests.api.test_client_credentials import basic, bound_app
+from tests.api.test_device import DEVICE_GRANT, start
+from tests.helpers import BACKEND, PASSWORD, REDIRECT_URI, authorize, get_code, headers, signin
+from tests.helpers.counting import trips
+
+TOKEN_WRITES = ["INSERT", "INSERT"]  # the token and its audit record, one transaction
+
+
+def limits(n: int) -> int:
+    """The rate limiter's round trips: one per limit the request is under, in Redis (an in-memory store without it)."""
+    return n if BACKEND == "postgresql" else 0
+
+
+def token(client, auth=None, **data):
+    return client.post("/auth/oauth/token", data=data, headers=headers(), auth=auth)
+
+
+def exchange(client, client_id, code, auth=None):
+    params = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
+    return token(client, auth, **params) if auth else token(client, client_id=client_id, **params)
+
+
+def test_the_authorisation_request_reads_domain_user_and_client_once_and_stores_the_code(
+    app, client, setup, monkeypatch
+):
+    signin(client)
+    authorize(client, setup.public_app.client_id)
+    with trips(app, monkeypatch) as counted:
+        response = authorize(client, setup.public_app.client_id)
+    assert response.status_code == 302
+    # The host's domain, the session's user (with whether a directory vouches for it), the client.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "SELECT"], counted
+    assert counted.store() == ["GET", "SET"], counted  # the session; the code
+    assert counted.limiter() == 0  # the authorisation endpoint is not rate limited
+
+
+def test_the_code_exchange_claims_the_code_in_one_round_trip(app, client, setup, monkeypatch):
+    signin(client)
+    exchange(client, setup.public_app.client_id, get_code(client, setup.public_app.client_id))
+    code = get_code(client, setup.public_app.client_id)
+    with trips(app, monkeypatch) as counted:
+        response = exchange(client, setup.public_app.client_id, code)
+    assert response.status_code == 200
+    # Client with domain; user; the code noted spent in SQL, in the tokens' transaction (a spent code
+    # that a Redis failover lost stays spent: docs/deployment.md).
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "INSERT", *TOKEN_WRITES], counted
+    # The code taken and marked spent (MULTI/EXEC); after the commit, whether a replay raced it.
+    assert counted.store() == ["MULTI", "EXISTS"], counted
+    assert counted.limiter() == limits(1)  # the client's token rate
+
+
+def test_a_refresh_reads_the_token_with_its_client_and_user_in_one_statement(app, client, setup, monkeypatch):
+    signin(client)
+    code = get_code(client, setup.public_app.client_id)
+    first = exchange(client, setup.public_app.client_id, code).get_json()
+    second = token(
+        client, grant_type="refresh_token", refresh_token=first["refresh_token"], client_id=setup.public_app.client_id
+    ).get_json()
+    with trips(app, monkeypatch) as counted:
+        response = token(
+            client,
+            grant_type="refresh_token",
+            refresh_token=second["refresh_token"],
+            client_id=setup.public_app.client_id,
+        )
+    assert response.status_code == 200
+    # Client; token with client and user; the old token spent. A user of no directory is asked nothing more.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "UPDATE", *TOKEN_WRITES], counted
+    assert counted.store() == [], counted
+    assert counted.limiter() == limits(1)
+
+
+def test_client_credentials_read_the_client_and_its_service_account(app, client, world, setup, monkeypatch):
+    application, secret = bound_app(world, setup)
+    auth = headers(Authorization=basic(application.client_id, secret))
+    client.post("/auth/oauth/token", data={"grant_type": "client_credentials"}, headers=auth)
+    with trips(app, monkeypatch) as counted:
+        response = client.post("/auth/oauth/token", data={"grant_type": "client_credentials"}, headers=auth)
+    assert response.status_code == 200
+    assert counted.sql_verbs() == ["SELECT", "SELECT", *TOKEN_WRITES], counted
+    assert counted.store() == [], counted
+    assert counted.limiter() == limits(1)
+
+
+def test_a_device_poll_reads_its_three_keys_in_one_round_trip(app, client, world, setup, monkeypatch):
+    device, _ = world.application(setup.domain, name="Lobby screen", device=True)
+    device_code = start(client, device.client_id).get_json()["device_code"]
+    token(client, grant_type=DEVICE_GRANT, device_code=device_code, client_id=device.client_id)
+    with trips(app, monkeypatch) as counted:
+        response = token(client, grant_type=DEVICE_GRANT, device_code=device_code, client_id=device.client_id)
+    assert response.get_json()["error"] == "slow_down"
+    assert counted.sql_verbs() == ["SELECT"], counted  # the client
+    # The request, the answer and the last poll (MGET); the poll noted.
+    assert counted.store() == ["MGET", "SET"], counted
+    assert counted.limiter() == limits(1)
+
+
+def test_the_password_grant_reads_domain_client_and_user_once(app, client, setup, monkeypatch):
+    params = {"grant_type": "password", "username": "service@example.com", "password": PASSWORD}
+    token(client, client_id=setup.public_app.client_id, **params)
+    with trips(app, monkeypatch) as counted:
+        response = token(client, client_id=setup.public_app.client_id, **params)
+    assert response.status_code == 200
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "SELECT", *TOKEN_WRITES], counted
+    assert counted.store() == ["PTTL", "DEL"], counted  # the account's lockout: checked; cleared on success
+    assert counted.limiter() == limits(3)  # the address, the account, the client
+
+
+def test_an_id_token_adds_one_read_of_the_current_key_and_nothing_else(app, client, oidc, monkeypatch):
+    auth = (oidc.app.client_id, oidc.secret)
+    signin(client)
+    assert "id_token" in exchange(client, None, get_code(client, oidc.app.client_id, scope="openid"), auth).get_json()
+    plain_code = get_code(client, oidc.app.client_id, scope="public")
+    openid_code = get_code(client, oidc.app.client_id, scope="openid")
+    with trips(app, monkeypatch) as plain:
+        assert exchange(client, None, plain_code, auth).status_code == 200
+    with trips(app, monkeypatch) as openid:
+        response = exchange(client, None, openid_code, auth)
+    assert "id_token" in response.get_json()
+    # The client and the user it needs were read for the token: only the domain's current key is new.
+    assert openid.sql_verbs() == [*plain.sql_verbs(), "SELECT"], openid
+    assert openid.sql[-1].startswith("SELECT signing_key."), openid
+    # Back-channel logout notes the relying party of the session.
+    assert openid.store() == [*plain.store(), "HSET"], openid
