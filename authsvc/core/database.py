@@ -20,12 +20,12 @@ import socket
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import Engine, event
+from sqlalchemy import CursorResult, Engine, Result, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
@@ -39,6 +39,18 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
+
+# The models' base class. Flask-SQLAlchemy makes db.Model from Base at run time (adding the
+# table names and the session's query), which a type checker cannot follow: to it, Model is Base.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
+
+
+def rows_affected(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE matched (SQLAlchemy types execute()'s answer as a plain Result)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def now() -> int:
@@ -150,7 +162,7 @@ def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
 
 def client_deadline(config: dict[str, Any]) -> float:
     """Seconds the service waits for one answer of PostgreSQL: the server's own timeout, and one more."""
-    return config["AUTHSVC_STATEMENT_TIMEOUT"] + 1.0
+    return float(config["AUTHSVC_STATEMENT_TIMEOUT"]) + 1.0
 
 
 class Watchdog:

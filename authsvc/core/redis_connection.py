@@ -16,7 +16,7 @@ so a hung Sentinel costs one share, not a full timeout per Sentinel asked.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -33,7 +33,7 @@ from redis.sentinel import (
 class BoundedSentinel(Sentinel):
     """redis-py's Sentinel, whose search for the primary ends within one overall deadline."""
 
-    def __init__(self, sentinels: list[tuple[str, int]], budget: float, **kwargs: Any):
+    def __init__(self, sentinels: list[tuple[str, int]], budget: float, **kwargs: Any) -> None:
         super().__init__(sentinels, **kwargs)
         self.budget = budget
 
@@ -114,8 +114,8 @@ def sentinel_client(config: dict[str, Any], fail_fast: type, **options: Any) -> 
         **url_options(url),
         **options,
     )
-    client.authsvc_sentinel = manager  # type: ignore[attr-defined]
-    return client
+    client.authsvc_sentinel = manager
+    return cast(redis.Redis, client)
 
 
 def server_in_use(client: Any) -> str | None:

@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import bcrypt
@@ -55,7 +55,7 @@ def init_app(app: Flask) -> None:
 
 
 def _keys() -> Keys:
-    return current_app.extensions[EXTENSION]
+    return cast(Keys, current_app.extensions[EXTENSION])
 
 
 def encryption_keys(keys: list[str], secret_key: str) -> list[str]:
@@ -213,4 +213,4 @@ def embedded_cross_site_request(headers: Any) -> bool:
     """
     if headers.get("Sec-Fetch-Site") not in ("cross-site", "same-site"):
         return False
-    return headers.get("Sec-Fetch-Mode") != "navigate" or headers.get("Sec-Fetch-Dest", "document") != "document"
+    return bool(headers.get("Sec-Fetch-Mode") != "navigate" or headers.get("Sec-Fetch-Dest", "document") != "document")

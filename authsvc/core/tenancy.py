@@ -48,7 +48,7 @@ def request_domain_parameters() -> dict[str, str | None]:
 
 def current_domain() -> Domain:
     """The domain whose ``host`` is the request's, or the configured default; else 404."""
-    domain = g.get("authsvc_domain")
+    domain: Domain | None = g.get("authsvc_domain")
     if domain is None:
         domain = db.session.scalar(select(Domain).where(Domain.host == request_host()))
         default = current_app.config.get("AUTHSVC_DEFAULT_DOMAIN")

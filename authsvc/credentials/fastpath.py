@@ -26,7 +26,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
@@ -85,7 +85,7 @@ class InspectFastPath:
         if environ.get("QUERY_STRING") or not environ.get("HTTP_HOST"):
             return None
         authorization = environ.get("HTTP_AUTHORIZATION")
-        api_key = environ.get("HTTP_X_API_KEY")
+        api_key: str = environ.get("HTTP_X_API_KEY") or ""
         if authorization is None and not api_key:
             return None
         scheme = environ["wsgi.url_scheme"]
@@ -120,7 +120,7 @@ class InspectFastPath:
     @property
     def readers(self) -> Readers:
         # Made by create_app after this layer is in place (readers.init_app).
-        return self.flask_app.extensions[READERS]
+        return cast(Readers, self.flask_app.extensions[READERS])
 
 
 def init_app(app: Flask) -> None:

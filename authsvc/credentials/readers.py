@@ -36,13 +36,13 @@ class _Prepared:
     name: bytes
     sql: bytes
     parameters: tuple[str, ...]
-    row: type
+    row: type[tuple[Any, ...]]
 
     @classmethod
-    def of(cls, statement: Select, dialect: Any) -> _Prepared:
+    def of(cls, statement: Select[Any], dialect: Any) -> _Prepared:
         # libpq's prepared statements take $n placeholders and a list of values.
         compiled = statement.compile(dialect=type(dialect)(paramstyle="numeric_dollar"))
-        names = [column.key for column in statement.selected_columns]
+        names = [str(column.key) for column in statement.selected_columns]
         return cls(
             f"authsvc_read_{next(_NAMES)}".encode(),  # psycopg's own are _pg3_N
             compiled.string.encode(),
@@ -53,10 +53,10 @@ class _Prepared:
 
 # The statements read_one has run on PostgreSQL. They are module-level
 # constants, so this holds a handful for the process's life.
-_PREPARED: dict[Select, _Prepared] = {}
+_PREPARED: dict[Select[Any], _Prepared] = {}
 
 
-def read_one(statement: Select, params: dict[str, str | None], readers: Readers | None = None) -> Any:
+def read_one(statement: Select[Any], params: dict[str, str | None], readers: Readers | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
     For the lookups on every API request (inspect); ``params`` are text. On
@@ -175,7 +175,7 @@ class Readers:
                     self._pid = os.getpid()
         return self._pool  # type: ignore[return-value]
 
-    def read(self, statement: Select, params: dict[str, str | None]) -> Any:
+    def read(self, statement: Select[Any], params: dict[str, str | None]) -> Any:
         prepared = _PREPARED.get(statement)
         if prepared is None:
             prepared = _PREPARED[statement] = _Prepared.of(statement, self.dialect)
@@ -212,7 +212,8 @@ class Readers:
             connection.close()
             raise self._error(prepared, values, exc, disconnected=True) from exc
         except psycopg.Error as exc:
-            disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)
+            # psycopg's exception and connection are the DB-API ones SQLAlchemy's dialect expects.
+            disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)  # type: ignore[arg-type]
             error = self._error(prepared, values, exc, disconnected)
             if disconnected:
                 raise _Disconnected(error) from exc
@@ -229,7 +230,7 @@ class Readers:
         finally:
             pool.putconn(connection)  # a closed or broken connection is replaced by the pool
             budget.spend(time.monotonic() - started)
-        return None if row is None else prepared.row._make(row)
+        return None if row is None else prepared.row._make(row)  # type: ignore[attr-defined]  # a namedtuple
 
     SLICE = 0.05  # seconds: how often a request waiting for a connection looks for a failed attempt
 
@@ -246,8 +247,8 @@ class Readers:
                 if time.monotonic() >= deadline:
                     raise
 
-    def _error(self, prepared: _Prepared, values: list[str | None], exc: Exception, disconnected: bool) -> DBAPIError:
-        return DBAPIError.instance(
+    def _error(self, prepared: _Prepared, values: list[bytes | None], exc: Exception, disconnected: bool) -> DBAPIError:
+        return DBAPIError.instance(  # type: ignore[return-value]  # a DBAPIError, since exc is a psycopg.Error
             prepared.sql.decode(), values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=self.dialect
         )
 
