@@ -1,7 +1,7 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
 Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
-ruff format --check, lint-imports), then runs the suite twice, each pass with the given pytest arguments:
+ruff format --check, lint-imports, mypy), then runs the suite twice, each pass with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
@@ -253,6 +253,9 @@ class Run:
         say("lint: ruff format --check .")
         ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
         self.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
+        # The types ([tool.mypy] in pyproject.toml: strict on authsvc.core and authsvc.credentials).
+        say("lint: mypy")
+        self.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
 
     def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:
         # The JUnit report only feeds the totals line; it goes before the
