@@ -13,11 +13,10 @@ import math
 import time
 from datetime import UTC, datetime
 
-from flask import current_app
-
 from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, User
+from authsvc.core.settings import settings
 from authsvc.web import metrics
 from authsvc.web.deployment import client_address
 
@@ -46,12 +45,12 @@ def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str
     Another ``kind`` of secret (``device``: user codes) counts apart, so that
     wrong user codes do not lock the account's password sign-in, and the other way round.
     """
-    config = current_app.config
+    config = settings()
     account = security.digest(f"{domain.id} {email.strip().lower()}")
     prefix = f"{kind}-" if kind else ""
     return [
-        (f"{prefix}account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
-        (f"{prefix}address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
+        (f"{prefix}account", account, config.lockout_threshold),
+        (f"{prefix}address", client_address(), config.lockout_address_threshold),
     ]
 
 
@@ -68,18 +67,18 @@ def refuse_if_locked_out(domain: Domain, email: str, kind: str = "") -> None:
 
 def note_failure(domain: Domain, email: str, user: User | None, kind: str = "") -> None:
     """Count a failed password attempt; lock what reached its threshold, for a doubling time."""
-    config = current_app.config
+    config = settings()
     client = store.client()
     for scope, subject, threshold in _subjects(domain, email, kind):
         key = f"{PREFIX}:failures:{scope}:{subject}"
         pipe = client.pipeline()
         pipe.incr(key)
-        pipe.expire(key, config["AUTHSVC_FAILURE_MEMORY"])
+        pipe.expire(key, config.failure_memory)
         failures = pipe.execute()[0]
         if threshold <= 0 or failures < threshold:
             continue
-        doubled = config["AUTHSVC_LOCKOUT_BASE"] * 2 ** min(failures - threshold, 30)
-        seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
+        doubled = config.lockout_base * 2 ** min(failures - threshold, 30)
+        seconds = min(doubled, config.lockout_max)
         client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
         if scope.endswith("account"):
             target = actors.of_user(user.id) if user is not None else None

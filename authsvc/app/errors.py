@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from authlib.oauth2 import OAuth2Error
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, request
 from flask_limiter import RateLimitExceeded
 from sqlalchemy import exc as sql
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
@@ -16,6 +16,7 @@ from authsvc.app import limits
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
 from authsvc.core.headers import NO_REFERRER, uncached
+from authsvc.core.settings import settings
 from authsvc.oauth.server import authorization_server
 from authsvc.web import metrics
 
@@ -87,7 +88,7 @@ def handle_rate_limited(exc: RateLimitExceeded) -> Response:
 def handle_http_error(exc: HTTPException) -> Response:
     description = exc.description or exc.name
     if exc.code == 413:
-        description = f"The request body is larger than {current_app.config['MAX_CONTENT_LENGTH']} bytes."
+        description = f"The request body is larger than {settings().max_body_bytes} bytes."
     response = json_error(exc.code or 500, _http_error_name(exc), description)
     if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
         response.headers["Allow"] = ", ".join(exc.valid_methods)

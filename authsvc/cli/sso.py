@@ -6,7 +6,6 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import click
-from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
@@ -15,6 +14,7 @@ from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
+from authsvc.core.settings import settings
 from authsvc.identity import providers, saml, saml_setup
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
@@ -181,7 +181,7 @@ def _create_oauth(
         **urls,
     }
     hints = {"trust_email": "--match tid=<tenant id>"}
-    if not (options.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+    if not (options.allow_private_network or settings().sso_allow_private_networks):
         for field, url in urls.items():
             if url and _private(url):
                 hints[field] = "--allow-private-network for an on-premises provider"
@@ -229,7 +229,7 @@ def _create_saml(domain: Domain, name: str, options: SamlOptions) -> None:
     else:
         data["metadata_xml"] = metadata_file.read(saml_setup.MAX_METADATA_BYTES + 1)
     hints = {}
-    if metadata_url and not (data["allow_private_network"] or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+    if metadata_url and not (data["allow_private_network"] or settings().sso_allow_private_networks):
         if _private(metadata_url):
             hints["metadata_url"] = "--allow-private-network for an on-premises provider"
     with admin_rules(SSO_OPTIONS, hints):

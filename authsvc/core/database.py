@@ -30,6 +30,10 @@ from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
 from authsvc.core import budget
+from authsvc.core.settings import settings as typed_settings
+
+if TYPE_CHECKING:
+    from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +142,7 @@ def commit_keeping_loaded() -> None:
 # ----------------------------------------------------------------- bounds
 
 
-def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
+def connect_settings(settings: Settings) -> dict[str, Any]:
     """libpq connection parameters that bound every wait on PostgreSQL, for the engine and the readers.
 
     ``connect_timeout`` bounds connecting; ``statement_timeout`` makes the
@@ -148,9 +152,9 @@ def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
     A server that still acknowledges packets but never answers is the
     Watchdog's (below).
     """
-    statement_ms = int(config["AUTHSVC_STATEMENT_TIMEOUT"] * 1000)
+    statement_ms = int(settings.statement_timeout * 1000)
     return {
-        "connect_timeout": max(2, round(config["AUTHSVC_DATABASE_TIMEOUT"])),  # libpq's least is 2
+        "connect_timeout": max(2, round(settings.database_timeout)),  # libpq's least is 2
         "options": f"-c statement_timeout={statement_ms}",
         "keepalives": 1,
         "keepalives_idle": 30,
@@ -160,9 +164,9 @@ def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def client_deadline(config: dict[str, Any]) -> float:
+def client_deadline(settings: Settings) -> float:
     """Seconds the service waits for one answer of PostgreSQL: the server's own timeout, and one more."""
-    return float(config["AUTHSVC_STATEMENT_TIMEOUT"]) + 1.0
+    return settings.statement_timeout + 1.0
 
 
 class Watchdog:
@@ -303,7 +307,7 @@ def bound_waits(engine: Engine, seconds: float) -> None:
 
 def init_app(app: Flask, engine: Engine) -> None:
     """Bound ``engine``'s waits (on PostgreSQL, every one of them)."""
-    deadline = client_deadline(app.config)
+    deadline = client_deadline(typed_settings(app))
     ping_after_idle(engine, deadline=deadline if engine.dialect.name == "postgresql" else None)
     if engine.dialect.name == "postgresql":
         bound_waits(engine, deadline)

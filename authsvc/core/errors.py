@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import redis.exceptions
-from flask import Response, current_app, jsonify
+from flask import Response, jsonify
 
 from authsvc.core.headers import uncached
+from authsvc.core.settings import settings
 
 # What "the session store is down" looks like to redis-py: refused, reset,
 # timed out, still loading after a restart, or a replica after a failover.
@@ -56,5 +57,5 @@ def too_many_requests(error: str, description: str, retry_after: int) -> Respons
 
 def unavailable(description: str) -> Response:
     """503 for a dependency that is down: the client may retry, and is told when."""
-    retry_after = str(current_app.config["AUTHSVC_RETRY_AFTER"])
+    retry_after = str(settings().retry_after)
     return json_error(503, "temporarily_unavailable", description, {"Retry-After": retry_after})

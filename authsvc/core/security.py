@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 import bcrypt
 from flask import Flask, current_app
 
+from authsvc.core.settings import settings
+
 if TYPE_CHECKING:
     from cryptography.fernet import MultiFernet
 
@@ -50,8 +52,8 @@ def digest_matches(secret: str, stored_digest: str) -> bool:
 
 def init_app(app: Flask) -> None:
     """Keep the app's bcrypt rounds and encryption keys on it (checked now: a bad key stops the start)."""
-    keys = encryption_keys(app.config["AUTHSVC_ENCRYPTION_KEYS"], app.config["SECRET_KEY"])
-    app.extensions[EXTENSION] = Keys(bcrypt_rounds=app.config["AUTHSVC_BCRYPT_ROUNDS"], encryption_keys=keys)
+    keys = encryption_keys(settings(app).encryption_keys, settings(app).secret_key)
+    app.extensions[EXTENSION] = Keys(bcrypt_rounds=settings(app).bcrypt_rounds, encryption_keys=keys)
 
 
 def _keys() -> Keys:

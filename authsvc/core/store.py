@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from authsvc.core import redis_connection, security
+from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +27,14 @@ PREFIX = "authsvc:"
 
 
 def init_app(app: Flask) -> None:
-    url = app.config.get("REDIS_URL")
-    if app.config.get("REDIS_SENTINELS"):
+    url = settings(app).redis_url
+    if settings(app).redis_sentinels:
         # The primary that Redis Sentinel names, found again after a failover (authsvc.core.redis_connection).
         client = redis_connection.sentinel_client(
-            app.config, _FailFast, decode_responses=True, health_check_interval=30
+            settings(app), _FailFast, decode_responses=True, health_check_interval=30
         )
     elif url:
-        timeout = app.config["AUTHSVC_REDIS_TIMEOUT"]
+        timeout = settings(app).redis_timeout
         # Short timeouts and one immediate retry (for a pooled connection that
         # went stale while Redis restarted): a dead Redis costs a request
         # milliseconds and a 503, not a hung worker.

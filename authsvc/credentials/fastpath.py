@@ -33,6 +33,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.credentials import lookup
 from authsvc.credentials.readers import READERS, Readers
@@ -54,8 +55,8 @@ class InspectFastPath:
     def __init__(self, app: Flask, wsgi_app: Wsgi):
         self.flask_app = app
         self.wsgi_app = wsgi_app
-        self.default_host = app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
-        self.hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
+        self.default_host = settings(app).default_domain or None
+        self.hsts_max_age = settings(app).hsts_max_age
         # The samples every answer of this path adds to, looked up once.
         self._answered = metrics.REQUESTS.labels(endpoint=ENDPOINT, method="GET", status="200")
         self._latency = metrics.LATENCY.labels(endpoint=ENDPOINT)
@@ -125,5 +126,5 @@ class InspectFastPath:
 
 def init_app(app: Flask) -> None:
     """Put the fast path in front of Flask, when the database is PostgreSQL."""
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+    if settings(app).database_url.startswith("postgresql"):
         app.wsgi_app = InspectFastPath(app, app.wsgi_app)  # type: ignore[method-assign]

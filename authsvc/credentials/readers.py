@@ -21,6 +21,7 @@ from sqlalchemy.exc import DBAPIError
 
 from authsvc.core import budget
 from authsvc.core.database import client_deadline, connect_settings, db
+from authsvc.core.settings import settings
 from authsvc.credentials import roundtrip
 
 log = logging.getLogger(__name__)
@@ -266,18 +267,17 @@ def init_app(app: Flask, engine: Engine) -> None:
     """On PostgreSQL, give the app its readers (after core.database.init_app bounded the engine)."""
     if engine.dialect.name != "postgresql":
         return
-    config = app.config
-    deadline = client_deadline(config)
+    deadline = client_deadline(settings(app))
     # psycopg_pool logs every checkout and return at INFO: three records per
     # inspect at the service's default level. Its warnings (failed connection
     # attempts, connections found broken) still show.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
-    options = config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
+    options = app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
     app.extensions[READERS] = Readers(
         engine,
         # The engine's connect arguments: these bounds (create_app), and any the deployment adds.
-        options.get("connect_args") or connect_settings(config),
-        wait=config["AUTHSVC_DATABASE_TIMEOUT"],
+        options.get("connect_args") or connect_settings(settings(app)),
+        wait=settings(app).database_timeout,
         deadline=deadline,
         recycle=options.get("pool_recycle", 1800),
     )

@@ -16,11 +16,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flask import current_app
-
 from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.identity.delegated import save_tokens
 from authsvc.identity.linking import check_match_rules, link_identity, link_user, map_profile
 from authsvc.identity.providers import (
@@ -86,7 +85,7 @@ def start(
             "browser": security.digest(browser),
             "link_user": link_user.id if link_user is not None else None,
         },
-        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        settings().sso_flow_ttl,
         holder,
     )
     # Rows saved before reserved names were refused may still hold one: ours win.
@@ -155,7 +154,7 @@ def finish(
     try:
         urls = endpoints(provider)
         token = client_for(provider, flow["callback"]).fetch_token(
-            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"]
+            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=settings().sso_timeout
         )
         claims = _claims(provider, urls, token, flow["nonce"])
     except OAuthError as exc:
@@ -192,7 +191,7 @@ def _claims(provider: SsoProvider, urls: Endpoints, token: dict, nonce: str | No
             response = session.get(
                 urls.userinfo_url,
                 headers={"Authorization": f"Bearer {token['access_token']}", "Accept": "application/json"},
-                timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"],
+                timeout=settings().sso_timeout,
             )
         response.raise_for_status()
         userinfo = response.json()
@@ -272,7 +271,7 @@ def _refetched_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> An
         shared_kids = {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}
         if kid in shared_kids or (kid is None and shared != fetch_json(provider, jwks_url)):
             return KeySet.import_key_set(shared)
-    if store.claim_jwks_refetch(provider.id, current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]):
+    if store.claim_jwks_refetch(provider.id, settings().sso_jwks_refetch_interval):
         log.info("SSO provider %s: unknown key, refetching its JWKS", provider.id)
         fresh = fetch_json(provider, jwks_url, fresh=True)
         store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
@@ -302,7 +301,7 @@ def refuse_if_holding_too_many_flows() -> None:
     gives its place back. Concurrent starts may pass this check together; the
     start rate bounds by how many.
     """
-    bound = current_app.config["AUTHSVC_SSO_FLOWS_PER_ADDRESS"]
+    bound = settings().sso_flows_per_address
     if bound <= 0:
         return
     held, first_expiry = store.held_flow_states(client_address())

@@ -16,11 +16,10 @@ import logging
 import time
 from typing import Any
 
-from flask import current_app
-
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.identity import saml, saml_setup, saml_slo
 from authsvc.identity.flow import SignedIn
 from authsvc.identity.linking import check_match_rules, link_identity, link_user
@@ -52,7 +51,7 @@ def start(
             "browser": security.digest(browser),
             "link_user": link_user.id if link_user is not None else None,
         },
-        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        settings().sso_flow_ttl,
         holder,
     )
     return url
@@ -64,7 +63,7 @@ def refresh_if_stale(provider: SsoProvider) -> None:
     One worker tries per provider per AUTHSVC_SSO_JWKS_REFETCH_INTERVAL: an IdP
     whose metadata URL hangs costs one sign-in a timeout, not every sign-in.
     """
-    interval = current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]
+    interval = settings().sso_jwks_refetch_interval
     if not saml_setup.metadata_stale(provider) or not store.claim_jwks_refetch(f"saml:{provider.id}", interval):
         return
     try:
@@ -109,7 +108,7 @@ def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_st
     if flow is not None and store.claim_flow_state(relay_state) is None:
         raise saml.SamlError("replayed")  # a concurrent POST of the same flow won
     lifetime = verified.not_on_or_after - int(time.time()) if verified.not_on_or_after else 0
-    ttl = max(lifetime, current_app.config["AUTHSVC_SSO_FLOW_TTL"]) + provider.saml_clock_skew
+    ttl = max(lifetime, settings().sso_flow_ttl) + provider.saml_clock_skew
     if not store.claim_saml_assertion(provider.id, verified.assertion_id, ttl):
         raise saml.SamlError("replayed")
     handoff = security.new_secret()

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
 from authsvc.accounts import reauth, sessions
 from authsvc.core import security
@@ -15,6 +15,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.credentials import lookup
 from authsvc.identity import delegated, flow, providers, saml_flow, saml_slo
@@ -107,10 +108,10 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
     response.set_cookie(
         FLOW_COOKIE,
         browser,
-        max_age=current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        max_age=settings().sso_flow_ttl,
         path=bp.url_prefix,
         httponly=True,
-        secure=current_app.config["AUTHSVC_COOKIE_SECURE"],
+        secure=settings().cookie_secure,
         samesite="Lax",
     )
     return response
