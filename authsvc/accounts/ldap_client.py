@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from authsvc.core import deadline, security
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import LdapDirectory
 from authsvc.core.settings import settings
 
@@ -43,21 +43,6 @@ log = logging.getLogger(__name__)
 AD_ACCOUNT_DISABLED = 0x2
 # Stable ids of an entry, whichever the directory has: OpenLDAP's, then AD's.
 ID_ATTRIBUTES = ("entryUUID", "objectGUID")
-
-
-class DirectoryUnavailable(ApiError):
-    """503: the directory could not answer; the client may retry, and is told when."""
-
-    def __init__(self, directory: LdapDirectory, why: str):
-        retry_after = str(settings().retry_after)
-        super().__init__(
-            503,
-            "directory_unavailable",
-            "The directory that checks this account's password cannot be reached. Try again shortly.",
-            headers={"Retry-After": retry_after},
-        )
-        self.directory = directory
-        self.why = why
 
 
 @dataclass

@@ -27,9 +27,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from authsvc.accounts import ldap_client
-from authsvc.accounts.ldap_client import DirectoryUnavailable, Entry
+from authsvc.accounts.ldap_client import Entry
 from authsvc.core import actors, audit
 from authsvc.core.database import db
+from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
 from authsvc.core.settings import settings
 

@@ -10,11 +10,9 @@ the time to wait. A successful sign-in clears the account's count.
 from __future__ import annotations
 
 import math
-import time
-from datetime import UTC, datetime
 
 from authsvc.core import actors, audit, security, store
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import LockedOut
 from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
 from authsvc.web import metrics
@@ -22,21 +20,6 @@ from authsvc.web.deployment import client_address
 
 # The request rates' prefix (authsvc.app.limits): one namespace for every counter of a limit.
 PREFIX = f"{store.PREFIX}limits"
-
-
-class LockedOut(ApiError):
-    """429: too many failed sign-ins for this account or address; says when to retry."""
-
-    def __init__(self, retry_after: int, attempts: str = "sign-in attempts"):
-        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        super().__init__(
-            429,
-            "too_many_attempts",
-            f"Too many failed {attempts}. Retry in {retry_after} s (after {until}).",
-            headers={"Retry-After": str(retry_after)},
-            extra={"retry_after": retry_after},
-        )
-        self.retry_after = retry_after
 
 
 def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str, int]]:

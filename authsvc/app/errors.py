@@ -14,7 +14,7 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from authsvc.app import limits
 from authsvc.core.database import db
-from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
+from authsvc.core.errors import ANSWERS, REDIS_DOWN, ApiError, answer, json_error, too_many_requests, unavailable
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.settings import settings
 from authsvc.oauth.server import authorization_server
@@ -55,6 +55,11 @@ def handle_api_error(exc: ApiError) -> Response:
     return json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
 
 
+def handle_feature_error(exc: Exception) -> Response:
+    """A feature's exception (authsvc.core.errors.ANSWERS), answered as its table entry says."""
+    return handle_api_error(answer(exc))
+
+
 def handle_oauth2_error(exc: OAuth2Error) -> Response:
     # Authlib decides between a JSON body and a redirect to a validated
     # redirect_uri (RFC 6749 4.1.2.1) and adds WWW-Authenticate where due.
@@ -63,7 +68,7 @@ def handle_oauth2_error(exc: OAuth2Error) -> Response:
     # raises to no other handler, as a bare 500.
     try:
         response: Response = authorization_server().handle_error_response(None, exc)
-    except (ApiError, sql.DBAPIError, sql.TimeoutError) as refused:
+    except (ApiError, *ANSWERS, sql.DBAPIError, sql.TimeoutError) as refused:
         return _handler_for(refused)(refused)
     except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
         return handle_unexpected(unexpected)
@@ -127,6 +132,7 @@ def handle_unexpected(exc: Exception) -> Response:
 # Which handler answers which exception; Flask picks the entry of the nearest class in the MRO.
 HANDLERS: dict[type[BaseException], Callable[[Any], Response]] = {
     ApiError: handle_api_error,
+    **dict.fromkeys(ANSWERS, handle_feature_error),
     OAuth2Error: handle_oauth2_error,
     RateLimitExceeded: handle_rate_limited,
     HTTPException: handle_http_error,

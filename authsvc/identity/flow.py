@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from authsvc.core import actors, audit, security, store
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.identity.delegated import save_tokens
@@ -26,7 +26,6 @@ from authsvc.identity.providers import (
     METADATA_TTL,
     Endpoints,
     ProviderRefused,
-    SsoError,
     client_for,
     endpoints,
     fetch_json,
@@ -104,13 +103,12 @@ def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoErr
     if outbound.refused(exc):
         # Not the provider's fault: its URLs point where this service may not go.
         log.warning("SSO provider %s: destination refused (private address, plain http or a redirect)", provider.id)
-        return SsoError(
-            502,
+        return ProviderFailed(
             "Sign-in provider not allowed",
             f"{provider.name} is at an address this service may not call. Ask your administrator.",
         )
     title = "Sign-in provider unavailable" if what.startswith("cannot") else "Sign-in provider failed"
-    return SsoError(502, title, f"{provider.name} {what}")
+    return ProviderFailed(title, f"{provider.name} {what}")
 
 
 @dataclass
@@ -142,13 +140,13 @@ def finish(
 
     flow = store.claim_flow_state(state) if state and len(state) <= 200 else None
     if flow is None or not browser or not security.digest_matches(browser, flow["browser"]):
-        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
     provider = find_provider(domain, flow["provider"])
     if provider is None:
-        raise SsoError(400, "Sign-in expired", "This sign-in link does not belong to this site.")
+        raise SsoExpired("Sign-in expired", "This sign-in link does not belong to this site.")
     linking = flow.get("link_user")
     if linking is not None and (session_user is None or session_user.id != linking):
-        raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+        raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
     if error or not code:
         raise ProviderRefused(error or "invalid_request")
     try:
@@ -277,20 +275,6 @@ def _refetched_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> An
         store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
         return KeySet.import_key_set(fresh)
     return None
-
-
-class TooManyFlows(ApiError):
-    """429: this address holds as many unfinished SSO sign-ins as it may; says when one expires."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(
-            429,
-            "too_many_flows",
-            f"Too many sign-ins in progress from this address. Retry in {retry_after} s.",
-            headers={"Retry-After": str(retry_after)},
-            extra={"retry_after": retry_after},
-        )
-        self.retry_after = retry_after
 
 
 def refuse_if_holding_too_many_flows() -> None:

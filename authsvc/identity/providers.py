@@ -178,16 +178,6 @@ def admin_consent_url(provider: SsoProvider, callback_url: str) -> str | None:
     return f"https://login.microsoftonline.com/{provider.tenant}/v2.0/adminconsent?{query}"
 
 
-class SsoError(Exception):
-    """The sign-in cannot go on. ``status`` 400: the browser's fault; 502: the provider's."""
-
-    def __init__(self, status: int, title: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.title = title
-        self.message = message
-
-
 class ProviderRefused(Exception):
     """The provider said no (an OAuth error answer); ``error`` is its code."""
 

@@ -18,12 +18,13 @@ from typing import Any
 
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db
+from authsvc.core.errors import ProviderUnavailable, SsoExpired
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.identity import saml, saml_setup, saml_slo
 from authsvc.identity.flow import SignedIn
 from authsvc.identity.linking import check_match_rules, link_identity, link_user
-from authsvc.identity.providers import ProviderRefused, SsoError, find_provider
+from authsvc.identity.providers import ProviderRefused, find_provider
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +41,7 @@ def start(
     try:
         request_id, url = saml.authn_request(provider, domain.host, relay_state=state)
     except saml.SamlError as exc:
-        raise SsoError(503, "Sign-in provider unavailable", exc.message) from None
+        raise ProviderUnavailable("Sign-in provider unavailable", exc.message) from None
     store.save_flow_state(
         state,
         {
@@ -134,10 +135,10 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
     data = store.claim_saml_handoff(handoff) if handoff and len(handoff) <= 200 else None
     provider = find_provider(domain, data["provider"]) if data else None
     if data is None or provider is None:
-        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
     if data["browser"] is not None and not (browser and security.digest_matches(browser, data["browser"])):
         refused(provider, "browser")
-        raise SsoError(400, "Sign-in expired", "This sign-in was started in another browser.")
+        raise SsoExpired("Sign-in expired", "This sign-in was started in another browser.")
     claims = profile_claims(provider, data["subject"], data["attributes"])
     profile = {"uid": data["subject"], "email": claims.get("email"), "name": claims.get("name") or ""}
     try:
@@ -145,7 +146,7 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         linking = data.get("link_user")
         if linking is not None:
             if session_user is None or session_user.id != linking:
-                raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+                raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
             user = link_identity(provider, data["subject"], session_user, actor=actors.of_user(linking), via="user")
         else:
             user = link_user(provider, profile, claims)

@@ -11,7 +11,7 @@ from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
 from authsvc.accounts import reauth, sessions
 from authsvc.core import security
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, SsoError, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
@@ -92,10 +92,10 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
             target = saml_flow.start(domain, provider, continue_url, browser, holder, link_user=link_user)
         else:
             target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
-    except providers.SsoError as exc:
+    except SsoError as exc:
         return page(
             "message.html",
-            exc.status,
+            answer(exc).status,
             domain=domain,
             title=exc.title,
             message=exc.message,
@@ -142,10 +142,10 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
         # the provider sent is shown to the user.
         code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
         return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
-    except providers.SsoError as exc:
+    except SsoError as exc:
         return page(
             "message.html",
-            exc.status,
+            answer(exc).status,
             domain=domain,
             title=exc.title,
             message=exc.message,
