@@ -23,31 +23,37 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.api import fastpath, readers
     from authsvc.app import blueprints, errors, limits
     from authsvc.core import budget, database, security, store
+    from authsvc.core import settings as typed_settings
     from authsvc.core.database import db
     from authsvc.oauth import server
     from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
+    # app.config counts its changes, so that the typed settings follow one made after the start.
+    app.config = typed_settings.Config(app.config.root_path, app.config)
     app.config.update(from_environment())
     if config:
         app.config.update(config)
+    # Checked now, typed from here on: a missing or mistyped setting stops the start.
+    typed_settings.init_app(app)
+    settings = typed_settings.settings(app)
     # Flask's own (signed) session cookie only carries the forms' CSRF token;
     # sign-in sessions are the ``user`` cookie, kept in Redis.
     app.config.update(
         SESSION_COOKIE_NAME="authsvc_csrf",
         SESSION_COOKIE_HTTPONLY=True,
-        SESSION_COOKIE_SAMESITE=app.config["AUTHSVC_COOKIE_SAMESITE"],
-        SESSION_COOKIE_SECURE=app.config["AUTHSVC_COOKIE_SECURE"],
+        SESSION_COOKIE_SAMESITE=settings.cookie_samesite,
+        SESSION_COOKIE_SECURE=settings.cookie_secure,
     )
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+    if settings.database_url.startswith("postgresql"):
         # A database that does not answer fails the request (503) instead of
         # hanging it: bounded connecting, statements, TCP, and pool waits.
         options = app.config.setdefault("SQLALCHEMY_ENGINE_OPTIONS", {})
         connect_args = options.setdefault("connect_args", {})
-        for name, value in database.connect_settings(app.config).items():
+        for name, value in database.connect_settings(settings).items():
             connect_args.setdefault(name, value)
-        options.setdefault("pool_timeout", app.config["AUTHSVC_DATABASE_TIMEOUT"])
+        options.setdefault("pool_timeout", settings.database_timeout)
     app.json.sort_keys = False
 
     # First in, so that the request id and the clock are there for every
@@ -57,7 +63,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Before deployment: its ProxyFix must wrap the fast path too.
     fastpath.init_app(app)
     # Around the fast path and Flask: one database budget per request (authsvc.core.budget).
-    app.wsgi_app = budget.DatabaseBudget(app.wsgi_app, app.config["AUTHSVC_DATABASE_TIMEOUT"])  # type: ignore[method-assign]
+    app.wsgi_app = budget.DatabaseBudget(app.wsgi_app, settings.database_timeout)  # type: ignore[method-assign]
     deployment.init_app(app)
     security.init_app(app)
     db.init_app(app)

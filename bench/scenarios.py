@@ -75,7 +75,7 @@ class Scenarios:
                 out.append(f"{key}_ha")
         return out
 
-    def load(self, key: str) -> Load:
+    def load(self, key: str) -> Load:  # noqa: C901 - one branch per scenario, each its own load
         """The load of the scenario ``key`` (one of ``keys()``, or ``inspect_bearer`` for the first database)."""
         servers = self.servers
         s = servers.seed

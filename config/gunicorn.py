@@ -5,6 +5,7 @@ import multiprocessing
 import os
 import shutil
 import tempfile
+from typing import Any
 
 # Web workers run no migrations (the Procfile's release command does): create_app
 # leaves Flask-Migrate and Alembic out of them, which saves memory in every worker.
@@ -67,7 +68,7 @@ def on_starting(server: object) -> None:
         os.remove(path)
 
 
-def child_exit(server: object, worker: object) -> None:
+def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker
     from prometheus_client import multiprocess
 
     multiprocess.mark_process_dead(worker.pid)

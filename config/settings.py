@@ -6,9 +6,14 @@ table in docs/configuration.md and this file can be checked against each other.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import secrets
+import types
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -121,167 +126,255 @@ def _development_secret_key() -> str:
     return path.read_text().strip()
 
 
+def _text(name: str, default: str | None) -> str | None:
+    return os.environ.get(name) or default
+
+
+def _setting(env: str, default: Any, read: Callable[[str, Any], Any] | None, key: str | None = None) -> Any:
+    """A field of Settings: the environment variable ``env`` read by ``read`` (None: derived below), kept
+    in app.config as ``key`` (the variable's own name unless Flask or an extension names it otherwise)."""
+    return field(metadata={"env": env, "key": key or env, "default": default, "read": read})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every setting of the service, typed; docs/configuration.md documents each (tests/test_settings.py).
+
+    Built once from app.config at the start (``Settings.from_config``), which from_environment() fills
+    from the environment; a caller's config (tests) goes on top. Read through ``authsvc.core.settings.settings()``.
+    """
+
+    environment: str = _setting("AUTHSVC_ENV", None, None)
+    secret_key: str = _setting("SECRET_KEY", None, None)
+    database_url: str = _setting("DATABASE_URL", None, None, key="SQLALCHEMY_DATABASE_URI")
+    redis_url: str | None = _setting("REDIS_URL", None, _text)
+    # Redis Sentinel: the primary is the one these name for the service (authsvc.core.redis_connection).
+    redis_sentinels: list[tuple[str, int]] | None = _setting("REDIS_SENTINELS", None, None)
+    redis_sentinel_service: str | None = _setting("REDIS_SENTINEL_SERVICE", None, None)
+    redis_sentinel_password: str | None = _setting("REDIS_SENTINEL_PASSWORD", None, _text)
+    default_domain: str | None = _setting("AUTHSVC_DEFAULT_DOMAIN", None, None)
+    cookie_secure: bool = _setting("AUTHSVC_COOKIE_SECURE", True, _bool)
+    cookie_samesite: str = _setting("AUTHSVC_COOKIE_SAMESITE", None, None)
+    session_ttl: int = _setting("AUTHSVC_SESSION_TTL", 24 * 3600, _int)
+    access_token_ttl: int = _setting("AUTHSVC_ACCESS_TOKEN_TTL", 7200, _int)
+    refresh_token_ttl: int = _setting("AUTHSVC_REFRESH_TOKEN_TTL", 30 * 24 * 3600, _int)
+    refresh_idle_ttl: int = _setting("AUTHSVC_REFRESH_IDLE_TTL", 14 * 24 * 3600, _int)
+    refresh_reuse_grace: int = _setting("AUTHSVC_REFRESH_REUSE_GRACE", 10, _int)
+    code_ttl: int = _setting("AUTHSVC_CODE_TTL", 300, _int)
+    # How long a spent authorisation code is remembered, so that its replay revokes its tokens (RFC 6749 4.1.2).
+    spent_code_ttl: int = _setting("AUTHSVC_SPENT_CODE_TTL", 24 * 3600, _int)
+    # ID tokens' lifetime; a rotated-out signing key stays in the JWKS this long.
+    id_token_ttl: int = _setting("AUTHSVC_ID_TOKEN_TTL", 3600, _int)
+    # The device grant (RFC 8628): how long a device code lasts, and the polling interval it starts with.
+    device_code_ttl: int = _setting("AUTHSVC_DEVICE_CODE_TTL", 600, _int)
+    device_interval: int = _setting("AUTHSVC_DEVICE_INTERVAL", 5, _int)
+    # Seconds between a correct password and the second factor (multi-factor sign-in).
+    mfa_pending_ttl: int = _setting("AUTHSVC_MFA_PENDING_TTL", 300, _int)
+    bcrypt_rounds: int = _setting("AUTHSVC_BCRYPT_ROUNDS", 12, _int)
+    encryption_keys: list[str] = _setting("AUTHSVC_ENCRYPTION_KEYS", None, None)
+    # One deadline per outbound exchange: an HTTP request to a provider, IdP, application or jwks_uri
+    # (connect to last byte), or an LDAP sign-in (every directory it asks).
+    outbound_deadline: float = _setting("AUTHSVC_OUTBOUND_DEADLINE", 10, _float)
+    sso_timeout: int = _setting("AUTHSVC_SSO_TIMEOUT", 10, _int)
+    sso_flow_ttl: int = _setting("AUTHSVC_SSO_FLOW_TTL", 600, _int)
+    # LDAP directories: connect and each operation; a sign-in asks at most two binds and a search.
+    ldap_timeout: float = _setting("AUTHSVC_LDAP_TIMEOUT", 3, _float)
+    # How often a directory user's session or refresh asks the directory again (deprovisioning).
+    ldap_recheck: int = _setting("AUTHSVC_LDAP_RECHECK", 300, _int)
+    # Every provider may be on loopback, private networks and plain http (on-premises
+    # deployments); otherwise only a provider a system admin allowed (allow_private_network).
+    sso_allow_private_networks: bool = _setting("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False, _bool)
+    # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
+    sso_jwks_refetch_interval: int = _setting("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60, _int)
+    # private_key_jwt (RFC 7523): an application's jwks_uri may be on loopback, private networks and
+    # plain http only when the operator says so; it is fetched with this timeout and kept this long
+    # (in Redis, for every worker); an unknown kid refetches it at most once an interval.
+    client_jwks_allow_private_networks: bool = _setting("AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS", False, _bool)
+    client_jwks_timeout: float = _setting("AUTHSVC_CLIENT_JWKS_TIMEOUT", 5, _float)
+    client_jwks_ttl: int = _setting("AUTHSVC_CLIENT_JWKS_TTL", 300, _int)
+    client_jwks_refetch_interval: int = _setting("AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL", 10, _int)
+    # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
+    # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
+    client_assertion_max_lifetime: int = _setting("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600, _int)
+    # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
+    saml_metadata_max_age: int = _setting("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600, _int)
+    # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri
+    # waits at most this long, and is tried this many times, waiting BACKOFF, 2 x BACKOFF... between.
+    backchannel_timeout: float = _setting("AUTHSVC_BACKCHANNEL_TIMEOUT", 5, _float)
+    backchannel_attempts: int = _setting("AUTHSVC_BACKCHANNEL_ATTEMPTS", 3, _int)
+    backchannel_backoff: float = _setting("AUTHSVC_BACKCHANNEL_BACKOFF", 1, _float)
+    # Applications' backchannel_logout_uri may be on loopback, private networks and plain http.
+    backchannel_allow_private_networks: bool = _setting("AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS", False, _bool)
+    max_body_bytes: int = _setting("AUTHSVC_MAX_BODY_BYTES", 64 * 1024, _int, key="MAX_CONTENT_LENGTH")
+    # Form bodies: no more fields than any of our forms could use.
+    max_form_fields: int = _setting("AUTHSVC_MAX_FORM_FIELDS", 100, _int, key="MAX_FORM_PARTS")
+    log_level: str = _setting("AUTHSVC_LOG_LEVEL", None, None)
+    # Dependencies that do not answer fail the request fast (503), not after a long hang.
+    redis_timeout: float = _setting("AUTHSVC_REDIS_TIMEOUT", 1.0, _float)
+    # Every wait on PostgreSQL ends before gunicorn kills the worker (see _check_waits);
+    # AUTHSVC_DATABASE_TIMEOUT is also the database time of a whole request (authsvc.core.budget).
+    database_timeout: float = _setting("AUTHSVC_DATABASE_TIMEOUT", 5, _float)
+    statement_timeout: float = _setting("AUTHSVC_STATEMENT_TIMEOUT", 10, _float)
+    retry_after: int = _setting("AUTHSVC_RETRY_AFTER", 5, _int)
+    # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
+    signin_rate_limit: str = _setting("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute", _rate)
+    signin_account_rate_limit: str = _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute", _rate)
+    token_rate_limit: str = _setting("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute", _rate)
+    sso_start_rate_limit: str = _setting("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute", _rate)
+    # User codes entered at /auth/device, per client address (wrong ones also count towards lockouts).
+    device_verify_rate_limit: str = _setting("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT", "30/minute", _rate)
+    # Unfinished SSO flows one address may hold in the store at a time; 0 turns the bound off.
+    sso_flows_per_address: int = _setting("AUTHSVC_SSO_FLOWS_PER_ADDRESS", 100, _int)
+    # Lockouts after failed sign-ins: the window doubles with every failure past the threshold.
+    lockout_threshold: int = _setting("AUTHSVC_LOCKOUT_THRESHOLD", 5, _int)
+    lockout_address_threshold: int = _setting("AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD", 20, _int)
+    lockout_base: int = _setting("AUTHSVC_LOCKOUT_BASE", 30, _int)
+    lockout_max: int = _setting("AUTHSVC_LOCKOUT_MAX", 3600, _int)
+    failure_memory: int = _setting("AUTHSVC_FAILURE_MEMORY", 3600, _int)
+    # Removing a factor, new recovery codes, a new passkey or authenticator, a password set in the
+    # console and linking an SSO account need a sign-in (with the second factor) this recent.
+    reauth_window: int = _setting("AUTHSVC_REAUTH_WINDOW", 300, _positive_int)
+    # Deployment behind a TLS-terminating proxy.
+    proxy_hops: int = _setting("AUTHSVC_PROXY_HOPS", 0, _int)
+    hsts_max_age: int = _setting("AUTHSVC_HSTS_MAX_AGE", 365 * 24 * 3600, _int)
+    metrics_token: str | None = _setting("AUTHSVC_METRICS_TOKEN", None, _text)
+    # SCIM provisioning (docs/scim.md): the largest request body, requests per credential,
+    # whether a DELETE removes the user's row (else it is disabled and unlinked, for the audit
+    # trail), and whether a SCIM client may set passwords.
+    scim_max_body: int = _setting("AUTHSVC_SCIM_MAX_BODY", 1024 * 1024, _int)
+    scim_rate_limit: str = _setting("AUTHSVC_SCIM_RATE_LIMIT", "600/minute", _rate)
+    scim_hard_delete: bool = _setting("AUTHSVC_SCIM_HARD_DELETE", False, _bool)
+    scim_passwords: bool = _setting("AUTHSVC_SCIM_PASSWORDS", False, _bool)
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any]) -> Settings:
+        """The settings in ``config`` (app.config), each there and of its type; else ConfigError."""
+        hints = _hints()
+        values = {}
+        for setting in fields(cls):
+            key = setting.metadata["key"]
+            if key not in config:
+                raise ConfigError(f"the setting {key} is missing")
+            value = values[setting.name] = config[key]
+            if not _is(value, hints[setting.name]):
+                raise ConfigError(f"the setting {key} must be {_name(hints[setting.name])}, not {value!r}")
+        return cls(**values)
+
+
+@functools.cache
+def _hints() -> dict[str, Any]:
+    return typing.get_type_hints(Settings)
+
+
+def _name(hint: Any) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint)
+
+
+def _is(value: Any, hint: Any) -> bool:
+    """Whether ``value`` is of the type ``hint`` (the few kinds Settings uses; an int is a float too)."""
+    if isinstance(hint, types.UnionType):
+        return any(_is(value, option) for option in typing.get_args(hint))
+    if hint is type(None):
+        return value is None
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, typing.get_origin(hint) or hint)
+
+
+# What the environment sets besides Settings: gunicorn's own (config/gunicorn.py) and where the
+# development files go. docs/configuration.md documents these too.
+SERVER_VARIABLES = (
+    "PORT",
+    "WEB_CONCURRENCY",
+    "GUNICORN_TIMEOUT",
+    "GUNICORN_GRACEFUL_TIMEOUT",
+    "GUNICORN_KEEPALIVE",
+    "GUNICORN_THREADS",
+    "AUTHSVC_ACCESS_LOG",
+    "AUTHSVC_MAX_REQUEST_LINE",
+    "AUTHSVC_MAX_HEADERS",
+    "AUTHSVC_MAX_HEADER_BYTES",
+    "PROMETHEUS_MULTIPROC_DIR",
+    "AUTHSVC_INSTANCE_DIR",
+)
+
+
 def from_environment() -> dict[str, Any]:
-    """Build the Flask configuration from ``os.environ``."""
+    """Build the Flask configuration from ``os.environ`` (Settings' keys, and the engine's options)."""
+    config = _derived()
+    for setting in fields(Settings):
+        meta = setting.metadata
+        if meta["read"] is not None:
+            config[meta["key"]] = meta["read"](meta["env"], meta["default"])
+    _check_waits(config)
+    # No pool_pre_ping: a round trip on every request. database.ping_after_idle pings only
+    # connections that sat idle, and a disconnect met in use invalidates the whole pool.
+    config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_recycle": 1800}
+    return config
+
+
+def _derived() -> dict[str, Any]:
+    """The settings that are more than one variable read with its default."""
     env = os.environ
     # A service given a database is a deployment unless told otherwise; the
     # embedded defaults (no DATABASE_URL) are a developer's machine.
     environment = env.get("AUTHSVC_ENV") or ("production" if env.get("DATABASE_URL") else "development")
     if environment not in ("production", "development"):
         raise ConfigError("AUTHSVC_ENV must be 'production' or 'development'")
-    production = environment == "production"
-
     secret_key = env.get("SECRET_KEY")
     if not secret_key:
-        if production:
+        if environment == "production":
             raise ConfigError(
                 "SECRET_KEY is not set. Production refuses to start without it "
                 "(set SECRET_KEY, or AUTHSVC_ENV=development for a local run)."
             )
         secret_key = _development_secret_key()
-
-    cookie_secure = _bool("AUTHSVC_COOKIE_SECURE", True)
     samesite = (env.get("AUTHSVC_COOKIE_SAMESITE") or "Lax").capitalize()
     if samesite not in ("Lax", "Strict", "None"):
         raise ConfigError("AUTHSVC_COOKIE_SAMESITE must be Lax, Strict or None")
-    if samesite == "None" and not cookie_secure:
+    if samesite == "None" and not _bool("AUTHSVC_COOKIE_SECURE", True):
         # Browsers drop SameSite=None cookies that are not Secure.
         raise ConfigError("AUTHSVC_COOKIE_SAMESITE=None requires AUTHSVC_COOKIE_SECURE=true")
-
-    # Every wait on PostgreSQL ends before gunicorn kills the worker, so the
-    # client gets a 503 rather than a closed connection: connecting, or one
-    # statement and the client's second of grace (authsvc.core.database).
-    # AUTHSVC_DATABASE_TIMEOUT is also the database time of a whole request (authsvc.core.budget).
-    for name in ("AUTHSVC_DATABASE_TIMEOUT", "AUTHSVC_STATEMENT_TIMEOUT"):
-        if not _float(name, 1) > 0:
-            raise ConfigError(f"{name} must be a positive number of seconds")
-    database_wait = max(_float("AUTHSVC_DATABASE_TIMEOUT", 5), _float("AUTHSVC_STATEMENT_TIMEOUT", 10) + 1)
-    worker_timeout = _int("GUNICORN_TIMEOUT", 30)
-    if database_wait >= worker_timeout:
-        raise ConfigError(
-            "AUTHSVC_DATABASE_TIMEOUT and AUTHSVC_STATEMENT_TIMEOUT + 1 must be below GUNICORN_TIMEOUT "
-            f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
-        )
-
-    # A sign-in waits on a directory at most nine times: resolve + connect + StartTLS + service bind +
-    # search, then resolve + connect + StartTLS + bind as the user.
-    ldap_timeout = _float("AUTHSVC_LDAP_TIMEOUT", 3)
-    if ldap_timeout * 9 >= worker_timeout:
-        raise ConfigError(
-            f"AUTHSVC_LDAP_TIMEOUT x 9 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
-            "that does not answer gets a 503, not a killed worker"
-        )
-
-    # One deadline per outbound exchange: an HTTP request to a provider, IdP, application or jwks_uri
-    # (connect to last byte), or an LDAP sign-in (every directory it asks).
-    outbound_deadline = _float("AUTHSVC_OUTBOUND_DEADLINE", 10)
-    if not 0 < outbound_deadline < worker_timeout:
-        raise ConfigError(
-            f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
-            "a peer that answers slowly gets a clear error, not a killed worker"
-        )
     sentinels = redis_sentinels(env.get("REDIS_SENTINELS"))
     sentinel_service = (env.get("REDIS_SENTINEL_SERVICE") or "").strip() or None
     if sentinels and not sentinel_service:
         raise ConfigError("REDIS_SENTINELS needs REDIS_SENTINEL_SERVICE: the name the Sentinels monitor the primary by")
-
     return {
         "AUTHSVC_ENV": environment,
         "SECRET_KEY": secret_key,
         "SQLALCHEMY_DATABASE_URI": database_url(env.get("DATABASE_URL")),
-        # No pool_pre_ping: a round trip on every request. database.ping_after_idle pings only
-        # connections that sat idle, and a disconnect met in use invalidates the whole pool.
-        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_recycle": 1800},
-        "REDIS_URL": env.get("REDIS_URL") or None,
-        # Redis Sentinel: the primary is the one these name for the service (authsvc.core.redis_connection).
         "REDIS_SENTINELS": sentinels,
         "REDIS_SENTINEL_SERVICE": sentinel_service,
-        "REDIS_SENTINEL_PASSWORD": env.get("REDIS_SENTINEL_PASSWORD") or None,
         "AUTHSVC_DEFAULT_DOMAIN": (env.get("AUTHSVC_DEFAULT_DOMAIN") or "").lower() or None,
-        "AUTHSVC_COOKIE_SECURE": cookie_secure,
         "AUTHSVC_COOKIE_SAMESITE": samesite,
-        "AUTHSVC_SESSION_TTL": _int("AUTHSVC_SESSION_TTL", 24 * 3600),
-        "AUTHSVC_ACCESS_TOKEN_TTL": _int("AUTHSVC_ACCESS_TOKEN_TTL", 7200),
-        "AUTHSVC_REFRESH_TOKEN_TTL": _int("AUTHSVC_REFRESH_TOKEN_TTL", 30 * 24 * 3600),
-        "AUTHSVC_REFRESH_IDLE_TTL": _int("AUTHSVC_REFRESH_IDLE_TTL", 14 * 24 * 3600),
-        "AUTHSVC_REFRESH_REUSE_GRACE": _int("AUTHSVC_REFRESH_REUSE_GRACE", 10),
-        "AUTHSVC_CODE_TTL": _int("AUTHSVC_CODE_TTL", 300),
-        # ID tokens' lifetime; a rotated-out signing key stays in the JWKS this long.
-        "AUTHSVC_ID_TOKEN_TTL": _int("AUTHSVC_ID_TOKEN_TTL", 3600),
-        # The device grant (RFC 8628): how long a device code lasts, and the polling interval it starts with.
-        "AUTHSVC_DEVICE_CODE_TTL": _int("AUTHSVC_DEVICE_CODE_TTL", 600),
-        "AUTHSVC_DEVICE_INTERVAL": _int("AUTHSVC_DEVICE_INTERVAL", 5),
-        # Seconds between a correct password and the second factor (multi-factor sign-in).
-        "AUTHSVC_MFA_PENDING_TTL": _int("AUTHSVC_MFA_PENDING_TTL", 300),
-        "AUTHSVC_BCRYPT_ROUNDS": _int("AUTHSVC_BCRYPT_ROUNDS", 12),
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
-        "AUTHSVC_OUTBOUND_DEADLINE": outbound_deadline,
-        "AUTHSVC_SSO_TIMEOUT": _int("AUTHSVC_SSO_TIMEOUT", 10),
-        "AUTHSVC_SSO_FLOW_TTL": _int("AUTHSVC_SSO_FLOW_TTL", 600),
-        # LDAP directories: connect and each operation; a sign-in asks at most two binds and a search.
-        "AUTHSVC_LDAP_TIMEOUT": ldap_timeout,
-        # How often a directory user's session or refresh asks the directory again (deprovisioning).
-        "AUTHSVC_LDAP_RECHECK": _int("AUTHSVC_LDAP_RECHECK", 300),
-        # Every provider may be on loopback, private networks and plain http (on-premises
-        # deployments); otherwise only a provider a system admin allowed (allow_private_network).
-        "AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS", False),
-        # An ID token signed with an unknown kid refetches the provider's JWKS at most once this often.
-        "AUTHSVC_SSO_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_SSO_JWKS_REFETCH_INTERVAL", 60),
-        # private_key_jwt (RFC 7523): an application's jwks_uri may be on loopback, private networks and
-        # plain http only when the operator says so; it is fetched with this timeout and kept this long
-        # (in Redis, for every worker); an unknown kid refetches it at most once an interval.
-        "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS", False),
-        "AUTHSVC_CLIENT_JWKS_TIMEOUT": _float("AUTHSVC_CLIENT_JWKS_TIMEOUT", 5),
-        "AUTHSVC_CLIENT_JWKS_TTL": _int("AUTHSVC_CLIENT_JWKS_TTL", 300),
-        "AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL": _int("AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL", 10),
-        # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
-        # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
-        "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600),
-        # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
-        "AUTHSVC_SAML_METADATA_MAX_AGE": _int("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600),
-        # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri
-        # waits at most this long, and is tried this many times, waiting BACKOFF, 2 x BACKOFF... between.
-        "AUTHSVC_BACKCHANNEL_TIMEOUT": _float("AUTHSVC_BACKCHANNEL_TIMEOUT", 5),
-        "AUTHSVC_BACKCHANNEL_ATTEMPTS": _int("AUTHSVC_BACKCHANNEL_ATTEMPTS", 3),
-        "AUTHSVC_BACKCHANNEL_BACKOFF": _float("AUTHSVC_BACKCHANNEL_BACKOFF", 1),
-        # Applications' backchannel_logout_uri may be on loopback, private networks and plain http.
-        "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS": _bool("AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS", False),
-        "MAX_CONTENT_LENGTH": _int("AUTHSVC_MAX_BODY_BYTES", 64 * 1024),
-        # Form bodies: no more fields than any of our forms could use.
-        "MAX_FORM_PARTS": _int("AUTHSVC_MAX_FORM_FIELDS", 100),
         "AUTHSVC_LOG_LEVEL": (env.get("AUTHSVC_LOG_LEVEL") or "INFO").upper(),
-        # Dependencies that do not answer fail the request fast (503), not after a long hang.
-        "AUTHSVC_REDIS_TIMEOUT": _float("AUTHSVC_REDIS_TIMEOUT", 1.0),
-        "AUTHSVC_DATABASE_TIMEOUT": _float("AUTHSVC_DATABASE_TIMEOUT", 5),
-        "AUTHSVC_STATEMENT_TIMEOUT": _float("AUTHSVC_STATEMENT_TIMEOUT", 10),
-        "AUTHSVC_RETRY_AFTER": _int("AUTHSVC_RETRY_AFTER", 5),
-        # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
-        "AUTHSVC_SIGNIN_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute"),
-        "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": _rate("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute"),
-        "AUTHSVC_TOKEN_RATE_LIMIT": _rate("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute"),
-        "AUTHSVC_SSO_START_RATE_LIMIT": _rate("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute"),
-        # User codes entered at /auth/device, per client address (wrong ones also count towards lockouts).
-        "AUTHSVC_DEVICE_VERIFY_RATE_LIMIT": _rate("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT", "30/minute"),
-        # Unfinished SSO flows one address may hold in the store at a time; 0 turns the bound off.
-        "AUTHSVC_SSO_FLOWS_PER_ADDRESS": _int("AUTHSVC_SSO_FLOWS_PER_ADDRESS", 100),
-        # Lockouts after failed sign-ins: the window doubles with every failure past the threshold.
-        "AUTHSVC_LOCKOUT_THRESHOLD": _int("AUTHSVC_LOCKOUT_THRESHOLD", 5),
-        "AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD": _int("AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD", 20),
-        "AUTHSVC_LOCKOUT_BASE": _int("AUTHSVC_LOCKOUT_BASE", 30),
-        "AUTHSVC_LOCKOUT_MAX": _int("AUTHSVC_LOCKOUT_MAX", 3600),
-        "AUTHSVC_FAILURE_MEMORY": _int("AUTHSVC_FAILURE_MEMORY", 3600),
-        # Removing a factor, new recovery codes, a new passkey or authenticator, a password set in the
-        # console and linking an SSO account need a sign-in (with the second factor) this recent.
-        "AUTHSVC_REAUTH_WINDOW": _positive_int("AUTHSVC_REAUTH_WINDOW", 300),
-        # Deployment behind a TLS-terminating proxy.
-        "AUTHSVC_PROXY_HOPS": _int("AUTHSVC_PROXY_HOPS", 0),
-        "AUTHSVC_HSTS_MAX_AGE": _int("AUTHSVC_HSTS_MAX_AGE", 365 * 24 * 3600),
-        "AUTHSVC_METRICS_TOKEN": env.get("AUTHSVC_METRICS_TOKEN") or None,
-        # SCIM provisioning (docs/scim.md): the largest request body, requests per credential,
-        # whether a DELETE removes the user's row (else it is disabled and unlinked, for the audit
-        # trail), and whether a SCIM client may set passwords.
-        "AUTHSVC_SCIM_MAX_BODY": _int("AUTHSVC_SCIM_MAX_BODY", 1024 * 1024),
-        "AUTHSVC_SCIM_RATE_LIMIT": _rate("AUTHSVC_SCIM_RATE_LIMIT", "600/minute"),
-        "AUTHSVC_SCIM_HARD_DELETE": _bool("AUTHSVC_SCIM_HARD_DELETE", False),
-        "AUTHSVC_SCIM_PASSWORDS": _bool("AUTHSVC_SCIM_PASSWORDS", False),
     }
+
+
+def _check_waits(config: dict[str, Any]) -> None:
+    """Every wait ends before gunicorn kills the worker, so that the client gets a 503, not a closed connection."""
+    worker_timeout = _int("GUNICORN_TIMEOUT", 30)
+    # PostgreSQL: connecting, or one statement and the client's second of grace (authsvc.core.database).
+    for name in ("AUTHSVC_DATABASE_TIMEOUT", "AUTHSVC_STATEMENT_TIMEOUT"):
+        if not config[name] > 0:
+            raise ConfigError(f"{name} must be a positive number of seconds")
+    if max(config["AUTHSVC_DATABASE_TIMEOUT"], config["AUTHSVC_STATEMENT_TIMEOUT"] + 1) >= worker_timeout:
+        raise ConfigError(
+            "AUTHSVC_DATABASE_TIMEOUT and AUTHSVC_STATEMENT_TIMEOUT + 1 must be below GUNICORN_TIMEOUT "
+            f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
+        )
+    # A sign-in waits on a directory at most nine times: resolve + connect + StartTLS + service bind +
+    # search, then resolve + connect + StartTLS + bind as the user.
+    if config["AUTHSVC_LDAP_TIMEOUT"] * 9 >= worker_timeout:
+        raise ConfigError(
+            f"AUTHSVC_LDAP_TIMEOUT x 9 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
+            "that does not answer gets a 503, not a killed worker"
+        )
+    if not 0 < config["AUTHSVC_OUTBOUND_DEADLINE"] < worker_timeout:
+        raise ConfigError(
+            f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
+            "a peer that answers slowly gets a clear error, not a killed worker"
+        )

@@ -62,7 +62,10 @@ class RedisSentinels(ExitStack):
     def __init__(self, workdir: Path, replicas: int = 1, sentinels: int = 3, down_after_ms: int = 1000) -> None:
         super().__init__()
         self.workdir = workdir
-        self.server = redis_server()
+        server = redis_server()
+        if server is None:  # missing_binaries() tells a caller first
+            raise ServiceError("redis-server is missing")
+        self.server = server
         self.nodes: dict[int, Process] = {}  # port -> redis-server
         self.sentinel_nodes: dict[int, Process] = {}
         self.replicas = replicas
@@ -133,7 +136,10 @@ class PostgresPair(ExitStack):
     def __init__(self, workdir: Path) -> None:
         super().__init__()
         self.workdir = workdir
-        self.bindir = postgres_bindir()
+        bindir = postgres_bindir()
+        if bindir is None:  # missing_binaries() tells a caller first
+            raise ServiceError("PostgreSQL's initdb and pg_ctl are missing")
+        self.bindir = bindir
         self.ports: list[int] = []
         self.data: list[Path] = []
 

@@ -1,7 +1,7 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
 Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
-ruff format --check, lint-imports), then runs the suite twice, each pass with the given pytest arguments:
+ruff format --check, lint-imports, mypy), then runs the suite twice, each pass with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
@@ -44,7 +45,7 @@ BACKENDS = ("postgresql", "sqlite")
 # Settings of a developer's own that must not leak into a pass: the tests
 # configure the app from the TEST_* variables only.
 SCRUBBED = ("DATABASE_URL", "REDIS_URL", "TEST_DATABASE_URL", "TEST_REDIS_URL", "AUTHSVC_TEST_REAL_REDIS_URL")
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
+SIGNAL_EXIT: dict[int, int] = {signal.SIGINT: 130, signal.SIGTERM: 143, signal.SIGHUP: 129}
 
 
 def say(message: str) -> None:
@@ -113,50 +114,44 @@ def selected_backends() -> set[str]:
     return chosen
 
 
-def ensure_chromium() -> None:
-    """The browser tests drive Debian's chromium through Playwright; no browser is ever downloaded."""
-    if shutil.which("chromium"):
+@dataclass(frozen=True)
+class DebianTool:
+    """A program some tests need, from Debian's packages, installed by the test command when missing."""
+
+    binary: str  # what is looked for on PATH (or by ``found``)
+    packages: tuple[str, ...]
+    needed_by: str  # "the browser tests", said in the progress lines
+    found: Callable[[], object] | None = None  # how to look for it, when PATH is not where it is
+    recommends: bool = True  # whether apt-get brings the packages' recommended ones too
+
+
+TOOLS = (
+    # The browser tests drive Debian's chromium through Playwright; no browser is ever downloaded.
+    DebianTool("chromium", ("chromium",), "the browser tests"),
+    # The LDAP tests start a private OpenLDAP slapd (usually outside PATH: devtools.services finds it).
+    DebianTool("slapd", ("slapd", "ldap-utils"), "the LDAP tests", found=slapd_binary, recommends=False),
+    # The SAML tests (and SAML sign-in itself) need xmlsec1, which pysaml2 runs for signatures.
+    DebianTool("xmlsec1", ("xmlsec1",), "the SAML tests"),
+)
+
+
+def ensure(tool: DebianTool) -> None:
+    """Install ``tool``'s packages with apt-get when it is missing and we may; else say which tests will skip."""
+    if tool.found() if tool.found else shutil.which(tool.binary):
         return
     if os.getuid() == 0 and shutil.which("apt-get"):
-        say("installing Debian's chromium for the browser tests (apt-get)")
-        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
-        if (
-            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
-            and subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], **quiet).returncode == 0
+        say(f"installing Debian's {' and '.join(tool.packages)} for {tool.needed_by} (apt-get)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        install = ["apt-get", "install", "-y", "-qq", *([] if tool.recommends else ["--no-install-recommends"])]
+        if all(
+            subprocess.run(command, env=env, stdout=subprocess.DEVNULL).returncode == 0
+            for command in (["apt-get", "update", "-qq"], [*install, *tool.packages])
         ):
             return
-    say("chromium is missing and could not be installed (apt-get install chromium): the browser tests will be SKIPPED")
-
-
-def ensure_slapd() -> None:
-    """The LDAP tests start a private OpenLDAP slapd (Debian's package); installed here when missing."""
-    if slapd_binary():
-        return
-    if os.getuid() == 0 and shutil.which("apt-get"):
-        say("installing Debian's slapd and ldap-utils for the LDAP tests (apt-get)")
-        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
-        install = ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "slapd", "ldap-utils"]
-        if (
-            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
-            and subprocess.run(install, **quiet).returncode == 0
-        ):
-            return
-    say("slapd is missing and could not be installed (apt-get install slapd): the LDAP tests will be SKIPPED")
-
-
-def ensure_xmlsec1() -> None:
-    """The SAML tests (and SAML sign-in itself) need Debian's xmlsec1, which pysaml2 runs for signatures."""
-    if shutil.which("xmlsec1"):
-        return
-    if os.getuid() == 0 and shutil.which("apt-get"):
-        say("installing Debian's xmlsec1 for the SAML tests (apt-get)")
-        quiet = {"env": {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}, "stdout": subprocess.DEVNULL}
-        if (
-            subprocess.run(["apt-get", "update", "-qq"], **quiet).returncode == 0
-            and subprocess.run(["apt-get", "install", "-y", "-qq", "xmlsec1"], **quiet).returncode == 0
-        ):
-            return
-    say("xmlsec1 is missing and could not be installed (apt-get install xmlsec1): the SAML tests will be SKIPPED")
+    say(
+        f"{tool.binary} is missing and could not be installed (apt-get install {' '.join(tool.packages)}): "
+        f"{tool.needed_by} will be SKIPPED"
+    )
 
 
 def postgres_url(services: Services) -> str | None:
@@ -258,6 +253,9 @@ class Run:
         say("lint: ruff format --check .")
         ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
         self.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
+        # The types ([tool.mypy] in pyproject.toml: strict on authsvc.core and authsvc.api).
+        say("lint: mypy")
+        self.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
 
     def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:
         # The JUnit report only feeds the totals line; it goes before the
@@ -281,9 +279,8 @@ class Run:
 def run(args: list[str]) -> int:
     backends = selected_backends()
     postgres = "postgresql" in backends
-    ensure_chromium()
-    ensure_slapd()
-    ensure_xmlsec1()
+    for tool in TOOLS:
+        ensure(tool)
     with Services(say=say) as services:
         run = Run(services.workdir)
         database = postgres_url(services) if postgres else None
@@ -319,7 +316,7 @@ def run(args: list[str]) -> int:
             say(f"AUTHSVC_TEST_BACKENDS={WANTED}: only the SQLite pass runs; PostgreSQL + Redis are NOT tested")
 
         run.lint()
-        if postgres:
+        if postgres and database and redis:  # both there: a pass without them has returned above
             print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
             env = {"AUTHSVC_TEST_BACKEND": "postgresql", "TEST_DATABASE_URL": database, "TEST_REDIS_URL": redis}
             if not os.environ.get("AUTHSVC_TEST_DATABASE_URL"):

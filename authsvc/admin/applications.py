@@ -5,8 +5,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from flask import current_app
-
 from authsvc.admin.actors import (
     Actor,
     Conflict,
@@ -20,6 +18,7 @@ from authsvc.admin.schemas import read, target_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
+from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication, clients
 
 
@@ -61,7 +60,7 @@ def _client_keys(changes: dict[str, Any], problems: dict[str, str]) -> dict[str,
     jwks, jwks_uri = changes.pop("jwks", None), changes.pop("jwks_uri", None)
     if jwks is None and jwks_uri is None:
         return {}
-    allow_private = current_app.config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"]
+    allow_private = settings().client_jwks_allow_private_networks
     try:
         return client_authentication.fields(None, jwks, jwks_uri, allow_private=allow_private)
     except validation.Invalid as exc:
@@ -77,7 +76,7 @@ def _application_values(
         changes["service_account_id"] = _service_account(actor, changes.pop("service_account"), domain, problems)
     if changes.get("backchannel_logout_uri"):
         # The same rule as dynamic registration's: a URL the service calls, kept off private networks.
-        allow_private = current_app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"]
+        allow_private = settings().backchannel_allow_private_networks
         try:
             validation.client_url(
                 changes["backchannel_logout_uri"], "backchannel_logout_uri", allow_private=allow_private

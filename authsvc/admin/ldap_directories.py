@@ -10,7 +10,6 @@ import secrets
 from typing import Any
 from urllib.parse import urlsplit
 
-from flask import current_app
 from sqlalchemy import delete
 
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
@@ -20,6 +19,7 @@ from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import LdapAccount, LdapDirectory
 from authsvc.core.models.directory import DEFAULT_GROUP_ATTRIBUTE, DEFAULT_USER_FILTER
+from authsvc.core.settings import settings
 
 
 def _check_state(problems: dict[str, str], state: dict[str, Any]) -> None:
@@ -31,7 +31,7 @@ def _check_state(problems: dict[str, str], state: dict[str, Any]) -> None:
     if parts.scheme == "ldap" and not state.get("starttls") and not validation.is_loopback(host):
         # A password sent in the clear over the network: only on the machine itself.
         problems["starttls"] = "ldap:// needs StartTLS (or use ldaps://), except on loopback"
-    allowed = state.get("allow_private_network") or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    allowed = state.get("allow_private_network") or settings().sso_allow_private_networks
     if not allowed:
         problem = validation.public_url_problem(f"https://{parts.netloc}")
         if problem:

@@ -10,7 +10,6 @@ import secrets
 import time
 from typing import Any
 
-from flask import current_app
 from sqlalchemy import select
 
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
@@ -18,6 +17,7 @@ from authsvc.admin.schemas import read, target_domain
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.sso import saml, saml_setup
 
 ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
@@ -45,7 +45,7 @@ def _problems(values: dict[str, Any], actor: Actor) -> dict[str, str]:
 
 
 def _check_url(problems: dict[str, str], url: str | None, allow_private: bool) -> None:
-    allowed = allow_private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    allowed = allow_private or settings().sso_allow_private_networks
     problem = validation.public_url_problem(url) if url and not allowed else None
     if problem:
         problems["metadata_url"] = problem
@@ -112,9 +112,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
     if metadata_xml or metadata_url:
         try:
             if metadata_url:
-                metadata_xml = saml_setup.fetch_metadata(
-                    metadata_url, private or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
-                )
+                metadata_xml = saml_setup.fetch_metadata(metadata_url, private or settings().sso_allow_private_networks)
             entity_id = saml_setup.idp_entity_id(metadata_xml)
         except saml.SamlError as exc:
             raise ValidationFailed({"metadata_url" if metadata_url else "metadata_xml": exc.message}) from None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from flask import current_app, has_request_context, url_for
+from flask import has_request_context, url_for
 from sqlalchemy import delete, or_, select
 
 from authsvc.admin.actors import (
@@ -24,6 +24,7 @@ from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.sso import linking, providers
 
 
@@ -49,7 +50,7 @@ SSO_IDENTITY_FIELDS = (*SSO_URL_FIELDS, "client_id", "profile_mappings")
 
 def _check_sso_state(problems: dict[str, str], state: dict[str, Any]) -> None:
     """Rules over the whole provider as it would be saved, on create and on every update alike."""
-    allowed = state.get("allow_private_network") or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    allowed = state.get("allow_private_network") or settings().sso_allow_private_networks
     if not allowed:
         for name in SSO_URL_FIELDS:
             problem = validation.public_url_problem(state[name]) if state.get(name) else None

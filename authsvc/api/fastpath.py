@@ -26,7 +26,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 from flask import Flask
 from sqlalchemy.exc import DBAPIError
@@ -35,6 +35,7 @@ from werkzeug.sansio.utils import get_host
 
 from authsvc.api import lookup
 from authsvc.api.readers import READERS, Readers
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
 
@@ -54,8 +55,8 @@ class InspectFastPath:
     def __init__(self, app: Flask, wsgi_app: Wsgi):
         self.flask_app = app
         self.wsgi_app = wsgi_app
-        self.default_host = app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None
-        self.hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
+        self.default_host = settings(app).default_domain or None
+        self.hsts_max_age = settings(app).hsts_max_age
         # The samples every answer of this path adds to, looked up once.
         self._answered = metrics.REQUESTS.labels(endpoint=ENDPOINT, method="GET", status="200")
         self._latency = metrics.LATENCY.labels(endpoint=ENDPOINT)
@@ -85,7 +86,7 @@ class InspectFastPath:
         if environ.get("QUERY_STRING") or not environ.get("HTTP_HOST"):
             return None
         authorization = environ.get("HTTP_AUTHORIZATION")
-        api_key = environ.get("HTTP_X_API_KEY")
+        api_key: str = environ.get("HTTP_X_API_KEY") or ""
         if authorization is None and not api_key:
             return None
         scheme = environ["wsgi.url_scheme"]
@@ -120,10 +121,10 @@ class InspectFastPath:
     @property
     def readers(self) -> Readers:
         # Made by create_app after this layer is in place (readers.init_app).
-        return self.flask_app.extensions[READERS]
+        return cast(Readers, self.flask_app.extensions[READERS])
 
 
 def init_app(app: Flask) -> None:
     """Put the fast path in front of Flask, when the database is PostgreSQL."""
-    if app.config["SQLALCHEMY_DATABASE_URI"].startswith("postgresql"):
+    if settings(app).database_url.startswith("postgresql"):
         app.wsgi_app = InspectFastPath(app, app.wsgi_app)  # type: ignore[method-assign]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import request
@@ -21,7 +21,7 @@ from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
 from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.permissions import Permission
-from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters, request_host
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -58,7 +58,8 @@ class Credential:
     @cached_property
     def user(self) -> User:
         """The user as a model, loaded only for the callers that act on it (inspect needs none)."""
-        return db.session.get(User, self.claimant.id)
+        # A live credential's user is there: deleting a user deletes its credentials.
+        return cast(User, db.session.get(User, self.claimant.id))
 
 
 def _invalid(description: str) -> InvalidTokenError:
@@ -110,8 +111,7 @@ def authenticate(domain: Domain | None = None) -> Credential:
     if domain is not None:
         host, default_host = domain.host, None
     else:
-        where = request_domain_parameters()
-        host, default_host = where["host"], where["default_host"]
+        host, default_host = request_host(), request_domain_parameters()["default_host"]
     try:
         bearer = _presented_bearer()
     except InvalidTokenError:

@@ -22,6 +22,7 @@ from sqlalchemy.exc import DBAPIError
 from authsvc.api import roundtrip
 from authsvc.core import budget
 from authsvc.core.database import client_deadline, connect_settings, db
+from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -36,13 +37,13 @@ class _Prepared:
     name: bytes
     sql: bytes
     parameters: tuple[str, ...]
-    row: type
+    row: type[tuple[Any, ...]]
 
     @classmethod
-    def of(cls, statement: Select, dialect: Any) -> _Prepared:
+    def of(cls, statement: Select[Any], dialect: Any) -> _Prepared:
         # libpq's prepared statements take $n placeholders and a list of values.
         compiled = statement.compile(dialect=type(dialect)(paramstyle="numeric_dollar"))
-        names = [column.key for column in statement.selected_columns]
+        names = [str(column.key) for column in statement.selected_columns]
         return cls(
             f"authsvc_read_{next(_NAMES)}".encode(),  # psycopg's own are _pg3_N
             compiled.string.encode(),
@@ -53,10 +54,10 @@ class _Prepared:
 
 # The statements read_one has run on PostgreSQL. They are module-level
 # constants, so this holds a handful for the process's life.
-_PREPARED: dict[Select, _Prepared] = {}
+_PREPARED: dict[Select[Any], _Prepared] = {}
 
 
-def read_one(statement: Select, params: dict[str, str | None], readers: Readers | None = None) -> Any:
+def read_one(statement: Select[Any], params: dict[str, str | None], readers: Readers | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
     For the lookups on every API request (inspect); ``params`` are text. On
@@ -175,7 +176,7 @@ class Readers:
                     self._pid = os.getpid()
         return self._pool  # type: ignore[return-value]
 
-    def read(self, statement: Select, params: dict[str, str | None]) -> Any:
+    def read(self, statement: Select[Any], params: dict[str, str | None]) -> Any:
         prepared = _PREPARED.get(statement)
         if prepared is None:
             prepared = _PREPARED[statement] = _Prepared.of(statement, self.dialect)
@@ -212,7 +213,8 @@ class Readers:
             connection.close()
             raise self._error(prepared, values, exc, disconnected=True) from exc
         except psycopg.Error as exc:
-            disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)
+            # psycopg's exception and connection are the DB-API ones SQLAlchemy's dialect expects.
+            disconnected = connection.closed or self.dialect.is_disconnect(exc, connection, None)  # type: ignore[arg-type]
             error = self._error(prepared, values, exc, disconnected)
             if disconnected:
                 raise _Disconnected(error) from exc
@@ -229,7 +231,7 @@ class Readers:
         finally:
             pool.putconn(connection)  # a closed or broken connection is replaced by the pool
             budget.spend(time.monotonic() - started)
-        return None if row is None else prepared.row._make(row)
+        return None if row is None else prepared.row._make(row)  # type: ignore[attr-defined]  # a namedtuple
 
     SLICE = 0.05  # seconds: how often a request waiting for a connection looks for a failed attempt
 
@@ -246,8 +248,8 @@ class Readers:
                 if time.monotonic() >= deadline:
                     raise
 
-    def _error(self, prepared: _Prepared, values: list[str | None], exc: Exception, disconnected: bool) -> DBAPIError:
-        return DBAPIError.instance(
+    def _error(self, prepared: _Prepared, values: list[bytes | None], exc: Exception, disconnected: bool) -> DBAPIError:
+        return DBAPIError.instance(  # type: ignore[return-value]  # a DBAPIError, since exc is a psycopg.Error
             prepared.sql.decode(), values, exc, psycopg.Error, connection_invalidated=disconnected, dialect=self.dialect
         )
 
@@ -265,18 +267,17 @@ def init_app(app: Flask, engine: Engine) -> None:
     """On PostgreSQL, give the app its readers (after core.database.init_app bounded the engine)."""
     if engine.dialect.name != "postgresql":
         return
-    config = app.config
-    deadline = client_deadline(config)
+    deadline = client_deadline(settings(app))
     # psycopg_pool logs every checkout and return at INFO: three records per
     # inspect at the service's default level. Its warnings (failed connection
     # attempts, connections found broken) still show.
     logging.getLogger("psycopg.pool").setLevel(logging.WARNING)
-    options = config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
+    options = app.config.get("SQLALCHEMY_ENGINE_OPTIONS", {})
     app.extensions[READERS] = Readers(
         engine,
         # The engine's connect arguments: these bounds (create_app), and any the deployment adds.
-        options.get("connect_args") or connect_settings(config),
-        wait=config["AUTHSVC_DATABASE_TIMEOUT"],
+        options.get("connect_args") or connect_settings(settings(app)),
+        wait=settings(app).database_timeout,
         deadline=deadline,
         recycle=options.get("pool_recycle", 1800),
     )

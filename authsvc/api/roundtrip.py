@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 from psycopg import errors, pq
-from psycopg.adapt import Loader
+from psycopg.abc import Loader
 
 _OK = (pq.ExecStatus.TUPLES_OK, pq.ExecStatus.COMMAND_OK)
 _UNKNOWN_OID = 0  # psycopg's loader of last resort: text
@@ -72,6 +72,8 @@ class Session:
         for column in range(result.nfields):
             oid = result.ftype(column)
             cls = adapters.get_loader(oid, pq.Format.TEXT) or adapters.get_loader(_UNKNOWN_OID, pq.Format.TEXT)
+            if cls is None:  # psycopg registers a text loader for the unknown type: not seen
+                raise LookupError(f"no text loader for the type {oid}")
             loaders.append(cls(oid, self.connection))
         return loaders
 

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from authlib.oauth2 import OAuth2Error
 from flask import Flask, Response, request
 from flask_limiter import RateLimitExceeded
 from sqlalchemy import exc as sql
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from authsvc.app import limits
 from authsvc.core.database import db
-from authsvc.core.errors import REDIS_DOWN, ApiError, json_error, too_many_requests, unavailable
+from authsvc.core.errors import ANSWERS, REDIS_DOWN, ApiError, answer, json_error, too_many_requests, unavailable
 from authsvc.core.headers import NO_REFERRER, uncached
+from authsvc.core.settings import settings
 from authsvc.oauth.server import authorization_server
 from authsvc.web import metrics
 
@@ -38,92 +41,114 @@ def _forget_failed_transaction() -> None:
         log.debug("rollback after a database failure failed too")
 
 
+def refuse_a_malformed_query_string() -> None:
+    # RFC 3986 allows only ASCII in a query; anything else must come
+    # percent-encoded. werkzeug fails to decode raw non-UTF-8 bytes there,
+    # wherever the query is first read: refuse it once, up front.
+    try:
+        request.query_string.decode("ascii")
+    except UnicodeDecodeError:
+        raise ApiError(400, "invalid_request", "The query string has bytes that are not percent-encoded.") from None
+
+
+def handle_api_error(exc: ApiError) -> Response:
+    return json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
+
+
+def handle_feature_error(exc: Exception) -> Response:
+    """A feature's exception (authsvc.core.errors.ANSWERS), answered as its table entry says."""
+    return handle_api_error(answer(exc))
+
+
+def handle_oauth2_error(exc: OAuth2Error) -> Response:
+    # Authlib decides between a JSON body and a redirect to a validated
+    # redirect_uri (RFC 6749 4.1.2.1) and adds WWW-Authenticate where due.
+    # It looks the domain up (an unknown host is a 404): what that raises
+    # is answered here, since Flask sends anything an error handler
+    # raises to no other handler, as a bare 500.
+    try:
+        response: Response = authorization_server().handle_error_response(None, exc)
+    except (ApiError, *ANSWERS, sql.DBAPIError, sql.TimeoutError) as refused:
+        return _handler_for(refused)(refused)
+    except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
+        return handle_unexpected(unexpected)
+    uncached(response, referrer_policy=NO_REFERRER)
+    response.headers["Pragma"] = "no-cache"
+    return response
+
+
+def handle_rate_limited(exc: RateLimitExceeded) -> Response:
+    metrics.RATE_LIMITED.labels(reason="rate_limit").inc()
+    retry_after = limits.retry_after()
+    if request.blueprint == "scim":
+        from authsvc.scim import protocol as scim_protocol  # scim2-models: loaded by SCIM requests only
+
+        description = f"Too many requests (at most {exc.description})."
+        return scim_protocol.error(429, description, "tooMany", {"Retry-After": str(retry_after)})
+    return too_many_requests(
+        "rate_limited", f"Too many requests (at most {exc.description}). Retry in {retry_after} s.", retry_after
+    )
+
+
+def handle_http_error(exc: HTTPException) -> Response:
+    description = exc.description or exc.name
+    if exc.code == 413:
+        description = f"The request body is larger than {settings().max_body_bytes} bytes."
+    response = json_error(exc.code or 500, _http_error_name(exc), description)
+    if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
+        response.headers["Allow"] = ", ".join(exc.valid_methods)
+    return response
+
+
+def handle_redis_down(exc: Exception) -> Response:
+    # Sessions, codes and SSO state live in Redis: without it these
+    # requests cannot be answered, but nothing was half-done either.
+    log.warning("Redis unreachable on %s %s: %s", request.method, request.path, exc.__class__.__name__)
+    _forget_failed_transaction()
+    return unavailable("The session store is unreachable. Try again shortly.")
+
+
+def handle_database_error(exc: sql.DBAPIError) -> Response:
+    if isinstance(exc, sql.OperationalError) or exc.connection_invalidated:
+        log.warning("database unreachable on %s %s: %s", request.method, request.path, exc.orig.__class__.__name__)
+        _forget_failed_transaction()
+        return unavailable("The database is unreachable. Try again shortly.")
+    return handle_unexpected(exc)
+
+
+def handle_database_busy(exc: sql.TimeoutError) -> Response:
+    # Every pooled connection is in use (or hanging on a dead server).
+    log.warning("no database connection free on %s %s", request.method, request.path)
+    return unavailable("The database is busy or unreachable. Try again shortly.")
+
+
+def handle_unexpected(exc: Exception) -> Response:
+    # Logged with its trace for operators; the client sees no detail.
+    log.exception("unhandled error on %s %s", request.method, request.path)
+    _forget_failed_transaction()
+    return json_error(500, "server_error", "The server met an unexpected condition.")
+
+
+# Which handler answers which exception; Flask picks the entry of the nearest class in the MRO.
+HANDLERS: dict[type[BaseException], Callable[[Any], Response]] = {
+    ApiError: handle_api_error,
+    **dict.fromkeys(ANSWERS, handle_feature_error),
+    OAuth2Error: handle_oauth2_error,
+    RateLimitExceeded: handle_rate_limited,
+    HTTPException: handle_http_error,
+    **dict.fromkeys(REDIS_DOWN, handle_redis_down),
+    sql.DBAPIError: handle_database_error,
+    sql.TimeoutError: handle_database_busy,
+    Exception: handle_unexpected,
+}
+
+
+def _handler_for(exc: Exception) -> Callable[[Any], Response]:
+    """The handler Flask would pick for ``exc``: the entry of its nearest class."""
+    return next(HANDLERS[cls] for cls in type(exc).__mro__ if cls in HANDLERS)
+
+
 def init_app(app: Flask) -> None:
-    @app.before_request
-    def refuse_a_malformed_query_string() -> None:
-        # RFC 3986 allows only ASCII in a query; anything else must come
-        # percent-encoded. werkzeug fails to decode raw non-UTF-8 bytes there,
-        # wherever the query is first read: refuse it once, up front.
-        try:
-            request.query_string.decode("ascii")
-        except UnicodeDecodeError:
-            raise ApiError(400, "invalid_request", "The query string has bytes that are not percent-encoded.") from None
-
-    @app.errorhandler(ApiError)
-    def handle_api_error(exc: ApiError) -> Response:
-        return json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
-
-    @app.errorhandler(OAuth2Error)
-    def handle_oauth2_error(exc: OAuth2Error) -> Response:
-        # Authlib decides between a JSON body and a redirect to a validated
-        # redirect_uri (RFC 6749 4.1.2.1) and adds WWW-Authenticate where due.
-        # It looks the domain up (an unknown host is a 404): what that raises
-        # is answered here, since Flask sends anything an error handler
-        # raises to no other handler, as a bare 500.
-        try:
-            response = authorization_server().handle_error_response(None, exc)
-        except ApiError as refused:
-            return handle_api_error(refused)
-        except sql.DBAPIError as failed:
-            return handle_database_error(failed)
-        except sql.TimeoutError as busy:
-            return handle_database_busy(busy)
-        except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
-            return handle_unexpected(unexpected)
-        uncached(response, referrer_policy=NO_REFERRER)
-        response.headers["Pragma"] = "no-cache"
-        return response
-
-    @app.errorhandler(RateLimitExceeded)
-    def handle_rate_limited(exc: RateLimitExceeded) -> Response:
-        metrics.RATE_LIMITED.labels(reason="rate_limit").inc()
-        retry_after = limits.retry_after()
-        if request.blueprint == "scim":
-            from authsvc.scim import protocol as scim_protocol  # scim2-models: loaded by SCIM requests only
-
-            description = f"Too many requests (at most {exc.description})."
-            return scim_protocol.error(429, description, "tooMany", {"Retry-After": str(retry_after)})
-        return too_many_requests(
-            "rate_limited", f"Too many requests (at most {exc.description}). Retry in {retry_after} s.", retry_after
-        )
-
-    @app.errorhandler(HTTPException)
-    def handle_http_error(exc: HTTPException) -> Response:
-        description = exc.description or exc.name
-        if exc.code == 413:
-            description = f"The request body is larger than {app.config['MAX_CONTENT_LENGTH']} bytes."
-        response = json_error(exc.code or 500, _http_error_name(exc), description)
-        if exc.code == 405 and exc.valid_methods:
-            response.headers["Allow"] = ", ".join(exc.valid_methods)
-        return response
-
-    def handle_redis_down(exc: Exception) -> Response:
-        # Sessions, codes and SSO state live in Redis: without it these
-        # requests cannot be answered, but nothing was half-done either.
-        log.warning("Redis unreachable on %s %s: %s", request.method, request.path, exc.__class__.__name__)
-        _forget_failed_transaction()
-        return unavailable("The session store is unreachable. Try again shortly.")
-
-    for redis_error in REDIS_DOWN:
-        app.register_error_handler(redis_error, handle_redis_down)
-
-    @app.errorhandler(sql.DBAPIError)
-    def handle_database_error(exc: sql.DBAPIError) -> Response:
-        if isinstance(exc, sql.OperationalError) or exc.connection_invalidated:
-            log.warning("database unreachable on %s %s: %s", request.method, request.path, exc.orig.__class__.__name__)
-            _forget_failed_transaction()
-            return unavailable("The database is unreachable. Try again shortly.")
-        return handle_unexpected(exc)
-
-    @app.errorhandler(sql.TimeoutError)
-    def handle_database_busy(exc: sql.TimeoutError) -> Response:
-        # Every pooled connection is in use (or hanging on a dead server).
-        log.warning("no database connection free on %s %s", request.method, request.path)
-        return unavailable("The database is busy or unreachable. Try again shortly.")
-
-    @app.errorhandler(Exception)
-    def handle_unexpected(exc: Exception) -> Response:
-        # Logged with its trace for operators; the client sees no detail.
-        log.exception("unhandled error on %s %s", request.method, request.path)
-        _forget_failed_transaction()
-        return json_error(500, "server_error", "The server met an unexpected condition.")
+    app.before_request(refuse_a_malformed_query_string)
+    for exception, handler in HANDLERS.items():
+        app.register_error_handler(exception, handler)

@@ -24,12 +24,14 @@ import base64
 import json
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
 from authsvc.core import security, store
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.parameters import QUERY_PARAMETERS
 from authsvc.scim.views import ENDPOINTS as SCIM_ENDPOINTS
@@ -164,21 +166,22 @@ def _scim_credential() -> str:
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _setting(name: str) -> Any:
-    return lambda: current_app.config[name]
+def _setting(name: str) -> Callable[[], str]:
+    """A rate that Flask-Limiter reads on each request: the setting ``name`` of Settings."""
+    return lambda: getattr(settings(), name)
 
 
 def _limits() -> list[Limit]:
     return [
         Limit(
-            _setting("AUTHSVC_SIGNIN_RATE_LIMIT"),
+            _setting("signin_rate_limit"),
             key_function=client_address,
             scope="signin-address",
             shared=True,
             exempt_when=lambda: not _password_attempt(),
         ),
         Limit(
-            _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT"),
+            _setting("signin_account_rate_limit"),
             key_function=_attempted_account,
             scope="signin-account",
             shared=True,
@@ -187,35 +190,35 @@ def _limits() -> list[Limit]:
             deduct_when=_refused,
         ),
         Limit(
-            _setting("AUTHSVC_TOKEN_RATE_LIMIT"),
+            _setting("token_rate_limit"),
             key_function=_requesting_client,
             scope="token-client",
             shared=True,
             exempt_when=lambda: request.endpoint not in TOKEN_RATE_ENDPOINTS,
         ),
         Limit(
-            _setting("AUTHSVC_SSO_START_RATE_LIMIT"),
+            _setting("sso_start_rate_limit"),
             key_function=client_address,
             scope="sso-start-address",
             shared=True,
             exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
         ),
         Limit(
-            _setting("AUTHSVC_SIGNIN_RATE_LIMIT"),
+            _setting("signin_rate_limit"),
             key_function=client_address,
             scope="mfa-address",
             shared=True,
             exempt_when=lambda: request.endpoint not in MFA_ENDPOINTS,
         ),
         Limit(
-            _setting("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT"),
+            _setting("device_verify_rate_limit"),
             key_function=client_address,
             scope="device-verify-address",
             shared=True,
             exempt_when=lambda: not _user_code_entry(),
         ),
         Limit(
-            _setting("AUTHSVC_SCIM_RATE_LIMIT"),
+            _setting("scim_rate_limit"),
             key_function=_scim_credential,
             scope="scim-credential",
             shared=True,
@@ -225,10 +228,10 @@ def _limits() -> list[Limit]:
 
 
 def init_app(app: Flask) -> None:
-    url = app.config.get("REDIS_URL")
+    url = settings(app).redis_url
     options: dict[str, Any] = {}
     storage = "memory://"
-    if url or app.config.get("REDIS_SENTINELS"):
+    if url or settings(app).redis_sentinels:
         # The store's connection pool, with its short timeouts; with Sentinels, the pool that
         # follows the primary they name (limits' redis storage then uses the pool, not the URL).
         options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}

@@ -26,11 +26,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from flask import current_app
-
 from authsvc.core import deadline, security
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import LdapDirectory
+from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
     from ldap3 import Connection, Server
@@ -44,21 +43,6 @@ log = logging.getLogger(__name__)
 AD_ACCOUNT_DISABLED = 0x2
 # Stable ids of an entry, whichever the directory has: OpenLDAP's, then AD's.
 ID_ATTRIBUTES = ("entryUUID", "objectGUID")
-
-
-class DirectoryUnavailable(ApiError):
-    """503: the directory could not answer; the client may retry, and is told when."""
-
-    def __init__(self, directory: LdapDirectory, why: str):
-        retry_after = str(current_app.config["AUTHSVC_RETRY_AFTER"])
-        super().__init__(
-            503,
-            "directory_unavailable",
-            "The directory that checks this account's password cannot be reached. Try again shortly.",
-            headers={"Retry-After": retry_after},
-        )
-        self.directory = directory
-        self.why = why
 
 
 @dataclass
@@ -75,12 +59,12 @@ class Entry:
 
 def directory_deadline() -> AbstractContextManager[deadline.Deadline]:
     """The deadline a sign-in (or a check) spends on directories in all: ``AUTHSVC_OUTBOUND_DEADLINE``."""
-    return deadline.within(current_app.config["AUTHSVC_OUTBOUND_DEADLINE"])
+    return deadline.within(settings().outbound_deadline)
 
 
 def _timeout(directory: LdapDirectory) -> float:
     """``AUTHSVC_LDAP_TIMEOUT``, or what is left of the deadline when less; DirectoryUnavailable when nothing is."""
-    timeout = current_app.config["AUTHSVC_LDAP_TIMEOUT"]
+    timeout = settings().ldap_timeout
     limit = deadline.current()
     if limit is None:
         return timeout
@@ -140,7 +124,7 @@ def _checked_address(directory: LdapDirectory, host: str, port: int) -> str:
         infos = _resolve(host, port, _timeout(directory))
     except (OSError, UnicodeError) as exc:
         raise DirectoryUnavailable(directory, f"cannot resolve {host}: {exc}") from None
-    allowed = directory.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    allowed = directory.allow_private_network or settings().sso_allow_private_networks
     for info in infos:
         address = ipaddress.ip_address(info[4][0].split("%")[0])
         if allowed or (address.is_global and not address.is_multicast):

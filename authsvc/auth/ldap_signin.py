@@ -23,15 +23,16 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from flask import current_app
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from authsvc.auth import ldap_client
-from authsvc.auth.ldap_client import DirectoryUnavailable, Entry
+from authsvc.auth.ldap_client import Entry
 from authsvc.core import actors, audit
 from authsvc.core.database import db
+from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
+from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,7 @@ def still_allowed(user: User) -> bool:
     accounts = _accounts(user)
     if not accounts:
         return True
-    recheck = current_app.config["AUTHSVC_LDAP_RECHECK"]
+    recheck = settings().ldap_recheck
     now = int(time.time())
     for account in accounts:
         if now - account.checked_at < recheck:

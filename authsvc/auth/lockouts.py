@@ -10,34 +10,16 @@ the time to wait. A successful sign-in clears the account's count.
 from __future__ import annotations
 
 import math
-import time
-from datetime import UTC, datetime
-
-from flask import current_app
 
 from authsvc.core import actors, audit, security, store
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import LockedOut
 from authsvc.core.models import Domain, User
+from authsvc.core.settings import settings
 from authsvc.web import metrics
 from authsvc.web.deployment import client_address
 
 # The request rates' prefix (authsvc.app.limits): one namespace for every counter of a limit.
 PREFIX = f"{store.PREFIX}limits"
-
-
-class LockedOut(ApiError):
-    """429: too many failed sign-ins for this account or address; says when to retry."""
-
-    def __init__(self, retry_after: int, attempts: str = "sign-in attempts"):
-        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        super().__init__(
-            429,
-            "too_many_attempts",
-            f"Too many failed {attempts}. Retry in {retry_after} s (after {until}).",
-            headers={"Retry-After": str(retry_after)},
-            extra={"retry_after": retry_after},
-        )
-        self.retry_after = retry_after
 
 
 def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str, int]]:
@@ -46,12 +28,12 @@ def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str
     Another ``kind`` of secret (``device``: user codes) counts apart, so that
     wrong user codes do not lock the account's password sign-in, and the other way round.
     """
-    config = current_app.config
+    config = settings()
     account = security.digest(f"{domain.id} {email.strip().lower()}")
     prefix = f"{kind}-" if kind else ""
     return [
-        (f"{prefix}account", account, config["AUTHSVC_LOCKOUT_THRESHOLD"]),
-        (f"{prefix}address", client_address(), config["AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD"]),
+        (f"{prefix}account", account, config.lockout_threshold),
+        (f"{prefix}address", client_address(), config.lockout_address_threshold),
     ]
 
 
@@ -68,18 +50,18 @@ def refuse_if_locked_out(domain: Domain, email: str, kind: str = "") -> None:
 
 def note_failure(domain: Domain, email: str, user: User | None, kind: str = "") -> None:
     """Count a failed password attempt; lock what reached its threshold, for a doubling time."""
-    config = current_app.config
+    config = settings()
     client = store.client()
     for scope, subject, threshold in _subjects(domain, email, kind):
         key = f"{PREFIX}:failures:{scope}:{subject}"
         pipe = client.pipeline()
         pipe.incr(key)
-        pipe.expire(key, config["AUTHSVC_FAILURE_MEMORY"])
+        pipe.expire(key, config.failure_memory)
         failures = pipe.execute()[0]
         if threshold <= 0 or failures < threshold:
             continue
-        doubled = config["AUTHSVC_LOCKOUT_BASE"] * 2 ** min(failures - threshold, 30)
-        seconds = min(doubled, config["AUTHSVC_LOCKOUT_MAX"])
+        doubled = config.lockout_base * 2 ** min(failures - threshold, 30)
+        seconds = min(doubled, config.lockout_max)
         client.set(f"{PREFIX}:lock:{scope}:{subject}", failures, ex=max(1, seconds))
         if scope.endswith("account"):
             target = actors.of_user(user.id) if user is not None else None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from flask import Response, current_app, redirect, request, url_for
+from flask import Response, redirect, request, url_for
 
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
@@ -20,6 +20,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
 
 REAUTHENTICATION_REQUIRED = "reauthentication_required"
@@ -30,7 +31,7 @@ def recent(user: User, domain: Domain) -> bool:
     record = sessions.current_session(domain)
     if record is None:
         return False
-    if sessions.now() - sessions.auth_time(record) > current_app.config["AUTHSVC_REAUTH_WINDOW"]:
+    if sessions.now() - sessions.auth_time(record) > settings().reauth_window:
         return False
     # A single sign-on session counts: the identity provider owns that sign-in, second factor included.
     amr = record.get("amr") or []

@@ -21,6 +21,7 @@ from authsvc.auth import ldap_signin
 from authsvc.core import actors, audit, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
+from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -82,12 +83,12 @@ def start_session(
     ``auth_time``: when; now unless given (a session replacing one without a sign-in keeps its time).
     ``extra``: more to keep in the session's record (store.create_session).
     """
-    config = current_app.config
+    config = settings()
     previous = request.cookies.get(SESSION_COOKIE)
     if previous:
         # Signing in again replaces the session the browser had, not adds to it.
         _ended_session(store.take_session(previous))
-    ttl = domain.session_ttl or config["AUTHSVC_SESSION_TTL"]
+    ttl = domain.session_ttl or config.session_ttl
     session_id = store.create_session(
         user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time, extra
     )
@@ -96,8 +97,8 @@ def start_session(
         session_id,
         max_age=ttl,
         httponly=True,
-        secure=config["AUTHSVC_COOKIE_SECURE"],
-        samesite=config["AUTHSVC_COOKIE_SAMESITE"],
+        secure=config.cookie_secure,
+        samesite=config.cookie_samesite,
         path="/",
     )
     return session_id
@@ -108,13 +109,13 @@ def end_session(response: Response) -> dict[str, Any] | None:
     session_id = request.cookies.get(SESSION_COOKIE)
     record = store.take_session(session_id) if session_id else None
     _ended_session(record)
-    config = current_app.config
+    config = settings()
     response.delete_cookie(
         SESSION_COOKIE,
         path="/",
         httponly=True,
-        secure=config["AUTHSVC_COOKIE_SECURE"],
-        samesite=config["AUTHSVC_COOKIE_SAMESITE"],
+        secure=config.cookie_secure,
+        samesite=config.cookie_samesite,
     )
     return record
 

@@ -7,14 +7,12 @@ from flask import Blueprint, Response, jsonify, redirect, request, url_for
 from authsvc.api import lookup
 from authsvc.auth import sessions
 from authsvc.auth.forms import LoginForm, LogoutAllForm
-from authsvc.auth.ldap_client import DirectoryUnavailable
-from authsvc.auth.lockouts import LockedOut
 from authsvc.auth.mfa import factors
 from authsvc.auth.mfa.views import challenge
 from authsvc.auth.signin import sign_in
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, DirectoryUnavailable, LockedOut, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token
 from authsvc.core.security import embedded_cross_site_request, safe_continue
@@ -143,12 +141,14 @@ def login() -> Response:
     try:
         user = sign_in(domain, form.email.data, form.password.data, via="login_page")
     except LockedOut as exc:
-        response = _login_page(domain, retry_form, next_url, exc.description, 429)
-        response.headers["Retry-After"] = str(exc.retry_after)
+        refused = answer(exc)
+        response = _login_page(domain, retry_form, next_url, refused.description, refused.status)
+        response.headers.update(refused.headers)
         return response
     except DirectoryUnavailable as exc:
-        response = _login_page(domain, retry_form, next_url, exc.description, 503)
-        response.headers.update(exc.headers)
+        refused = answer(exc)
+        response = _login_page(domain, retry_form, next_url, refused.description, refused.status)
+        response.headers.update(refused.headers)
         return response
     if user is None:
         return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 import click
-from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import select
 
@@ -14,6 +14,7 @@ from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, SsoProvider
+from authsvc.core.settings import settings
 from authsvc.sso import providers, saml, saml_setup
 
 sso = AppGroup("sso", help="Single sign-on providers of a domain.")
@@ -81,89 +82,106 @@ def _lists(values: tuple[str, ...], what: str) -> dict[str, list[str]]:
     is_flag=True,
     help="An on-premises provider: its URLs may be loopback or private addresses (and http on loopback).",
 )
-def create_sso(
-    host: str,
-    name: str,
-    protocol: str | None,
-    client_id: str | None,
-    client_secret: str | None,
-    metadata_url: str | None,
-    metadata_file: Any,
-    email_attribute: str | None,
-    name_attribute: str | None,
-    groups_attribute: str | None,
-    allow_unsolicited: bool,
-    clock_skew: int,
-    issuer: str | None,
-    authorize_url: str | None,
-    token_url: str | None,
-    userinfo_url: str | None,
-    jwks_url: str | None,
-    scopes: str | None,
-    preset: str | None,
-    tenant: str | None,
-    auth_method: str | None,
-    params: tuple[str, ...],
-    maps: tuple[str, ...],
-    matches: tuple[str, ...],
-    trust_email: bool,
-    required: str | None,
-    allow_private_network: bool,
-) -> None:
+def create_sso(host: str, name: str, protocol: str | None, **options: Any) -> None:
+    """Create a provider: the options of its protocol are read by that protocol's half below."""
     domain = domain_by_host(host)
-    saml_options = (metadata_url, metadata_file, email_attribute, name_attribute, groups_attribute, allow_unsolicited)
     if protocol == "saml":
-        saml_data = {
-            "email_attribute": email_attribute,
-            "name_attribute": name_attribute,
-            "groups_attribute": groups_attribute,
-            "allow_unsolicited": allow_unsolicited,
-            "clock_skew": clock_skew,
-            "trust_email": trust_email,
-            "allow_private_network": allow_private_network,
-        }
-        _create_saml(domain, name, metadata_url, metadata_file, saml_data)
-        return
+        _create_saml(domain, name, _options(SamlOptions, options))
+    else:
+        _create_oauth(domain, name, protocol, _options(OAuthOptions, options), options)
+
+
+@dataclass(frozen=True)
+class SamlOptions:
+    """``sso create --protocol saml``'s own options."""
+
+    metadata_url: str | None
+    metadata_file: Any  # an open file (click.File)
+    email_attribute: str | None
+    name_attribute: str | None
+    groups_attribute: str | None
+    allow_unsolicited: bool
+    clock_skew: int
+    trust_email: bool
+    allow_private_network: bool
+
+
+@dataclass(frozen=True)
+class OAuthOptions:
+    """``sso create``'s options for an OpenID Connect or OAuth 2.0 provider."""
+
+    client_id: str | None
+    client_secret: str | None
+    issuer: str | None
+    authorize_url: str | None
+    token_url: str | None
+    userinfo_url: str | None
+    jwks_url: str | None
+    scopes: str | None
+    preset: str | None
+    tenant: str | None
+    auth_method: str | None
+    params: tuple[str, ...]
+    maps: tuple[str, ...]
+    matches: tuple[str, ...]
+    trust_email: bool
+    required: str | None
+    allow_private_network: bool
+
+
+# Options that only a SAML provider takes (--clock-skew has a default, so it is always given).
+_SAML_ONLY = (
+    "metadata_url",
+    "metadata_file",
+    "email_attribute",
+    "name_attribute",
+    "groups_attribute",
+    "allow_unsolicited",
+)
+
+
+_Options = TypeVar("_Options", SamlOptions, OAuthOptions)
+
+
+def _options(kind: type[_Options], options: dict[str, Any]) -> _Options:
+    """The options of one protocol, out of all that click passed."""
+    return kind(**{field.name: options[field.name] for field in fields(kind)})
+
+
+def _create_oauth(
+    domain: Domain, name: str, protocol: str | None, options: OAuthOptions, given: dict[str, Any]
+) -> None:
     # How the options go together is the command line's to say, in its own words.
-    if any(saml_options):
+    if any(given[option] for option in _SAML_ONLY):
         raise click.ClickException("--metadata-url, --metadata-file and the attribute options go with --protocol saml")
-    if not client_id or not client_secret:
-        raise click.ClickException("--client-id and --client-secret are needed (or --protocol saml)")
-    if protocol == "oidc" and not issuer or protocol == "oauth2" and not (authorize_url and token_url and userinfo_url):
-        raise click.ClickException("--protocol oidc needs --issuer; oauth2 needs the three URLs")
-    if preset == "microsoft" and not tenant:
-        raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
-    if tenant and preset != "microsoft":
-        raise click.ClickException("--tenant goes with --preset microsoft")
-    if not (preset or issuer or (authorize_url and token_url and userinfo_url)):
-        raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
+    _check_oauth_options(protocol, options)
     urls = {
         # The command line has always stored an issuer without its trailing slash.
-        "issuer": issuer.rstrip("/") if issuer else None,
-        "authorize_url": authorize_url,
-        "token_url": token_url,
-        "userinfo_url": userinfo_url,
-        "jwks_url": jwks_url,
+        "issuer": options.issuer.rstrip("/") if options.issuer else None,
+        "authorize_url": options.authorize_url,
+        "token_url": options.token_url,
+        "userinfo_url": options.userinfo_url,
+        "jwks_url": options.jwks_url,
     }
     data: dict[str, Any] = {
         "domain": str(domain.id),
         "name": name,
-        "client_id": client_id,
-        "client_secret": client_secret,
-        "scopes": scopes,
-        "preset": preset,
-        "tenant": tenant,
-        "token_endpoint_auth_method": auth_method,
-        "authorize_params": _pairs(params, "--param"),
-        "profile_mappings": _lists(maps, "--map"),
-        "match_rules": _lists(matches, "--match"),
-        "trust_email": trust_email,
-        "required_scopes": required,
-        "allow_private_network": allow_private_network,
+        "client_id": options.client_id,
+        "client_secret": options.client_secret,
+        "scopes": options.scopes,
+        "preset": options.preset,
+        "tenant": options.tenant,
+        "token_endpoint_auth_method": options.auth_method,
+        "authorize_params": _pairs(options.params, "--param"),
+        "profile_mappings": _lists(options.maps, "--map"),
+        "match_rules": _lists(options.matches, "--match"),
+        "trust_email": options.trust_email,
+        "required_scopes": options.required,
+        "allow_private_network": options.allow_private_network,
         **urls,
     }
     hints = {"trust_email": "--match tid=<tenant id>"}
-    if not (allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+    if not (options.allow_private_network or settings().sso_allow_private_networks):
         for field, url in urls.items():
             if url and _private(url):
                 hints[field] = "--allow-private-network for an on-premises provider"
@@ -176,16 +194,42 @@ def create_sso(
     emit(out)
 
 
-def _create_saml(domain: Domain, name: str, metadata_url: str | None, metadata_file: Any, data: dict[str, Any]) -> None:
+def _check_oauth_options(protocol: str | None, options: OAuthOptions) -> None:
+    three_urls = options.authorize_url and options.token_url and options.userinfo_url
+    if not options.client_id or not options.client_secret:
+        raise click.ClickException("--client-id and --client-secret are needed (or --protocol saml)")
+    if protocol == "oidc" and not options.issuer or protocol == "oauth2" and not three_urls:
+        raise click.ClickException("--protocol oidc needs --issuer; oauth2 needs the three URLs")
+    if options.preset == "microsoft" and not options.tenant:
+        raise click.ClickException("--preset microsoft needs --tenant (a tenant id or domain, or organizations)")
+    if options.tenant and options.preset != "microsoft":
+        raise click.ClickException("--tenant goes with --preset microsoft")
+    if not (options.preset or options.issuer or three_urls):
+        raise click.ClickException("give --issuer, or --authorize-url, --token-url and --userinfo-url, or a --preset")
+
+
+def _create_saml(domain: Domain, name: str, options: SamlOptions) -> None:
+    metadata_url, metadata_file = options.metadata_url, options.metadata_file
     if bool(metadata_url) == bool(metadata_file):
         raise click.ClickException("--protocol saml needs --metadata-url or --metadata-file (one of them)")
-    data = {"protocol": "saml", "domain": str(domain.id), "name": name, **data}
+    data: dict[str, Any] = {
+        "protocol": "saml",
+        "domain": str(domain.id),
+        "name": name,
+        "email_attribute": options.email_attribute,
+        "name_attribute": options.name_attribute,
+        "groups_attribute": options.groups_attribute,
+        "allow_unsolicited": options.allow_unsolicited,
+        "clock_skew": options.clock_skew,
+        "trust_email": options.trust_email,
+        "allow_private_network": options.allow_private_network,
+    }
     if metadata_url:
         data["metadata_url"] = metadata_url
     else:
         data["metadata_xml"] = metadata_file.read(saml_setup.MAX_METADATA_BYTES + 1)
     hints = {}
-    if metadata_url and not (data["allow_private_network"] or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]):
+    if metadata_url and not (data["allow_private_network"] or settings().sso_allow_private_networks):
         if _private(metadata_url):
             hints["metadata_url"] = "--allow-private-network for an on-premises provider"
     with admin_rules(SSO_OPTIONS, hints):
@@ -236,7 +280,7 @@ def list_sso(host: str | None) -> None:
 @click.argument("provider_id")
 def show_sso(provider_id: str) -> None:
     provider = _provider(provider_id)
-    domain = db.session.get(Domain, provider.domain_id)
+    domain = db.session.get_one(Domain, provider.domain_id)  # a provider's domain is there: the key says so
     if provider.kind == "saml":
         emit(provider.as_json() | _saml_urls(domain, provider))
         return

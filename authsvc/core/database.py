@@ -20,16 +20,20 @@ import socket
 import threading
 import time
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import psycopg
 from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import Engine, event
+from sqlalchemy import CursorResult, Engine, Result, event
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
 from authsvc.core import budget
+from authsvc.core.settings import settings as typed_settings
+
+if TYPE_CHECKING:
+    from config.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +43,18 @@ class Base(DeclarativeBase):
 
 
 db = SQLAlchemy(model_class=Base)
+
+# The models' base class. Flask-SQLAlchemy makes db.Model from Base at run time (adding the
+# table names and the session's query), which a type checker cannot follow: to it, Model is Base.
+if TYPE_CHECKING:
+    Model = Base
+else:
+    Model = db.Model
+
+
+def rows_affected(result: Result[Any]) -> int:
+    """How many rows an UPDATE or DELETE matched (SQLAlchemy types execute()'s answer as a plain Result)."""
+    return cast(CursorResult[Any], result).rowcount
 
 
 def now() -> int:
@@ -126,7 +142,7 @@ def commit_keeping_loaded() -> None:
 # ----------------------------------------------------------------- bounds
 
 
-def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
+def connect_settings(settings: Settings) -> dict[str, Any]:
     """libpq connection parameters that bound every wait on PostgreSQL, for the engine and the readers.
 
     ``connect_timeout`` bounds connecting; ``statement_timeout`` makes the
@@ -136,9 +152,9 @@ def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
     A server that still acknowledges packets but never answers is the
     Watchdog's (below).
     """
-    statement_ms = int(config["AUTHSVC_STATEMENT_TIMEOUT"] * 1000)
+    statement_ms = int(settings.statement_timeout * 1000)
     return {
-        "connect_timeout": max(2, round(config["AUTHSVC_DATABASE_TIMEOUT"])),  # libpq's least is 2
+        "connect_timeout": max(2, round(settings.database_timeout)),  # libpq's least is 2
         "options": f"-c statement_timeout={statement_ms}",
         "keepalives": 1,
         "keepalives_idle": 30,
@@ -148,9 +164,9 @@ def connect_settings(config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def client_deadline(config: dict[str, Any]) -> float:
+def client_deadline(settings: Settings) -> float:
     """Seconds the service waits for one answer of PostgreSQL: the server's own timeout, and one more."""
-    return config["AUTHSVC_STATEMENT_TIMEOUT"] + 1.0
+    return settings.statement_timeout + 1.0
 
 
 class Watchdog:
@@ -308,13 +324,13 @@ def end_sessions_quietly(app: Flask) -> None:
         except DBAPIError as error:
             log.warning("database connection lost at the end of a request: %s", error.orig.__class__.__name__)
             with contextlib.suppress(Exception):  # nothing is sent to the server: the connection is dropped
-                db.session.invalidate()
+                db.session().invalidate()
             db.session.registry.clear()
 
 
 def init_app(app: Flask, engine: Engine) -> None:
     """Bound ``engine``'s waits (on PostgreSQL, every one of them)."""
-    deadline = client_deadline(app.config)
+    deadline = client_deadline(typed_settings(app))
     ping_after_idle(engine, deadline=deadline if engine.dialect.name == "postgresql" else None)
     if engine.dialect.name == "postgresql":
         bound_waits(engine, deadline)

@@ -1,13 +1,22 @@
-"""Errors are values with an RFC 6749 shape, raised once and rendered by one handler (authsvc.app.errors)."""
+"""The service's errors: ``ApiError`` (an answer with an RFC 6749 shape), and what features raise.
+
+A feature says what happened (``LockedOut``, ``DirectoryUnavailable``, ``SsoExpired``...), not how to
+answer it. ``ANSWERS``, below, is the one table from those to an answer: authsvc.app.errors sends it as
+JSON, and an HTML view that catches one shows a page with its status and text (``answer(exc)``).
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import redis.exceptions
-from flask import Response, current_app, jsonify
+from flask import Response, jsonify
 
 from authsvc.core.headers import uncached
+from authsvc.core.settings import settings
 
 # What "the session store is down" looks like to redis-py: refused, reset,
 # timed out, still loading after a restart, or a replica after a failover.
@@ -56,5 +65,107 @@ def too_many_requests(error: str, description: str, retry_after: int) -> Respons
 
 def unavailable(description: str) -> Response:
     """503 for a dependency that is down: the client may retry, and is told when."""
-    retry_after = str(current_app.config["AUTHSVC_RETRY_AFTER"])
+    retry_after = str(settings().retry_after)
     return json_error(503, "temporarily_unavailable", description, {"Retry-After": retry_after})
+
+
+# ----------------------------------------------------------------- what features raise
+
+
+class LockedOut(Exception):
+    """Too many failed sign-ins (or user codes) for this account or address: none is tried before ``retry_after`` s."""
+
+    def __init__(self, retry_after: int, attempts: str = "sign-in attempts") -> None:
+        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.retry_after = retry_after
+        self.description = f"Too many failed {attempts}. Retry in {retry_after} s (after {until})."
+        super().__init__(self.description)
+
+
+class DirectoryUnavailable(Exception):
+    """An LDAP directory could not answer (``why``, for the log); the password was not checked."""
+
+    description = "The directory that checks this account's password cannot be reached. Try again shortly."
+
+    def __init__(self, directory: Any, why: str) -> None:
+        super().__init__(why)
+        self.directory = directory
+        self.why = why
+
+
+class TooManyFlows(Exception):
+    """This address holds as many unfinished SSO sign-ins as it may; the first ends in ``retry_after`` s."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(retry_after)
+        self.retry_after = retry_after
+
+
+class SsoError(Exception):
+    """A single sign-on cannot go on: ``title`` and ``message`` say why, to the person signing in."""
+
+    def __init__(self, title: str, message: str) -> None:
+        super().__init__(message)
+        self.title = title
+        self.message = message
+
+
+class SsoExpired(SsoError):
+    """The browser's sign-in is stale, used, or not this browser's."""
+
+
+class SsoConflict(SsoError):
+    """Another sign-in of the same account is setting it up at this moment."""
+
+
+class ProviderFailed(SsoError):
+    """The identity provider did not answer as it must, or is where this service may not go."""
+
+
+class ProviderUnavailable(SsoError):
+    """The identity provider could not be asked (its metadata is unusable)."""
+
+
+class MfaRefused(Exception):
+    """The second step of a sign-in failed; ``str(exc)`` says why, to the person signing in."""
+
+
+class PendingSignInGone(MfaRefused):
+    """The sign-in waiting for its second factor expired, was used, or never was."""
+
+
+class WrongCode(MfaRefused):
+    """The second factor's code (or passkey) was not right."""
+
+
+def _retry_after(exc: LockedOut | TooManyFlows) -> dict[str, Any]:
+    return {"headers": {"Retry-After": str(exc.retry_after)}, "extra": {"retry_after": exc.retry_after}}
+
+
+def _unavailable(exc: DirectoryUnavailable) -> ApiError:
+    retry_after = str(settings().retry_after)
+    return ApiError(503, "directory_unavailable", exc.description, headers={"Retry-After": retry_after})
+
+
+# The one table: each feature exception, and how it is answered (the nearest class in its MRO wins).
+ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
+    LockedOut: lambda exc: ApiError(429, "too_many_attempts", exc.description, **_retry_after(exc)),
+    DirectoryUnavailable: _unavailable,
+    TooManyFlows: lambda exc: ApiError(
+        429,
+        "too_many_flows",
+        f"Too many sign-ins in progress from this address. Retry in {exc.retry_after} s.",
+        **_retry_after(exc),
+    ),
+    SsoExpired: lambda exc: ApiError(400, "sso_expired", exc.message),
+    SsoConflict: lambda exc: ApiError(409, "sso_conflict", exc.message),
+    ProviderFailed: lambda exc: ApiError(502, "provider_failed", exc.message),
+    ProviderUnavailable: lambda exc: ApiError(503, "provider_unavailable", exc.message),
+    PendingSignInGone: lambda exc: ApiError(401, "invalid_mfa_token", str(exc)),
+    WrongCode: lambda exc: ApiError(401, "invalid_mfa_code", str(exc)),
+}
+
+
+def answer(exc: Exception) -> ApiError:
+    """How the feature exception ``exc`` is answered (``ANSWERS``)."""
+    return next(ANSWERS[cls](exc) for cls in type(exc).__mro__ if cls in ANSWERS)

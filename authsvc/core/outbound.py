@@ -108,10 +108,21 @@ class _Bounded:
             manager.pool_classes_by_scheme = _WATCHED_POOLS
         return manager
 
-    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None, **kwargs: Any) -> Any:
+    # HTTPAdapter.send's signature: the adapters below put this class before it.
+    def send(
+        self,
+        request: requests.PreparedRequest,
+        stream: bool = False,
+        timeout: Any = None,
+        verify: bool | str = True,
+        cert: Any = None,
+        proxies: dict[str, str] | None = None,
+    ) -> requests.Response:
         with deadline.within(self.seconds) as limit:
             try:
-                response = super().send(request, stream=True, timeout=_bounded(timeout, limit), **kwargs)  # type: ignore[misc]
+                response: requests.Response = super().send(  # type: ignore[misc]
+                    request, stream=True, timeout=_bounded(timeout, limit), verify=verify, cert=cert, proxies=proxies
+                )
                 try:
                     _read_body(response, self.max_bytes, self.keep_body)
                 finally:
@@ -132,7 +143,7 @@ class _BoundedAdapter(_Bounded, HTTPAdapter):
     pass
 
 
-class _BoundedPublicAdapter(_Bounded, IPFilterAdapter):
+class _BoundedPublicAdapter(_Bounded, IPFilterAdapter):  # type: ignore[misc]  # IPFilterAdapter is untyped
     pass
 
 

@@ -16,7 +16,7 @@ so a hung Sentinel costs one share, not a full timeout per Sentinel asked.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import unquote, urlsplit
 
 import redis
@@ -29,11 +29,14 @@ from redis.sentinel import (
     SentinelManagedSSLConnection,
 )
 
+if TYPE_CHECKING:
+    from config.settings import Settings
+
 
 class BoundedSentinel(Sentinel):
     """redis-py's Sentinel, whose search for the primary ends within one overall deadline."""
 
-    def __init__(self, sentinels: list[tuple[str, int]], budget: float, **kwargs: Any):
+    def __init__(self, sentinels: list[tuple[str, int]], budget: float, **kwargs: Any) -> None:
         super().__init__(sentinels, **kwargs)
         self.budget = budget
 
@@ -86,11 +89,11 @@ def url_options(url: str | None) -> dict[str, Any]:
     return options
 
 
-def sentinel_client(config: dict[str, Any], fail_fast: type, **options: Any) -> redis.Redis:
+def sentinel_client(settings: Settings, fail_fast: type, **options: Any) -> redis.Redis:
     """A client of the primary the Sentinels name, its connections made of ``fail_fast`` and redis-py's."""
-    sentinels = config["REDIS_SENTINELS"]
-    timeout = config["AUTHSVC_REDIS_TIMEOUT"]
-    url = config.get("REDIS_URL")
+    sentinels = settings.redis_sentinels or []
+    timeout = settings.redis_timeout
+    url = settings.redis_url
     tls = bool(url and url.startswith("rediss://"))
     # Each Sentinel's share of the whole: connecting and answering both end within it.
     share = timeout / len(sentinels)
@@ -100,13 +103,13 @@ def sentinel_client(config: dict[str, Any], fail_fast: type, **options: Any) -> 
         "socket_connect_timeout": share,
         "retry": Retry(NoBackoff(), 0),
     }
-    if config.get("REDIS_SENTINEL_PASSWORD"):
-        sentinel_kwargs["password"] = config["REDIS_SENTINEL_PASSWORD"]
+    if settings.redis_sentinel_password:
+        sentinel_kwargs["password"] = settings.redis_sentinel_password
     manager = BoundedSentinel(sentinels, budget=timeout, sentinel_kwargs=sentinel_kwargs)
     base = SentinelManagedSSLConnection if tls else SentinelManagedConnection
     connection_class = type(f"FailFast{base.__name__}", (fail_fast, _AskOnce, base), {})
     client = manager.master_for(
-        config["REDIS_SENTINEL_SERVICE"],
+        settings.redis_sentinel_service,
         connection_class=connection_class,
         socket_timeout=timeout,
         socket_connect_timeout=timeout,
@@ -114,8 +117,8 @@ def sentinel_client(config: dict[str, Any], fail_fast: type, **options: Any) -> 
         **url_options(url),
         **options,
     )
-    client.authsvc_sentinel = manager  # type: ignore[attr-defined]
-    return client
+    client.authsvc_sentinel = manager
+    return cast(redis.Redis, client)
 
 
 def server_in_use(client: Any) -> str | None:

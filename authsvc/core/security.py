@@ -7,11 +7,13 @@ import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import bcrypt
 from flask import Flask, current_app
+
+from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
     from cryptography.fernet import MultiFernet
@@ -50,12 +52,12 @@ def digest_matches(secret: str, stored_digest: str) -> bool:
 
 def init_app(app: Flask) -> None:
     """Keep the app's bcrypt rounds and encryption keys on it (checked now: a bad key stops the start)."""
-    keys = encryption_keys(app.config["AUTHSVC_ENCRYPTION_KEYS"], app.config["SECRET_KEY"])
-    app.extensions[EXTENSION] = Keys(bcrypt_rounds=app.config["AUTHSVC_BCRYPT_ROUNDS"], encryption_keys=keys)
+    keys = encryption_keys(settings(app).encryption_keys, settings(app).secret_key)
+    app.extensions[EXTENSION] = Keys(bcrypt_rounds=settings(app).bcrypt_rounds, encryption_keys=keys)
 
 
 def _keys() -> Keys:
-    return current_app.extensions[EXTENSION]
+    return cast(Keys, current_app.extensions[EXTENSION])
 
 
 def encryption_keys(keys: list[str], secret_key: str) -> list[str]:
@@ -213,4 +215,4 @@ def embedded_cross_site_request(headers: Any) -> bool:
     """
     if headers.get("Sec-Fetch-Site") not in ("cross-site", "same-site"):
         return False
-    return headers.get("Sec-Fetch-Mode") != "navigate" or headers.get("Sec-Fetch-Dest", "document") != "document"
+    return bool(headers.get("Sec-Fetch-Mode") != "navigate" or headers.get("Sec-Fetch-Dest", "document") != "document")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from typing import Any
+from typing import Any, cast
 
 import redis
 from flask import Flask, current_app, g, has_request_context
@@ -19,6 +19,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from authsvc.core import redis_connection, security
+from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +27,14 @@ PREFIX = "authsvc:"
 
 
 def init_app(app: Flask) -> None:
-    url = app.config.get("REDIS_URL")
-    if app.config.get("REDIS_SENTINELS"):
+    url = settings(app).redis_url
+    if settings(app).redis_sentinels:
         # The primary that Redis Sentinel names, found again after a failover (authsvc.core.redis_connection).
         client = redis_connection.sentinel_client(
-            app.config, _FailFast, decode_responses=True, health_check_interval=30
+            settings(app), _FailFast, decode_responses=True, health_check_interval=30
         )
     elif url:
-        timeout = app.config["AUTHSVC_REDIS_TIMEOUT"]
+        timeout = settings(app).redis_timeout
         # Short timeouts and one immediate retry (for a pooled connection that
         # went stale while Redis restarted): a dead Redis costs a request
         # milliseconds and a 503, not a hung worker.
@@ -113,7 +114,12 @@ def _fail_fast_class(url: str) -> type:
 
 
 def client() -> redis.Redis:
-    return current_app.extensions["authsvc.redis"]
+    return cast(redis.Redis, current_app.extensions["authsvc.redis"])
+
+
+def _decoded(raw: Any) -> dict[str, Any] | None:
+    # Any: redis-py types every reply "Awaitable | Any", one signature for its sync and async clients.
+    return cast("dict[str, Any] | None", json.loads(raw) if raw else None)
 
 
 def _put(kind: str, secret: str, data: dict[str, Any], ttl: int) -> None:
@@ -122,13 +128,13 @@ def _put(kind: str, secret: str, data: dict[str, Any], ttl: int) -> None:
 
 def _get(kind: str, secret: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}{kind}:{security.digest(secret)}")
-    return json.loads(raw) if raw else None
+    return _decoded(raw)
 
 
 def _take(kind: str, secret: str) -> dict[str, Any] | None:
     # GETDEL is atomic: of two concurrent claims of one code, exactly one wins.
     raw = client().getdel(f"{PREFIX}{kind}:{security.digest(secret)}")
-    return json.loads(raw) if raw else None
+    return _decoded(raw)
 
 
 def _delete(kind: str, secret: str) -> None:
@@ -186,7 +192,7 @@ def take_session(session_id: str) -> dict[str, Any] | None:
 def take_session_named(session_digest: str) -> dict[str, Any] | None:
     """End the session whose id has the digest ``session_digest`` (all an index may hold) and return its record."""
     raw = client().getdel(f"{PREFIX}session:{session_digest}")
-    return json.loads(raw) if raw else None
+    return _decoded(raw)
 
 
 # Authorisation codes: single use, short-lived.
@@ -213,11 +219,11 @@ def claim_code(code: str, family: str, spent_ttl: int) -> dict[str, Any] | None:
     if raw is None and marked:
         # No such code: it leaves no marker behind (an unknown code has no tokens to revoke).
         client().delete(spent_key)
-    return json.loads(raw) if raw else None
+    return _decoded(raw)
 
 
 def spent_code_family(code: str) -> str | None:
-    return client().get(f"{PREFIX}spent-code:{security.digest(code)}")
+    return cast("str | None", client().get(f"{PREFIX}spent-code:{security.digest(code)}"))
 
 
 def record_code_replay(code: str, ttl: int) -> None:
@@ -281,7 +287,7 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
-    return json.loads(raw) if raw else None
+    return _decoded(raw)
 
 
 # private_key_jwt (RFC 7523 3): a client assertion's jti is accepted once, kept until the assertion expires.
@@ -371,7 +377,7 @@ def remember_relying_party(sid: str, user_id: int, domain_id: int, issuer: str, 
 
 def user_sids(user_id: int) -> list[str]:
     """The sids of ``user_id``'s sessions in which an application received an ID token."""
-    return sorted(client().smembers(_user_sids_key(user_id)))
+    return sorted(cast("set[str]", client().smembers(_user_sids_key(user_id))))
 
 
 def take_relying_parties(sid: str) -> dict[str, Any] | None:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import current_app, g, request
+from flask import g, request
 from sqlalchemy import String, bindparam, func, select
 
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
 from authsvc.core.models import Domain
+from authsvc.core.settings import settings
 
 
 def request_host() -> str:
@@ -43,15 +44,15 @@ REQUEST_DOMAIN = Domain.__table__.c.host == func.coalesce(
 
 def request_domain_parameters() -> dict[str, str | None]:
     """REQUEST_DOMAIN's parameters for this request: its host, and the configured default."""
-    return {"host": request_host(), "default_host": current_app.config.get("AUTHSVC_DEFAULT_DOMAIN") or None}
+    return {"host": request_host(), "default_host": settings().default_domain or None}
 
 
 def current_domain() -> Domain:
     """The domain whose ``host`` is the request's, or the configured default; else 404."""
-    domain = g.get("authsvc_domain")
+    domain: Domain | None = g.get("authsvc_domain")
     if domain is None:
         domain = db.session.scalar(select(Domain).where(Domain.host == request_host()))
-        default = current_app.config.get("AUTHSVC_DEFAULT_DOMAIN")
+        default = settings().default_domain
         if domain is None and default:
             domain = db.session.scalar(select(Domain).where(Domain.host == default))
         if domain is None:

@@ -10,6 +10,7 @@ import json
 import re
 import socket
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
+from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
 from authsvc.core import destinations
@@ -232,7 +233,7 @@ def text_id(value: str | None) -> bool:
     Anything else is no record and never reaches the database: PostgreSQL
     refuses NUL in a query parameter.
     """
-    return bool(value) and len(value) <= 32 and value.isascii() and value.isalnum()
+    return value is not None and 0 < len(value) <= 32 and value.isascii() and value.isalnum()
 
 
 def json_body(data: bytes, empty: object = None) -> object:
@@ -273,7 +274,7 @@ def _require_utf8(document: object) -> None:
                 raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).") from None
 
 
-def json_object(data: bytes) -> dict:
+def json_object(data: bytes) -> dict[str, Any]:
     """A request body that must be a JSON object (an empty body is an empty one)."""
     body = json_body(data, {})
     if not isinstance(body, dict):

@@ -22,7 +22,6 @@ from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc7523 import JWTBearerClientAssertion
-from flask import current_app
 from flask import request as flask_request
 from joserfc import jwt
 from joserfc.errors import JoseError
@@ -30,6 +29,7 @@ from joserfc.jwk import Key, KeySet
 
 from authsvc.core import store
 from authsvc.core.models import Application
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
 from authsvc.oauth import client_authentication
 
@@ -85,7 +85,7 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
                 description="The client assertion's aud must be one string: this server's issuer or the endpoint."
             )
         exp = claims.get("exp")
-        limit = current_app.config["AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME"]
+        limit = settings().client_assertion_max_lifetime
         if isinstance(exp, int | float) and not isinstance(exp, bool) and exp > time.time() + limit + LEEWAY:
             raise InvalidClientError(description=f"The client assertion's exp is more than {limit} seconds ahead.")
         super().verify_claims(claims)
@@ -150,7 +150,7 @@ def _key_set(client: Application) -> KeySet:
     document = store.load_jwks(_owner(client), client.jwks_uri)
     if document is None:
         document = fetch_jwks(client.jwks_uri)
-        store.save_jwks(_owner(client), client.jwks_uri, document, current_app.config["AUTHSVC_CLIENT_JWKS_TTL"])
+        store.save_jwks(_owner(client), client.jwks_uri, document, settings().client_jwks_ttl)
     return KeySet.import_key_set(document)
 
 
@@ -160,11 +160,11 @@ def _refetched_key_set(client: Application) -> KeySet | None:
     One refetch per application per interval (a claim in Redis): assertions
     with made-up kids cannot make this service hammer the client's key server.
     """
-    if not store.claim_jwks_refetch(_owner(client), current_app.config["AUTHSVC_CLIENT_JWKS_REFETCH_INTERVAL"]):
+    if not store.claim_jwks_refetch(_owner(client), settings().client_jwks_refetch_interval):
         return None
     log.info("application %s: unknown key in a client assertion, refetching its JWKS", client.id)
     document = fetch_jwks(client.jwks_uri)
-    store.save_jwks(_owner(client), client.jwks_uri, document, current_app.config["AUTHSVC_CLIENT_JWKS_TTL"])
+    store.save_jwks(_owner(client), client.jwks_uri, document, settings().client_jwks_ttl)
     return KeySet.import_key_set(document)
 
 
@@ -179,16 +179,16 @@ def fetch_jwks(url: str) -> dict:
 
     from authsvc.core import outbound
 
-    config = current_app.config
+    config = settings()
     try:
         with outbound.guard(
             None,
-            allow_private=config["AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS"],
-            seconds=config["AUTHSVC_OUTBOUND_DEADLINE"],
+            allow_private=config.client_jwks_allow_private_networks,
+            seconds=config.outbound_deadline,
             max_bytes=client_authentication.JWKS_MAX_BYTES,
         ) as session:
             accept = {"Accept": "application/json"}
-            response = session.get(url, timeout=config["AUTHSVC_CLIENT_JWKS_TIMEOUT"], headers=accept)
+            response = session.get(url, timeout=config.client_jwks_timeout, headers=accept)
             response.raise_for_status()
             body = response.content
     except requests.RequestException as exc:

@@ -38,6 +38,7 @@ from authsvc.core import audit, store
 from authsvc.core.background import BackgroundQueue, KeyedQueue
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain
+from authsvc.core.settings import settings
 from authsvc.oauth import keys
 
 if TYPE_CHECKING:
@@ -58,7 +59,7 @@ def remember(sid: str | None, user_id: int, domain: Domain, issuer: str, applica
     """Note that ``application`` received an ID token in the session ``sid``, for as long as a session lasts."""
     if not sid:
         return
-    ttl = domain.session_ttl or current_app.config["AUTHSVC_SESSION_TTL"]
+    ttl = domain.session_ttl or settings().session_ttl
     try:
         store.remember_relying_party(sid, user_id, domain.id, issuer, application.id, ttl)
     except redis.RedisError:  # the token answer must not fail for it
@@ -86,17 +87,17 @@ def _post(http: requests.Session, url: str, token: str) -> str | None:
     """POST the token, with retries on what may pass (no answer, 5xx); None when delivered, else why not."""
     from authsvc.core import outbound  # imports requests: see the note at the top
 
-    config = current_app.config
-    attempts = max(1, config["AUTHSVC_BACKCHANNEL_ATTEMPTS"])
+    config = settings()
+    attempts = max(1, config.backchannel_attempts)
     reason = "not sent"
     for attempt in range(attempts):
         if attempt:
-            time.sleep(config["AUTHSVC_BACKCHANNEL_BACKOFF"] * 2 ** (attempt - 1))
+            time.sleep(config.backchannel_backoff * 2 ** (attempt - 1))
         try:
             response = http.post(
                 url,
                 data={"logout_token": token},
-                timeout=config["AUTHSVC_BACKCHANNEL_TIMEOUT"],
+                timeout=config.backchannel_timeout,
                 headers={"Cache-Control": "no-store"},
             )
         except Exception as exc:  # noqa: BLE001 - any failure of the peer is reported, never raised
@@ -149,11 +150,11 @@ def send(session: dict[str, Any], application_id: int) -> None:
     application = db.session.get(Application, application_id)
     if application is None or not application.backchannel_logout_uri:
         return  # removed, or its URI cleared, since the session ended
-    config = current_app.config
+    config = settings()
     with outbound.guard(
         None,
-        allow_private=config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"],
-        seconds=config["AUTHSVC_OUTBOUND_DEADLINE"],
+        allow_private=config.backchannel_allow_private_networks,
+        seconds=config.outbound_deadline,
         max_bytes=ANSWER_READ_BYTES,
         keep_body=False,
     ) as http:

@@ -42,22 +42,7 @@ def client_jwks(document: object) -> dict:
         raise Invalid(f"the JWKS must hold between 1 and {JWKS_MAX_KEYS} keys")
     if len(json.dumps(document)) > JWKS_MAX_BYTES:
         raise Invalid(f"the JWKS is larger than {JWKS_MAX_BYTES} bytes")
-    kids = []
-    for key in keys:
-        if not isinstance(key, dict):
-            raise Invalid("every key of the JWKS must be a JSON object")
-        if _PRIVATE_MEMBERS & key.keys():
-            raise Invalid("the JWKS holds private key material: register the public keys only")
-        if key.get("kty") not in _CLIENT_KEY_TYPES:
-            raise Invalid('every key must have kty "RSA" or "EC" (no symmetric "oct" keys)')
-        if key.get("use", "sig") != "sig":
-            raise Invalid('a key\'s "use" must be "sig"')
-        if "alg" in key and key["alg"] not in CLIENT_ASSERTION_ALGORITHMS:
-            raise Invalid(f"a key's alg must be one of {' '.join(CLIENT_ASSERTION_ALGORITHMS)}")
-        kid = key.get("kid")
-        if kid is not None and not (isinstance(kid, str) and 0 < len(kid) <= 200):
-            raise Invalid("a key's kid must be a string of at most 200 characters")
-        kids.append(kid)
+    kids = [_public_signing_key_kid(key) for key in keys]
     if len(keys) > 1 and (None in kids or len(set(kids)) != len(kids)):
         raise Invalid("with more than one key, every key needs its own kid")
     try:
@@ -69,6 +54,24 @@ def client_jwks(document: object) -> dict:
         if key.key_type == "RSA" and not 2048 <= key.raw_value.key_size <= 8192:
             raise Invalid("RSA keys must have 2048 to 8192 bits")
     return {"keys": keys}
+
+
+def _public_signing_key_kid(key: object) -> str | None:
+    """The kid of one JWK of a client's JWKS, once it is a public RSA or EC signing key."""
+    if not isinstance(key, dict):
+        raise Invalid("every key of the JWKS must be a JSON object")
+    if _PRIVATE_MEMBERS & key.keys():
+        raise Invalid("the JWKS holds private key material: register the public keys only")
+    if key.get("kty") not in _CLIENT_KEY_TYPES:
+        raise Invalid('every key must have kty "RSA" or "EC" (no symmetric "oct" keys)')
+    if key.get("use", "sig") != "sig":
+        raise Invalid('a key\'s "use" must be "sig"')
+    if "alg" in key and key["alg"] not in CLIENT_ASSERTION_ALGORITHMS:
+        raise Invalid(f"a key's alg must be one of {' '.join(CLIENT_ASSERTION_ALGORITHMS)}")
+    kid = key.get("kid")
+    if kid is not None and not (isinstance(kid, str) and 0 < len(kid) <= 200):
+        raise Invalid("a key's kid must be a string of at most 200 characters")
+    return kid
 
 
 def client_jwks_uri(url: str, *, allow_private: bool) -> str:

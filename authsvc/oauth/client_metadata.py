@@ -14,10 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from authlib.oauth2.rfc7591 import ClientMetadataClaims, InvalidClientMetadataError, InvalidRedirectURIError
-from flask import current_app
 
 from authsvc.core import validation
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
+from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication
 
 # The grants a registered client may ask for. client_credentials acts as a service account, which
@@ -83,7 +83,7 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         backchannel = _string(self, "backchannel_logout_uri", MAX_URI_LENGTH)
         if backchannel is not None:
             self["backchannel_logout_uri"] = outbound_url(
-                backchannel, "backchannel_logout_uri", "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"
+                backchannel, "backchannel_logout_uri", settings().backchannel_allow_private_networks
             )
         alg = _string(self, "id_token_signed_response_alg", 10)
         if alg is not None and alg not in REGISTRABLE_ID_TOKEN_ALGORITHMS:
@@ -184,12 +184,12 @@ def _uris(claims: dict, name: str, error: type) -> list[str]:
         raise error(_printable(f"{name}: {exc}")) from None
 
 
-def outbound_url(url: str, name: str, setting: str) -> str:
+def outbound_url(url: str, name: str, allow_private: bool) -> str:
     """A URL the service will call for this client, by the admin path's rule (``validation.client_url``):
-    https to a public address, unless the operator's ``setting`` allows private networks; the address is
+    https to a public address, unless the operator allows private networks (``allow_private``); the address is
     checked again on every call (authsvc.core.outbound)."""
     try:
-        return validation.client_url(url, name, allow_private=current_app.config[setting])
+        return validation.client_url(url, name, allow_private=allow_private)
     except validation.Invalid as exc:
         raise invalid(str(exc)) from None
 
@@ -198,7 +198,7 @@ def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | Non
     """The client's public keys for private_key_jwt, by the admin path's rules (``client_authentication.client_jwks``:
     RSA of 2048 to 8192 bits or EC, public members only; a jwks_uri the service may call)."""
     if jwks_uri is not None:
-        return None, outbound_url(jwks_uri, "jwks_uri", "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS")
+        return None, outbound_url(jwks_uri, "jwks_uri", settings().client_jwks_allow_private_networks)
     try:
         return client_authentication.client_jwks(jwks), None
     except validation.Invalid as exc:

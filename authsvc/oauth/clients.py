@@ -6,12 +6,13 @@ from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
-from flask import current_app, g
+from flask import g
 from sqlalchemy import delete, select
 from sqlalchemy.orm import contains_eager
 
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Token
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
@@ -42,12 +43,12 @@ def client_of_request_domain(client_id: str) -> Application | None:
 
 def access_token_ttl(client: Application) -> int:
     """An application's own access token lifetime, else the global one."""
-    return client.access_token_ttl or current_app.config["AUTHSVC_ACCESS_TOKEN_TTL"]
+    return client.access_token_ttl or settings().access_token_ttl
 
 
 def refresh_token_ttl(client: Application) -> int:
     """An application's own refresh token (grant) lifetime, else the global one."""
-    return client.refresh_token_ttl or current_app.config["AUTHSVC_REFRESH_TOKEN_TTL"]
+    return client.refresh_token_ttl or settings().refresh_token_ttl
 
 
 def authenticate_client_secret_basic(query_client: Any, request: OAuth2Request) -> Application | None:

@@ -29,11 +29,11 @@ from authlib.oauth2.rfc8628 import (
     ExpiredTokenError,
     SlowDownError,
 )
-from flask import current_app
 
 from authsvc.core import security, store
 from authsvc.core.database import db
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, User
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.grants import resolve_scope
@@ -97,11 +97,11 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
 
     @property
     def EXPIRES_IN(self) -> int:  # noqa: N802 - Authlib's attribute name
-        return current_app.config["AUTHSVC_DEVICE_CODE_TTL"]
+        return settings().device_code_ttl
 
     @property
     def INTERVAL(self) -> int:  # noqa: N802 - Authlib's attribute name
-        return current_app.config["AUTHSVC_DEVICE_INTERVAL"]
+        return settings().device_interval
 
     def authenticate_client(self, request: OAuth2Request) -> Application:
         client: Application = super().authenticate_client(request)

@@ -14,8 +14,8 @@ from urllib.parse import urlencode
 from flask import Blueprint, Response, redirect, request
 
 from authsvc.auth import lockouts, sessions
-from authsvc.auth.lockouts import LockedOut
 from authsvc.core import actors, audit
+from authsvc.core.errors import LockedOut, answer
 from authsvc.core.models import RESERVED_SCOPES, Application, Domain, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.device import DevicePending, decide, pending_by_user_code
@@ -63,8 +63,9 @@ def _find(domain: Domain, user: User, user_code: str) -> tuple[DevicePending, Ap
 
 
 def _locked_page(domain: Domain, user: User, exc: LockedOut) -> Response:
-    response = _entry_page(domain, user, DeviceCodeForm(formdata=None), exc.description, 429)
-    response.headers["Retry-After"] = str(exc.retry_after)
+    refused = answer(exc)
+    response = _entry_page(domain, user, DeviceCodeForm(formdata=None), refused.description, refused.status)
+    response.headers.update(refused.headers)
     return response
 
 

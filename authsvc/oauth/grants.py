@@ -13,7 +13,6 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc7636 import CodeChallenge
-from flask import current_app
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
@@ -21,6 +20,7 @@ from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
@@ -149,7 +149,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
             },
-            current_app.config["AUTHSVC_CODE_TTL"],
+            settings().code_ttl,
         )
 
     def generate_authorization_code(self) -> str:
@@ -163,7 +163,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         # that check ran before the record, its commit came before this revocation,
         # which then finds the tokens.
         family = security.new_secret()
-        spent_ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+        spent_ttl = settings().spent_code_ttl
         data = store.claim_code(code, family, spent_ttl)
         if data is None:
             spent_family = store.spent_code_family(code)
@@ -220,7 +220,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def _spent_token_reused(self, token: Token) -> None:
         # Inside the grace window a retry or a race between two tabs is the
         # likely cause: refuse it but keep the family. Outside, assume theft.
-        within_grace = now() - token.refreshed_at <= current_app.config["AUTHSVC_REFRESH_REUSE_GRACE"]
+        within_grace = now() - token.refreshed_at <= settings().refresh_reuse_grace
         revoked = 0 if within_grace else Token.revoke_family(token.family)
         audit.record(
             "refresh_token.reused",
@@ -317,7 +317,7 @@ def spend_code_in_sql(client: Application, code: str, family: str) -> None:
     exchange is a replay and revokes what the first produced.
     """
     digest = security.digest(code)
-    ttl = current_app.config["AUTHSVC_SPENT_CODE_TTL"]
+    ttl = settings().spent_code_ttl
     db.session.add(SpentCode(digest=digest, family=family, expires_at=now() + ttl))
     try:
         db.session.flush()

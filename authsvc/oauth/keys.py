@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from authsvc.core import audit, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
+from authsvc.core.settings import settings
 
 ALGORITHMS = ("RS256", "ES256")
 DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
@@ -133,7 +134,7 @@ def rotate(domain: Domain, alg: str, actor: str) -> SigningKey:
     old = SigningKey.current(domain.id, alg)
     if old is not None:
         old.retired_at = at
-        old.retire_after = at + current_app.config["AUTHSVC_ID_TOKEN_TTL"]
+        old.retire_after = at + settings().id_token_ttl
         db.session.flush()  # the old key is no longer current before the new one is
     row = _new_row(domain, alg)
     db.session.add(row)

@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
-from flask import current_app, g
+from flask import g
 
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, SigningKey, User
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import backchannel, keys, oidc_request
 from authsvc.oauth.parameters import MergedRequest
@@ -94,7 +95,7 @@ class IDTokenClaims:
             "iss": issuer(),
             "aud": client.client_id,
             "azp": client.client_id,
-            "exp": int(time.time()) + current_app.config["AUTHSVC_ID_TOKEN_TTL"],
+            "exp": int(time.time()) + settings().id_token_ttl,
         }
 
     def get_authorization_code_claims(self, authorization_code: Any) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from flask import request as flask_request
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
@@ -127,7 +128,7 @@ class AuthorizationServer(_AuthorizationServer):
             # across rotation; each refresh token also ends after the idle time.
             grant_expires_at = request.grant_expires_at or issued + refresh_token_ttl(client)
             refresh_expires_at = grant_expires_at
-            idle = current_app.config["AUTHSVC_REFRESH_IDLE_TTL"]
+            idle = settings().refresh_idle_ttl
             if idle > 0:
                 refresh_expires_at = min(grant_expires_at, issued + idle)
         # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
@@ -217,7 +218,6 @@ def generate_token(
 
 def init_app(app: Flask) -> None:
     """The app's own authorisation server, with its grants and endpoints (tests build many apps)."""
-    app.config.setdefault("AUTHSVC_SPENT_CODE_TTL", 24 * 3600)
     server = AuthorizationServer(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app, url_for
+from flask import url_for
 from scim2_models import (
     AuthenticationScheme,
     Bulk,
@@ -24,13 +24,14 @@ from scim2_models import (
     User,
 )
 
+from authsvc.core.settings import settings
 from authsvc.scim import queries
 
 _RESOURCES = {"User": User, "Group": Group}
 
 
 def _passwords() -> bool:
-    return bool(current_app.config["AUTHSVC_SCIM_PASSWORDS"])
+    return bool(settings().scim_passwords)
 
 
 def service_provider_config() -> dict[str, Any]:

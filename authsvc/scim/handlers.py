@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import Response, current_app, g, request
+from flask import Response, g, request
 from pydantic import ValidationError
 from scim2_models import Context, ResponseParameters, SCIMException
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core.errors import ApiError
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.scim import discovery, groups, protocol, queries, users
 from authsvc.scim.auth import Provisioner, authenticate
@@ -25,7 +26,7 @@ log = logging.getLogger(__name__)
 def authenticate_the_client() -> None:
     """Authenticate the request's SCIM client (before every SCIM view)."""
     # SCIM bodies (a group of many members) may be larger than the service's other requests.
-    request.max_content_length = current_app.config["AUTHSVC_SCIM_MAX_BODY"]
+    request.max_content_length = settings().scim_max_body
     g.scim_provisioner = authenticate(current_domain())
 
 
@@ -61,7 +62,7 @@ def unexpected(exc: Exception) -> Response:
 
 def http_error(exc: HTTPException) -> Response:
     if exc.code == 413:
-        limit = current_app.config["AUTHSVC_SCIM_MAX_BODY"]
+        limit = settings().scim_max_body
         return protocol.error(413, f"The request body is larger than {limit} bytes.")
     return protocol.error(exc.code or 400, exc.description or exc.name)
 

@@ -18,6 +18,7 @@ from scim2_models import (
 )
 
 from authsvc.core.headers import uncached
+from authsvc.core.settings import settings
 
 MEDIA_TYPE = "application/scim+json"
 
@@ -52,7 +53,7 @@ def exception_answer(exc: SCIMException) -> Response:
 
 def body() -> dict[str, Any]:
     """The request's JSON object; larger than AUTHSVC_SCIM_MAX_BODY: 413; not a JSON object: 400 invalidSyntax."""
-    limit = current_app.config["AUTHSVC_SCIM_MAX_BODY"]
+    limit = settings().scim_max_body
     if (request.content_length or 0) > limit:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
     raw = request.stream.read(limit + 1)

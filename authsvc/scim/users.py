@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from flask import current_app, url_for
+from flask import url_for
 from pydantic import ValidationError
 from scim2_models import (
     Context,
@@ -33,6 +33,7 @@ from authsvc.auth import sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
+from authsvc.core.settings import settings
 from authsvc.scim import deprovisioning, protocol, queries
 from authsvc.scim.auth import Provisioner
 
@@ -187,7 +188,7 @@ def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
     user.external_id = (resource.external_id or None) and resource.external_id[:255]
     profile = resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
     user.scim_profile = {key: value for key, value in profile.items() if key not in _NOT_IN_PROFILE}
-    if resource.password and current_app.config["AUTHSVC_SCIM_PASSWORDS"]:
+    if resource.password and settings().scim_passwords:
         sessions.change_password(user, resource.password, provisioner.actor)
     user.provisioned_by = PROVISIONED_BY
     user.scim_modified_at = _now_ms()
@@ -255,8 +256,8 @@ def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Scim
 
 def delete(provisioner: Provisioner, user: User) -> None:
     protocol.check_if_match(read(user).meta.version)
-    _audit(provisioner, "scim.user.deleted", user, hard=current_app.config["AUTHSVC_SCIM_HARD_DELETE"])
-    deprovisioning.remove(user, provisioner.actor, hard=current_app.config["AUTHSVC_SCIM_HARD_DELETE"])
+    _audit(provisioner, "scim.user.deleted", user, hard=settings().scim_hard_delete)
+    deprovisioning.remove(user, provisioner.actor, hard=settings().scim_hard_delete)
     db.session.commit()
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from flask import current_app
 from sqlalchemy import false, select
 
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.sso import providers
 from authsvc.sso.providers import MICROSOFT_GRAPH, missing_scopes
 
@@ -84,7 +84,7 @@ def _refresh(identity: ExternalIdentity) -> None:
         token = providers.client_for(provider).refresh_token(
             providers.endpoints(provider).token_url,
             refresh_token=security.decrypt(identity.refresh_token_encrypted),
-            timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"],
+            timeout=settings().sso_timeout,
         )
     except OAuthError as exc:
         log.warning(

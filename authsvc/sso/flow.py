@@ -16,18 +16,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from flask import current_app
-
 from authsvc.core import actors, audit, security, store
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
 from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.sso.delegated import save_tokens
 from authsvc.sso.linking import check_match_rules, link_identity, link_user, map_profile
 from authsvc.sso.providers import (
     METADATA_TTL,
     Endpoints,
     ProviderRefused,
-    SsoError,
     client_for,
     endpoints,
     fetch_json,
@@ -86,7 +84,7 @@ def start(
             "browser": security.digest(browser),
             "link_user": link_user.id if link_user is not None else None,
         },
-        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        settings().sso_flow_ttl,
         holder,
     )
     # Rows saved before reserved names were refused may still hold one: ours win.
@@ -105,13 +103,12 @@ def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoErr
     if outbound.refused(exc):
         # Not the provider's fault: its URLs point where this service may not go.
         log.warning("SSO provider %s: destination refused (private address, plain http or a redirect)", provider.id)
-        return SsoError(
-            502,
+        return ProviderFailed(
             "Sign-in provider not allowed",
             f"{provider.name} is at an address this service may not call. Ask your administrator.",
         )
     title = "Sign-in provider unavailable" if what.startswith("cannot") else "Sign-in provider failed"
-    return SsoError(502, title, f"{provider.name} {what}")
+    return ProviderFailed(title, f"{provider.name} {what}")
 
 
 @dataclass
@@ -143,19 +140,19 @@ def finish(
 
     flow = store.claim_flow_state(state) if state and len(state) <= 200 else None
     if flow is None or not browser or not security.digest_matches(browser, flow["browser"]):
-        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
     provider = find_provider(domain, flow["provider"])
     if provider is None:
-        raise SsoError(400, "Sign-in expired", "This sign-in link does not belong to this site.")
+        raise SsoExpired("Sign-in expired", "This sign-in link does not belong to this site.")
     linking = flow.get("link_user")
     if linking is not None and (session_user is None or session_user.id != linking):
-        raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+        raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
     if error or not code:
         raise ProviderRefused(error or "invalid_request")
     try:
         urls = endpoints(provider)
         token = client_for(provider, flow["callback"]).fetch_token(
-            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"]
+            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=settings().sso_timeout
         )
         claims = _claims(provider, urls, token, flow["nonce"])
     except OAuthError as exc:
@@ -192,7 +189,7 @@ def _claims(provider: SsoProvider, urls: Endpoints, token: dict, nonce: str | No
             response = session.get(
                 urls.userinfo_url,
                 headers={"Authorization": f"Bearer {token['access_token']}", "Accept": "application/json"},
-                timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"],
+                timeout=settings().sso_timeout,
             )
         response.raise_for_status()
         userinfo = response.json()
@@ -274,26 +271,12 @@ def _refetched_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> An
         shared_kids = {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}
         if kid in shared_kids or (kid is None and shared != fetch_json(provider, jwks_url)):
             return KeySet.import_key_set(shared)
-    if store.claim_jwks_refetch(provider.id, current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]):
+    if store.claim_jwks_refetch(provider.id, settings().sso_jwks_refetch_interval):
         log.info("SSO provider %s: unknown key, refetching its JWKS", provider.id)
         fresh = fetch_json(provider, jwks_url, fresh=True)
         store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
         return KeySet.import_key_set(fresh)
     return None
-
-
-class TooManyFlows(ApiError):
-    """429: this address holds as many unfinished SSO sign-ins as it may; says when one expires."""
-
-    def __init__(self, retry_after: int):
-        super().__init__(
-            429,
-            "too_many_flows",
-            f"Too many sign-ins in progress from this address. Retry in {retry_after} s.",
-            headers={"Retry-After": str(retry_after)},
-            extra={"retry_after": retry_after},
-        )
-        self.retry_after = retry_after
 
 
 def refuse_if_holding_too_many_flows() -> None:
@@ -304,7 +287,7 @@ def refuse_if_holding_too_many_flows() -> None:
     gives its place back. Concurrent starts may pass this check together; the
     start rate bounds by how many.
     """
-    bound = current_app.config["AUTHSVC_SSO_FLOWS_PER_ADDRESS"]
+    bound = settings().sso_flows_per_address
     if bound <= 0:
         return
     held, first_expiry = store.held_flow_states(client_address())

@@ -10,8 +10,9 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import actors, audit
 from authsvc.core.database import db
+from authsvc.core.errors import ProviderFailed, SsoConflict
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
-from authsvc.sso.providers import DEFAULT_MAPPINGS, ProviderRefused, SsoError
+from authsvc.sso.providers import DEFAULT_MAPPINGS, ProviderRefused
 
 if TYPE_CHECKING:
     pass
@@ -35,7 +36,7 @@ def map_profile(provider: SsoProvider, claims: dict) -> dict[str, str | None]:
     mappings = {**DEFAULT_MAPPINGS, **provider.profile_mappings}
     profile = {field: _first(claims, names) for field, names in mappings.items()}
     if not profile.get("uid"):
-        raise SsoError(502, "Sign-in provider failed", f"{provider.name} did not say who you are.")
+        raise ProviderFailed("Sign-in provider failed", f"{provider.name} did not say who you are.")
     if profile.get("email"):
         profile["email"] = profile["email"].lower()
     if not profile.get("name"):
@@ -83,7 +84,7 @@ def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
         except IntegrityError:
             # A concurrent callback for the same account won the race; use its result.
             db.session.rollback()
-    raise SsoError(409, "Sign-in conflict", "Your account is being set up elsewhere; try again.")
+    raise SsoConflict("Sign-in conflict", "Your account is being set up elsewhere; try again.")
 
 
 # How a first sign-in links by itself; "user" and "system_admin" are explicit steps.

@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from flask import current_app
 from sqlalchemy import select
 
 from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider
+from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
     import requests
@@ -154,7 +154,7 @@ def private_networks_allowed(provider: SsoProvider) -> bool:
     Only for a provider a system admin (or the command line) allowed, or every
     provider when the operator says so (AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS).
     """
-    return bool(provider.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"])
+    return bool(provider.allow_private_network or settings().sso_allow_private_networks)
 
 
 def http_session(provider: SsoProvider, session: requests.Session | None = None) -> requests.Session:
@@ -164,7 +164,7 @@ def http_session(provider: SsoProvider, session: requests.Session | None = None)
     return outbound.guard(
         session,
         allow_private=private_networks_allowed(provider),
-        seconds=current_app.config["AUTHSVC_OUTBOUND_DEADLINE"],
+        seconds=settings().outbound_deadline,
     )
 
 
@@ -176,16 +176,6 @@ def admin_consent_url(provider: SsoProvider, callback_url: str) -> str | None:
         {"client_id": provider.client_id, "redirect_uri": callback_url, "scope": f"{MICROSOFT_GRAPH}.default"}
     )
     return f"https://login.microsoftonline.com/{provider.tenant}/v2.0/adminconsent?{query}"
-
-
-class SsoError(Exception):
-    """The sign-in cannot go on. ``status`` 400: the browser's fault; 502: the provider's."""
-
-    def __init__(self, status: int, title: str, message: str):
-        super().__init__(message)
-        self.status = status
-        self.title = title
-        self.message = message
 
 
 class ProviderRefused(Exception):
@@ -221,7 +211,7 @@ def fetch_json(provider: SsoProvider, url: str, *, fresh: bool = False) -> dict:
     if cached and cached[0] > time.monotonic() and not fresh:
         return cached[1]
     with http_session(provider) as session:
-        response = session.get(url, timeout=current_app.config["AUTHSVC_SSO_TIMEOUT"])
+        response = session.get(url, timeout=settings().sso_timeout)
     response.raise_for_status()
     data = response.json()
     if not isinstance(data, dict):

@@ -16,15 +16,15 @@ import logging
 import time
 from typing import Any
 
-from flask import current_app
-
 from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db
+from authsvc.core.errors import ProviderUnavailable, SsoExpired
 from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.settings import settings
 from authsvc.sso import saml, saml_setup, saml_slo
 from authsvc.sso.flow import SignedIn
 from authsvc.sso.linking import check_match_rules, link_identity, link_user
-from authsvc.sso.providers import ProviderRefused, SsoError, find_provider
+from authsvc.sso.providers import ProviderRefused, find_provider
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def start(
     try:
         request_id, url = saml.authn_request(provider, domain.host, relay_state=state)
     except saml.SamlError as exc:
-        raise SsoError(503, "Sign-in provider unavailable", exc.message) from None
+        raise ProviderUnavailable("Sign-in provider unavailable", exc.message) from None
     store.save_flow_state(
         state,
         {
@@ -52,7 +52,7 @@ def start(
             "browser": security.digest(browser),
             "link_user": link_user.id if link_user is not None else None,
         },
-        current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        settings().sso_flow_ttl,
         holder,
     )
     return url
@@ -64,7 +64,7 @@ def refresh_if_stale(provider: SsoProvider) -> None:
     One worker tries per provider per AUTHSVC_SSO_JWKS_REFETCH_INTERVAL: an IdP
     whose metadata URL hangs costs one sign-in a timeout, not every sign-in.
     """
-    interval = current_app.config["AUTHSVC_SSO_JWKS_REFETCH_INTERVAL"]
+    interval = settings().sso_jwks_refetch_interval
     if not saml_setup.metadata_stale(provider) or not store.claim_jwks_refetch(f"saml:{provider.id}", interval):
         return
     try:
@@ -109,7 +109,7 @@ def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_st
     if flow is not None and store.claim_flow_state(relay_state) is None:
         raise saml.SamlError("replayed")  # a concurrent POST of the same flow won
     lifetime = verified.not_on_or_after - int(time.time()) if verified.not_on_or_after else 0
-    ttl = max(lifetime, current_app.config["AUTHSVC_SSO_FLOW_TTL"]) + provider.saml_clock_skew
+    ttl = max(lifetime, settings().sso_flow_ttl) + provider.saml_clock_skew
     if not store.claim_saml_assertion(provider.id, verified.assertion_id, ttl):
         raise saml.SamlError("replayed")
     handoff = security.new_secret()
@@ -135,10 +135,10 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
     data = store.claim_saml_handoff(handoff) if handoff and len(handoff) <= 200 else None
     provider = find_provider(domain, data["provider"]) if data else None
     if data is None or provider is None:
-        raise SsoError(400, "Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
     if data["browser"] is not None and not (browser and security.digest_matches(browser, data["browser"])):
         refused(provider, "browser")
-        raise SsoError(400, "Sign-in expired", "This sign-in was started in another browser.")
+        raise SsoExpired("Sign-in expired", "This sign-in was started in another browser.")
     claims = profile_claims(provider, data["subject"], data["attributes"])
     profile = {"uid": data["subject"], "email": claims.get("email"), "name": claims.get("name") or ""}
     try:
@@ -146,7 +146,7 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         linking = data.get("link_user")
         if linking is not None:
             if session_user is None or session_user.id != linking:
-                raise SsoError(400, "Sign-in expired", "Sign in to your account again, then link it.")
+                raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
             user = link_identity(provider, data["subject"], session_user, actor=actors.of_user(linking), via="user")
         else:
             user = link_user(provider, profile, claims)

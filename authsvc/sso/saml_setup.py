@@ -9,10 +9,9 @@ from __future__ import annotations
 import datetime
 import time
 
-from flask import current_app
-
 from authsvc.core import security
 from authsvc.core.models import SsoProvider
+from authsvc.core.settings import settings
 from authsvc.sso.saml import SamlError, sp_urls
 
 MAX_METADATA_BYTES = 1_000_000
@@ -82,12 +81,12 @@ def fetch_metadata(url: str, allow_private: bool) -> str:
 
     from authsvc.core import outbound
 
-    config = current_app.config
+    config = settings()
     try:
         with outbound.guard(
-            None, allow_private=allow_private, seconds=config["AUTHSVC_OUTBOUND_DEADLINE"], max_bytes=MAX_METADATA_BYTES
+            None, allow_private=allow_private, seconds=config.outbound_deadline, max_bytes=MAX_METADATA_BYTES
         ) as session:
-            response = session.get(url, timeout=config["AUTHSVC_SSO_TIMEOUT"])
+            response = session.get(url, timeout=config.sso_timeout)
             response.raise_for_status()
             body = response.content
     except outbound.TooLarge:
@@ -103,7 +102,7 @@ def metadata_stale(provider: SsoProvider) -> bool:
     if not provider.saml_metadata_url:
         return False
     fetched = provider.saml_metadata_fetched_at or 0
-    return time.time() - fetched >= current_app.config["AUTHSVC_SAML_METADATA_MAX_AGE"]
+    return time.time() - fetched >= settings().saml_metadata_max_age
 
 
 def refresh_metadata(provider: SsoProvider, *, force: bool = False) -> bool:
@@ -119,7 +118,7 @@ def refresh_metadata(provider: SsoProvider, *, force: bool = False) -> bool:
         return False
     if not force and not metadata_stale(provider):
         return False
-    allowed = provider.allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+    allowed = provider.allow_private_network or settings().sso_allow_private_networks
     xml = fetch_metadata(provider.saml_metadata_url, allowed)
     if idp_entity_id(xml) != provider.client_id:
         raise SamlError("metadata_entity_changed", "The fetched metadata is for another identity provider.")
@@ -149,7 +148,7 @@ def new_provider(
     DEFAULT_ATTRIBUTES. SamlError when the metadata cannot be had or read.
     """
     if metadata_url:
-        allowed = allow_private_network or current_app.config["AUTHSVC_SSO_ALLOW_PRIVATE_NETWORKS"]
+        allowed = allow_private_network or settings().sso_allow_private_networks
         metadata_xml = fetch_metadata(metadata_url, allowed)
     entity_id = idp_entity_id(metadata_xml or "")
     key_pem, cert_pem = new_key_pair(sp_urls(domain_host, provider_id)["entity_id"])

@@ -24,11 +24,12 @@ import logging
 from typing import Any
 
 import redis
-from flask import Flask, current_app
+from flask import Flask
 
 from authsvc.auth import sessions
 from authsvc.core import actors, audit, security, store
 from authsvc.core.models import Domain, SsoProvider
+from authsvc.core.settings import settings
 from authsvc.sso import saml_logout
 from authsvc.sso.providers import find_provider
 from authsvc.sso.saml import SamlError
@@ -58,7 +59,7 @@ def remember(domain: Domain, session_id: str, saml: dict[str, Any]) -> None:
     name_id = (saml.get("name_id") or {}).get("text")
     if not name_id:
         return
-    ttl = domain.session_ttl or current_app.config["AUTHSVC_SESSION_TTL"]
+    ttl = domain.session_ttl or settings().session_ttl
     key = _sessions_key(saml["provider"], name_id)
     try:
         pipe = store.client().pipeline(transaction=False)
@@ -122,7 +123,7 @@ def _signing_out(app: Flask, domain: Domain, record: dict[str, Any], continue_ur
             return None
         request_id, url = built
         pending = {"provider": provider.id, "request_id": request_id, "continue": continue_url}
-        store.client().set(_pending_key(relay_state), json.dumps(pending), ex=app.config["AUTHSVC_SSO_FLOW_TTL"])
+        store.client().set(_pending_key(relay_state), json.dumps(pending), ex=settings(app).sso_flow_ttl)
     except (SamlError, redis.RedisError) as exc:
         # Signed out here all the same; the IdP's session ends when it expires.
         log.warning("SAML provider %s: no LogoutRequest sent (%s)", provider.id, exc.__class__.__name__)

@@ -7,15 +7,16 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, jsonify, redirect, request, url_for
 
 from authsvc.api import lookup
 from authsvc.auth import reauth, sessions
 from authsvc.core import security
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, SsoError, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.security import safe_continue
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.sso import delegated, flow, providers, saml_flow, saml_slo
 from authsvc.sso.forms import LinkForm
@@ -91,10 +92,10 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
             target = saml_flow.start(domain, provider, continue_url, browser, holder, link_user=link_user)
         else:
             target = flow.start(provider, callback_url(), continue_url, browser, holder, link_user=link_user)
-    except providers.SsoError as exc:
+    except SsoError as exc:
         return page(
             "message.html",
-            exc.status,
+            answer(exc).status,
             domain=domain,
             title=exc.title,
             message=exc.message,
@@ -107,10 +108,10 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
     response.set_cookie(
         FLOW_COOKIE,
         browser,
-        max_age=current_app.config["AUTHSVC_SSO_FLOW_TTL"],
+        max_age=settings().sso_flow_ttl,
         path=bp.url_prefix,
         httponly=True,
-        secure=current_app.config["AUTHSVC_COOKIE_SECURE"],
+        secure=settings().cookie_secure,
         samesite="Lax",
     )
     return response
@@ -141,10 +142,10 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
         # the provider sent is shown to the user.
         code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
         return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
-    except providers.SsoError as exc:
+    except SsoError as exc:
         return page(
             "message.html",
-            exc.status,
+            answer(exc).status,
             domain=domain,
             title=exc.title,
             message=exc.message,

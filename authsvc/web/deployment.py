@@ -15,6 +15,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from authsvc.core.errors import ApiError
 from authsvc.core.security import UNSAFE_METHODS, forged_cross_site_request
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import request_host
 from authsvc.web.pages import PAGE_HEADERS
 
@@ -29,10 +30,10 @@ def protective_header_values(secure: bool, hsts_max_age: int) -> list[tuple[str,
 
 
 def init_app(app: Flask) -> None:
-    hops = app.config["AUTHSVC_PROXY_HOPS"]
+    hops = settings(app).proxy_hops
     if hops > 0:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops)
-    hsts_max_age = app.config["AUTHSVC_HSTS_MAX_AGE"]
+    hsts_max_age = settings(app).hsts_max_age
 
     @app.before_request
     def refuse_forged_cross_site_requests() -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import hmac
 import logging
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import text
 
 from authsvc.core import redis_connection, store
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, json_error
 from authsvc.core.headers import uncached
+from authsvc.core.settings import settings
 from authsvc.web import metrics
 
 bp = Blueprint("health", __name__)
@@ -65,7 +66,7 @@ def _check_redis() -> tuple[bool, str | None]:
 
 
 def _real_redis() -> bool:
-    return bool(current_app.config.get("REDIS_URL") or current_app.config.get("REDIS_SENTINELS"))
+    return bool(settings().redis_url or settings().redis_sentinels)
 
 
 @bp.get("/readyz")
@@ -82,14 +83,14 @@ def readyz() -> Response:
     response = jsonify(status="ready" if ready else "unavailable", checks=checks, servers=servers)
     if not ready:
         response.status_code = 503
-        response.headers["Retry-After"] = str(current_app.config["AUTHSVC_RETRY_AFTER"])
+        response.headers["Retry-After"] = str(settings().retry_after)
     return response
 
 
 @bp.get("/metrics")
 def prometheus_metrics() -> Response:
     """Prometheus text exposition, summed over every worker; behind a bearer token when one is configured."""
-    expected = current_app.config.get("AUTHSVC_METRICS_TOKEN")
+    expected = settings().metrics_token
     if expected:
         header = request.headers.get("Authorization", "")
         if not hmac.compare_digest(header.encode(), f"Bearer {expected}".encode()):

@@ -17,6 +17,7 @@ from typing import Any
 from flask import Flask, Response, g, has_request_context, request
 
 from authsvc.core.audit import scrub
+from authsvc.core.settings import settings
 
 REQUEST_ID_HEADER = "X-Request-Id"
 # An incoming id is kept only when it cannot smuggle anything into a log line
@@ -122,7 +123,7 @@ def install() -> None:
 
 def init_app(app: Flask) -> None:
     install()
-    logging.getLogger().setLevel(app.config["AUTHSVC_LOG_LEVEL"])
+    logging.getLogger().setLevel(settings(app).log_level)
 
     @app.after_request
     def add_request_id(response: Response) -> Response:

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import hmac
 
-from flask import Response, current_app, request
+from flask import Response, request
 
 from authsvc.core import security, store
 from authsvc.core.models import Domain, User
+from authsvc.core.settings import settings
 
 COOKIE = "mfa"
 
 
 def ttl() -> int:
-    return current_app.config["AUTHSVC_MFA_PENDING_TTL"]
+    return settings().mfa_pending_ttl
 
 
 def start(user: User, domain: Domain, *, target: str, via: str, enrol: bool) -> tuple[str, str]:
@@ -44,7 +45,7 @@ def bind(response: Response, binding: str) -> None:
         binding,
         max_age=ttl(),
         httponly=True,
-        secure=current_app.config["AUTHSVC_COOKIE_SECURE"],
+        secure=settings().cookie_secure,
         samesite="Lax",
         path="/auth",
     )
@@ -68,4 +69,4 @@ def claim(token: str, domain: Domain) -> dict | None:
 
 
 def forget(response: Response) -> None:
-    response.delete_cookie(COOKIE, path="/auth", httponly=True, secure=current_app.config["AUTHSVC_COOKIE_SECURE"])
+    response.delete_cookie(COOKIE, path="/auth", httponly=True, secure=settings().cookie_secure)

@@ -16,7 +16,7 @@ from authsvc.auth.mfa.forms import CodeForm, EnrolForm
 from authsvc.auth.signin import refused
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, LockedOut, PendingSignInGone, WrongCode, answer
 from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
@@ -97,7 +97,7 @@ def _pending_user(token: str, domain: Domain) -> tuple[dict, User]:
     record = pending.read(token, domain)
     user = db.session.get(User, record["user"]) if record else None
     if record is None or user is None or user.disabled:
-        raise ApiError(401, "invalid_mfa_token", EXPIRED)
+        raise PendingSignInGone(EXPIRED)
     return record, user
 
 
@@ -117,7 +117,7 @@ def _check_code(record: dict, user: User, domain: Domain, token: str, code: str,
     db.session.rollback()
     refused(domain, user, "invalid_mfa_code", record["via"])
     lockouts.note_failure(domain, user.email, user)
-    raise ApiError(401, "invalid_mfa_code", WRONG_CODE)
+    raise WrongCode(WRONG_CODE)
 
 
 def _finish(token: str, user: User, domain: Domain, method: str, response: Response) -> None:
@@ -125,7 +125,7 @@ def _finish(token: str, user: User, domain: Domain, method: str, response: Respo
     record = pending.claim(token, domain)
     if record is None:
         db.session.rollback()
-        raise ApiError(401, "invalid_mfa_token", EXPIRED)
+        raise PendingSignInGone(EXPIRED)
     lockouts.forget_failures(domain, user.email)
     audit.record(
         "signin.mfa_passed",
@@ -213,16 +213,19 @@ def login_mfa() -> Response:
         return _code_page(token, "Enter the code.", 400)
     try:
         record, user = _pending_user(token, domain)
-    except ApiError:
-        return page("message.html", 401, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page"))
+    except PendingSignInGone as exc:
+        return page(
+            "message.html", answer(exc).status, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page")
+        )
     try:
         method = _check_code(record, user, domain, token, form.code.data or "", form.webauthn.data)
-    except lockouts.LockedOut as exc:
-        response = _code_page(token, exc.description, 429)
-        response.headers["Retry-After"] = str(exc.retry_after)
+    except LockedOut as exc:
+        refused = answer(exc)
+        response = _code_page(token, refused.description, refused.status)
+        response.headers.update(refused.headers)
         return response
-    except ApiError:
-        return _code_page(token, WRONG_CODE, 401)
+    except WrongCode as exc:
+        return _code_page(token, str(exc), answer(exc).status)
     target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
     if method == "recovery_code":
         # A spent recovery code may mean a lost phone: offer a new authenticator first.
@@ -241,7 +244,7 @@ def login_enrol() -> Response:
     expired = page("message.html", 401, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page"))
     try:
         record, user = _pending_user(token, domain)
-    except ApiError:
+    except PendingSignInGone:
         return expired
     if not record["enrol"] or not form.validate_on_submit():
         return _enrol_page(user, domain, token, "The form expired or the code is missing. Try again.", 400)

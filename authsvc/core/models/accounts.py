@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -17,12 +19,12 @@ from sqlalchemy import (
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, now
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
 
 
-class User(db.Model):
+class User(Model):
     # The unique constraint is also the index SCIM's ``userName eq`` filter uses.
     __table_args__ = (
         UniqueConstraint("domain_id", "email"),
@@ -54,7 +56,7 @@ class User(db.Model):
     # when SCIM last wrote the user (ms, meta.lastModified); when SCIM deleted it (hidden since).
     provisioned_by: Mapped[str | None] = mapped_column(String(20))
     external_id: Mapped[str | None] = mapped_column(String(255))
-    scim_profile: Mapped[dict | None] = mapped_column(JSON)
+    scim_profile: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     scim_modified_at: Mapped[int | None] = mapped_column(BigInteger)
     scim_deleted_at: Mapped[int | None] = mapped_column(Integer)
 
@@ -77,7 +79,7 @@ class User(db.Model):
         """Whether the user holds a privilege an SSO provider's or a directory's assertion alone may never reach."""
         return bool(self.system_admin or self.admin or self.support or self.service_account)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "email": self.email,
@@ -94,7 +96,7 @@ class User(db.Model):
         }
 
 
-class Consent(db.Model):
+class Consent(Model):
     """A user's approval of an application for a set of scopes (applications created with --consent)."""
 
     __table_args__ = (UniqueConstraint("user_id", "application_id"),)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import JSON, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, now
 
 
-class AuditRecord(db.Model):
+class AuditRecord(Model):
     """Something that happened: who did what to what, when. Never holds a secret."""
 
     __table_args__ = (Index("ix_audit_record_domain_at", "domain_id", "at"),)
@@ -21,9 +23,9 @@ class AuditRecord(db.Model):
     actor: Mapped[str] = mapped_column(String(120), default="anonymous")
     target: Mapped[str | None] = mapped_column(String(200))
     ip: Mapped[str | None] = mapped_column(String(64))
-    details: Mapped[dict] = mapped_column(JSON, default=dict)
+    details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "at": self.at,

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, db, now
 
 DEFAULT_USER_FILTER = "(mail={email})"
 DEFAULT_GROUP_ATTRIBUTE = "memberOf"
 
 
-class LdapDirectory(db.Model):
+class LdapDirectory(Model):
     """A directory the ordinary sign-in checks for the domain's accounts that have no local password.
 
     The service binds as ``bind_dn`` to search ``base_dn`` with ``user_filter``
@@ -48,7 +50,7 @@ class LdapDirectory(db.Model):
             query = query.where(LdapDirectory.enabled)
         return list(db.session.scalars(query.order_by(LdapDirectory.name, LdapDirectory.id)))
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         """Everything but the bind password, which is write-only."""
         return {
             "id": self.id,
@@ -67,7 +69,7 @@ class LdapDirectory(db.Model):
         }
 
 
-class LdapAccount(db.Model):
+class LdapAccount(Model):
     """A user's entry in a directory: the external identity an LDAP sign-in links.
 
     ``subject`` is the entry's stable id (entryUUID, AD's objectGUID; else its

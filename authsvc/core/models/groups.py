@@ -5,10 +5,10 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, now
 
 
-class ScimGroup(db.Model):
+class ScimGroup(Model):
     __table_args__ = (UniqueConstraint("domain_id", "display_name"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -20,7 +20,7 @@ class ScimGroup(db.Model):
     modified_at: Mapped[int] = mapped_column(BigInteger)
 
 
-class ScimGroupMember(db.Model):
+class ScimGroupMember(Model):
     group_id: Mapped[int] = mapped_column(ForeignKey("scim_group.id", ondelete="CASCADE"), primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id", ondelete="CASCADE"), primary_key=True, index=True)
     # The member's "display" as the client gave it (else the user's e-mail is shown).

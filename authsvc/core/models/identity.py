@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, UniqueConstraint, false, select
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, db, now
 
 
-class SsoProvider(db.Model):
+class SsoProvider(Model):
     """An external identity provider of a domain (OpenID Connect, plain OAuth 2.0 or SAML 2.0).
 
     ``id`` is the public identifier of ``/auth/oauth2?id=``. The client secret
@@ -31,12 +33,12 @@ class SsoProvider(db.Model):
     scopes: Mapped[str] = mapped_column(Text)
     # Scopes an operator needs granted (Microsoft Graph permissions); `sso check` compares.
     required_scopes: Mapped[str] = mapped_column(Text, default="")
-    authorize_params: Mapped[dict] = mapped_column(JSON, default=dict)
+    authorize_params: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     token_endpoint_auth_method: Mapped[str] = mapped_column(String(30), default="client_secret_post")
     # Our user field -> provider claim names, tried in order.
-    profile_mappings: Mapped[dict] = mapped_column(JSON, default=dict)
+    profile_mappings: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # Claim name -> allowed values; "email_domain" checks the mapped e-mail's domain.
-    match_rules: Mapped[dict] = mapped_column(JSON, default=dict)
+    match_rules: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
     # Link a first sign-in to an existing user with the same e-mail even when
     # the provider does not assert email_verified.
     trust_email: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -68,7 +70,7 @@ class SsoProvider(db.Model):
             db.session.scalars(select(SsoProvider).where(SsoProvider.domain_id == domain_id).order_by(SsoProvider.name))
         )
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         if self.kind == "saml":
             return self._saml_json()
         return {
@@ -94,7 +96,7 @@ class SsoProvider(db.Model):
             "tenant": self.tenant,
         }
 
-    def _saml_json(self) -> dict:
+    def _saml_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "domain": str(self.domain_id),
@@ -114,7 +116,7 @@ class SsoProvider(db.Model):
         }
 
 
-class ExternalIdentity(db.Model):
+class ExternalIdentity(Model):
     """A user's account at an SSO provider, with the provider's delegated tokens (encrypted)."""
 
     __table_args__ = (UniqueConstraint("provider_id", "subject"),)

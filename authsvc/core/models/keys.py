@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, db, now
 
 
-class SigningKey(db.Model):
+class SigningKey(Model):
     """One key pair of a domain. The private key is kept encrypted (security.encrypt).
 
     A key is current until it is rotated (``retired_at`` set); it stays in the
@@ -21,7 +23,7 @@ class SigningKey(db.Model):
     alg: Mapped[str] = mapped_column(String(10))
     private_key_encrypted: Mapped[str] = mapped_column(Text)
     # The public JWK (kty, n/e or crv/x/y, kid, alg, use): served without decrypting anything.
-    public_jwk: Mapped[dict] = mapped_column(JSON)
+    public_jwk: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     retired_at: Mapped[int | None] = mapped_column(Integer)
     retire_after: Mapped[int | None] = mapped_column(Integer)

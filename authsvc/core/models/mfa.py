@@ -3,13 +3,15 @@ and one-time recovery codes."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, now
 
 
-class MfaFactor(db.Model):
+class MfaFactor(Model):
     """An authenticator app (``totp``) or a passkey / security key (``webauthn``) of a user.
 
     An app is ``confirmed`` once the user typed a first valid code; a passkey once
@@ -32,11 +34,11 @@ class MfaFactor(db.Model):
     confirmed: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {"id": str(self.id), "kind": self.kind, "name": self.name, "created_at": self.created_at}
 
 
-class RecoveryCode(db.Model):
+class RecoveryCode(Model):
     """One of the ten one-time codes a user gets at enrolment; only its digest is kept."""
 
     id: Mapped[int] = mapped_column(primary_key=True)

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from sqlalchemy import ForeignKey, Integer, String, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from authsvc.core import security
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, db, now, rows_affected
 
 
-class RegistrationToken(db.Model):
+class RegistrationToken(Model):
     """An initial access token: lets its holder register ``max_uses`` applications in the domain until it expires.
 
     Only a digest of the token is kept; it is shown once, when issued.
@@ -64,17 +65,19 @@ class RegistrationToken(db.Model):
 
         The caller commits, with the registration: a refused registration spends nothing.
         """
-        spent = db.session.execute(
-            update(RegistrationToken)
-            .where(
-                RegistrationToken.id == self.id,
-                RegistrationToken.revoked_at.is_(None),
-                RegistrationToken.expires_at > now(),
-                RegistrationToken.uses < RegistrationToken.max_uses,
+        spent = rows_affected(
+            db.session.execute(
+                update(RegistrationToken)
+                .where(
+                    RegistrationToken.id == self.id,
+                    RegistrationToken.revoked_at.is_(None),
+                    RegistrationToken.expires_at > now(),
+                    RegistrationToken.uses < RegistrationToken.max_uses,
+                )
+                .values(uses=RegistrationToken.uses + 1)
+                .execution_options(synchronize_session=False)
             )
-            .values(uses=RegistrationToken.uses + 1)
-            .execution_options(synchronize_session=False)
-        ).rowcount
+        )
         return spent == 1
 
     def state(self, at: int | None = None) -> str:
@@ -85,7 +88,7 @@ class RegistrationToken(db.Model):
             return "expired"
         return "used_up" if self.uses >= self.max_uses else "active"
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "domain": str(self.domain_id),

@@ -13,10 +13,10 @@ from __future__ import annotations
 from sqlalchemy import Integer, String, delete
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import db
+from authsvc.core.database import Model, db, rows_affected
 
 
-class SpentCode(db.Model):
+class SpentCode(Model):
     """A spent code's digest, the family its tokens joined, and when the row may go (the code's spent TTL)."""
 
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -26,4 +26,4 @@ class SpentCode(db.Model):
     @staticmethod
     def purge(before: int) -> int:
         """Delete rows that expired before ``before``; the caller commits."""
-        return db.session.execute(delete(SpentCode).where(SpentCode.expires_at < before)).rowcount
+        return rows_affected(db.session.execute(delete(SpentCode).where(SpentCode.expires_at < before)))

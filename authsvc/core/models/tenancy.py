@@ -8,7 +8,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
@@ -22,7 +22,7 @@ RESERVED_SCOPES = {
 }
 
 
-class Domain(db.Model):
+class Domain(Model):
     """A tenant (PlaceOS: an authority), found from the request's Host."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -46,7 +46,7 @@ class Domain(db.Model):
         """What an application or API key of the domain may have: its scopes and the reserved ones."""
         return list(dict.fromkeys(self.scope_list + list(RESERVED_SCOPES)))
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "name": self.name,
@@ -65,7 +65,7 @@ def _public(context: Any) -> bool:
     )
 
 
-class Application(db.Model):
+class Application(Model):
     """An OAuth 2.0 client, listed under Domains -> Applications."""
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -93,7 +93,7 @@ class Application(db.Model):
     # None means the default for its kind (client_secret_basic or post when confidential, none when
     # public); "private_key_jwt" authenticates with a JWT signed by a key of jwks / jwks_uri (RFC 7523).
     token_endpoint_auth_method: Mapped[str | None] = mapped_column(String(32))
-    jwks: Mapped[dict | None] = mapped_column(JSON)
+    jwks: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     jwks_uri: Mapped[str | None] = mapped_column(String(2000))
     # OpenID Connect RP-Initiated Logout 1.0 and Back-Channel Logout 1.0.
     post_logout_redirect_uris: Mapped[list[str] | None] = mapped_column(JSON)
@@ -167,7 +167,7 @@ class Application(db.Model):
             return self.confidential and self.service_account_id is not None
         return grant_type in ("authorization_code", "password", "refresh_token")
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
             "domain": str(self.domain_id),

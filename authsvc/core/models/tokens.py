@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import secrets
+from typing import Any
 
 from sqlalchemy import JSON, ColumnElement, ForeignKey, Index, Integer, String, Text, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.core.database import db, now
+from authsvc.core.database import Model, db, now, rows_affected
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
 
 
-class Token(db.Model):
+class Token(Model):
     """An issued access token and its refresh token, held as digests.
 
     Tokens from one authorisation (a code, or a password grant) share a
@@ -121,7 +122,7 @@ class Token(db.Model):
         result = db.session.execute(
             update(Token).where(*conditions, Token.revoked_at.is_(None)).values(revoked_at=moment, purgeable_at=moment)
         )
-        return result.rowcount
+        return rows_affected(result)
 
     @staticmethod
     def purge_batch(before: int, limit: int) -> tuple[int, int]:
@@ -166,7 +167,7 @@ def capped_permissions(level: str, bits: Permission) -> Permission:
     return Permission(0)
 
 
-class ApiKey(db.Model):
+class ApiKey(Model):
     """A long-lived credential of a user, presented as ``<id>.<secret>``.
 
     ``permission`` caps what the key may do on the user's behalf: a ``user``
@@ -211,7 +212,7 @@ class ApiKey(db.Model):
         )
         return key, f"{key.id}.{secret}"
 
-    def as_json(self) -> dict:
+    def as_json(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "name": self.name,
