@@ -237,6 +237,12 @@ def from_environment() -> dict[str, Any]:
         # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
         # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
         "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600),
+        # DPoP (RFC 9449): the token endpoint and UserInfo require a server nonce in proofs, made per
+        # NONCE_LIFETIME window in Redis (the current and the previous window's accepted); a proof's iat
+        # may be at most PROOF_LIFETIME seconds old, and its jti is kept that long.
+        "AUTHSVC_DPOP_NONCE": _bool("AUTHSVC_DPOP_NONCE", True),
+        "AUTHSVC_DPOP_NONCE_LIFETIME": _positive_int("AUTHSVC_DPOP_NONCE_LIFETIME", 300),
+        "AUTHSVC_DPOP_PROOF_LIFETIME": _positive_int("AUTHSVC_DPOP_PROOF_LIFETIME", 60),
         # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
         "AUTHSVC_SAML_METADATA_MAX_AGE": _int("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600),
         # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri

@@ -11,7 +11,9 @@ counts the request in the same metrics.
 
 Everything else goes to Flask untouched, which then answers as it always
 does: a query string or cookie credential, any miss (unknown, expired or
-revoked credential, unknown host: Flask tells 401 from 404), an API key whose
+revoked credential, unknown host: Flask tells 401 from 404), a DPoP-bound
+token (``Authorization: DPoP``, whose proof Flask checks; as Bearer, which
+Flask refuses), an API key whose
 last use is due to be recorded or that comes with a ``bearer_token`` cookie
 (which Flask takes first). After a database error Flask raises the same error
 (503) without a second try. The database is read on every request; nothing
@@ -97,6 +99,8 @@ class InspectFastPath:
             if kind.lower() != "bearer" or not value:
                 return None
             credential = lookup.find_token(value, host_name(host), self.default_host, self.readers)
+            if credential is not None and credential.dpop_jkt is not None:
+                return None  # a DPoP-bound token as Bearer: Flask refuses it (a DPoP one never comes here)
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
