@@ -196,7 +196,7 @@ def verify(
         lifetime + CLOCK_SKEW + 1,
         current_app.config["AUTHSVC_DPOP_NONCE_LIFETIME"] if nonce else None,
     )
-    if nonce and claims.get("nonce") not in accepted:
+    if nonce and (not isinstance(claims.get("nonce"), str) or claims["nonce"] not in accepted):
         raise DPoPError(
             "use_dpop_nonce",
             "The DPoP proof must carry the server's nonce: use the DPoP-Nonce header's value.",
