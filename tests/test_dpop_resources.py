@@ -11,6 +11,7 @@ import pytest
 
 from tests.conftest import REDIRECT_URI, get_code, headers, signin
 from tests.dpop_support import INSPECT_URL, USERINFO_URL, Holder
+from tests.test_inspect import through_fast_path
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 USERINFO = "/auth/oauth/userinfo"
@@ -175,3 +176,32 @@ def test_a_refresh_with_a_proof_keeps_the_tokens_bound(client, oidc, bound):
     assert response.get_json()["token_type"] == "DPoP"
     bound.access_token = response.get_json()["access_token"]
     assert dpop_get(client, INSPECT, bound).get_json()["cnf"] == {"jkt": bound.jkt}
+
+
+@pytest.mark.postgresql
+def test_inspects_fast_path_answers_a_bound_token_with_a_valid_proof_itself(app, bound):
+    proof = bound.proof(INSPECT_URL, "GET", access_token=bound.access_token)
+    response = through_fast_path(app, headers={"Authorization": f"DPoP {bound.access_token}", "DPoP": proof})
+    assert response.status_code == 200
+    assert response.get_json()["cnf"] == {"jkt": bound.jkt}
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("case", ["bearer", "no proof", "other url", "other key", "replayed", "two proofs"])
+def test_inspects_fast_path_leaves_every_refusal_to_flask(app, bound, case):
+    proof = bound.proof(INSPECT_URL, "GET", access_token=bound.access_token)
+    sent = {"Authorization": f"DPoP {bound.access_token}", "DPoP": proof}
+    if case == "bearer":
+        sent = {"Authorization": f"Bearer {bound.access_token}"}
+    elif case == "no proof":
+        del sent["DPoP"]
+    elif case == "other url":
+        sent["DPoP"] = bound.proof(USERINFO_URL, "GET", access_token=bound.access_token)
+    elif case == "other key":
+        sent["DPoP"] = Holder().proof(INSPECT_URL, "GET", access_token=bound.access_token)
+    elif case == "replayed":
+        assert through_fast_path(app, headers=sent).status_code == 200
+    elif case == "two proofs":
+        sent["DPoP"] = f"{proof}, {proof}"
+    response = through_fast_path(app, headers=sent)
+    assert (response.status_code, response.get_data()) == (418, b"reached flask")

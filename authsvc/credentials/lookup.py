@@ -95,13 +95,8 @@ def check_binding(dpop_jkt: str | None, scheme: str, token: str, *, nonce: bool 
             "This access token is bound to a DPoP key: present it as 'Authorization: DPoP <token>' with a DPoP proof.",
             resource=True,
         )
-    proof = proofs.request_proof(access_token=token, resource=True, nonce=nonce)
-    if proof is None:
+    if proofs.request_proof(access_token=token, jkt=dpop_jkt, resource=True, nonce=nonce) is None:
         raise proofs.DPoPError("invalid_dpop_proof", "Send a DPoP proof with a DPoP-bound token.", resource=True)
-    if proof.jkt != dpop_jkt:
-        raise proofs.DPoPError(
-            "invalid_dpop_proof", "The DPoP proof is not made with the key the token is bound to.", resource=True
-        )
 
 
 def _presented_api_key() -> str | None:

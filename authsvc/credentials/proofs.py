@@ -144,13 +144,16 @@ def verify(
     uri: str,
     *,
     access_token: str | None = None,
+    jkt: str | None = None,
     nonce: bool = False,
     resource: bool = False,
 ) -> Proof:
     """Check ``proof`` for a request of ``method`` to ``uri`` (RFC 9449 4.3); DPoPError when it fails.
 
-    ``access_token``: the token the request presents, whose hash ``ath`` must be.
+    ``access_token``: the token the request presents, whose hash ``ath`` must be;
+    ``jkt``: the thumbprint of the key that token is bound to, which must be the proof's.
     ``nonce``: whether a server nonce is required (when AUTHSVC_DPOP_NONCE is on).
+    Every check comes before the jti is spent, but the nonce's (which shares its round trip).
     """
 
     def refuse(description: str) -> DPoPError:
@@ -190,6 +193,9 @@ def verify(
         raise refuse(f"The DPoP proof's iat must be within {lifetime} seconds of this server's clock.")
     if access_token is not None and claims.get("ath") != access_token_hash(access_token):
         raise refuse("The DPoP proof's ath is not the hash of the access token presented.")
+    thumbprint = key.thumbprint()
+    if jkt is not None and thumbprint != jkt:
+        raise refuse("The DPoP proof is not made with the key the token is bound to.")
     # Kept as long as a proof with this iat could still be accepted.
     first_use, current, accepted = store.claim_dpop_jti(
         f"{target} {jti}",
@@ -205,10 +211,12 @@ def verify(
         )
     if not first_use:
         raise refuse("The DPoP proof was used before (its jti): make a new proof for each request.")
-    return Proof(jkt=key.thumbprint(), next_nonce=current)
+    return Proof(jkt=thumbprint, next_nonce=current)
 
 
-def request_proof(*, access_token: str | None = None, resource: bool = False, nonce: bool = True) -> Proof | None:
+def request_proof(
+    *, access_token: str | None = None, jkt: str | None = None, resource: bool = False, nonce: bool = True
+) -> Proof | None:
     """The request's ``DPoP`` proof, checked for this request's method and URI; None without one.
 
     ``nonce``: the endpoint requires server nonces (then as AUTHSVC_DPOP_NONCE says).
@@ -224,6 +232,7 @@ def request_proof(*, access_token: str | None = None, resource: bool = False, no
         flask_request.method,
         flask_request.base_url,
         access_token=access_token,
+        jkt=jkt,
         nonce=nonce and current_app.config["AUTHSVC_DPOP_NONCE"],
         resource=resource,
     )
