@@ -18,8 +18,9 @@ class Load:
                   code, then POST ``exchange_prefix`` + code; both count as requests
     ``refresh``   POST the refresh grant with one of ``secrets``; each answer's new refresh
                   token is used next (rotation: every refresh token is good once)
-    ``once``      POST ``path`` with ``body`` followed by one of ``secrets``, each sent once
-                  (client assertions: a jti is single use)
+    ``once``      ``method`` ``path`` with ``body`` followed by one of ``secrets``, each sent once
+                  (client assertions: a jti is single use); with ``secret_header``, the secret
+                  goes in that header instead (DPoP proofs), beside ``headers``
     """
 
     name: str
@@ -35,6 +36,7 @@ class Load:
     secrets: list[str] = field(default_factory=list)
     client_id: str = ""
     exchange_prefix: str = ""
+    secret_header: str = ""
 
 
 @dataclass

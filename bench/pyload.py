@@ -36,7 +36,10 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
     pool = state["pool"]
     token = pool.pop() if pool else "none-left"
     if load.kind == "once":
-        return "POST", load.path, {"Content-Type": "application/x-www-form-urlencoded"}, load.body + token
+        if load.secret_header:
+            return load.method, load.path, {**load.headers, load.secret_header: token}, load.body or None
+        headers = {"Content-Type": "application/x-www-form-urlencoded", **load.headers}
+        return load.method, load.path, headers, load.body + token
     body = f"grant_type=refresh_token&client_id={load.client_id}&refresh_token={token}"
     return "POST", "/auth/oauth/token", {"Content-Type": "application/x-www-form-urlencoded"}, body
 

@@ -74,6 +74,14 @@ def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[
         Row("client credentials grant", "client_credentials", "refresh", short="client credentials"),
         # A signature check (ES256) and a jti write in Redis instead of a digest compare.
         Row("client credentials, private_key_jwt", "client_credentials_jwt", "client_credentials"),
+        # Issue 26: a DPoP proof (an ES256 check, a jti and the nonces in Redis) on the same grant and on inspect.
+        Row("client credentials, DPoP", "client_credentials_dpop", "client_credentials"),
+        Row(
+            f"inspect, DPoP-bound token, {tokens_label(token_counts[0])} tokens",
+            "inspect_dpop",
+            first,
+            short="inspect DPoP",
+        ),
         Row("bcrypt checkpw (floor)", "bcrypt", short="bcrypt"),
         Row("password grant", "password_grant", "bcrypt", 0.9),
         Row("sign-in", "signin", "bcrypt"),

@@ -29,6 +29,8 @@ SCENARIOS = (
     "scim_filter",
     "client_credentials",
     "client_credentials_jwt",
+    "client_credentials_dpop",
+    "inspect_dpop",
     "password_grant",
     "signin",
     "bcrypt",
@@ -174,9 +176,46 @@ class Scenarios:
                 key,
                 port,
                 "once",
+                method="POST",
                 path="/auth/oauth/token",
                 body=body + "&client_assertion=",
                 secrets=seed.client_assertions(s, audience, int(800 * seconds)),
+                connections=fast,
+            )
+        if key == "client_credentials_dpop":
+            # The client credentials row with a DPoP proof (RFC 9449): each proof is good once (its jti)
+            # and carries the server's nonce, so each slice signs its own, enough for 800 requests a second.
+            url = f"http://{seed.HOST}:{port}/auth/oauth/token"
+            basic = base64.b64encode(f"{s.machine_client_id}:{s.machine_client_secret}".encode()).decode()
+            headers = {"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"}
+            holder = seed.DPoPKey()
+            holder.nonce = seed.dpop_nonce(port, holder, url)
+            return Load(
+                key,
+                port,
+                "once",
+                method="POST",
+                path="/auth/oauth/token",
+                body="grant_type=client_credentials",
+                headers=headers,
+                secret_header="DPoP",
+                secrets=holder.proofs("POST", url, int(800 * self._slice_seconds())),
+                connections=fast,
+            )
+        if key == "inspect_dpop":
+            # Inspect with a DPoP-bound token (client credentials with a proof): each request its own
+            # proof for inspect's URL, with the token's hash (ath); the bearer row is its twin.
+            url = f"http://{seed.HOST}:{port}{INSPECT_PATH}"
+            holder = seed.DPoPKey()
+            token = seed.dpop_token(port, s, holder)
+            return Load(
+                key,
+                port,
+                "once",
+                path=INSPECT_PATH,
+                headers={"Authorization": f"DPoP {token}"},
+                secret_header="DPoP",
+                secrets=holder.proofs("GET", url, int(3000 * self._slice_seconds()), access_token=token),
                 connections=fast,
             )
         if key == "password_grant":
@@ -202,6 +241,9 @@ class Scenarios:
             path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
             return Load(key, port, method="POST", path=path, ok=(202,), connections=slow, timeout=30)
         raise KeyError(key)
+
+    def _slice_seconds(self) -> float:
+        return max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)
 
     def device_code(self) -> str:
         """A fresh device code of the seeded --device application (it lasts AUTHSVC_DEVICE_CODE_TTL, 600 s)."""

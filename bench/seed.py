@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.client
 import json
 import os
 import random
@@ -203,6 +204,53 @@ def client_assertions(seed: Seed, audience: str, count: int) -> list[str]:
     claims = {"iss": seed.keyed_client_id, "sub": seed.keyed_client_id, "aud": audience, "exp": now + 900}
     header = {"alg": "ES256", "kid": "bench"}
     return [jwt.encode(header, {**claims, "jti": f"{now}-{i}-{random.getrandbits(32)}"}, key) for i in range(count)]
+
+
+class DPoPKey:
+    """A DPoP client's key (RFC 9449): ES256 proofs, each with its own jti."""
+
+    def __init__(self) -> None:
+        self.key = ECKey.generate_key("P-256")
+        self.nonce: str | None = None
+
+    def proofs(self, method: str, url: str, count: int, access_token: str | None = None) -> list[str]:
+        header = {"typ": "dpop+jwt", "alg": "ES256", "jwk": self.key.as_dict(private=False)}
+        claims: dict = {"htm": method, "htu": url, "iat": int(time.time())}
+        if self.nonce:
+            claims["nonce"] = self.nonce
+        if access_token:
+            claims["ath"] = _secret(hashlib.sha256(access_token.encode()).digest())
+        return [jwt.encode(header, {**claims, "jti": f"{i}-{random.getrandbits(64)}"}, self.key) for i in range(count)]
+
+
+def _post(port: int, path: str, body: str, headers: dict[str, str]) -> tuple[int, dict, dict]:
+    conn = http.client.HTTPConnection(HOST, port, timeout=30)
+    conn.request("POST", path, body=body, headers={"Content-Type": "application/x-www-form-urlencoded", **headers})
+    response = conn.getresponse()
+    data = json.loads(response.read() or b"{}")
+    conn.close()
+    return response.status, data, dict(response.getheaders())
+
+
+def dpop_nonce(port: int, holder: DPoPKey, url: str) -> str | None:
+    """The service's current DPoP nonce (None when AUTHSVC_DPOP_NONCE is off), learnt as a client does."""
+    (proof,) = holder.proofs("POST", url, 1)
+    _, _, headers = _post(port, "/auth/oauth/token", "grant_type=none", {"DPoP": proof})
+    return headers.get("DPoP-Nonce")
+
+
+def dpop_token(port: int, seed: Seed, holder: DPoPKey) -> str:
+    """An access token bound to ``holder``'s key: client credentials of the machine application, with a proof."""
+    url = f"http://{HOST}:{port}/auth/oauth/token"
+    holder.nonce = dpop_nonce(port, holder, url)
+    basic = base64.b64encode(f"{seed.machine_client_id}:{seed.machine_client_secret}".encode()).decode()
+    (proof,) = holder.proofs("POST", url, 1)
+    status, data, _ = _post(
+        port, "/auth/oauth/token", "grant_type=client_credentials", {"Authorization": f"Basic {basic}", "DPoP": proof}
+    )
+    if status != 200 or data.get("token_type") != "DPoP":
+        raise BenchError(f"no DPoP-bound token: {status} {data}")
+    return data["access_token"]
 
 
 def _secret(raw: bytes) -> str:

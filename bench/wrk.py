@@ -133,10 +133,19 @@ function init(args)
     if #line > 0 then pool[#pool + 1] = line end
   end
 end
+local fixed = {headers}
+local secret_header = {secret_header}
 function request()
   local t = table.remove(pool)
   if not t then starved = starved + 1; t = "none-left" end
-  return wrk.format("POST", {path}, {{["Content-Type"] = "application/x-www-form-urlencoded"}}, {body} .. t)
+  local h = {{}}
+  for k, v in pairs(fixed) do h[k] = v end
+  if secret_header ~= "" then
+    h[secret_header] = t
+    return wrk.format({method}, {path}, h, {body_or_nil})
+  end
+  h["Content-Type"] = h["Content-Type"] or "application/x-www-form-urlencoded"
+  return wrk.format({method}, {path}, h, {body} .. t)
 end
 function response(status, headers, body) count(status) end
 """
@@ -205,7 +214,14 @@ class Wrk:
             for t in range(self.threads):
                 Path(f"{prefix}{t}").write_text("\n".join(load.secrets[t :: self.threads]) + "\n")
             args.append(str(prefix))
-            body = ONCE.format(path=lua_string(load.path), body=lua_string(load.body))
+            body = ONCE.format(
+                method=lua_string(load.method),
+                path=lua_string(load.path),
+                body=lua_string(load.body),
+                body_or_nil=lua_string(load.body) if load.body else "nil",
+                headers=lua_table(load.headers),
+                secret_header=lua_string(load.secret_header),
+            )
         else:
             raise ValueError(load.kind)
         return PRELUDE + body + DONE, args

@@ -196,6 +196,12 @@ class Settings:
     # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
     # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
     client_assertion_max_lifetime: int = _setting("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600, _int)
+    # DPoP (RFC 9449): the token endpoint and UserInfo require a server nonce in proofs, made per
+    # NONCE_LIFETIME window in Redis (the current and the previous window's accepted); a proof's iat
+    # may be at most PROOF_LIFETIME seconds old, and its jti is kept that long.
+    dpop_nonce: bool = _setting("AUTHSVC_DPOP_NONCE", True, _bool)
+    dpop_nonce_lifetime: int = _setting("AUTHSVC_DPOP_NONCE_LIFETIME", 300, _positive_int)
+    dpop_proof_lifetime: int = _setting("AUTHSVC_DPOP_PROOF_LIFETIME", 60, _positive_int)
     # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
     saml_metadata_max_age: int = _setting("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600, _int)
     # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri

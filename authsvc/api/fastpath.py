@@ -11,7 +11,9 @@ counts the request in the same metrics.
 
 Everything else goes to Flask untouched, which then answers as it always
 does: a query string or cookie credential, any miss (unknown, expired or
-revoked credential, unknown host: Flask tells 401 from 404), an API key whose
+revoked credential, unknown host: Flask tells 401 from 404), a DPoP-bound
+token as Bearer or without a valid proof (RFC 9449 7; a valid one is
+answered here too), an API key whose
 last use is due to be recorded or that comes with a ``bearer_token`` cookie
 (which Flask takes first). After a database error Flask raises the same error
 (503) without a second try. The database is read on every request; nothing
@@ -33,8 +35,9 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
-from authsvc.api import lookup
+from authsvc.api import lookup, proofs
 from authsvc.api.readers import READERS, Readers
+from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
@@ -95,9 +98,13 @@ class InspectFastPath:
         if authorization is not None:
             kind, _, value = authorization.partition(" ")
             value = value.strip()
-            if kind.lower() != "bearer" or not value:
+            kind = kind.lower()
+            if kind not in ("bearer", "dpop") or not value:
                 return None
             credential = lookup.find_token(value, host_name(host), self.default_host, self.readers)
+            if credential is not None and (kind == "dpop" or credential.dpop_jkt is not None):
+                if not self._proven(environ, kind, f"{scheme}://{host}", value, credential):
+                    return None
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
@@ -117,6 +124,24 @@ class InspectFastPath:
             *deployment.protective_header_values(scheme == "https", self.hsts_max_age),
         ]
         return body, headers
+
+    def _proven(self, environ: dict[str, Any], kind: str, origin: str, token: str, credential: Any) -> bool:
+        """A DPoP-bound token with the DPoP scheme and a valid proof for this request (RFC 9449 7).
+
+        Anything else (a bound token as Bearer, an unbound one as DPoP, no proof or a refused
+        one) is Flask's to refuse: every check that can fail comes before the proof's jti is
+        spent, so Flask finds the same fault.
+        """
+        proof = environ.get("HTTP_DPOP")
+        if kind != "dpop" or credential.dpop_jkt is None or not proof or "," in proof:  # "," joins two headers
+            return False
+        url = f"{origin}{environ.get('SCRIPT_NAME', '')}{PATH}"
+        with self.flask_app.app_context():
+            try:
+                proofs.verify(proof, "GET", url, access_token=token, jkt=credential.dpop_jkt, resource=True)
+            except (proofs.DPoPError, *REDIS_DOWN):
+                return False
+        return True
 
     @property
     def readers(self) -> Readers:

@@ -1,7 +1,9 @@
-"""Credential lookup for API requests: bearer tokens and API keys.
+"""Credential lookup for API requests: bearer tokens, DPoP-bound tokens and API keys.
 
 RFC 6750 2.1-2.3 places for a bearer token (header, query, cookie; the last as
 docs/platform.md#inspect asks); API keys in ``X-API-Key``, ``api-key`` query or cookie.
+A token bound to a DPoP key (RFC 9449 7) counts only as ``Authorization: DPoP <token>``
+with a proof by that key for this request; anywhere else it is refused.
 Nothing is cached: a revoked credential fails on its next use, on every worker.
 """
 
@@ -15,6 +17,7 @@ from authlib.oauth2.rfc6750 import InvalidTokenError
 from flask import request
 from sqlalchemy import bindparam, or_, select, update
 
+from authsvc.api import proofs
 from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
@@ -50,6 +53,7 @@ class Credential:
     client_id: str | None = None
     api_key_id: str | None = None
     last_used_at: int | None = None  # an API key's, as read
+    dpop_jkt: str | None = None  # a DPoP-bound token's key (RFC 9449: cnf.jkt)
 
     @property
     def admin(self) -> bool:
@@ -66,14 +70,34 @@ def _invalid(description: str) -> InvalidTokenError:
     return InvalidTokenError(description=description, realm="authsvc")
 
 
-def _presented_bearer() -> str | None:
+def _presented_token() -> tuple[str, str] | None:
+    """The token the request presents, with its scheme: ``("bearer" | "dpop", token)``; None without one."""
     header = request.headers.get("Authorization")
     if header:
         scheme, _, value = header.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise _invalid("The Authorization header is not 'Bearer <token>'.")
-        return value.strip()
-    return request.args.get("bearer_token") or request.cookies.get("bearer_token")
+        if scheme.lower() not in ("bearer", "dpop") or not value.strip():
+            raise _invalid("The Authorization header is not 'Bearer <token>' or 'DPoP <token>'.")
+        return scheme.lower(), value.strip()
+    elsewhere = request.args.get("bearer_token") or request.cookies.get("bearer_token")
+    return ("bearer", elsewhere) if elsewhere else None
+
+
+def check_binding(dpop_jkt: str | None, scheme: str, token: str, *, nonce: bool = False) -> None:
+    """RFC 9449 7: a token bound to the key ``dpop_jkt`` needs the DPoP scheme and a proof by that key for this
+    request (``ath`` its hash); an unbound one is a bearer token. ``nonce``: the endpoint requires server nonces."""
+    if dpop_jkt is None:
+        if scheme == "dpop":
+            raise _invalid("This access token is not bound to a DPoP key: present it as 'Bearer <token>'.")
+        return
+    if scheme != "dpop":
+        # Not as Bearer, and never from a query string or a cookie: a stolen copy is not enough.
+        raise proofs.DPoPError(
+            "invalid_token",
+            "This access token is bound to a DPoP key: present it as 'Authorization: DPoP <token>' with a DPoP proof.",
+            resource=True,
+        )
+    if proofs.request_proof(access_token=token, jkt=dpop_jkt, resource=True, nonce=nonce) is None:
+        raise proofs.DPoPError("invalid_dpop_proof", "Send a DPoP proof with a DPoP-bound token.", resource=True)
 
 
 def _presented_api_key() -> str | None:
@@ -92,36 +116,51 @@ def presented() -> bool:
 
 
 def presented_token(domain: Domain) -> Token | None:
-    """The live access token of ``domain`` presented with the request, if any; no error otherwise."""
+    """The live access token of ``domain`` presented with the request, if any; no error otherwise.
+
+    A DPoP-bound token counts only with the DPoP scheme and a valid proof by its key.
+    """
     try:
-        value = _presented_bearer()
+        presented = _presented_token()
     except InvalidTokenError:
         return None
-    token = Token.find_by_access_token(value) if value else None
-    return token if token is not None and token.is_active() and token.application.domain_id == domain.id else None
+    if presented is None:
+        return None
+    scheme, value = presented
+    token = Token.find_by_access_token(value)
+    if token is None or not token.is_active() or token.application.domain_id != domain.id:
+        return None
+    try:
+        check_binding(token.dpop_jkt, scheme, value)
+    except (InvalidTokenError, proofs.DPoPError):
+        return None
+    return token
 
 
-def authenticate(domain: Domain | None = None) -> Credential:
+def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> Credential:
     """The credential presented with the request, valid for its domain; else InvalidTokenError (401).
 
     ``domain``: the request's, when the caller has it already. Without it (inspect)
     the domain is matched by the request's host in the credential's own statement,
     which saves a round trip; an unknown host is still a 404.
+    ``dpop_nonce``: a DPoP proof must carry the server's nonce (UserInfo; RFC 9449 9).
     """
     if domain is not None:
         host, default_host = domain.host, None
     else:
         host, default_host = request_host(), request_domain_parameters()["default_host"]
     try:
-        bearer = _presented_bearer()
+        presented = _presented_token()
     except InvalidTokenError:
         if domain is None:
             current_domain()  # an unknown host is a 404 whatever the header
         raise
-    if bearer:
-        credential = find_token(bearer, host, default_host)
+    if presented:
+        scheme, value = presented
+        credential = find_token(value, host, default_host)
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
+        check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce)
         return credential
     api_key = _presented_api_key()
     if api_key:
@@ -181,6 +220,9 @@ def claims(credential: Credential, issuer: str) -> dict[str, Any]:
     }
     if credential.kind == "token":
         answer["client_id"] = credential.client_id
+        if credential.dpop_jkt:
+            # RFC 9449 6.1: an API server checks that a proof made for its own URL is by this key.
+            answer["cnf"] = {"jkt": credential.dpop_jkt}
     else:
         answer["api_key"] = credential.api_key_id
     return answer
@@ -199,6 +241,7 @@ _TOKEN_CLAIMS = (
         _token.c.scope,
         _token.c.issued_at,
         _token.c.expires_in,
+        _token.c.dpop_jkt,
         _application.c.client_id,
         _domain.c.host.label("aud"),
         *_USER_COLUMNS,
@@ -263,6 +306,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         permissions=_user_permissions(row),
         audience=row.aud,
         client_id=row.client_id,
+        dpop_jkt=row.dpop_jkt,
     )
 
 

@@ -31,6 +31,7 @@ apps = AppGroup("apps", help="Client applications of a domain.")
 INTROSPECT_HELP = (
     "A resource server: may introspect other applications' tokens (RFC 7662); confidential applications only."
 )
+DPOP_HELP = "Require DPoP (RFC 9449) for every token request: its tokens are bound to the client's key."
 
 # The admin fields whose options are named otherwise.
 APP_OPTIONS: dict[str, str | None] = {
@@ -38,6 +39,7 @@ APP_OPTIONS: dict[str, str | None] = {
     "id_token_signed_response_alg": "--id-token-alg",
     "post_logout_redirect_uris": "--post-logout-redirect-uri",
     "jwks": "--jwks-file",
+    "dpop_bound_access_tokens": "--dpop",
 }
 
 
@@ -110,6 +112,7 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 @click.option("--allow-plain-pkce", is_flag=True, help="Accept code_challenge_method=plain (RFC 9700: avoid).")
 @click.option("--device", is_flag=True, help="Allow the device authorisation grant (RFC 8628), for screens.")
 @click.option("--introspect", is_flag=True, help=INTROSPECT_HELP)
+@click.option("--dpop/--no-dpop", default=None, help=DPOP_HELP)
 @click.option("--access-token-ttl", type=TTL, help="Seconds; default AUTHSVC_ACCESS_TOKEN_TTL.")
 @click.option(
     "--refresh-token-ttl", type=TTL, help="Seconds a grant may be refreshed; default AUTHSVC_REFRESH_TOKEN_TTL."
@@ -150,6 +153,7 @@ def create_app_command(
     allow_plain_pkce: bool,
     device: bool,
     introspect: bool,
+    dpop: bool | None,
     access_token_ttl: int | None,
     refresh_token_ttl: int | None,
     id_token_alg: str | None,
@@ -173,6 +177,7 @@ def create_app_command(
         "allow_plain_pkce": allow_plain_pkce,
         "device": device,
         "introspect": introspect or None,
+        "dpop_bound_access_tokens": dpop,
         "access_token_ttl": access_token_ttl,
         "refresh_token_ttl": refresh_token_ttl,
         "id_token_signed_response_alg": id_token_alg,
@@ -232,6 +237,7 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
 @click.option("--no-post-logout-redirect-uris", is_flag=True, help="Remove every post-logout redirect URI.")
 @click.option("--backchannel-logout-uri", help='The back-channel logout URI; "" removes it.')
 @click.option("--introspect/--no-introspect", default=None, help=INTROSPECT_HELP)
+@click.option("--dpop/--no-dpop", default=None, help=DPOP_HELP)
 def update_app(
     client_id: str,
     name: str | None,
@@ -243,6 +249,7 @@ def update_app(
     no_post_logout_redirect_uris: bool,
     backchannel_logout_uri: str | None,
     introspect: bool | None,
+    dpop: bool | None,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -255,6 +262,7 @@ def update_app(
         "post_logout_redirect_uris": list(post_logout_redirect_uris) or None,
         "backchannel_logout_uri": backchannel_logout_uri or None,
         "introspect": introspect,
+        "dpop_bound_access_tokens": dpop,
     }
     changes: dict[str, Any] = {k: v for k, v in data.items() if v is not None}
     # An explicit null resets a setting (the admin API's rule).

@@ -299,6 +299,31 @@ def claim_assertion_jti(client_id: str, jti: str, ttl: int) -> bool:
     return bool(client().set(key, "1", nx=True, ex=max(ttl, 1)))
 
 
+# DPoP (RFC 9449, authsvc.api.proofs): each proof's jti once per target URI; the server's nonces.
+
+
+def claim_dpop_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[bool, str | None, set[str]]:
+    """Claim a proof's ``jti`` (SET NX) and, with ``nonce_lifetime``, read the nonces: one round trip.
+
+    Returns whether this was the jti's first use, the current nonce (made by
+    the first request of its window, on whichever instance) and the nonces
+    accepted now: the current window's and the previous one's.
+    """
+    pipe = client().pipeline(transaction=False)
+    pipe.set(f"{PREFIX}dpop-jti:{security.digest(target_jti)}", "1", nx=True, ex=max(ttl, 1))
+    if nonce_lifetime:
+        window = int(time.time()) // nonce_lifetime
+        current_key, previous_key = f"{PREFIX}dpop-nonce:{window}", f"{PREFIX}dpop-nonce:{window - 1}"
+        # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
+        pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)
+        pipe.mget(current_key, previous_key)
+    results = pipe.execute()
+    if not nonce_lifetime:
+        return bool(results[0]), None, set()
+    current, previous = results[2]
+    return bool(results[0]), current, {n for n in (current, previous) if n}
+
+
 # Multi-factor sign-in: what is known between a correct password and the second factor.
 
 

@@ -63,6 +63,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         "post_logout_redirect_uris",
         "backchannel_logout_uri",
         "id_token_signed_response_alg",
+        # RFC 9449 5.2.
+        "dpop_bound_access_tokens",
     ]
 
     @classmethod
@@ -88,6 +90,9 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         alg = _string(self, "id_token_signed_response_alg", 10)
         if alg is not None and alg not in REGISTRABLE_ID_TOKEN_ALGORITHMS:
             raise invalid(f"id_token_signed_response_alg must be one of {', '.join(REGISTRABLE_ID_TOKEN_ALGORITHMS)}.")
+        dpop = self.get("dpop_bound_access_tokens")
+        if dpop is not None and not isinstance(dpop, bool):
+            raise invalid("dpop_bound_access_tokens must be true or false.")
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):
@@ -228,6 +233,7 @@ def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
     application.post_logout_redirect_uris = metadata.get("post_logout_redirect_uris") or None
     application.backchannel_logout_uri = metadata.get("backchannel_logout_uri")
     application.id_token_signed_response_alg = metadata.get("id_token_signed_response_alg")
+    application.dpop_bound_access_tokens = bool(metadata.get("dpop_bound_access_tokens"))
 
 
 def client_information(application: Application) -> dict[str, Any]:
@@ -252,4 +258,6 @@ def client_information(application: Application) -> dict[str, Any]:
         "id_token_signed_response_alg": application.id_token_signed_response_alg,
     }
     info.update({k: v for k, v in optional.items() if v})
+    if application.dpop_bound_access_tokens:
+        info["dpop_bound_access_tokens"] = True
     return info

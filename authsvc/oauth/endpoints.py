@@ -163,9 +163,9 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
             "active": True,
             "scope": row.scope,
             "client_id": row.application.client_id,
-            # An access token is a bearer token; a refresh token is not one,
-            # and a resource server must not take it for one.
-            "token_type": "bearer" if token.kind == "access_token" else "refresh_token",
+            # An access token is a bearer token or a DPoP-bound one; a refresh
+            # token is not one, and a resource server must not take it for one.
+            "token_type": _token_type(token),
             "exp": token.expires_at,
             "iat": row.issued_at,
             "aud": domain.host,
@@ -174,7 +174,16 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
         if row.user is not None:
             payload["sub"] = str(row.user.id)
             payload["username"] = row.user.email
+        if row.dpop_jkt:
+            # RFC 9449 6.2: the key the token is bound to; a resource server checks the proof against it.
+            payload["cnf"] = {"jkt": row.dpop_jkt}
         return payload
+
+
+def _token_type(token: PresentedToken) -> str:
+    if token.kind == "refresh_token":
+        return "refresh_token"
+    return "DPoP" if token.row.dpop_jkt else "bearer"
 
 
 def _client_authenticates(request: OAuth2Request) -> bool:

@@ -22,6 +22,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
+from authsvc.oauth import dpop
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -53,6 +54,8 @@ class AuthorizationCode(SignInClaims):
     auth_time: int | None = None
     amr: list[str] | None = None
     sid: str | None = None
+    # RFC 9449 10: the thumbprint of the key the exchange must prove (dpop_jkt at authorisation, or PAR's proof).
+    dpop_jkt: str | None = None
 
     def get_redirect_uri(self) -> str | None:
         return self.redirect_uri
@@ -148,6 +151,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "auth_time": sessions.auth_time(session) if session else None,
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
+                "dpop_jkt": data.get("dpop_jkt"),
             },
             settings().code_ttl,
         )
@@ -187,6 +191,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             auth_time=data.get("auth_time"),
             amr=data.get("amr"),
             sid=data.get("sid"),
+            dpop_jkt=data.get("dpop_jkt"),
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -215,6 +220,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if token.refreshed_at is not None:
             self._spent_token_reused(token)
             return None
+        # Before the token is claimed: a refresh by another key spends nothing.
+        dpop.check_refresh_binding(token, self.request.dpop)
         return token
 
     def _spent_token_reused(self, token: Token) -> None:

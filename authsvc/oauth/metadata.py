@@ -11,6 +11,7 @@ from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
 from authsvc.oauth.registration import REGISTER_PATH
@@ -52,6 +53,8 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "revocation_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
             "introspection_endpoint_auth_methods_supported": list(INTROSPECTION_AUTH_METHODS),
             "introspection_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
+            # RFC 9449 5.1: the algorithms of DPoP proofs accepted.
+            "dpop_signing_alg_values_supported": list(DPOP_ALGORITHMS),
         }
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from functools import cached_property
+from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Payload, OAuth2Request
 from flask import request as flask_request
@@ -102,6 +103,8 @@ class MergedRequest(OAuth2Request):
         self.grant_expires_at: int | None = None
         # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
         self.spent_code: str | None = None
+        # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.
+        self.dpop: Any = None
 
     @property
     def args(self) -> dict[str, str]:

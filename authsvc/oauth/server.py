@@ -23,6 +23,7 @@ from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import dpop
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -95,10 +96,22 @@ class AuthorizationServer(_AuthorizationServer):
             raise InvalidClientError(
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
-        return super().authenticate_client(request, methods, endpoint)
+        client = super().authenticate_client(request, methods, endpoint)
+        if endpoint == "token":
+            dpop.refuse_missing_proof(client, request.dpop)
+        return client
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
-        return MergedRequest()
+        return request if isinstance(request, MergedRequest) else MergedRequest()
+
+    def create_token_response(self, request: Any = None) -> Any:
+        # A DPoP proof is checked before any grant runs: a refused proof (a nonce to retry with) spends no code.
+        request = self.create_oauth2_request(request)
+        try:
+            request.dpop = dpop.request_proof()
+        except OAuth2Error as error:
+            return self.handle_error_response(request, error)
+        return super().create_token_response(request)
 
     def query_client(self, client_id: str) -> Application | None:
         # HTTP Basic credentials bypass the parameter checks: a client_id with
@@ -131,6 +144,10 @@ class AuthorizationServer(_AuthorizationServer):
             idle = settings().refresh_idle_ttl
             if idle > 0:
                 refresh_expires_at = min(grant_expires_at, issued + idle)
+        # RFC 9449 5: a token request with a proof gets tokens bound to its key.
+        jkt = request.dpop.jkt if request.dpop is not None else None
+        if jkt:
+            token["token_type"] = "DPoP"
         # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
         origin = request.authorization_code or request.refresh_token
         row = Token(
@@ -149,6 +166,7 @@ class AuthorizationServer(_AuthorizationServer):
             auth_time=getattr(origin, "auth_time", None),
             amr=getattr(origin, "amr", None),
             sid=getattr(origin, "sid", None),
+            dpop_jkt=jkt,
         )
         db.session.add(row)
         db.session.flush()
@@ -221,7 +239,7 @@ def init_app(app: Flask) -> None:
     server = AuthorizationServer(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)
-    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension()])
+    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension(), dpop.CodeBinding()])
     server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)

@@ -15,7 +15,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import keys, oidc, oidc_request
+from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -90,7 +90,8 @@ def _remember_approval(user: User, application: Application, scope: str) -> None
 def token() -> Response:
     # The client's lookup finds the domain too (oauth2.query_client); an
     # unknown host is still a 404, whatever else is wrong with the request.
-    return authorization_server().create_token_response()
+    # A request with a DPoP proof learns the nonce for its next one (RFC 9449 8.2).
+    return dpop.add_nonce(authorization_server().create_token_response())
 
 
 def _approving_user(domain: Domain) -> User:
@@ -180,7 +181,8 @@ def jwks() -> Response:
 def userinfo() -> Response:
     """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
     domain = current_domain()
-    credential = lookup.authenticate(domain)  # 401 with WWW-Authenticate for a missing or bad token
+    # 401 with WWW-Authenticate for a missing or bad token; a DPoP-bound one needs a proof with the nonce.
+    credential = lookup.authenticate(domain, dpop_nonce=True)
     if credential.kind != "token":
         raise ApiError(
             401,
@@ -189,7 +191,7 @@ def userinfo() -> Response:
             headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_token"'},
         )
     lookup.require_scopes(credential, "openid")  # 403 insufficient_scope
-    return jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes))))
+    return dpop.add_nonce(jsonify(dict(oidc.user_claims(credential.user, " ".join(credential.scopes)))))
 
 
 @bp.post("/device_authorization")

@@ -49,6 +49,9 @@ def authenticate(domain: Domain) -> Provisioner:
         credential = lookup.find_api_key(value, domain.host, None)
     if credential is None:
         raise UnauthorizedException(detail="The bearer credential is invalid, expired or revoked.")
+    if credential.dpop_jkt is not None:
+        # RFC 9449 7: a DPoP-bound token is never a bearer credential.
+        raise UnauthorizedException(detail="This token is bound to a DPoP key; SCIM takes bearer tokens and API keys.")
     if SCOPE not in credential.scopes:
         raise ForbiddenException(detail="This needs an API key or token with the scope 'scim'.")
     user = db.session.get(User, credential.claimant.id)

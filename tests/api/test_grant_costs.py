@@ -14,6 +14,7 @@ from tests.api.test_client_credentials import basic, bound_app
 from tests.api.test_device import DEVICE_GRANT, start
 from tests.helpers import BACKEND, PASSWORD, REDIRECT_URI, authorize, get_code, headers, signin
 from tests.helpers.counting import trips
+from tests.helpers.dpop import Holder
 
 TOKEN_WRITES = ["INSERT", "INSERT"]  # the token and its audit record, one transaction
 
@@ -134,3 +135,21 @@ def test_an_id_token_adds_one_read_of_the_current_key_and_nothing_else(app, clie
     assert openid.sql[-1].startswith("SELECT signing_key."), openid
     # Back-channel logout notes the relying party of the session.
     assert openid.store() == [*plain.store(), "HSET"], openid
+
+
+def test_a_dpop_proof_adds_one_redis_round_trip_and_no_sql(app, client, setup, monkeypatch):
+    holder = Holder()
+    signin(client)
+    # The first proof learns the server's nonce (use_dpop_nonce); counted is an exchange with it.
+    holder.remember(client.post("/auth/oauth/token", data={"grant_type": "x"}, headers=headers(DPoP=holder.proof())))
+    code = get_code(client, setup.public_app.client_id)
+    params = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
+    params["client_id"] = setup.public_app.client_id
+    with trips(app, monkeypatch) as counted:
+        response = client.post("/auth/oauth/token", data=params, headers=headers(DPoP=holder.proof()))
+    assert response.get_json()["token_type"] == "DPoP", response.get_json()
+    # As a bearer exchange (above), the key's thumbprint stored in the same INSERT.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", "INSERT", *TOKEN_WRITES], counted
+    # The proof's jti claimed and the nonces read in one pipeline (SET NX, SET NX, MGET), then the code's trips.
+    assert counted.store() == ["SET", "MULTI", "EXISTS"], counted
+    assert counted.limiter() == limits(1)

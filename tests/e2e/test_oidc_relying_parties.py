@@ -126,7 +126,8 @@ def openid_client():
         )
         if installed.returncode != 0:
             pytest.skip(f"npm ci could not install openid-client from the npm registry: {installed.stderr[-500:]}")
-    shutil.copy(RP_SOURCE / "rp.mjs", target / "rp.mjs")
+    for script in RP_SOURCE.glob("*.mjs"):  # rp.mjs; dpop.mjs (tests/test_dpop_openid_client.py)
+        shutil.copy(script, target / script.name)
     return [node, str(target / "rp.mjs")]
 
 

@@ -41,6 +41,9 @@ class ApplicationForm(PageForm):
     introspect = BooleanField(
         "Resource server: may introspect other applications' tokens (RFC 7662; confidential applications only)"
     )
+    dpop_bound_access_tokens = BooleanField(
+        "Require DPoP (RFC 9449): every token is bound to a key the application proves it holds"
+    )
     # OpenID Connect.
     id_token_signed_response_alg = SelectField(
         "ID token signature",
@@ -68,6 +71,7 @@ class ApplicationForm(PageForm):
             "allow_plain_pkce": bool(self.allow_plain_pkce.data),
             "device": bool(self.device.data),
             "introspect": bool(self.introspect.data),
+            "dpop_bound_access_tokens": bool(self.dpop_bound_access_tokens.data),
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,

@@ -39,6 +39,11 @@ class ApplicationChange(Schema):
         description="A resource server: may introspect other applications' tokens (RFC 7662). A confidential "
         "application an admin created only, never a dynamically registered client. Default false.",
     )
+    dpop_bound_access_tokens: bool = Field(
+        default=None,
+        description="Require DPoP (RFC 9449) for every token request: its tokens are all bound to the proof's key. "
+        "Default false.",
+    )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
     service_account: (
@@ -103,6 +108,10 @@ class Application(Answer):
         default=False,
         description="Whether it is a resource server, which may introspect other applications' tokens (RFC 7662); "
         "any application may introspect its own.",
+    )
+    dpop_bound_access_tokens: bool = Field(
+        default=False,
+        description="Whether every token request must carry a DPoP proof (RFC 9449), its tokens all bound to the key.",
     )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")

@@ -107,6 +107,8 @@ class Application(Model):
     # A resource server: may introspect other applications' tokens (RFC 7662 2.1). Only an admin marks
     # one; a dynamically registered client never is one.
     introspect: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # RFC 9449 5.2: every token request must carry a DPoP proof; its tokens are bound to the proof's key.
+    dpop_bound_access_tokens: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -191,6 +193,7 @@ class Application(Model):
             "jwks_uri": self.jwks_uri,
             "jwks": self.jwks,
             "introspect": self.introspect,
+            "dpop_bound_access_tokens": self.dpop_bound_access_tokens,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,

@@ -31,7 +31,15 @@ class Token(Model):
             "ix_token_access_token_digest",
             "access_token_digest",
             unique=True,
-            postgresql_include=["application_id", "user_id", "scope", "issued_at", "expires_in", "revoked_at"],
+            postgresql_include=[
+                "application_id",
+                "user_id",
+                "scope",
+                "issued_at",
+                "expires_in",
+                "revoked_at",
+                "dpop_jkt",
+            ],
         ),
     )
 
@@ -60,6 +68,8 @@ class Token(Model):
     auth_time: Mapped[int | None] = mapped_column(Integer)
     amr: Mapped[list[str] | None] = mapped_column(JSON)
     sid: Mapped[str | None] = mapped_column(String(64))
+    # DPoP (RFC 9449): the RFC 7638 thumbprint of the key the tokens are bound to (cnf.jkt); None for bearer tokens.
+    dpop_jkt: Mapped[str | None] = mapped_column(String(43))
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")
