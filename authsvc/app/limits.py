@@ -90,10 +90,19 @@ def _parameter(name: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
+_PASSWORD_ATTEMPT = "authsvc.password_attempt"
+
+
 def _password_attempt() -> bool:
-    if request.endpoint in PASSWORD_ENDPOINTS:
-        return request.method == "POST"
-    return request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+    # Asked by three limits and the domain lookup before them: answered once per request.
+    answer = request.environ.get(_PASSWORD_ATTEMPT)
+    if answer is None:
+        if request.endpoint in PASSWORD_ENDPOINTS:
+            answer = request.method == "POST"
+        else:
+            answer = request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+        request.environ[_PASSWORD_ATTEMPT] = answer
+    return answer
 
 
 def _user_code_entry() -> bool:

@@ -15,17 +15,19 @@ import logging
 from typing import Any
 
 from flask import g, has_request_context, request
-from sqlalchemy import event
+from sqlalchemy import event, insert
 from sqlalchemy.orm import Session
 
 from authsvc.core import actors, store
 from authsvc.core.background import BackgroundQueue
-from authsvc.core.database import db
+from authsvc.core.database import db, now
 from authsvc.core.models import AuditRecord
 
 log = logging.getLogger(__name__)
 
 CHANNEL = "authsvc/events"
+# Built once: a statement made per call costs its cache key each time.
+_INSERT = insert(AuditRecord)
 
 # Keys whose values never go into an audit record, whatever the caller passes.
 SECRET_KEYS = {
@@ -96,6 +98,36 @@ def record(
     if commit:
         db.session.commit()
     return entry
+
+
+def record_in_transaction(
+    event: str,
+    *,
+    domain_id: int | None,
+    actor: str,
+    target: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> int:
+    """``record(..., commit=False)`` as one Core INSERT on the session's connection; the record's id.
+
+    For the token endpoint, which saves a record with every token: the same
+    row in the same transaction, published after the same commit, without the
+    ORM's unit of work (a tenth of a token request's CPU, docs/performance.md).
+    """
+    values = {
+        "at": now(),
+        "domain_id": domain_id,
+        "event": event,
+        "actor": actor,
+        "target": target,
+        "ip": request.remote_addr if has_request_context() else None,
+        "details": scrub(details or {}),
+    }
+    session = db.session()
+    result = session.connection().execute(_INSERT, values)
+    ident = int(result.inserted_primary_key[0])  # type: ignore[index]  # an INSERT of one row has its key
+    session.info.setdefault(_PENDING, []).append(json.dumps(AuditRecord.json_of(ident, **values)))
+    return ident
 
 
 _PENDING = "authsvc_audit_pending"

@@ -13,8 +13,9 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc7636 import CodeChallenge
-from sqlalchemy import update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import lazyload
 
 from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, security, store
@@ -28,6 +29,20 @@ from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
 
 log = logging.getLogger(__name__)
+
+# The token endpoint's statements, built once (a statement made per request costs its cache key each time).
+_TOKENS = Token.__table__
+_CLAIM_REFRESH = (
+    update(_TOKENS)
+    .where(_TOKENS.c.id == bindparam("token_id"), _TOKENS.c.refreshed_at.is_(None), _TOKENS.c.revoked_at.is_(None))
+    .values(refreshed_at=bindparam("at"))
+)
+# The application is the client's, which the identity map holds (query_client ran first): not joined
+# again. Another client's token costs a SELECT of its application, and fails.
+_REFRESH_TOKEN = (
+    select(Token).options(lazyload(Token.application)).where(Token.refresh_token_digest == bindparam("digest"))
+)
+_INSERT_SPENT_CODE = insert(SpentCode.__table__)
 
 
 def resolve_scope(client: Application, requested: str | None) -> str:
@@ -212,7 +227,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
-        token = Token.find_by_refresh_token(refresh_token)
+        token = db.session.scalar(_REFRESH_TOKEN, {"digest": security.digest(refresh_token)})
         if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
             return None
         if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
@@ -246,11 +261,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         token: Token = self.request.refresh_token
         # Claim the refresh token in the transaction that saves its successor:
         # of two concurrent exchanges exactly one updates the row.
-        claimed = db.session.execute(
-            update(Token)
-            .where(Token.id == token.id, Token.refreshed_at.is_(None), Token.revoked_at.is_(None))
-            .values(refreshed_at=now())
-        ).rowcount
+        # A Core UPDATE: the ORM's would also evaluate its WHERE against the loaded token.
+        claimed = db.session.connection().execute(_CLAIM_REFRESH, {"token_id": token.id, "at": now()}).rowcount
         if claimed != 1:
             db.session.rollback()
             raise InvalidGrantError("The refresh token has already been used.")
@@ -325,9 +337,11 @@ def spend_code_in_sql(client: Application, code: str, family: str) -> None:
     """
     digest = security.digest(code)
     ttl = settings().spent_code_ttl
-    db.session.add(SpentCode(digest=digest, family=family, expires_at=now() + ttl))
     try:
-        db.session.flush()
+        # A Core INSERT in the tokens' transaction (no unit of work: nothing reads the row back).
+        db.session.connection().execute(
+            _INSERT_SPENT_CODE, {"digest": digest, "family": family, "expires_at": now() + ttl}
+        )
     except IntegrityError:
         db.session.rollback()
         earlier = db.session.get(SpentCode, digest)

@@ -96,7 +96,11 @@ class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
     def __init__(self) -> None:
-        super().__init__(flask_request.method, flask_request.url, headers=flask_request.headers)
+        # Authlib checks the transport (https, or http to a loopback host) on the URI it is given:
+        # scheme and host are all that check reads. The full URL (an IRI, some 200 calls to build)
+        # is made only if something reads ``uri``.
+        origin = f"{flask_request.scheme}://{flask_request.host}/"
+        super().__init__(flask_request.method, origin, headers=flask_request.headers)
         self.payload = MergedPayload(read_parameters())
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
@@ -105,6 +109,15 @@ class MergedRequest(OAuth2Request):
         self.spent_code: str | None = None
         # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.
         self.dpop: Any = None
+
+    @property
+    def uri(self) -> str:
+        return flask_request.url
+
+    @uri.setter
+    def uri(self, value: str) -> None:
+        # Authlib's __init__ sets it to what it checked; the property answers with the request's URL.
+        return None
 
     @property
     def args(self) -> dict[str, str]:

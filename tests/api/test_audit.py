@@ -42,3 +42,34 @@ def test_a_record_in_a_rolled_back_transaction_is_neither_stored_nor_published(a
 def test_secrets_are_scrubbed_at_any_depth():
     scrubbed = audit.scrub({"before": {"client_secret": "s", "name": "a"}, "list": [{"token": "t"}]})
     assert scrubbed == {"before": {"client_secret": "[redacted]", "name": "a"}, "list": [{"token": "[redacted]"}]}
+
+
+def test_a_record_inserted_in_the_transaction_is_stored_and_published_as_the_orm_record_is(app, world):
+    # The token endpoint's form (one Core INSERT): the same row, the same message, after the same commit.
+    with app.app_context():
+        pubsub = store.client().pubsub()
+        pubsub.subscribe(audit.CHANNEL)
+        pubsub.get_message(timeout=1)
+        ident = audit.record_in_transaction(
+            "token.issued", domain_id=7, actor="client:abc", target="token:1", details={"refresh_token": "r"}
+        )
+        assert pubsub.get_message(timeout=0.5) is None  # not before the commit
+        db.session.commit()
+        message = pubsub.get_message(timeout=2)
+        pubsub.close()
+    [stored] = world.query(select(AuditRecord))
+    assert stored.id == ident
+    assert stored.details == {"refresh_token": "[redacted]"}
+    assert json.loads(message["data"]) == stored.as_json()
+
+
+def test_a_record_inserted_in_a_rolled_back_transaction_is_neither_stored_nor_published(app, world):
+    with app.app_context():
+        pubsub = store.client().pubsub()
+        pubsub.subscribe(audit.CHANNEL)
+        pubsub.get_message(timeout=1)
+        audit.record_in_transaction("token.issued", domain_id=None, actor="cli")
+        db.session.rollback()
+        assert pubsub.get_message(timeout=0.5) is None
+        pubsub.close()
+    assert world.query(select(AuditRecord)) == []

@@ -26,13 +26,37 @@ class AuditRecord(Model):
     details: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
 
     def as_json(self) -> dict[str, Any]:
+        return AuditRecord.json_of(
+            self.id,
+            at=self.at,
+            domain_id=self.domain_id,
+            event=self.event,
+            actor=self.actor,
+            target=self.target,
+            ip=self.ip,
+            details=self.details,
+        )
+
+    @staticmethod
+    def json_of(
+        ident: int,
+        *,
+        at: int,
+        domain_id: int | None,
+        event: str,
+        actor: str,
+        target: str | None,
+        ip: str | None,
+        details: dict[str, Any],
+    ) -> dict[str, Any]:
+        """A record as the admin API and the events channel show it (also for rows inserted without the ORM)."""
         return {
-            "id": str(self.id),
-            "at": self.at,
-            "domain": str(self.domain_id) if self.domain_id is not None else None,
-            "event": self.event,
-            "actor": self.actor,
-            "target": self.target,
-            "ip": self.ip,
-            "details": dict(self.details),
+            "id": str(ident),
+            "at": at,
+            "domain": str(domain_id) if domain_id is not None else None,
+            "event": event,
+            "actor": actor,
+            "target": target,
+            "ip": ip,
+            "details": dict(details),
         }

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, select
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, bindparam, select
 from sqlalchemy.orm import Mapped, mapped_column
 
 from authsvc.core.database import Model, db, now
@@ -48,11 +48,7 @@ class SigningKey(Model):
 
     @staticmethod
     def current(domain_id: int, alg: str) -> SigningKey | None:
-        return db.session.scalar(
-            select(SigningKey).where(
-                SigningKey.domain_id == domain_id, SigningKey.alg == alg, SigningKey.retired_at.is_(None)
-            )
-        )
+        return db.session.scalar(_CURRENT, {"domain_id": domain_id, "alg": alg})
 
     @staticmethod
     def of_domain(domain_id: int) -> list[SigningKey]:
@@ -64,3 +60,9 @@ class SigningKey(Model):
                 .order_by(SigningKey.created_at.desc(), SigningKey.id.desc())
             )
         )
+
+
+# Built once: every ID token reads the current key, and a statement made per call costs its cache key each time.
+_CURRENT = select(SigningKey).where(
+    SigningKey.domain_id == bindparam("domain_id"), SigningKey.alg == bindparam("alg"), SigningKey.retired_at.is_(None)
+)

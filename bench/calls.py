@@ -1,0 +1,147 @@
+"""Python function calls per request of each grant, in process: a figure that noise does not move.
+
+On a shared machine CPU per request moves with the load of others; the
+number of Python calls a request makes does not, and it follows the
+interpreter's share of the CPU. This drives the app in process (Flask's
+test client) against the stack of ``python -m bench --serve``: its
+PostgreSQL database and its Redis. Run it from the checkout to measure
+(another checkout measures that code against the same stack)::
+
+    .venv/bin/python -m bench --serve --tokens 10000 --database calls   # in another terminal
+    .venv/bin/python -m bench.calls bench/results/serve-calls.json redis://127.0.0.1:PORT/0
+
+The Redis URL is printed by ``--serve``. It adds a confidential application
+bound to the seeded service account and a device application (through the
+CLI, in process), signs the seeded person in once, then counts the calls
+(cProfile) of 50 requests of each kind after 20 unmeasured ones. The code
+flow counts an authorisation and an exchange as two requests, as the table does.
+"""
+
+from __future__ import annotations
+
+import base64
+import cProfile
+import json
+import logging
+import os
+import pstats
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+from bench.seed import HOST, PASSWORD, PERSON_EMAIL, REDIRECT_URI, SERVICE_EMAIL
+
+DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
+WARMUP, MEASURED = 20, 50
+
+
+def count(serve_json: Path, redis_url: str) -> dict[str, float]:
+    """Python calls per request of each scenario (and the bare route's, for scale)."""
+    info = json.loads(serve_json.read_text())
+    database = next(iter(info["instances"].values()))["database"]
+    unlimited = "100000000/minute"
+    os.environ.update(
+        AUTHSVC_WEB_WORKER="1",
+        AUTHSVC_ENV="production",
+        SECRET_KEY="calls-" * 8,
+        DATABASE_URL=database.replace("postgresql://", "postgresql+psycopg://"),
+        REDIS_URL=redis_url,
+        AUTHSVC_COOKIE_SECURE="false",
+        AUTHSVC_SIGNIN_RATE_LIMIT=unlimited,
+        AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT=unlimited,
+        AUTHSVC_TOKEN_RATE_LIMIT=unlimited,
+    )
+    logging.disable(logging.WARNING)
+    from authsvc import create_app
+    from bench.bare_app import app as bare_app
+
+    app = create_app()
+    client, bare = app.test_client(), bare_app.test_client()
+    headers = {"Host": HOST}
+    runner = app.test_cli_runner()
+
+    def cli(*args: str) -> dict:
+        result = runner.invoke(args=list(args))
+        assert result.exit_code == 0, result.output
+        return json.loads([line for line in result.output.splitlines() if line.startswith("{")][-1])
+
+    machine = cli(
+        "apps", "create", "--domain", HOST, "--name", "Calls machine", "--confidential",
+        "--service-account", SERVICE_EMAIL,
+    )  # fmt: skip
+    device = cli(
+        "apps", "create", "--domain", HOST, "--name", "Calls screen", "--redirect-uri", REDIRECT_URI, "--device"
+    )
+    signin = {"email": PERSON_EMAIL, "password": PASSWORD}
+    assert client.post("/auth/signin", query_string=signin, headers=headers).status_code == 202
+    client_id = info["client_id"]
+
+    def authorise(openid: bool) -> str:
+        query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "scope": "public"}
+        if openid:
+            query.update(scope="openid", nonce="calls-nonce-0123456789")
+        response = client.get("/auth/oauth/authorize", query_string=query, headers=headers)
+        assert response.status_code == 302, response.data
+        return parse_qs(urlsplit(response.headers["Location"]).query)["code"][0]
+
+    def exchange(code: str) -> dict:
+        query = {"grant_type": "authorization_code", "client_id": client_id, "redirect_uri": REDIRECT_URI}
+        response = client.post("/auth/oauth/token", query_string={**query, "code": code}, headers=headers)
+        assert response.status_code == 200, response.data
+        return response.get_json()
+
+    refresh_tokens = [exchange(authorise(False))["refresh_token"]]
+
+    def refresh() -> None:
+        form = {"grant_type": "refresh_token", "refresh_token": refresh_tokens.pop(), "client_id": client_id}
+        response = client.post("/auth/oauth/token", data=form, headers=headers)
+        assert response.status_code == 200, response.data
+        refresh_tokens.append(response.get_json()["refresh_token"])
+
+    secret = base64.b64encode(f"{machine['client_id']}:{machine['client_secret']}".encode()).decode()
+
+    def client_credentials() -> None:
+        form = {"grant_type": "client_credentials"}
+        response = client.post("/auth/oauth/token", data=form, headers={**headers, "Authorization": f"Basic {secret}"})
+        assert response.status_code == 200, response.data
+
+    started = client.post("/auth/oauth/device_authorization", data={"client_id": device["client_id"]}, headers=headers)
+    device_code = started.get_json()["device_code"]
+
+    def device_poll() -> None:
+        form = {"grant_type": DEVICE_GRANT, "device_code": device_code, "client_id": device["client_id"]}
+        assert client.post("/auth/oauth/token", data=form, headers=headers).status_code == 400  # slow_down
+
+    scenarios: dict[str, tuple[Callable[[], object], int]] = {
+        "bare": (lambda: bare.get("/"), 1),
+        "code_flow": (lambda: exchange(authorise(False)), 2),
+        "code_flow_openid": (lambda: exchange(authorise(True)), 2),
+        "refresh": (refresh, 1),
+        "client_credentials": (client_credentials, 1),
+        "device_poll": (device_poll, 1),
+    }
+    calls = {}
+    for key, (request, per_run) in scenarios.items():
+        for _ in range(WARMUP):
+            request()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(MEASURED):
+            request()
+        profile.disable()
+        calls[key] = pstats.Stats(profile).total_calls / MEASURED / per_run  # type: ignore[attr-defined]
+    return calls
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    for key, value in count(Path(argv[0]), argv[1]).items():
+        print(f"{key:20s} {value:8.0f} Python calls per request")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
