@@ -237,6 +237,11 @@ def from_environment() -> dict[str, Any]:
         # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
         # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
         "AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME": _int("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600),
+        # Request objects (RFC 9101): exp at most this far ahead, nbf at most this long ago (FAPI 2.0: an hour).
+        "AUTHSVC_REQUEST_OBJECT_MAX_LIFETIME": _int("AUTHSVC_REQUEST_OBJECT_MAX_LIFETIME", 3600),
+        # Pushed authorisation requests (RFC 9126): a request_uri must reach the authorisation endpoint
+        # within this many seconds; once opened there, it lasts while the user signs in (at most 10 minutes).
+        "AUTHSVC_PAR_TTL": _int("AUTHSVC_PAR_TTL", 60),
         # A SAML provider given by metadata URL refetches it (new signing certificates) when older than this.
         "AUTHSVC_SAML_METADATA_MAX_AGE": _int("AUTHSVC_SAML_METADATA_MAX_AGE", 24 * 3600),
         # Back-channel logout (OpenID Connect): each POST to an application's backchannel_logout_uri

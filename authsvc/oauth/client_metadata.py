@@ -61,6 +61,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         "post_logout_redirect_uris",
         "backchannel_logout_uri",
         "id_token_signed_response_alg",
+        # RFC 9126 6: its authorisation requests must be pushed first.
+        "require_pushed_authorization_requests",
     ]
 
     @classmethod
@@ -86,6 +88,9 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         alg = _string(self, "id_token_signed_response_alg", 10)
         if alg is not None and alg not in ID_TOKEN_ALGORITHMS:
             raise invalid(f"id_token_signed_response_alg must be one of {', '.join(ID_TOKEN_ALGORITHMS)}.")
+        par = self.get("require_pushed_authorization_requests")
+        if par is not None and not isinstance(par, bool):
+            raise invalid("require_pushed_authorization_requests must be a boolean.")
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):
@@ -226,6 +231,7 @@ def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
     application.post_logout_redirect_uris = metadata.get("post_logout_redirect_uris") or None
     application.backchannel_logout_uri = metadata.get("backchannel_logout_uri")
     application.id_token_signed_response_alg = metadata.get("id_token_signed_response_alg")
+    application.require_pushed_authorization_requests = bool(metadata.get("require_pushed_authorization_requests"))
 
 
 def client_information(application: Application) -> dict[str, Any]:
@@ -248,6 +254,7 @@ def client_information(application: Application) -> dict[str, Any]:
         "post_logout_redirect_uris": application.post_logout_redirect_uris,
         "backchannel_logout_uri": application.backchannel_logout_uri,
         "id_token_signed_response_alg": application.id_token_signed_response_alg,
+        "require_pushed_authorization_requests": application.require_pushed_authorization_requests,
     }
     info.update({k: v for k, v in optional.items() if v})
     return info

@@ -33,7 +33,8 @@ def _quoted(name: str) -> str:
     return "A parameter"
 
 
-def _check_value(name: str, value: str) -> None:
+def check_value(name: str, value: str) -> None:
+    """Refuse a parameter value with characters its kind does not allow (RFC 6749 error descriptions quote some)."""
     if name in _FREE_TEXT_PARAMETERS:
         if any(ord(c) < 0x20 and c not in "\t" for c in value):
             raise InvalidRequestError(f"{_quoted(name)} contains control characters.")
@@ -52,6 +53,9 @@ def read_parameters() -> dict[str, list[str]]:
     """
     values: dict[str, list[str]] = defaultdict(list)
     query_limited = flask_request.endpoint == "oauth.token"
+    if flask_request.endpoint == "oauth.par" and flask_request.args:
+        # RFC 9126 2.1: the pushed request is the form body; a query would be read by nobody, or logged.
+        raise InvalidRequestError("A pushed authorization request carries its parameters in the body, not the query.")
     for name in flask_request.args:
         if name in SECRET_PARAMETERS:
             raise InvalidRequestError(f"{_quoted(name)} must not be sent in the query string.")
@@ -74,7 +78,7 @@ def read_parameters() -> dict[str, list[str]]:
     for name, items in values.items():
         if len(items) > 1:
             raise InvalidRequestError(f"{_quoted(name)} is sent more than once.")
-        _check_value(name, items[0])
+        check_value(name, items[0])
     return values
 
 
@@ -94,14 +98,22 @@ class MergedPayload(OAuth2Payload):
 class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
-    def __init__(self) -> None:
+    def __init__(self, params: dict[str, str] | None = None) -> None:
         super().__init__(flask_request.method, flask_request.url, headers=flask_request.headers)
         self.payload = MergedPayload(read_parameters())
+        if params is not None:
+            self.replace_parameters(params)
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
         self.grant_expires_at: int | None = None
         # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
         self.spent_code: str | None = None
+        # Set at the authorisation endpoint for a pushed request (RFC 9126): its request_uri, spent with the code.
+        self.pushed_request_uri: str | None = None
+
+    def replace_parameters(self, params: dict[str, str]) -> None:
+        """Read ``params`` instead of what the request sent: a pushed request's, a request object's."""
+        self.payload = MergedPayload({name: [value] for name, value in params.items()})
 
     @property
     def args(self) -> dict[str, str]:

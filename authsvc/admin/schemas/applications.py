@@ -39,6 +39,11 @@ class ApplicationChange(Schema):
         description="A resource server: may introspect other applications' tokens (RFC 7662). A confidential "
         "application an admin created only, never a dynamically registered client. Default false.",
     )
+    require_pushed_authorization_requests: bool = Field(
+        default=None,
+        description="Its authorisation requests must be pushed first (PAR, RFC 9126): /auth/oauth/authorize "
+        "takes only a request_uri from /auth/oauth/par. Default false.",
+    )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
     service_account: (
@@ -103,6 +108,10 @@ class Application(Answer):
         default=False,
         description="Whether it is a resource server, which may introspect other applications' tokens (RFC 7662); "
         "any application may introspect its own.",
+    )
+    require_pushed_authorization_requests: bool = Field(
+        default=False,
+        description="Whether its authorisation requests must be pushed first (PAR, RFC 9126). Default false.",
     )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")

@@ -107,6 +107,8 @@ class Application(db.Model):
     # A resource server: may introspect other applications' tokens (RFC 7662 2.1). Only an admin marks
     # one; a dynamically registered client never is one.
     introspect: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # RFC 9126 6: its authorisation requests must come through a pushed request (PAR); see authsvc.oauth.pushed.
+    require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -191,6 +193,7 @@ class Application(db.Model):
             "jwks_uri": self.jwks_uri,
             "jwks": self.jwks,
             "introspect": self.introspect,
+            "require_pushed_authorization_requests": self.require_pushed_authorization_requests,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,
