@@ -53,7 +53,7 @@ def parameters(client: Application, request_object: str, client_id: str | None) 
     try:
         token = jwt.decode(request_object, _key_resolver(client), algorithms=ALGORITHMS)
     except InvalidClientError as exc:  # no matching key, or the jwks_uri could not be fetched
-        raise _refused(exc.description.replace("client assertion", "request object")) from None
+        raise _refused((exc.description or "No usable key.").replace("client assertion", "request object")) from None
     except JoseError as exc:
         raise _refused(f"The request object could not be verified: {exc.description or exc.error}.") from None
     except (ValueError, RecursionError):
