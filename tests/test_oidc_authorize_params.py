@@ -221,4 +221,5 @@ def test_any_value_of_the_parameters_gets_a_page_a_sign_in_or_a_redirect_to_the_
     elif response.status_code == 303:
         assert urlsplit(response.headers["Location"]).path == "/auth/login"
     elif response.status_code == 400:
-        assert response.get_json()["error"] == "invalid_request"
+        # A request object that is not one is refused before its redirect_uri could be trusted.
+        assert response.get_json()["error"] in ("invalid_request", "invalid_request_object")
