@@ -178,12 +178,13 @@ def test_another_applications_client_id_cannot_use_the_request_uri(client, setup
     assert authorize_pushed(client, setup.confidential_app.client_id, uri).status_code == 302
 
 
-def test_a_request_uri_without_a_client_id_is_refused(client, setup, confidential):
+def test_a_request_uri_without_a_client_id_or_with_an_unknown_one_is_refused(client, setup, confidential):
     _, auth = confidential
     uri = pushed_uri(push(client, auth))
     signin(client)
     response = client.get("/auth/oauth/authorize", query_string={"request_uri": uri}, headers=headers())
     assert "client_id" in assert_refused(response, "invalid_request")["error_description"]
+    assert_refused(authorize_pushed(client, "no-such-client", uri), "invalid_client")
 
 
 def test_the_user_may_sign_in_between_and_take_longer_than_the_push_lifetime(app, client, setup, confidential):

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from authlib.oauth2.rfc6749.endpoint import Endpoint, EndpointRequest
 from authlib.oauth2.rfc9101.errors import InvalidRequestUriError
 from flask import current_app
@@ -150,6 +150,9 @@ def resolve_authorization_request(server: Any, request: MergedRequest) -> None:
         raise InvalidRequestError("Send the application's client_id beside 'request_uri' or 'request'.")
     client: Application | None = server.query_client(client_id) if client_id else None
     if client is None:
+        if request_uri is not None or "request" in data:
+            # Without a response_type in the query, the grant's validation would not get to the client.
+            raise InvalidClientError(description="The client does not exist on this server.")
         return  # the grant's validation answers: invalid_client
     if request_uri is not None and request_uri.startswith(URN_PREFIX):
         params = _open(request_uri, client)
