@@ -20,6 +20,8 @@ from authsvc.core.models import Application, RegistrationToken
 from tests import client_registration_support
 from tests.admin_api_support import ADMIN_SCOPES, call
 from tests.conftest import HOST, REDIRECT_URI, headers, location_params, pkce_pair, signin
+from tests.console_support import as_admin, get, submit, text
+from tests.console_support import people as people  # noqa: F401 - a fixture
 from tests.oidc_authorize_support import sign_in_through
 from tests.pages_support import csrf_token
 from tests.test_id_tokens import exchange, verify
@@ -266,6 +268,19 @@ def test_require_par_is_set_by_the_cli_and_the_admin_api(runner, client, world, 
     answer = call(client, "patch", f"/oauth_apps/{made.id}", key, json=change)
     assert answer.status_code == 200, answer.get_json()
     assert answer.get_json()["require_pushed_authorization_requests"] is True
+
+
+def test_the_console_shows_and_sets_require_par(client, world, setup, people):
+    as_admin(client)
+    path = f"/domains/{setup.domain.id}/applications/{setup.public_app.id}"
+    page = get(client, path)
+    assert "Require pushed authorisation requests" in text(page)
+    fields = {"name": "SPA", "redirect_uris": REDIRECT_URI, "scopes": "public"}
+    response = submit(client, path, {**fields, "require_pushed_authorization_requests": "y"}, page=page)
+    assert response.status_code == 303
+    [stored] = world.query(select(Application).where(Application.id == setup.public_app.id))
+    assert stored.require_pushed_authorization_requests is True
+    assert "Requires pushed authorisation requests (PAR)</dt><dd>Yes" in text(get(client, path))
 
 
 # What PAR refuses ---------------------------------------------------------------------------------
