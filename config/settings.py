@@ -196,6 +196,11 @@ class Settings:
     # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
     # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
     client_assertion_max_lifetime: int = _setting("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600, _int)
+    # Request objects (RFC 9101): exp at most this far ahead, nbf at most this long ago (FAPI 2.0: an hour).
+    request_object_max_lifetime: int = _setting("AUTHSVC_REQUEST_OBJECT_MAX_LIFETIME", 3600, _int)
+    # Pushed authorisation requests (RFC 9126): a request_uri must reach the authorisation endpoint
+    # within this many seconds; once opened there, it lasts while the user signs in (at most 10 minutes).
+    par_ttl: int = _setting("AUTHSVC_PAR_TTL", 60, _int)
     # DPoP (RFC 9449): the token endpoint and UserInfo require a server nonce in proofs, made per
     # NONCE_LIFETIME window in Redis (the current and the previous window's accepted); a proof's iat
     # may be at most PROOF_LIFETIME seconds old, and its jti is kept that long.

@@ -43,6 +43,8 @@ TOKEN_ENDPOINT = "oauth.token"
 SSO_START_ENDPOINT = "sso.start"
 # Counted with the token requests, per client.
 DEVICE_AUTHORIZATION_ENDPOINT = "oauth.device_authorization"
+# Pushed authorisation requests (RFC 9126): counted with the token requests, per client.
+PAR_ENDPOINT = "oauth.par"
 # Dynamic client registration (RFC 7591, RFC 7592): counted with the token requests, per address
 # when registering, per client when managing a registration.
 REGISTRATION_ENDPOINTS = {"oauth.register", "oauth.client_configuration"}
@@ -58,9 +60,9 @@ LIMITED_ENDPOINTS = (
     | MFA_ENDPOINTS
     | REGISTRATION_ENDPOINTS
     | SCIM_ENDPOINTS
-    | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
+    | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
 )
-TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT}
+TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
 
 PREFIX = f"{store.PREFIX}limits"
 

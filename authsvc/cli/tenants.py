@@ -40,6 +40,7 @@ APP_OPTIONS: dict[str, str | None] = {
     "post_logout_redirect_uris": "--post-logout-redirect-uri",
     "jwks": "--jwks-file",
     "dpop_bound_access_tokens": "--dpop",
+    "require_pushed_authorization_requests": "--require-par",
 }
 
 
@@ -111,6 +112,12 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 )
 @click.option("--allow-plain-pkce", is_flag=True, help="Accept code_challenge_method=plain (RFC 9700: avoid).")
 @click.option("--device", is_flag=True, help="Allow the device authorisation grant (RFC 8628), for screens.")
+@click.option(
+    "--require-par/--no-require-par",
+    "require_par",
+    default=None,
+    help="Its authorisation requests must be pushed first (PAR, RFC 9126: require_pushed_authorization_requests).",
+)
 @click.option("--introspect", is_flag=True, help=INTROSPECT_HELP)
 @click.option("--dpop/--no-dpop", default=None, help=DPOP_HELP)
 @click.option("--access-token-ttl", type=TTL, help="Seconds; default AUTHSVC_ACCESS_TOKEN_TTL.")
@@ -152,6 +159,7 @@ def create_app_command(
     require_pkce: bool | None,
     allow_plain_pkce: bool,
     device: bool,
+    require_par: bool | None,
     introspect: bool,
     dpop: bool | None,
     access_token_ttl: int | None,
@@ -176,6 +184,7 @@ def create_app_command(
         "require_pkce": require_pkce,
         "allow_plain_pkce": allow_plain_pkce,
         "device": device,
+        "require_pushed_authorization_requests": require_par,
         "introspect": introspect or None,
         "dpop_bound_access_tokens": dpop,
         "access_token_ttl": access_token_ttl,
@@ -238,6 +247,12 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
 @click.option("--backchannel-logout-uri", help='The back-channel logout URI; "" removes it.')
 @click.option("--introspect/--no-introspect", default=None, help=INTROSPECT_HELP)
 @click.option("--dpop/--no-dpop", default=None, help=DPOP_HELP)
+@click.option(
+    "--require-par/--no-require-par",
+    "require_par",
+    default=None,
+    help="Its authorisation requests must be pushed first (PAR, RFC 9126: require_pushed_authorization_requests).",
+)
 def update_app(
     client_id: str,
     name: str | None,
@@ -250,6 +265,7 @@ def update_app(
     backchannel_logout_uri: str | None,
     introspect: bool | None,
     dpop: bool | None,
+    require_par: bool | None,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -263,6 +279,7 @@ def update_app(
         "backchannel_logout_uri": backchannel_logout_uri or None,
         "introspect": introspect,
         "dpop_bound_access_tokens": dpop,
+        "require_pushed_authorization_requests": require_par,
     }
     changes: dict[str, Any] = {k: v for k, v in data.items() if v is not None}
     # An explicit null resets a setting (the admin API's rule).

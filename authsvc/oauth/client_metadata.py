@@ -65,6 +65,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         "id_token_signed_response_alg",
         # RFC 9449 5.2.
         "dpop_bound_access_tokens",
+        # RFC 9126 6: its authorisation requests must be pushed first.
+        "require_pushed_authorization_requests",
     ]
 
     @classmethod
@@ -93,6 +95,9 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         dpop = self.get("dpop_bound_access_tokens")
         if dpop is not None and not isinstance(dpop, bool):
             raise invalid("dpop_bound_access_tokens must be true or false.")
+        par = self.get("require_pushed_authorization_requests")
+        if par is not None and not isinstance(par, bool):
+            raise invalid("require_pushed_authorization_requests must be a boolean.")
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):
@@ -234,6 +239,7 @@ def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
     application.backchannel_logout_uri = metadata.get("backchannel_logout_uri")
     application.id_token_signed_response_alg = metadata.get("id_token_signed_response_alg")
     application.dpop_bound_access_tokens = bool(metadata.get("dpop_bound_access_tokens"))
+    application.require_pushed_authorization_requests = bool(metadata.get("require_pushed_authorization_requests"))
 
 
 def client_information(application: Application) -> dict[str, Any]:
@@ -256,6 +262,7 @@ def client_information(application: Application) -> dict[str, Any]:
         "post_logout_redirect_uris": application.post_logout_redirect_uris,
         "backchannel_logout_uri": application.backchannel_logout_uri,
         "id_token_signed_response_alg": application.id_token_signed_response_alg,
+        "require_pushed_authorization_requests": application.require_pushed_authorization_requests,
     }
     info.update({k: v for k, v in optional.items() if v})
     if application.dpop_bound_access_tokens:

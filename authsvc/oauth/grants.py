@@ -23,7 +23,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop
+from authsvc.oauth import dpop, pushed
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -151,6 +151,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         self.request.scope = resolve_scope(self.request.client, self.request.payload.scope)
 
     def save_authorization_code(self, code: str, request: MergedRequest) -> None:
+        # A pushed request gives one code (RFC 9126 4): spent before the code exists.
+        pushed.spend(request)
         data = request.payload.data
         session = sessions.current_session(current_domain()) or {}
         store.save_code(

@@ -9,11 +9,13 @@ from flask import Blueprint, Response, jsonify
 from authsvc.auth.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
+from authsvc.oauth.pushed import PAR_PATH
 from authsvc.oauth.registration import REGISTER_PATH
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
@@ -55,6 +57,14 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "introspection_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
             # RFC 9449 5.1: the algorithms of DPoP proofs accepted.
             "dpop_signing_alg_values_supported": list(DPOP_ALGORITHMS),
+            # RFC 9126 5: pushed requests; each application says whether it must push (RFC 9126 6).
+            "pushed_authorization_request_endpoint": f"{base}{PAR_PATH}",
+            "require_pushed_authorization_requests": False,
+            # RFC 9101 and OpenID Connect Discovery: request objects by value, signed as client assertions are.
+            # request_uri to fetch is not taken; RFC 9126 4: a pushed request's request_uri works regardless.
+            "request_parameter_supported": True,
+            "request_uri_parameter_supported": False,
+            "request_object_signing_alg_values_supported": list(request_objects.ALGORITHMS),
         }
     )
 
@@ -96,9 +106,6 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             # Back-Channel Logout 1.0: Logout Tokens carry sid, as the ID tokens do.
             "backchannel_logout_supported": True,
             "backchannel_logout_session_supported": True,
-            # Their default is true: say we take neither.
-            "request_parameter_supported": False,
-            "request_uri_parameter_supported": False,
         }
     )
 

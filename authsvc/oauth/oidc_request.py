@@ -2,7 +2,8 @@
 
 ``prompt``, ``max_age``, ``login_hint`` and ``id_token_hint`` are honoured on
 every authorisation request (OpenID Connect defines them; a plain OAuth client
-may send them too); request objects (``request``, ``request_uri``) are refused.
+may send them too). Request objects and pushed requests are read before
+(authsvc.oauth.pushed); a ``request_uri`` to fetch is refused.
 The parameters are read in a hook that runs once the client and its redirect
 URI are valid, so that Authlib sends what is wrong back to the client by
 redirect, with ``state`` (Core 3.1.2.6).
@@ -25,7 +26,6 @@ from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error
 from authlib.oidc.core.errors import (
     ConsentRequiredError,
     LoginRequiredError,
-    RequestNotSupportedError,
     RequestURINotSupportedError,
 )
 from flask import current_app, request
@@ -92,11 +92,12 @@ def read(grant: Any, _result: None = None) -> None:
     An Authlib hook, after the client, the redirect URI and the scope are validated.
     """
     data = grant.request.payload.data
-    # Core 6: a provider that takes no request objects says so rather than ignore them.
-    if "request" in data:
-        raise RequestNotSupportedError("Request objects ('request') are not supported; send the parameters as such.")
+    # Core 6: a request_uri that is not one of our pushed requests' (authsvc.oauth.pushed read those and request
+    # objects before) would have to be fetched, which this provider does not do: it says so rather than ignore it.
     if "request_uri" in data:
-        raise RequestURINotSupportedError("'request_uri' is not supported; send the parameters as such.")
+        raise RequestURINotSupportedError(
+            "Only a request_uri from the pushed authorization request endpoint is taken; send 'request' by value."
+        )
     prompts = frozenset(data.get("prompt", "").split())
     if "none" in prompts and len(prompts) > 1:
         raise InvalidRequestError("'prompt=none' cannot be combined with another value.")

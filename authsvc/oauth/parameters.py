@@ -34,7 +34,8 @@ def _quoted(name: str) -> str:
     return "A parameter"
 
 
-def _check_value(name: str, value: str) -> None:
+def check_value(name: str, value: str) -> None:
+    """Refuse a parameter value with characters its kind does not allow (RFC 6749 error descriptions quote some)."""
     if name in _FREE_TEXT_PARAMETERS:
         if any(ord(c) < 0x20 and c not in "\t" for c in value):
             raise InvalidRequestError(f"{_quoted(name)} contains control characters.")
@@ -53,30 +54,38 @@ def read_parameters() -> dict[str, list[str]]:
     """
     values: dict[str, list[str]] = defaultdict(list)
     query_limited = flask_request.endpoint == "oauth.token"
+    if flask_request.endpoint == "oauth.par" and flask_request.args:
+        # RFC 9126 2.1: the pushed request is the form body; a query would be read by nobody, or logged.
+        raise InvalidRequestError("A pushed authorization request carries its parameters in the body, not the query.")
     for name in flask_request.args:
         if name in SECRET_PARAMETERS:
             raise InvalidRequestError(f"{_quoted(name)} must not be sent in the query string.")
         if name in QUERY_PARAMETERS or not query_limited:
             values[name].extend(flask_request.args.getlist(name))
     if flask_request.mimetype == "application/json":
-        try:
-            body = validation.json_object(flask_request.get_data(cache=True))
-        except validation.Invalid as exc:
-            raise InvalidRequestError(str(exc)) from None
-        for name, value in body.items():
-            if value is None:  # null is missing (validation.json_body)
-                continue
-            if not isinstance(value, str):
-                raise InvalidRequestError(f"{_quoted(name)} must be a string.")
-            values[name].append(value)
+        _read_json_body(values)
     else:
         for name in flask_request.form:
             values[name].extend(flask_request.form.getlist(name))
     for name, items in values.items():
         if len(items) > 1:
             raise InvalidRequestError(f"{_quoted(name)} is sent more than once.")
-        _check_value(name, items[0])
+        check_value(name, items[0])
     return values
+
+
+def _read_json_body(values: dict[str, list[str]]) -> None:
+    """A JSON body's members into ``values``: strings only, null as missing."""
+    try:
+        body = validation.json_object(flask_request.get_data(cache=True))
+    except validation.Invalid as exc:
+        raise InvalidRequestError(str(exc)) from None
+    for name, value in body.items():
+        if value is None:  # null is missing (validation.json_body)
+            continue
+        if not isinstance(value, str):
+            raise InvalidRequestError(f"{_quoted(name)} must be a string.")
+        values[name].append(value)
 
 
 class MergedPayload(OAuth2Payload):
@@ -95,13 +104,15 @@ class MergedPayload(OAuth2Payload):
 class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
-    def __init__(self) -> None:
+    def __init__(self, params: dict[str, str] | None = None) -> None:
         # Authlib checks the transport (https, or http to a loopback host) on the URI it is given:
         # scheme and host are all that check reads. The full URL (an IRI, some 200 calls to build)
         # is made only if something reads ``uri``.
         origin = f"{flask_request.scheme}://{flask_request.host}/"
         super().__init__(flask_request.method, origin, headers=flask_request.headers)
         self.payload = MergedPayload(read_parameters())
+        if params is not None:
+            self.replace_parameters(params)
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
         self.grant_expires_at: int | None = None
@@ -109,6 +120,8 @@ class MergedRequest(OAuth2Request):
         self.spent_code: str | None = None
         # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.
         self.dpop: Any = None
+        # Set at the authorisation endpoint for a pushed request (RFC 9126): its request_uri, spent with the code.
+        self.pushed_request_uri: str | None = None
 
     @property
     def uri(self) -> str:
@@ -118,6 +131,10 @@ class MergedRequest(OAuth2Request):
     def uri(self, value: str) -> None:
         # Authlib's __init__ sets it to what it checked; the property answers with the request's URL.
         return None
+
+    def replace_parameters(self, params: dict[str, str]) -> None:
+        """Read ``params`` instead of what the request sent: a pushed request's, a request object's."""
+        self.payload = MergedPayload({name: [value] for name, value in params.items()})
 
     @property
     def args(self) -> dict[str, str]:

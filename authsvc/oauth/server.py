@@ -45,6 +45,7 @@ from authsvc.oauth.grants import (
 )
 from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
 from authsvc.oauth.registration import ClientConfiguration, ClientRegistration
 from authsvc.web import metrics
 
@@ -262,6 +263,9 @@ def init_app(app: Flask) -> None:
     server.register_endpoint(DeviceAuthorization)
     server.register_endpoint(ClientRegistration)
     server.register_endpoint(ClientConfiguration)
+    server.register_endpoint(PushedAuthorization)
+    # Pushed requests (RFC 9126) and request objects (RFC 9101) stand in for the query.
+    server.register_hook("before_get_authorization_grant", resolve_authorization_request)
     app.extensions["authsvc.authorization"] = server
 
 

@@ -15,7 +15,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop, keys, oidc, oidc_request
+from authsvc.oauth import dpop, keys, oidc, oidc_request, pushed
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -62,6 +62,7 @@ def authorize() -> Response:
                 action=request.full_path,
             )
         if not form.approve.data:
+            pushed.spend(grant.request)  # the answer ends the request
             raise AccessDeniedError(redirect_uri=grant.redirect_uri, state=grant.request.payload.state)
         _remember_approval(user, application, scope)
     response = authorization_server().create_authorization_response(grant.request, grant=grant, grant_user=user)
@@ -84,6 +85,13 @@ def _remember_approval(user: User, application: Application, scope: str) -> None
     else:
         consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
     db.session.commit()
+
+
+@bp.post("/par")
+def par() -> Response:
+    """RFC 9126: push an authorisation request; the answer's request_uri stands for it at /authorize."""
+    current_domain()
+    return authorization_server().create_endpoint_response("pushed_authorization")
 
 
 @bp.post("/token")

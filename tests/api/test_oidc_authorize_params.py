@@ -158,16 +158,13 @@ def test_an_unsigned_id_token_hint_is_refused(client, oidc):
 # Request objects and where errors go ----------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "param,error",
-    [("request", "request_not_supported"), ("request_uri", "request_uri_not_supported")],
-)
-def test_request_objects_are_refused_by_redirect(client, oidc, param, error):
+def test_a_request_uri_to_fetch_is_refused_by_redirect(client, oidc):
+    # Request objects by value and pushed requests are tests/test_request_objects.py and tests/test_pushed_requests.py.
     for signed_in in (False, True):
         if signed_in:
             signin(client)
-        response = authorize(client, oidc.app.client_id, scope="openid", state="s", **{param: "eyJ.eyJ.sig"})
-        redirected_error(response, error)
+        response = authorize(client, oidc.app.client_id, scope="openid", state="s", request_uri="eyJ.eyJ.sig")
+        redirected_error(response, "request_uri_not_supported")
 
 
 @pytest.mark.parametrize(
@@ -183,12 +180,13 @@ def test_errors_before_the_client_and_redirect_uri_are_valid_are_never_redirecte
     response = authorize(client, params.pop("client_id", oidc.app.client_id), **query, **params)
     assert response.status_code == 400
     assert "Location" not in response.headers
-    assert response.get_json()["error"] in ("invalid_client", "invalid_request")
+    # The request object "eyJ" is refused before its redirect_uri could be read.
+    assert response.get_json()["error"] in ("invalid_client", "invalid_request", "invalid_request_object")
 
 
 def test_discovery_says_which_parameters_are_taken(client, oidc):
     metadata = client.get("/.well-known/openid-configuration", headers=headers()).get_json()
-    assert metadata["request_parameter_supported"] is False
+    assert metadata["request_parameter_supported"] is True
     assert metadata["request_uri_parameter_supported"] is False
     assert metadata["claims_parameter_supported"] is False
     assert metadata["prompt_values_supported"] == ["none", "login", "consent", "select_account"]
@@ -223,4 +221,5 @@ def test_any_value_of_the_parameters_gets_a_page_a_sign_in_or_a_redirect_to_the_
     elif response.status_code == 303:
         assert urlsplit(response.headers["Location"]).path == "/auth/login"
     elif response.status_code == 400:
-        assert response.get_json()["error"] == "invalid_request"
+        # A request object that is not one is refused before its redirect_uri could be trusted.
+        assert response.get_json()["error"] in ("invalid_request", "invalid_request_object")

@@ -46,7 +46,7 @@ def test_the_discovery_document_has_every_required_and_recommended_field(client,
         "urn:ietf:params:oauth:grant-type:device_code",
         "client_credentials",
     ]
-    assert metadata["request_parameter_supported"] is False
+    assert metadata["request_parameter_supported"] is True
     assert metadata["request_uri_parameter_supported"] is False
 
 

@@ -38,6 +38,9 @@ class ApplicationForm(PageForm):
     require_pkce = BooleanField("Require PKCE with S256 (unchecked: legacy mode, for clients without PKCE)")
     allow_plain_pkce = BooleanField("Also accept PKCE's plain method (not recommended)")
     device = BooleanField("Allow the device grant (RFC 8628): screens and kiosks show a code that a person approves")
+    require_pushed_authorization_requests = BooleanField(
+        "Require pushed authorisation requests (PAR, RFC 9126): the browser carries only a request_uri"
+    )
     introspect = BooleanField(
         "Resource server: may introspect other applications' tokens (RFC 7662; confidential applications only)"
     )
@@ -72,6 +75,7 @@ class ApplicationForm(PageForm):
             "device": bool(self.device.data),
             "introspect": bool(self.introspect.data),
             "dpop_bound_access_tokens": bool(self.dpop_bound_access_tokens.data),
+            "require_pushed_authorization_requests": bool(self.require_pushed_authorization_requests.data),
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,

@@ -44,6 +44,11 @@ class ApplicationChange(Schema):
         description="Require DPoP (RFC 9449) for every token request: its tokens are all bound to the proof's key. "
         "Default false.",
     )
+    require_pushed_authorization_requests: bool = Field(
+        default=None,
+        description="Its authorisation requests must be pushed first (PAR, RFC 9126): /auth/oauth/authorize "
+        "takes only a request_uri from /auth/oauth/par. Default false.",
+    )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
     service_account: (
@@ -112,6 +117,10 @@ class Application(Answer):
     dpop_bound_access_tokens: bool = Field(
         default=False,
         description="Whether every token request must carry a DPoP proof (RFC 9449), its tokens all bound to the key.",
+    )
+    require_pushed_authorization_requests: bool = Field(
+        default=False,
+        description="Whether its authorisation requests must be pushed first (PAR, RFC 9126). Default false.",
     )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")

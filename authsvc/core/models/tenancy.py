@@ -109,6 +109,8 @@ class Application(Model):
     introspect: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # RFC 9449 5.2: every token request must carry a DPoP proof; its tokens are bound to the proof's key.
     dpop_bound_access_tokens: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # RFC 9126 6: its authorisation requests must come through a pushed request (PAR); see authsvc.oauth.pushed.
+    require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -194,6 +196,7 @@ class Application(Model):
             "jwks": self.jwks,
             "introspect": self.introspect,
             "dpop_bound_access_tokens": self.dpop_bound_access_tokens,
+            "require_pushed_authorization_requests": self.require_pushed_authorization_requests,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,
