@@ -54,7 +54,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         for name, value in database.connect_settings(settings).items():
             connect_args.setdefault(name, value)
         options.setdefault("pool_timeout", settings.database_timeout)
-    app.json.sort_keys = False
+    app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider has it
 
     # First in, so that the request id and the clock are there for every
     # answer, including a 429 from the limiter's own before_request.

@@ -25,7 +25,7 @@ ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "group
 
 def saml_json(provider: SsoProvider) -> dict[str, Any]:
     """The provider, with the URLs the IdP's administrator pastes (entity id, ACS, our metadata)."""
-    domain = db.session.get(Domain, provider.domain_id)
+    domain = db.session.get_one(Domain, provider.domain_id)  # the provider's domain: its foreign key
     urls = saml.sp_urls(domain.host, provider.id)
     mappings = provider.profile_mappings
     return provider.as_json() | {

@@ -104,7 +104,7 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
 
 
 def user_domain(user: User) -> Domain:
-    return db.session.get(Domain, user.domain_id)
+    return db.session.get_one(Domain, user.domain_id)  # the user's domain: its foreign key
 
 
 def delete_user(actor: Actor, user: User) -> None:

@@ -68,7 +68,7 @@ def handle_oauth2_error(exc: OAuth2Error) -> Response:
     # raises to no other handler, as a bare 500.
     try:
         response: Response = authorization_server().handle_error_response(None, exc)
-    except (ApiError, *ANSWERS, sql.DBAPIError, sql.TimeoutError) as refused:
+    except _ANSWERED_BY_THEIR_OWN as refused:
         return _handler_for(refused)(refused)
     except Exception as unexpected:  # noqa: BLE001 - answered as any other fault is
         return handle_unexpected(unexpected)
@@ -130,7 +130,7 @@ def handle_unexpected(exc: Exception) -> Response:
 
 
 # Which handler answers which exception; Flask picks the entry of the nearest class in the MRO.
-HANDLERS: dict[type[BaseException], Callable[[Any], Response]] = {
+HANDLERS: dict[type[Exception], Callable[[Any], Response]] = {
     ApiError: handle_api_error,
     **dict.fromkeys(ANSWERS, handle_feature_error),
     OAuth2Error: handle_oauth2_error,
@@ -141,6 +141,10 @@ HANDLERS: dict[type[BaseException], Callable[[Any], Response]] = {
     sql.TimeoutError: handle_database_busy,
     Exception: handle_unexpected,
 }
+
+
+# What an error answer's own handler may raise that is answered as it would be from a view.
+_ANSWERED_BY_THEIR_OWN: tuple[type[Exception], ...] = (ApiError, *ANSWERS, sql.DBAPIError, sql.TimeoutError)
 
 
 def _handler_for(exc: Exception) -> Callable[[Any], Response]:

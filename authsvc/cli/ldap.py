@@ -23,7 +23,7 @@ ldap = AppGroup("ldap", help="LDAP / Active Directory directories of a domain.")
 
 
 # The admin fields whose option is named otherwise.
-LDAP_OPTIONS = {"base_dn": "--base", "ca_pem": "--ca-file"}
+LDAP_OPTIONS: dict[str, str | None] = {"base_dn": "--base", "ca_pem": "--ca-file"}
 
 
 def _directory(directory_id: str) -> LdapDirectory:

@@ -28,12 +28,13 @@ from authlib.oidc.core.errors import (
     LoginRequiredError,
     RequestURINotSupportedError,
 )
-from flask import current_app, request
+from flask import request
 from itsdangerous import BadData, URLSafeTimedSerializer
 
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
 from authsvc.core.models import User
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys
 
@@ -125,7 +126,7 @@ def _subject_of(id_token_hint: str) -> str:
 
 
 def _serializer() -> URLSafeTimedSerializer:
-    return URLSafeTimedSerializer(current_app.secret_key, salt="authsvc.oauth.sign-in-asked")
+    return URLSafeTimedSerializer(settings().secret_key, salt="authsvc.oauth.sign-in-asked")
 
 
 def _asked_at(note: str | None) -> int | None:

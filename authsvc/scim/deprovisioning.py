@@ -16,7 +16,7 @@ from sqlalchemy import delete, update
 
 from authsvc.auth import sessions
 from authsvc.core import actors, audit
-from authsvc.core.database import db, now
+from authsvc.core.database import db, now, rows_affected
 from authsvc.core.models import (
     ApiKey,
     Application,
@@ -34,12 +34,14 @@ from authsvc.core.models import (
 def deactivate(user: User, actor: str) -> None:
     """Disable ``user`` and end everything they hold; the caller commits (and the logouts go then)."""
     tokens = sessions.disable(user, actor)
-    keys = db.session.execute(
-        update(ApiKey)
-        .where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
-        .values(revoked_at=now())
-        .execution_options(synchronize_session=False)
-    ).rowcount
+    keys = rows_affected(
+        db.session.execute(
+            update(ApiKey)
+            .where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
+            .values(revoked_at=now())
+            .execution_options(synchronize_session=False)
+        )
+    )
     audit.record(
         "scim.user.deactivated",
         domain_id=user.domain_id,

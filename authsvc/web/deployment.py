@@ -32,7 +32,7 @@ def protective_header_values(secure: bool, hsts_max_age: int) -> list[tuple[str,
 def init_app(app: Flask) -> None:
     hops = settings(app).proxy_hops
     if hops > 0:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops)
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=hops, x_proto=hops, x_host=hops, x_port=hops)  # type: ignore[method-assign]
     hsts_max_age = settings(app).hsts_max_age
 
     @app.before_request

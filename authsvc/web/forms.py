@@ -19,4 +19,4 @@ class PageForm(FlaskForm):
             # (formdata without getlist is Flask-WTF's "read the request" default.)
             if request.is_json and formdata is not None and not hasattr(formdata, "getlist"):
                 formdata = request.form if form.is_submitted() else None
-            return super().wrap_formdata(form, formdata)
+            return super().wrap_formdata(form, formdata)  # type: ignore[misc]  # Flask-WTF is untyped

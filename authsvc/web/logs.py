@@ -109,7 +109,7 @@ def install() -> None:
             record.args = _scrub_args(record.args)
         return record
 
-    scrubbed_record.scrubs_secrets = True
+    scrubbed_record.scrubs_secrets = True  # type: ignore[attr-defined]  # a mark on the factory
     logging.setLogRecordFactory(scrubbed_record)
     # Alembic 1.17 announces each of its plugins at INFO on every command,
     # seven lines of noise around every CLI command's answer.

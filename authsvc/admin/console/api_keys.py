@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Response, flash, redirect, request, url_for
+from flask import flash, redirect, request, url_for
 from sqlalchemy import select
+from werkzeug.wrappers import Response
 
 from authsvc import admin
 from authsvc.admin.console import base
@@ -20,8 +21,8 @@ from authsvc.core.models import ApiKey, Domain, User
 def api_keys(actor: admin.Actor, domain: Domain) -> Response:
     listing = base.listing(actor, ApiKey, domain)
     ids = [int(key["user"]) for key in listing["items"]]
-    emails = dict(db.session.execute(select(User.id, User.email).where(User.id.in_(ids))).all())
-    emails = {str(k): v for k, v in emails.items()}
+    rows = db.session.execute(select(User.id, User.email).where(User.id.in_(ids))).all()
+    emails = {str(user_id): email for user_id, email in rows}
     return base.render("console/api_keys.html", listing=listing, emails=emails, now=now())
 
 

@@ -15,8 +15,9 @@ from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, g, redirect, request, url_for
+from flask import Blueprint, g, redirect, request, url_for
 from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
 
 from authsvc import admin
 from authsvc.admin.console.forms import (
@@ -171,7 +172,9 @@ def listing(actor: admin.Actor, model: type, domain: Domain | None) -> dict[str,
     text = request.args.get("q", "").replace("\x00", "")[:200].strip() or None
     raw = request.args.get("page", "1")
     number = validation.record_id(raw, max_digits=7) or 1
-    result = admin.listing(actor, model, text=text, page=number, per_page=PER_PAGE, domain_id=domain and domain.id)
+    result = admin.listing(
+        actor, model, text=text, page=number, per_page=PER_PAGE, domain_id=domain.id if domain else None
+    )
     return result | {"q": text or "", "pages": max(1, -(-result["total"] // PER_PAGE))}
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from flask import Response, flash, redirect, request, url_for
+from flask import flash, redirect, request, url_for
+from werkzeug.wrappers import Response
 
 from authsvc import admin
 from authsvc.admin.console import base

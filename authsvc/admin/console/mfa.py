@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from flask import Response, flash, redirect, url_for
+from flask import flash, redirect, url_for
+from werkzeug.wrappers import Response
 from wtforms import SelectField
 from wtforms.fields.choices import SelectChoice
 

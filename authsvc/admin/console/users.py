@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from flask import Response, flash, redirect, request, url_for
+from flask import flash, redirect, request, url_for
 from flask_wtf import FlaskForm
+from werkzeug.wrappers import Response
 
 from authsvc import admin
 from authsvc.admin.console import base
