@@ -37,6 +37,9 @@ from authsvc import create_app  # noqa: E402
 from authsvc.core import security  # noqa: E402
 from authsvc.core.database import db  # noqa: E402
 from authsvc.core.models import ApiKey, Application, Domain, User  # noqa: E402
+from tests.routing_cache import share_url_builders  # noqa: E402
+
+share_url_builders()
 
 BACKEND = os.environ.get("AUTHSVC_TEST_BACKEND") or ("postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite")
 # "gw0", "gw1", ... in a pytest-xdist worker; None in a run without -n.
