@@ -57,7 +57,9 @@ def install_uv(lock: Path) -> bool:
 def install(lock: Path) -> bool:
     """The lock into .venv, with uv when it can be had, else with pip; whether it worked."""
     if install_uv(lock):
-        uv = [str(UV), "pip", "install", "-q", "--python", str(PYTHON), "--require-hashes", "-r", str(lock)]
+        # --compile-bytecode, as pip does: else every test worker compiles the same modules at first import.
+        uv = [str(UV), "pip", "install", "-q", "--compile-bytecode", "--python", str(PYTHON)]
+        uv += ["--require-hashes", "-r", str(lock)]
         if subprocess.run(uv).returncode == 0:
             return True
         print("uv could not install the lock: trying pip", file=sys.stderr, flush=True)
