@@ -64,7 +64,14 @@ def install(lock: Path) -> bool:
             return True
         print("uv could not install the lock: trying pip", file=sys.stderr, flush=True)
     if subprocess.run([str(PYTHON), "-m", "pip", "--version"], capture_output=True).returncode != 0:
-        subprocess.run([str(PYTHON), "-m", "ensurepip"], stdout=subprocess.DEVNULL, check=False)
+        made = subprocess.run([str(PYTHON), "-m", "ensurepip"], stdout=subprocess.DEVNULL, check=False)
+        if made.returncode != 0:
+            print(
+                "no pip for .venv: install Python's venv and pip (on Debian: apt-get install python3-venv python3-pip)",
+                file=sys.stderr,
+                flush=True,
+            )
+            return False
     pip = [str(PYTHON), "-m", "pip", "install", *QUIET, "--require-hashes", "-r", str(lock)]
     return subprocess.run(pip).returncode == 0
 
