@@ -6,7 +6,12 @@ ruff format --check, lint-imports, mypy), then runs the suite twice, each pass w
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
 
-Both must pass. The closing line adds both passes up: ``total: N passed, N failed, N skipped``.
+The two passes run at the same time (they share no database, Redis, port or directory):
+the tests mostly wait on servers, browsers and subprocesses, so one pass alone leaves the
+cores idle. The first pass's output comes live; the second's is kept and shown once the
+first is done, then followed to its end. Both must pass. Each result line gives the pass's
+counts, wall time and CPU time; the closing line adds both passes up:
+``total: N passed, N failed, N skipped``.
 
 Environment knobs:
   AUTHSVC_TEST_BACKENDS      comma list of passes to run; default "postgresql,sqlite".
@@ -16,19 +21,27 @@ Environment knobs:
                              or on a private cluster.
   AUTHSVC_TEST_REDIS_URL     Redis to use instead of a private redis-server per worker.
                              Its database is FLUSHED (with workers: DB+N for worker N).
-  AUTHSVC_TEST_WORKERS       pytest-xdist workers per pass (default 4; "auto": one per core;
+  AUTHSVC_TEST_WORKERS       pytest-xdist workers per pass (default 3 when the passes run side
+                             by side, 4 for a pass alone; "auto": one per core;
                              0: none, the tests run in the pytest process). Not added when the
                              arguments choose (-n, --numprocesses, --dist, -p no:xdist) or
                              debug (--pdb, --trace), or pytest-xdist is not installed.
+  AUTHSVC_TEST_SEQUENTIAL    1: run the passes one after the other. They do anyway without
+                             workers, or when they would share a Redis (AUTHSVC_TEST_REDIS_URL,
+                             or no redis-server binary for a private one per worker).
+  AUTHSVC_TEST_REPORTS       a directory to keep each pass's JUnit report (and the kept output
+                             of a pass that ran alongside) in; by default they go with the run.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,7 +51,7 @@ from types import FrameType
 import psycopg
 from psycopg import sql
 
-from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact, slapd_binary
+from devtools.services import REPO, STANDARD_POSTGRES, ServiceError, Services, redact, redis_server, slapd_binary
 
 PYTHON = sys.executable
 BACKENDS = ("postgresql", "sqlite")
@@ -74,8 +87,10 @@ def _stop(signum: int, frame: FrameType | None) -> None:
 
 WANTED = os.environ.get("AUTHSVC_TEST_BACKENDS", "postgresql,sqlite")
 # The tests mostly wait (on servers, browsers, subprocesses), so more workers than
-# cores pays: 4 on 2 cores. Each worker has its own database, Redis and tmp dir (tests/conftest.py).
+# cores pays: 4 on 2 cores for a pass alone, 3 a pass when both run at once. Each worker
+# has its own database, Redis and tmp dir (tests/conftest.py).
 DEFAULT_WORKERS = "4"
+DEFAULT_WORKERS_SIDE_BY_SIDE = "3"
 
 
 def chooses_workers(arg: str) -> bool:
@@ -83,9 +98,9 @@ def chooses_workers(arg: str) -> bool:
     return arg in ("--pdb", "--trace", "no:xdist", "-pno:xdist") or arg.startswith(("-n", "--numprocesses", "--dist"))
 
 
-def xdist_args(args: list[str]) -> list[str]:
+def xdist_args(args: list[str], default: str = DEFAULT_WORKERS) -> list[str]:
     """``-n N --dist loadscope`` unless the caller's arguments or AUTHSVC_TEST_WORKERS say otherwise."""
-    workers = os.environ.get("AUTHSVC_TEST_WORKERS", DEFAULT_WORKERS).strip()
+    workers = os.environ.get("AUTHSVC_TEST_WORKERS", default).strip()
     if workers in ("", "0") or any(chooses_workers(arg) for arg in args):
         return []
     if workers != "auto" and not workers.isdigit():
@@ -228,6 +243,67 @@ def wait_for(process: subprocess.Popen) -> int:
 
 
 @dataclass
+class Pass:
+    """One pytest pass under way: its process, JUnit report, and kept output (None: it prints live)."""
+
+    name: str
+    process: subprocess.Popen
+    report: Path
+    log: Path | None
+    started: float = field(default_factory=time.monotonic)
+    code: int | None = None
+    cpu: float = 0.0
+    ended: float = 0.0
+
+    def done(self) -> bool:
+        """Whether it has ended; then its exit code and the CPU time of its process tree are known."""
+        if self.code is None:
+            # wait4, not Popen.wait: its rusage is the pass's CPU (pytest, its workers, and what they
+            # started and waited for: gunicorn, redis-server, chromium; not the PostgreSQL server).
+            pid, status, usage = os.wait4(self.process.pid, os.WNOHANG)
+            if pid == 0:
+                return False
+            self.process.returncode = self.code = os.waitstatus_to_exitcode(status)
+            self.cpu = usage.ru_utime + usage.ru_stime
+            self.ended = time.monotonic()
+        return True
+
+    def follow(self) -> None:
+        """Show its kept output from the start, then as it comes, until the pass ends."""
+        offset = 0
+        while True:
+            ended = self.done()
+            if self.log:
+                with open(self.log, "rb") as kept:
+                    kept.seek(offset)
+                    chunk = kept.read()
+                if chunk:
+                    sys.stdout.buffer.write(chunk)
+                    sys.stdout.flush()
+                    offset += len(chunk)
+            if ended:
+                return
+            time.sleep(0.5)
+
+    def stop(self, signum: int) -> None:
+        """Pass a signal on to the pass's whole session, let it finish (or kill it after 30 s)."""
+        if self.done():
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signum)
+        deadline = time.monotonic() + 30
+        while not self.done():
+            if time.monotonic() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.process.pid, signal.SIGKILL)
+            time.sleep(0.2)
+
+    def timing(self) -> str:
+        wall = self.ended - self.started
+        return f" in {int(wall // 60)}m{int(wall % 60):02d}s, {self.cpu / 60:.1f} CPU-minutes"
+
+
+@dataclass
 class Run:
     """The steps of one run and their outcome."""
 
@@ -236,11 +312,11 @@ class Run:
     failed: bool = False
     totals: list[int] | None = None
 
-    def record(self, name: str, code: int, counts: tuple[int, int, int] | None = None) -> None:
+    def record(self, name: str, code: int, counts: tuple[int, int, int] | None = None, timing: str = "") -> None:
         what = {0: "passed", 5: "FAILED (pytest exit 5: no tests collected)"}.get(code, f"FAILED (exit {code})")
         self.failed |= code != 0
         detail = f" ({counts[0]} passed, {counts[1]} failed, {counts[2]} skipped)" if counts else ""
-        self.lines.append(f"== result: {name}: {what}{detail}")
+        self.lines.append(f"== result: {name}: {what}{detail}{timing}")
         if counts:
             self.totals = [a + b for a, b in zip(self.totals or [0, 0, 0], counts, strict=True)]
 
@@ -257,14 +333,59 @@ class Run:
         say("lint: mypy")
         self.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
 
-    def pytest(self, name: str, env: dict[str, str], args: list[str]) -> None:
-        # The JUnit report only feeds the totals line; it goes before the
-        # caller's args so that a --junitxml of their own wins (the last one does).
-        report = self.workdir / f"junit-{len(self.lines)}.xml"
+    def start(self, name: str, env: dict[str, str], args: list[str], workers: str, kept: bool) -> Pass:
+        """Start one pass; with ``kept`` its output goes to a file, to be shown later (``Pass.follow``)."""
+        slug = name.split()[0]
+        reports = Path(os.environ.get("AUTHSVC_TEST_REPORTS") or self.workdir)
+        reports.mkdir(parents=True, exist_ok=True)
+        # The JUnit report feeds the totals line; it goes before the caller's
+        # args so that a --junitxml of their own wins (the last one does).
+        report = reports / f"junit-{slug}.xml"
+        report.unlink(missing_ok=True)
         clean = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
-        argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *xdist_args(args), *args]
-        code = wait_for(subprocess.Popen(argv, env={**clean, **env}))
-        self.record(name, code, junit_counts(report))
+        argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *xdist_args(args, workers), *args]
+        log = reports / f"output-{slug}.log" if kept else None
+        output = open(log, "wb") if log else None  # noqa: SIM115 - closed as soon as the child has it
+        try:
+            # A session of its own: a stop reaches the xdist workers too (Pass.stop), not only pytest.
+            process = subprocess.Popen(
+                argv,
+                env={**clean, **env},
+                stdout=output,
+                stderr=subprocess.STDOUT if output else None,
+                start_new_session=True,
+            )
+        finally:
+            if output:
+                output.close()
+        return Pass(name, process, report, log)
+
+    def passes(self, planned: list[tuple[str, dict[str, str]]], args: list[str], side_by_side: bool) -> None:
+        """Run the planned passes, at once or one after the other, and record each."""
+        workers = DEFAULT_WORKERS_SIDE_BY_SIDE if side_by_side else DEFAULT_WORKERS
+        running: list[Pass] = []
+        try:
+            if side_by_side:
+                for index, (name, env) in enumerate(planned):
+                    running.append(self.start(name, env, args, workers, kept=index > 0))
+                    if index > 0:
+                        print(f"== pass: {name}: runs alongside; its output follows the pass above's", flush=True)
+                for current in running:
+                    if current.log:
+                        print(f"== pass: {current.name} (its output, kept while the pass above ran)", flush=True)
+                    current.follow()
+            else:
+                for name, env in planned:
+                    if running:
+                        print(f"== pass: {name}", flush=True)
+                    running.append(self.start(name, env, args, workers, kept=False))
+                    running[-1].follow()
+        except Stopped as stop:
+            for each in running:
+                each.stop(stop.signum)
+            raise
+        for each in running:
+            self.record(each.name, 1 if each.code is None else each.code, junit_counts(each.report), each.timing())
 
     def summary(self) -> int:
         print()
@@ -316,19 +437,33 @@ def run(args: list[str]) -> int:
             say(f"AUTHSVC_TEST_BACKENDS={WANTED}: only the SQLite pass runs; PostgreSQL + Redis are NOT tested")
 
         run.lint()
+        planned: list[tuple[str, dict[str, str]]] = []
         if postgres and database and redis:  # both there: a pass without them has returned above
             print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
             env = {"AUTHSVC_TEST_BACKEND": "postgresql", "TEST_DATABASE_URL": database, "TEST_REDIS_URL": redis}
             if not os.environ.get("AUTHSVC_TEST_DATABASE_URL"):
                 # However the run ends (a killed worker leaves its database, Ctrl-C, SIGTERM).
                 services.callback(drop_worker_databases, database)
-            run.pytest("postgresql + redis", {**env, **real_redis}, args)
+            planned.append(("postgresql + redis", {**env, **real_redis}))
         else:
             run.lines.append(f"== result: postgresql + redis: NOT RUN (AUTHSVC_TEST_BACKENDS={WANTED})")
         if "sqlite" in backends:
-            print("== pass: sqlite + embedded store", flush=True)
-            run.pytest("sqlite + embedded store", {"AUTHSVC_TEST_BACKEND": "sqlite", **real_redis}, args)
+            if not planned:
+                print("== pass: sqlite + embedded store", flush=True)
+            planned.append(("sqlite + embedded store", {"AUTHSVC_TEST_BACKEND": "sqlite", **real_redis}))
+        run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
         return run.summary()
+
+
+def apart(args: list[str]) -> bool:
+    """Whether the passes can run at once: each worker of each then has its own Redis (tests/conftest.py).
+
+    Without workers both passes' tests would use the run's Redis itself; with AUTHSVC_TEST_REDIS_URL
+    or no redis-server binary, the workers of both take the same database numbers of one server.
+    """
+    if os.environ.get("AUTHSVC_TEST_SEQUENTIAL", "").strip() not in ("", "0"):
+        return False
+    return bool(xdist_args(args)) and not os.environ.get("AUTHSVC_TEST_REDIS_URL") and redis_server() is not None
 
 
 def main() -> None:

@@ -29,6 +29,10 @@ for _name in ("DATABASE_URL", "REDIS_URL", "SECRET_KEY", "AUTHSVC_ENV", "AUTHSVC
 from authsvc.core import security  # noqa: E402
 from authsvc.core.database import db  # noqa: E402
 from authsvc.core.models import ApiKey, Application, Domain, User  # noqa: E402
+from tests.helpers.routing_cache import share_url_builders  # noqa: E402
+
+# Every app of the suite shares the URL builders werkzeug compiles per route (tests/helpers/routing_cache.py).
+share_url_builders()
 
 BACKEND = os.environ.get("AUTHSVC_TEST_BACKEND") or ("postgresql" if os.environ.get("TEST_DATABASE_URL") else "sqlite")
 # "gw0", "gw1", ... in a pytest-xdist worker; None in a run without -n.
