@@ -22,6 +22,7 @@ from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.tenancy import current_domain
+from authsvc.oauth import resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -53,6 +54,8 @@ class AuthorizationCode(SignInClaims):
     auth_time: int | None = None
     amr: list[str] | None = None
     sid: str | None = None
+    # RFC 8707: the resources the authorisation request named; None when it named none.
+    resources: list[str] | None = None
 
     def get_redirect_uri(self) -> str | None:
         return self.redirect_uri
@@ -88,6 +91,7 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
         self.request.client = client
         self.request.user = user
         self.request.scope = resolve_scope(client, params.get("scope"))
+        resources.at_token_endpoint(self.request, client, None)
 
     def create_token_response(self) -> tuple[int, dict, list]:
         token = self.generate_token(user=self.request.user, scope=self.request.scope)
@@ -118,6 +122,7 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):
             raise UnauthorizedClientError("The application's service account is disabled or not a service account.")
         self.request.user = user
         self.request.scope = resolve_scope(client, self.request.payload.scope)
+        resources.at_token_endpoint(self.request, client, None)
 
     def create_token_response(self) -> tuple[int, dict, list]:
         # Authlib's own passes the raw scope and no user; RFC 6749 4.4.3: no refresh token.
@@ -130,7 +135,15 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
 
     def validate_requested_scope(self) -> None:
+        # At the authorisation endpoint (Authlib redirects what is raised here to the client).
         self.request.scope = resolve_scope(self.request.client, self.request.payload.scope)
+        resources.at_authorization(self.request, self.request.client)
+
+    def validate_token_request(self) -> None:
+        # The code is spent by now, as for any other error of the exchange (a wrong redirect_uri).
+        super().validate_token_request()
+        code: AuthorizationCode = self.request.authorization_code
+        resources.at_token_endpoint(self.request, self.request.client, code.resources)
 
     def save_authorization_code(self, code: str, request: MergedRequest) -> None:
         data = request.payload.data
@@ -148,6 +161,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "auth_time": sessions.auth_time(session) if session else None,
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
+                "resources": request.resources,
             },
             current_app.config["AUTHSVC_CODE_TTL"],
         )
@@ -187,6 +201,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             auth_time=data.get("auth_time"),
             amr=data.get("amr"),
             sid=data.get("sid"),
+            resources=data.get("resources"),
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -237,6 +252,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def validate_token_request(self) -> None:
         super().validate_token_request()
         token: Token = self.request.refresh_token
+        # Before the claim: a refused resource leaves the refresh token as it was.
+        resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
         # Claim the refresh token in the transaction that saves its successor:
         # of two concurrent exchanges exactly one updates the row.
         claimed = db.session.execute(

@@ -22,6 +22,7 @@ from authsvc.core import actors, audit, security, store
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import access_tokens, resources
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -117,6 +118,9 @@ class AuthorizationServer(_AuthorizationServer):
 
     def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
         client: Application = request.client
+        if client.jwt_access_tokens:
+            # RFC 9068; the response carries it, the row its digest like an opaque token's.
+            token["access_token"] = access_tokens.issue(request, token)
         if request.spent_code:
             spend_code_in_sql(client, request.spent_code, request.family)
         issued = token["created_at"]
@@ -148,6 +152,8 @@ class AuthorizationServer(_AuthorizationServer):
             auth_time=getattr(origin, "auth_time", None),
             amr=getattr(origin, "amr", None),
             sid=getattr(origin, "sid", None),
+            audience=resources.stored(request.audience),
+            resources=resources.stored(request.resources),
         )
         db.session.add(row)
         db.session.flush()

@@ -41,6 +41,15 @@ class ApplicationForm(PageForm):
     introspect = BooleanField(
         "Resource server: may introspect other applications' tokens (RFC 7662; confidential applications only)"
     )
+    access_token_format = SelectField(
+        "Access token format",
+        choices=[SelectChoice("opaque", "Opaque (the default)"), SelectChoice("jwt", "JWT (RFC 9068)")],
+        validate_choice=False,  # the verb decides, and says why
+    )
+    resources = TextAreaField(
+        "Resources (RFC 8707)",
+        description="Absolute URIs its tokens may be for (their audience); one per line.",
+    )
     # OpenID Connect.
     id_token_signed_response_alg = SelectField(
         "ID token signature",
@@ -68,6 +77,8 @@ class ApplicationForm(PageForm):
             "allow_plain_pkce": bool(self.allow_plain_pkce.data),
             "device": bool(self.device.data),
             "introspect": bool(self.introspect.data),
+            "access_token_format": self.access_token_format.data or "opaque",
+            "resources": _lines(self.resources.data) or None,
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,

@@ -30,7 +30,15 @@ class Token(db.Model):
             "ix_token_access_token_digest",
             "access_token_digest",
             unique=True,
-            postgresql_include=["application_id", "user_id", "scope", "issued_at", "expires_in", "revoked_at"],
+            postgresql_include=[
+                "application_id",
+                "user_id",
+                "scope",
+                "issued_at",
+                "expires_in",
+                "revoked_at",
+                "audience",
+            ],
         ),
     )
 
@@ -59,6 +67,10 @@ class Token(db.Model):
     auth_time: Mapped[int | None] = mapped_column(Integer)
     amr: Mapped[list[str] | None] = mapped_column(JSON)
     sid: Mapped[str | None] = mapped_column(String(64))
+    # RFC 8707: the resources the access token is for, space separated; None means the domain (as before).
+    audience: Mapped[str | None] = mapped_column(Text)
+    # The resources the grant allows (the authorisation's): a refresh may ask for fewer, never for others.
+    resources: Mapped[str | None] = mapped_column(Text)
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")
