@@ -148,7 +148,7 @@ def test_the_console_shows_and_changes_them(client, setup, people, world):  # no
             "name": "Room booking",
             "redirect_uris": "https://app.example.com/callback",
             "scopes": "public",
-            "resources": "not a uri",
+            "resources": "orders",
         },
     )
     assert refused.status_code == 422
