@@ -119,7 +119,9 @@ class AuthorizationServer(_AuthorizationServer):
     def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
         client: Application = request.client
         if client.jwt_access_tokens:
-            # RFC 9068; the response carries it, the row its digest like an opaque token's.
+            # RFC 9068; the response carries it, the row its digest like an opaque token's. Signed before
+            # anything is written: the domain's first key is made and committed on first need.
+            # (DPoP, RFC 9449: pass the bound key's thumbprint as jkt for the token's cnf.)
             token["access_token"] = access_tokens.issue(request, token)
         if request.spent_code:
             spend_code_in_sql(client, request.spent_code, request.family)
