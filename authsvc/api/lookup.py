@@ -49,7 +49,7 @@ class Credential:
     issued_at: int
     expires_at: int | None
     permissions: Permission
-    audience: str  # the host of the credential's domain
+    audience: str | list[str]  # the host of the credential's domain, or a token's resources (RFC 8707)
     client_id: str | None = None
     api_key_id: str | None = None
     last_used_at: int | None = None  # an API key's, as read
@@ -206,6 +206,14 @@ def _refuse(domain: Domain | None, description: str) -> InvalidTokenError:
     return _invalid(description)
 
 
+def audience_claim(stored_audience: str | None, host: str) -> str | list[str]:
+    """A token's ``aud``: its one resource (RFC 8707), or the list of them; the domain's host without any."""
+    if not stored_audience:
+        return host
+    items = stored_audience.split()
+    return items[0] if len(items) == 1 else items
+
+
 def claims(credential: Credential, issuer: str) -> dict[str, Any]:
     """What inspect answers about ``credential``: the claims shape PlaceOS clients read."""
     user = credential.claimant
@@ -242,6 +250,7 @@ _TOKEN_CLAIMS = (
         _token.c.issued_at,
         _token.c.expires_in,
         _token.c.dpop_jkt,
+        _token.c.audience,
         _application.c.client_id,
         _domain.c.host.label("aud"),
         *_USER_COLUMNS,
@@ -304,7 +313,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         issued_at=row.issued_at,
         expires_at=row.issued_at + row.expires_in,
         permissions=_user_permissions(row),
-        audience=row.aud,
+        audience=audience_claim(row.audience, row.aud),
         client_id=row.client_id,
         dpop_jkt=row.dpop_jkt,
     )

@@ -41,7 +41,12 @@ APP_OPTIONS: dict[str, str | None] = {
     "jwks": "--jwks-file",
     "dpop_bound_access_tokens": "--dpop",
     "require_pushed_authorization_requests": "--require-par",
+    "resources": "--resource",
 }
+
+ACCESS_TOKEN_FORMAT = click.Choice(["opaque", "jwt"])
+ACCESS_TOKEN_FORMAT_HELP = "opaque (default) or jwt: RFC 9068 access tokens signed with the domain's key."
+RESOURCE_HELP = "A resource its tokens may be for (RFC 8707 'resource'; an absolute URI); repeat the option."
 
 
 @domains.command("create")
@@ -148,6 +153,8 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
     type=click.File("r"),
     help="private_key_jwt (RFC 7523): a file holding its public keys (a JWKS); instead of --jwks-uri.",
 )
+@click.option("--access-token-format", type=ACCESS_TOKEN_FORMAT, help=ACCESS_TOKEN_FORMAT_HELP)
+@click.option("--resource", "resources", multiple=True, help=RESOURCE_HELP)
 def create_app_command(
     host: str,
     name: str,
@@ -169,6 +176,8 @@ def create_app_command(
     backchannel_logout_uri: str | None,
     jwks_uri: str | None,
     jwks_file: TextIO | None,
+    access_token_format: str | None,
+    resources: tuple[str, ...],
 ) -> None:
     domain = domain_by_host(host)
     jwks = _read_jwks(jwks_file)
@@ -194,6 +203,8 @@ def create_app_command(
         "backchannel_logout_uri": backchannel_logout_uri,
         "jwks": jwks,
         "jwks_uri": jwks_uri,
+        "access_token_format": access_token_format,
+        "resources": list(resources) or None,
     }
     # How the options go together is the command line's to say, in its own words.
     if service_account_email is not None:
@@ -253,6 +264,9 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
     default=None,
     help="Its authorisation requests must be pushed first (PAR, RFC 9126: require_pushed_authorization_requests).",
 )
+@click.option("--access-token-format", type=ACCESS_TOKEN_FORMAT, help=ACCESS_TOKEN_FORMAT_HELP)
+@click.option("--resource", "resources", multiple=True, help="The whole list of resources (RFC 8707); repeat it.")
+@click.option("--no-resources", is_flag=True, help="Remove every resource: its tokens are for the domain only.")
 def update_app(
     client_id: str,
     name: str | None,
@@ -266,6 +280,9 @@ def update_app(
     introspect: bool | None,
     dpop: bool | None,
     require_par: bool | None,
+    access_token_format: str | None,
+    resources: tuple[str, ...],
+    no_resources: bool,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -280,6 +297,8 @@ def update_app(
         "introspect": introspect,
         "dpop_bound_access_tokens": dpop,
         "require_pushed_authorization_requests": require_par,
+        "access_token_format": access_token_format,
+        "resources": list(resources) or None,
     }
     changes: dict[str, Any] = {k: v for k, v in data.items() if v is not None}
     # An explicit null resets a setting (the admin API's rule).
@@ -287,6 +306,8 @@ def update_app(
         changes["post_logout_redirect_uris"] = None
     if backchannel_logout_uri == "":
         changes["backchannel_logout_uri"] = None
+    if no_resources:
+        changes["resources"] = None
     with admin_rules(APP_OPTIONS):
         admin.update_application(admin.command_line(), application, changes)
     emit(application.as_json())

@@ -92,6 +92,19 @@ def redirect_uri(uri: str) -> str:
     return uri
 
 
+def resource_indicator(uri: str) -> str:
+    """A resource an access token may be for (RFC 8707 2): an absolute URI without a fragment.
+
+    No whitespace either: a token keeps its audience as a space-separated list.
+    """
+    parts = _split(uri, repr(uri), "URI", forbidden='"\\<>')
+    if not parts.scheme or parts.fragment or "#" in uri:
+        raise Invalid(f"{uri!r} must be an absolute URI without a fragment")
+    if parts.scheme.lower() in ("http", "https") and not parts.hostname:
+        raise Invalid(f"{uri!r} has no host")
+    return uri
+
+
 def backchannel_logout_uri(uri: str) -> str:
     """An absolute https URL without fragment (Back-Channel Logout 2.2); plain http only for loopback."""
     parts = _split(uri, repr(uri), forbidden="")

@@ -29,12 +29,14 @@ from authlib.oauth2.rfc8628 import (
     ExpiredTokenError,
     SlowDownError,
 )
+from flask import g
 
 from authsvc.core import security, store
 from authsvc.core.database import db
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import resources
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.grants import resolve_scope
 
@@ -109,6 +111,9 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
             raise UnauthorizedClientError("This application may not use the device grant; create it with --device.")
         # Authlib asks only the server, which checks nothing; the scope is the application's.
         resolve_scope(client, request.payload.scope)
+        resources.at_authorization(request, client)
+        # Authlib passes save_device_credential no request; the resources wait for it in this request's g.
+        g.authsvc_device_resources = request.resources
         return client
 
     def generate_device_code(self) -> str:
@@ -135,6 +140,7 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
             "scope": resolve_scope(client, scope),
             "domain_id": client.domain_id,
             "expires_at": int(time.time()) + self.EXPIRES_IN,
+            "resources": g.get("authsvc_device_resources"),
         }
         poll = {"last": 0, "interval": self.INTERVAL}
         pipe = store.client().pipeline()
@@ -157,6 +163,8 @@ class DeviceCredential:
     # Read with the request in one round trip: the person's answer and the last poll (JSON, or None).
     decision: str | None = None
     poll: str | None = None
+    # RFC 8707: the resources the device authorisation request named, if any.
+    resources: list[str] | None = None
 
     def get_client_id(self) -> str:
         return self.client_id
@@ -177,6 +185,10 @@ class DeviceGrant(DeviceCodeGrant):
 
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
 
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        resources.at_token_endpoint(self.request, self.request.client, self.request.credential.resources)
+
     def query_device_credential(self, device_code: str) -> DeviceCredential:
         digest = security.digest(device_code)
         # One round trip for the three keys a poll reads (the request, the answer, the last poll).
@@ -190,7 +202,14 @@ class DeviceGrant(DeviceCodeGrant):
         if data["domain_id"] != current_domain().id:
             raise InvalidGrantError("The device code is unknown, used, or expired long ago.")
         return DeviceCredential(
-            digest, data["client_id"], data["scope"], data["domain_id"], data["expires_at"], decision, poll
+            digest,
+            data["client_id"],
+            data["scope"],
+            data["domain_id"],
+            data["expires_at"],
+            decision,
+            poll,
+            data.get("resources"),
         )
 
     def query_user_grant(self, user_code: str) -> tuple[User | None, bool] | None:

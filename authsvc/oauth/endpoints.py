@@ -168,7 +168,7 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
             "token_type": _token_type(token),
             "exp": token.expires_at,
             "iat": row.issued_at,
-            "aud": domain.host,
+            "aud": lookup.audience_claim(row.audience, domain.host),
             "iss": issuer(),
         }
         if row.user is not None:

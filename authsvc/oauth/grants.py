@@ -23,7 +23,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop, pushed
+from authsvc.oauth import dpop, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -71,6 +71,8 @@ class AuthorizationCode(SignInClaims):
     sid: str | None = None
     # RFC 9449 10: the thumbprint of the key the exchange must prove (dpop_jkt at authorisation, or PAR's proof).
     dpop_jkt: str | None = None
+    # RFC 8707: the resources the authorisation request named; None when it named none.
+    resources: list[str] | None = None
 
     def get_redirect_uri(self) -> str | None:
         return self.redirect_uri
@@ -106,6 +108,7 @@ class PasswordGrant(grants.ResourceOwnerPasswordCredentialsGrant):
         self.request.client = client
         self.request.user = user
         self.request.scope = resolve_scope(client, params.get("scope"))
+        resources.at_token_endpoint(self.request, client, None)
 
     def create_token_response(self) -> tuple[int, dict, list]:
         token = self.generate_token(user=self.request.user, scope=self.request.scope)
@@ -136,6 +139,7 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):
             raise UnauthorizedClientError("The application's service account is disabled or not a service account.")
         self.request.user = user
         self.request.scope = resolve_scope(client, self.request.payload.scope)
+        resources.at_token_endpoint(self.request, client, None)
 
     def create_token_response(self) -> tuple[int, dict, list]:
         # Authlib's own passes the raw scope and no user; RFC 6749 4.4.3: no refresh token.
@@ -148,7 +152,15 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
 
     def validate_requested_scope(self) -> None:
+        # At the authorisation endpoint (Authlib redirects what is raised here to the client).
         self.request.scope = resolve_scope(self.request.client, self.request.payload.scope)
+        resources.at_authorization(self.request, self.request.client)
+
+    def validate_token_request(self) -> None:
+        # The code is spent by now, as for any other error of the exchange (a wrong redirect_uri).
+        super().validate_token_request()
+        code: AuthorizationCode = self.request.authorization_code
+        resources.at_token_endpoint(self.request, self.request.client, code.resources)
 
     def save_authorization_code(self, code: str, request: MergedRequest) -> None:
         # A pushed request gives one code (RFC 9126 4): spent before the code exists.
@@ -169,6 +181,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
                 "dpop_jkt": data.get("dpop_jkt"),
+                "resources": request.resources,
             },
             settings().code_ttl,
         )
@@ -209,6 +222,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             amr=data.get("amr"),
             sid=data.get("sid"),
             dpop_jkt=data.get("dpop_jkt"),
+            resources=data.get("resources"),
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -261,6 +275,8 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def validate_token_request(self) -> None:
         super().validate_token_request()
         token: Token = self.request.refresh_token
+        # Before the claim: a refused resource leaves the refresh token as it was.
+        resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
         # Claim the refresh token in the transaction that saves its successor:
         # of two concurrent exchanges exactly one updates the row.
         # A Core UPDATE: the ORM's would also evaluate its WHERE against the loaded token.

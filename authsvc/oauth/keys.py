@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import current_app
+from flask import current_app, g
 from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import ECKey, KeySet, RSAKey
@@ -62,6 +62,15 @@ def current_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
         if row is None:
             raise
     return row
+
+
+def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
+    """The domain's current key of ``alg``, read once per request: an access token and an ID token of one
+    response share it. Per request only: a key rotated by any worker signs from the next response on."""
+    memo = g.setdefault("authsvc_current_keys", {})
+    if (domain.id, alg) not in memo:
+        memo[domain.id, alg] = current_key(domain, alg)
+    return memo[domain.id, alg]
 
 
 def private_key(row: SigningKey) -> PrivateKey:

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
-from flask import g
 
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, SigningKey, User
@@ -76,12 +75,7 @@ class IDTokenClaims:
 
     def _current_key(self, client: Application) -> SigningKey:
         # Authlib asks for the header (kid) and then the key: one read of the current key per response.
-        # Per request only: a key rotated by any worker signs from the next response on.
-        alg = self.get_client_algorithm(client)
-        memo = g.setdefault("authsvc_current_keys", {})
-        if alg not in memo:
-            memo[alg] = keys.current_key(current_domain(), alg)
-        return memo[alg]
+        return keys.request_key(current_domain(), self.get_client_algorithm(client))
 
     def get_client_algorithm(self, client: Application) -> str:
         return client.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM

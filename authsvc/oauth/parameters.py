@@ -19,6 +19,8 @@ SECRET_PARAMETERS = {"client_secret", "password", "token"}
 # Values that Authlib may quote in an error description, which RFC 6749
 # limits to %x20-21 / %x23-5B / %x5D-7E.
 _QUOTED_PARAMETERS = {"response_type", "grant_type", "redirect_uri", "client_id", "code_challenge_method"}
+# RFC 8707 2: a request may name several resources, one ``resource`` parameter each.
+REPEATABLE_PARAMETERS = {"resource"}
 # An e-mail address may have non-ASCII characters (login_hint prefills the sign-in page with one).
 _FREE_TEXT_PARAMETERS = {"username", "password", "login_hint"}
 
@@ -68,9 +70,10 @@ def read_parameters() -> dict[str, list[str]]:
         for name in flask_request.form:
             values[name].extend(flask_request.form.getlist(name))
     for name, items in values.items():
-        if len(items) > 1:
+        if len(items) > 1 and name not in REPEATABLE_PARAMETERS:
             raise InvalidRequestError(f"{_quoted(name)} is sent more than once.")
-        check_value(name, items[0])
+        for item in items:
+            check_value(name, item)
     return values
 
 
@@ -82,6 +85,9 @@ def _read_json_body(values: dict[str, list[str]]) -> None:
         raise InvalidRequestError(str(exc)) from None
     for name, value in body.items():
         if value is None:  # null is missing (validation.json_body)
+            continue
+        if name in REPEATABLE_PARAMETERS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            values[name].extend(value)
             continue
         if not isinstance(value, str):
             raise InvalidRequestError(f"{_quoted(name)} must be a string.")
@@ -122,6 +128,10 @@ class MergedRequest(OAuth2Request):
         self.dpop: Any = None
         # Set at the authorisation endpoint for a pushed request (RFC 9126): its request_uri, spent with the code.
         self.pushed_request_uri: str | None = None
+        # RFC 8707, set by the grants: the resources the grant allows (None: the application's list) and
+        # those the access token is for (None: the domain, as without resource indicators).
+        self.resources: list[str] | None = None
+        self.audience: list[str] | None = None
 
     @property
     def uri(self) -> str:
@@ -135,6 +145,11 @@ class MergedRequest(OAuth2Request):
     def replace_parameters(self, params: dict[str, str]) -> None:
         """Read ``params`` instead of what the request sent: a pushed request's, a request object's."""
         self.payload = MergedPayload({name: [value] for name, value in params.items()})
+
+    @property
+    def requested_resources(self) -> list[str]:
+        """Every ``resource`` parameter of the request (RFC 8707 2), in order."""
+        return list(self.payload.datalist.get("resource", []))
 
     @property
     def args(self) -> dict[str, str]:

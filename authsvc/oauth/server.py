@@ -24,7 +24,7 @@ from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import dpop
+from authsvc.oauth import access_tokens, dpop, resources
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -136,6 +136,13 @@ class AuthorizationServer(_AuthorizationServer):
 
     def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
         client: Application = request.client
+        # RFC 9449 5: a token request with a proof gets tokens bound to its key.
+        jkt = request.dpop.jkt if request.dpop is not None else None
+        if client.jwt_access_tokens:
+            # RFC 9068; the response carries it, the row its digest like an opaque token's. Signed before
+            # anything is written: the domain's first key is made and committed on first need. A bound
+            # token names its key (cnf.jkt, RFC 9449 6).
+            token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
         if request.spent_code:
             spend_code_in_sql(client, request.spent_code, request.family)
         issued = token["created_at"]
@@ -149,8 +156,6 @@ class AuthorizationServer(_AuthorizationServer):
             idle = settings().refresh_idle_ttl
             if idle > 0:
                 refresh_expires_at = min(grant_expires_at, issued + idle)
-        # RFC 9449 5: a token request with a proof gets tokens bound to its key.
-        jkt = request.dpop.jkt if request.dpop is not None else None
         if jkt:
             token["token_type"] = "DPoP"
         # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
@@ -180,6 +185,8 @@ class AuthorizationServer(_AuthorizationServer):
                     amr=getattr(origin, "amr", None),
                     sid=getattr(origin, "sid", None),
                     dpop_jkt=jkt,
+                    audience=resources.stored(request.audience),
+                    resources=resources.stored(request.resources),
                 ),
             )
             .inserted_primary_key[0]

@@ -153,3 +153,28 @@ def test_a_dpop_proof_adds_one_redis_round_trip_and_no_sql(app, client, setup, m
     # The proof's jti claimed and the nonces read in one pipeline (SET NX, SET NX, MGET), then the code's trips.
     assert counted.store() == ["SET", "MULTI", "EXISTS"], counted
     assert counted.limiter() == limits(1)
+
+
+def test_a_jwt_access_token_adds_one_read_of_the_current_key_shared_with_the_id_token(
+    app, client, world, oidc, monkeypatch
+):
+    jwt_app, secret = world.application(
+        oidc.domain, confidential=True, scopes="public openid", access_token_format="jwt", name="JWT"
+    )
+    auth = (jwt_app.client_id, secret)
+    signin(client)
+    assert exchange(client, None, get_code(client, jwt_app.client_id, scope="public"), auth).status_code == 200
+    opaque_code = get_code(client, oidc.app.client_id, scope="public")
+    jwt_code = get_code(client, jwt_app.client_id, scope="public")
+    both_code = get_code(client, jwt_app.client_id, scope="openid")
+    with trips(app, monkeypatch) as opaque:
+        assert exchange(client, None, opaque_code, (oidc.app.client_id, oidc.secret)).status_code == 200
+    with trips(app, monkeypatch) as signed:
+        assert exchange(client, None, jwt_code, auth).status_code == 200
+    with trips(app, monkeypatch) as both:
+        assert "id_token" in exchange(client, None, both_code, auth).get_json()
+    # The key is read before anything is written; the ID token of the same response signs with the same read.
+    assert signed.sql_verbs() == ["SELECT", "SELECT", "SELECT", "INSERT", *TOKEN_WRITES], signed
+    assert [s for s in signed.sql if s.startswith("SELECT signing_key.")], signed
+    assert both.sql_verbs() == signed.sql_verbs(), both
+    assert signed.store() == opaque.store(), signed

@@ -47,6 +47,7 @@ def application(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
             "redirect_uris": "\n".join(record.redirect_uris),
             "post_logout_redirect_uris": "\n".join(record.post_logout_redirect_uris or []),
             "id_token_signed_response_alg": record.id_token_signed_response_alg or "",
+            "resources": "\n".join(record.resources or []),
         }
     )
 

@@ -47,6 +47,15 @@ class ApplicationForm(PageForm):
     dpop_bound_access_tokens = BooleanField(
         "Require DPoP (RFC 9449): every token is bound to a key the application proves it holds"
     )
+    access_token_format = SelectField(
+        "Access token format",
+        choices=[SelectChoice("opaque", "Opaque (the default)"), SelectChoice("jwt", "JWT (RFC 9068)")],
+        validate_choice=False,  # the verb decides, and says why
+    )
+    resources = TextAreaField(
+        "Resources (RFC 8707)",
+        description="Absolute URIs its tokens may be for (their audience); one per line.",
+    )
     # OpenID Connect.
     id_token_signed_response_alg = SelectField(
         "ID token signature",
@@ -76,6 +85,8 @@ class ApplicationForm(PageForm):
             "introspect": bool(self.introspect.data),
             "dpop_bound_access_tokens": bool(self.dpop_bound_access_tokens.data),
             "require_pushed_authorization_requests": bool(self.require_pushed_authorization_requests.data),
+            "access_token_format": self.access_token_format.data or "opaque",
+            "resources": _lines(self.resources.data) or None,
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,

@@ -10,6 +10,7 @@ from authsvc.admin.schemas.answers import DECIMAL_ID, EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import Choice, DomainId, DomainScopes, Lifetime, Name, Strings, Text
 from authsvc.core import validation
+from authsvc.core.models import ACCESS_TOKEN_FORMATS
 from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
 
 RedirectUris = Strings(
@@ -51,6 +52,16 @@ class ApplicationChange(Schema):
     )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
+    access_token_format: Choice(*ACCESS_TOKEN_FORMATS) = Field(
+        default=None,
+        description="`opaque` (default): random strings; `jwt`: JWT access tokens (RFC 9068) signed with the "
+        "domain's key (its JWKS). Either kind is revocable: the service keeps its digest.",
+    )
+    resources: Strings(validation.resource_indicator) | None = Field(
+        default=None,
+        description="The resources (RFC 8707 `resource`) its tokens may be for: absolute URIs without a fragment. "
+        "A token asked for some has them as its audience; null or [] for none.",
+    )
     service_account: (
         Text(20, description="The id of a service account of the domain; a confidential application only.") | None
     ) = Field(default=None, description="null unbinds.")
@@ -124,6 +135,12 @@ class Application(Answer):
     )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")
+    access_token_format: Literal[*ACCESS_TOKEN_FORMATS] = Field(
+        default="opaque", description="`opaque` or `jwt` (RFC 9068)."
+    )
+    resources: list[str] = Field(
+        default_factory=list, description="The resources (RFC 8707) its tokens may be for; the token's audience."
+    )
     service_account: str | None = Field(
         description="The id of the service account its client_credentials tokens act as; null when unbound."
     )

@@ -18,6 +18,7 @@ from authsvc.core.models.mfa import MfaFactor, RecoveryCode
 from authsvc.core.models.registration import RegistrationToken
 from authsvc.core.models.spent_codes import SpentCode
 from authsvc.core.models.tenancy import (
+    ACCESS_TOKEN_FORMATS,
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
     RESERVED_SCOPES,
@@ -31,6 +32,7 @@ from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, cappe
 User.directory_linked = column_property(exists().where(LdapAccount.user_id == User.id))
 
 __all__ = [
+    "ACCESS_TOKEN_FORMATS",
     "API_KEY_PERMISSIONS",
     "DEFAULT_DOMAIN_SCOPES",
     "DEVICE_CODE_GRANT_TYPE",

@@ -12,6 +12,8 @@ from authsvc.core.database import Model, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT = "opaque", "jwt"
+ACCESS_TOKEN_FORMATS = (ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT)
 
 # Scopes every domain knows, for surfaces that act with the user's powers;
 # the consent page shows these descriptions.
@@ -111,6 +113,10 @@ class Application(Model):
     dpop_bound_access_tokens: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # RFC 9126 6: its authorisation requests must come through a pushed request (PAR); see authsvc.oauth.pushed.
     require_pushed_authorization_requests: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # "opaque" (a random string) or "jwt" (RFC 9068, signed with the domain's key); both are kept as digests.
+    access_token_format: Mapped[str] = mapped_column(String(10), default="opaque", server_default="opaque")
+    # The resources (RFC 8707) its tokens may be for; a token's audience is the ones it asked for.
+    resources: Mapped[list[str] | None] = mapped_column(JSON)
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -127,6 +133,10 @@ class Application(Model):
     @property
     def scope_list(self) -> list[str]:
         return self.scopes.split()
+
+    @property
+    def jwt_access_tokens(self) -> bool:
+        return self.access_token_format == ACCESS_TOKEN_JWT
 
     # Authlib's ClientMixin, spelled out.
     def get_client_id(self) -> str:
@@ -197,6 +207,8 @@ class Application(Model):
             "introspect": self.introspect,
             "dpop_bound_access_tokens": self.dpop_bound_access_tokens,
             "require_pushed_authorization_requests": self.require_pushed_authorization_requests,
+            "access_token_format": self.access_token_format,
+            "resources": list(self.resources or []),
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,

@@ -39,6 +39,7 @@ class Token(Model):
                 "expires_in",
                 "revoked_at",
                 "dpop_jkt",
+                "audience",
             ],
         ),
     )
@@ -70,6 +71,10 @@ class Token(Model):
     sid: Mapped[str | None] = mapped_column(String(64))
     # DPoP (RFC 9449): the RFC 7638 thumbprint of the key the tokens are bound to (cnf.jkt); None for bearer tokens.
     dpop_jkt: Mapped[str | None] = mapped_column(String(43))
+    # RFC 8707: the resources the access token is for, space separated; None means the domain (as before).
+    audience: Mapped[str | None] = mapped_column(Text)
+    # The resources the grant allows (the authorisation's): a refresh may ask for fewer, never for others.
+    resources: Mapped[str | None] = mapped_column(Text)
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")
