@@ -18,7 +18,16 @@ from sqlalchemy import bindparam, or_, select, update
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
-from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
+from authsvc.core.models import (
+    FAPI2_PROFILE,
+    STANDARD_PROFILE,
+    ApiKey,
+    Application,
+    Domain,
+    Token,
+    User,
+    capped_permissions,
+)
 from authsvc.core.permissions import Permission
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 from authsvc.credentials.readers import Readers, read_one
@@ -50,6 +59,7 @@ class Credential:
     client_id: str | None = None
     api_key_id: str | None = None
     last_used_at: int | None = None  # an API key's, as read
+    profile: str = STANDARD_PROFILE  # its domain's security profile
 
     @property
     def admin(self) -> bool:
@@ -122,12 +132,14 @@ def authenticate(domain: Domain | None = None) -> Credential:
         credential = find_token(bearer, host, default_host)
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
+        _require_header(credential, "Authorization")
         return credential
     api_key = _presented_api_key()
     if api_key:
         credential = find_api_key(api_key, host, default_host)
         if credential is None:
             raise _refuse(domain, "The API key is invalid, expired or revoked.")
+        _require_header(credential, "X-API-Key")
         if use_to_note(credential):
             _note_use(credential)
         return credential
@@ -140,6 +152,26 @@ def authenticate(domain: Domain | None = None) -> Credential:
         "No bearer token or API key was presented.",
         headers={"WWW-Authenticate": 'Bearer realm="authsvc"'},
     )
+
+
+# The FAPI 2.0 profile's rule (5.3.4: no access token in the query string), with the credential's
+# domain: authsvc.oauth.profile.HEADER_ONLY says the same for the OAuth endpoints.
+HEADER_ONLY = (
+    "FAPI 2.0 profile: credentials are accepted in a header only, never in the query string or a cookie "
+    "(docs/fapi.md#no-secrets-in-urls)."
+)
+
+
+def _require_header(credential: Credential, header: str) -> None:
+    """Refuse a credential of a FAPI 2.0 domain that came in the query string or a cookie: 400
+    ``invalid_request`` (RFC 6750 3.1), though the credential is valid."""
+    if credential.profile == FAPI2_PROFILE and not request.headers.get(header):
+        raise ApiError(
+            400,
+            "invalid_request",
+            HEADER_ONLY,
+            headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_request"'},
+        )
 
 
 def require_scopes(credential: Credential, *needed: str) -> None:
@@ -201,6 +233,7 @@ _TOKEN_CLAIMS = (
         _token.c.expires_in,
         _application.c.client_id,
         _domain.c.host.label("aud"),
+        _domain.c.profile,
         *_USER_COLUMNS,
     )
     .select_from(
@@ -225,6 +258,7 @@ _API_KEY_CLAIMS = (
         _api_key.c.permission,
         _api_key.c.last_used_at,
         _domain.c.host.label("aud"),
+        _domain.c.profile,
         _user.c.disabled,
         *_USER_COLUMNS,
     )
@@ -263,6 +297,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         permissions=_user_permissions(row),
         audience=row.aud,
         client_id=row.client_id,
+        profile=row.profile,
     )
 
 
@@ -292,6 +327,7 @@ def find_api_key(value: str, host: str, default_host: str | None, readers: Reade
         audience=row.aud,
         api_key_id=key_id,
         last_used_at=row.last_used_at,
+        profile=row.profile,
     )
 
 

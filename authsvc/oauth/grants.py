@@ -22,6 +22,7 @@ from authsvc.core import actors, audit, security, store
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.tenancy import current_domain
+from authsvc.oauth import profile
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -149,7 +150,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "amr": session.get("amr"),
                 "sid": session.get("sid"),
             },
-            current_app.config["AUTHSVC_CODE_TTL"],
+            profile.code_ttl(request.client, current_app.config["AUTHSVC_CODE_TTL"]),
         )
 
     def generate_authorization_code(self) -> str:

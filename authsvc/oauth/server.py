@@ -22,6 +22,7 @@ from authsvc.core import actors, audit, security, store
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import profile
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -94,7 +95,9 @@ class AuthorizationServer(_AuthorizationServer):
             raise InvalidClientError(
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
-        return super().authenticate_client(request, methods, endpoint)
+        client = super().authenticate_client(request, methods, endpoint)
+        profile.check_client_request(client, request, endpoint)
+        return client
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return MergedRequest()
@@ -221,7 +224,10 @@ def init_app(app: Flask) -> None:
     server = AuthorizationServer(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)
-    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension()])
+    # The profile's rules first: a refusal under it names the profile's rule, not a narrower one.
+    server.register_grant(
+        AuthorizationCodeGrant, [profile.AuthorizationRequestRules(), PKCE(required=False), OpenIDCodeExtension()]
+    )
     server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)

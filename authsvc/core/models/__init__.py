@@ -20,7 +20,10 @@ from authsvc.core.models.spent_codes import SpentCode
 from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
+    FAPI2_PROFILE,
+    PROFILES,
     RESERVED_SCOPES,
+    STANDARD_PROFILE,
     Application,
     Domain,
 )
@@ -34,7 +37,10 @@ __all__ = [
     "API_KEY_PERMISSIONS",
     "DEFAULT_DOMAIN_SCOPES",
     "DEVICE_CODE_GRANT_TYPE",
+    "FAPI2_PROFILE",
+    "PROFILES",
     "RESERVED_SCOPES",
+    "STANDARD_PROFILE",
     "ApiKey",
     "Application",
     "AuditRecord",
