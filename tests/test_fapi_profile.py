@@ -315,3 +315,57 @@ def test_a_standard_domain_still_reads_credentials_from_the_query_string_and_coo
     assert client.get(INSPECT, query_string={"bearer_token": token}, headers=headers(OTHER_HOST)).status_code == 200
     key = world.api_key(fapi.standard.person)
     assert client.get(INSPECT, query_string={"api-key": key}, headers=headers(OTHER_HOST)).status_code == 200
+
+
+# Refresh tokens (FAPI 2.0 5.3.2.1 item 9: no rotation)
+
+
+def _refresh_token(client, tenant) -> str:
+    code, verifier = code_for(client, tenant)
+    response = token_request(
+        client,
+        tenant.keyed,
+        tenant.host,
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT_URI,
+        code_verifier=verifier,
+    )
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["refresh_token"]
+
+
+def test_refresh_tokens_are_not_rotated_so_a_retry_succeeds(client, fapi):
+    refresh_token = _refresh_token(client, fapi.strict)
+    first = token_request(client, fapi.strict.keyed, grant_type="refresh_token", refresh_token=refresh_token)
+    assert first.status_code == 200, first.get_json()
+    assert "refresh_token" not in first.get_json()
+    # The client lost that answer, or simply refreshes again later: the same refresh token still works.
+    again = token_request(client, fapi.strict.keyed, grant_type="refresh_token", refresh_token=refresh_token)
+    assert again.status_code == 200, again.get_json()
+    inspect = client.get(INSPECT, headers=headers(Authorization=f"Bearer {again.get_json()['access_token']}"))
+    assert inspect.status_code == 200
+
+
+def test_a_revoked_refresh_token_stays_revoked(client, fapi):
+    refresh_token = _refresh_token(client, fapi.strict)
+    data = {
+        "token": refresh_token,
+        "client_assertion_type": ASSERTION_TYPE,
+        "client_assertion": assertion(fapi.strict.keyed.client_id),
+    }
+    assert client.post("/auth/oauth/revoke", data=data, headers=headers()).status_code == 200
+    response = token_request(client, fapi.strict.keyed, grant_type="refresh_token", refresh_token=refresh_token)
+    assert response.get_json()["error"] == "invalid_grant"
+
+
+def test_a_standard_domain_still_rotates_refresh_tokens(client, fapi):
+    refresh_token = _refresh_token(client, fapi.standard)
+    first = token_request(
+        client, fapi.standard.keyed, OTHER_HOST, grant_type="refresh_token", refresh_token=refresh_token
+    )
+    assert first.get_json()["refresh_token"] != refresh_token
+    again = token_request(
+        client, fapi.standard.keyed, OTHER_HOST, grant_type="refresh_token", refresh_token=refresh_token
+    )
+    assert again.get_json()["error"] == "invalid_grant"

@@ -238,6 +238,11 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def validate_token_request(self) -> None:
         super().validate_token_request()
         token: Token = self.request.refresh_token
+        self.request.family = token.family
+        self.request.grant_expires_at = token.grant_expires_at
+        if profile.fapi2(self.request.client):
+            self._keep(token)
+            return
         # Claim the refresh token in the transaction that saves its successor:
         # of two concurrent exchanges exactly one updates the row.
         claimed = db.session.execute(
@@ -248,8 +253,30 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if claimed != 1:
             db.session.rollback()
             raise InvalidGrantError("The refresh token has already been used.")
-        self.request.family = token.family
-        self.request.grant_expires_at = token.grant_expires_at
+
+    def _keep(self, token: Token) -> None:
+        """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
+        again; a client that lost the answer retries with it (docs/fapi.md#refresh-tokens)."""
+        moment = now()
+        idle = current_app.config["AUTHSVC_REFRESH_IDLE_TTL"]
+        grant_end = token.grant_expires_at or token.refresh_expires_at
+        expires_at = min(grant_end, moment + idle) if idle > 0 else grant_end
+        kept = db.session.execute(
+            update(Token)
+            .where(Token.id == token.id, Token.revoked_at.is_(None))
+            .values(refresh_expires_at=expires_at, purgeable_at=max(token.issued_at + token.expires_in, expires_at))
+        ).rowcount
+        if kept != 1:
+            db.session.rollback()
+            raise InvalidGrantError("The refresh token was revoked.")
+
+    def issue_token(self, user: User, refresh_token: Token) -> dict:
+        # Under the profile the client keeps the refresh token it has: none new (RFC 6749 6 allows either).
+        return self.generate_token(
+            user=user,
+            scope=self.request.payload.scope or refresh_token.get_scope(),
+            include_refresh_token=not profile.fapi2(self.request.client),
+        )
 
     def authenticate_user(self, refresh_token: Token) -> User | None:
         user = refresh_token.user
