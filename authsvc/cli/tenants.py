@@ -55,7 +55,7 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
         domain = admin.create_domain(
             admin.command_line(), {"name": name, "host": host, "scopes": scopes, "profile": profile}
         )
-    # The contract's fields (DESIGN.md); `domains list` shows the profile.
+    # The fields of the command line's contract (docs/cli.md); `domains list` shows the profile.
     emit({"id": str(domain.id), "name": domain.name, "host": domain.host})
 
 

@@ -154,8 +154,8 @@ def authenticate(domain: Domain | None = None) -> Credential:
     )
 
 
-# The FAPI 2.0 profile's rule (5.3.4: no access token in the query string), with the credential's
-# domain: authsvc.oauth.profile.HEADER_ONLY says the same for the OAuth endpoints.
+# The FAPI 2.0 profile's rule (5.3.4: no access token in the query string), decided by the credential's
+# own domain; authsvc.oauth.profile has the profile's other rules.
 HEADER_ONLY = (
     "FAPI 2.0 profile: credentials are accepted in a header only, never in the query string or a cookie "
     "(docs/fapi.md#no-secrets-in-urls)."
