@@ -90,13 +90,14 @@ def code_for(client, tenant, **params) -> tuple[str, str]:
     response = authorize_request(
         client, tenant.keyed, tenant.host, code_challenge=challenge, code_challenge_method="S256", **params
     )
-    assert response.status_code == 302, response.get_data(as_text=True)
+    # FAPI 2.0 5.3.2.2 item 11: 303 under the profile.
+    assert response.status_code == (303 if tenant.domain.fapi2 else 302), response.get_data(as_text=True)
     return location_params(response)["code"], verifier
 
 
 def refused_at_authorize(response, error: str, anchor: str) -> None:
     """A refusal sent back to the client's redirect URI (RFC 6749 4.1.2.1), naming the rule and the issuer."""
-    assert response.status_code == 302
+    assert response.status_code == 303
     assert response.headers["Location"].startswith(REDIRECT_URI)
     params = location_params(response)
     assert params["error"] == error
@@ -185,6 +186,21 @@ def test_codes_live_sixty_seconds_at_most(app, client, fapi):
     # A standard domain's codes keep AUTHSVC_CODE_TTL (300 s).
     code, _ = code_for(client, fapi.standard)
     assert _code_ttl(app, code) > 60
+
+
+def test_the_metadata_offers_only_what_the_profile_allows(client, fapi):
+    strict = client.get("/.well-known/oauth-authorization-server", headers=headers()).get_json()
+    assert strict["token_endpoint_auth_methods_supported"] == ["private_key_jwt"]
+    assert strict["code_challenge_methods_supported"] == ["S256"]
+    assert set(strict["grant_types_supported"]) == {"authorization_code", "refresh_token", "client_credentials"}
+    assert "device_authorization_endpoint" not in strict
+    assert strict["require_pushed_authorization_requests"] is True
+    assert strict["authorization_response_iss_parameter_supported"] is True
+    openid = client.get("/.well-known/openid-configuration", headers=headers()).get_json()
+    assert openid["token_endpoint_auth_methods_supported"] == ["private_key_jwt"]
+    standard = client.get("/.well-known/oauth-authorization-server", headers=headers(OTHER_HOST)).get_json()
+    assert "password" in standard["grant_types_supported"]
+    assert "plain" in standard["code_challenge_methods_supported"]
 
 
 # The token endpoint

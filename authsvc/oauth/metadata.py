@@ -9,6 +9,7 @@ from flask import Blueprint, Response, jsonify
 from authsvc.accounts.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import profile
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
@@ -22,7 +23,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
     """The RFC 8414 document of ``domain``, as fetched at this request's origin."""
     base = issuer()
     methods = list(AUTH_METHODS)
-    return AuthorizationServerMetadata(
+    document = AuthorizationServerMetadata(
         {
             "issuer": base,
             "authorization_endpoint": f"{base}/auth/oauth/authorize",
@@ -54,6 +55,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "introspection_endpoint_auth_signing_alg_values_supported": list(CLIENT_ASSERTION_ALGORITHMS),
         }
     )
+    return profile.narrow_metadata(document) if profile.fapi2(domain) else document
 
 
 # OpenID Connect Core 5.1: the claims we may state (by scope: profile, email, groups).

@@ -135,6 +135,19 @@ class AuthorizationRequestRules:
             raise InvalidRequestError(PKCE_REQUIRED)
 
 
+def narrow_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
+    """A profile domain's RFC 8414 document: only what its clients may use (FAPI 2.0 5.3.2.1 item 1)."""
+    refused = {"password", DEVICE_CODE_GRANT_TYPE}
+    metadata["grant_types_supported"] = [g for g in metadata["grant_types_supported"] if g not in refused]
+    metadata.pop("device_authorization_endpoint", None)
+    metadata["code_challenge_methods_supported"] = ["S256"]
+    for endpoint in ("token", "revocation", "introspection"):
+        metadata[f"{endpoint}_endpoint_auth_methods_supported"] = ["private_key_jwt"]
+    # RFC 9126 5: every authorisation request is pushed.
+    metadata["require_pushed_authorization_requests"] = True
+    return metadata
+
+
 def code_ttl(client: Application, configured: int) -> int:
     """Seconds an authorisation code of ``client`` lives: AUTHSVC_CODE_TTL, at most 60 under the profile."""
     return min(configured, MAX_CODE_TTL) if fapi2(client) else configured

@@ -78,6 +78,9 @@ class AuthorizationServer(_AuthorizationServer):
                 (name, add_params_to_uri(value, [("iss", issuer())]) if name == "Location" else value)
                 for name, value in headers
             ]
+            # FAPI 2.0 5.3.2.2 item 11: 303, so that no browser repeats a POST (the consent form) there.
+            if profile.fapi2(current_domain()):
+                status = 303
         return super().handle_response(status, body, headers)
 
     def authenticate_client(self, request: Any, methods: list[str], endpoint: str = "token") -> Application:
