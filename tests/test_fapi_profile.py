@@ -8,6 +8,8 @@ with pushed authorisation requests and DPoP (other branches of issue 26) they pu
 
 from __future__ import annotations
 
+import base64
+import json
 import secrets
 import time
 
@@ -31,7 +33,7 @@ def fapi(world):
     secret one, a public one, a person and a service account."""
 
     def tenant(host: str, profile: str):
-        domain = world.save(Domain(name=host, host=host, scopes="public mqtt.read", profile=profile))
+        domain = world.save(Domain(name=host, host=host, scopes="public mqtt.read openid", profile=profile))
         service = world.user(domain, f"service@{host}", service_account=True)
 
         class Tenant:
@@ -42,6 +44,7 @@ def fapi(world):
                 jwks=JWKS,
                 require_pkce=True,
                 service_account_id=service.id,
+                scopes="public mqtt.read openid",
             )
             secret_app, secret = world.application(domain, confidential=True, name="Secret")
             public_app, _ = world.application(domain, name="Public", require_pkce=True)
@@ -57,11 +60,11 @@ def fapi(world):
     return Fapi
 
 
-def assertion(client_id: str, host: str = HOST, aud: str | None = None) -> str:
+def assertion(client_id: str, host: str = HOST, aud: str | None = None, alg: str = "PS256") -> str:
     now = int(time.time())
     claims = {"iss": client_id, "sub": client_id, "aud": aud or f"https://{host}", "exp": now + 60, "iat": now}
     claims["jti"] = secrets.token_urlsafe(12)
-    return jwt.encode({"alg": "RS256", "kid": KEY.kid}, claims, KEY, algorithms=["RS256"])
+    return jwt.encode({"alg": alg, "kid": KEY.kid}, claims, KEY, algorithms=[alg])
 
 
 def authorize_request(client, application: Application, host: str = HOST, **params):
@@ -282,6 +285,31 @@ def test_a_client_assertion_names_the_issuer_alone(client, fapi):
         headers=headers(OTHER_HOST),
     )
     assert response.status_code == 200, response.get_json()
+
+
+def test_client_assertions_are_signed_with_ps256_or_es256(client, fapi):
+    def rs256(tenant):
+        signed = assertion(tenant.keyed.client_id, tenant.host, alg="RS256")
+        data = {"grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE, "client_assertion": signed}
+        return client.post("/auth/oauth/token", data=data, headers=headers(tenant.host))
+
+    refused(rs256(fapi.strict), 400, "invalid_client", "algorithms")
+    assert rs256(fapi.standard).status_code == 200
+
+
+def test_id_tokens_are_signed_with_es256(client, fapi):
+    code, verifier = code_for(client, fapi.strict, scope="openid")
+    response = token_request(
+        client,
+        fapi.strict.keyed,
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT_URI,
+        code_verifier=verifier,
+    )
+    assert response.status_code == 200, response.get_json()
+    header = response.get_json()["id_token"].split(".")[0]
+    assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["alg"] == "ES256"
 
 
 def test_the_device_grant_is_refused(client, world, fapi):

@@ -105,7 +105,13 @@ def test_an_application_of_a_fapi2_domain_must_use_private_key_jwt(client, setup
 
 def test_settings_the_profile_forbids_are_refused_on_create_and_update(client, setup, keys, world):
     _fapi2_domain(world, setup)
-    for field, value in (("allow_plain_pkce", True), ("require_pkce", False), ("device", True)):
+    refusals = (
+        ("allow_plain_pkce", True),
+        ("require_pkce", False),
+        ("device", True),
+        ("id_token_signed_response_alg", "RS256"),
+    )
+    for field, value in refusals:
         fields = _fields(call(client, "post", "/oauth_apps", keys.admin_key, {**KEYED, field: value}))
         assert fields[field].startswith("FAPI 2.0 profile: ")
     created = call(client, "post", "/oauth_apps", keys.admin_key, KEYED).get_json()

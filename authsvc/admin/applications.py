@@ -95,6 +95,7 @@ def _profile_problems(private_key_jwt: bool, values: dict[str, Any]) -> dict[str
         allow_plain_pkce=bool(values.get("allow_plain_pkce")),
         grant_types=values.get("grant_types"),
         device=bool(values.get("device")),
+        id_token_alg=values.get("id_token_signed_response_alg"),
     )
     # Keys (jwks or jwks_uri) are what make an application private_key_jwt here.
     if "token_endpoint_auth_method" in problems:
@@ -171,7 +172,8 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
     if application.domain.fapi2:
         # The settings as they would be saved: none may break the profile.
         saved = {
-            name: getattr(application, name) for name in ("require_pkce", "allow_plain_pkce", "device", "grant_types")
+            name: getattr(application, name)
+            for name in ("require_pkce", "allow_plain_pkce", "device", "grant_types", "id_token_signed_response_alg")
         }
         problems.update(_profile_problems(application.private_key_jwt, saved | values))
     if problems:

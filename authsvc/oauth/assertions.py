@@ -115,6 +115,8 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
                 raise InvalidClientError(
                     description=f"The client assertion's alg must be one of {' '.join(ALGORITHMS)}."
                 )
+            if alg not in profile.ASSERTION_ALGORITHMS and profile.fapi2(client):
+                raise InvalidClientError(description=profile.ASSERTION_ALGORITHM)
             if kid is not None and not isinstance(kid, str):
                 raise InvalidClientError(description="The client assertion's kid must be a string.")
             return client_key(client, kid, alg)

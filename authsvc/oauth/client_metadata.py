@@ -83,11 +83,11 @@ class RegisteredClientMetadata(ClientMetadataClaims):
             self["backchannel_logout_uri"] = outbound_url(
                 backchannel, "backchannel_logout_uri", "AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"
             )
-        if self.params.get("fapi2"):
-            self._profile()
         alg = _string(self, "id_token_signed_response_alg", 10)
         if alg is not None and alg not in ID_TOKEN_ALGORITHMS:
             raise invalid(f"id_token_signed_response_alg must be one of {', '.join(ID_TOKEN_ALGORITHMS)}.")
+        if self.params.get("fapi2"):
+            self._profile()
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):
@@ -134,7 +134,9 @@ class RegisteredClientMetadata(ClientMetadataClaims):
     def _profile(self) -> None:
         """The FAPI 2.0 profile's rules, in a domain under it (docs/fapi.md)."""
         problems = profile.configuration_problems(
-            private_key_jwt=self["token_endpoint_auth_method"] == "private_key_jwt", grant_types=self["grant_types"]
+            private_key_jwt=self["token_endpoint_auth_method"] == "private_key_jwt",
+            grant_types=self["grant_types"],
+            id_token_alg=self.get("id_token_signed_response_alg"),
         )
         if problems:
             raise invalid(" ".join(dict.fromkeys(problems.values())))

@@ -25,6 +25,9 @@ from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain
 
 # FAPI 2.0 Security Profile 5.3.2.1 item 11.
 MAX_CODE_TTL = 60
+# 5.4.1: JWTs are signed with PS256, ES256 or EdDSA; of what the service verifies and signs, these.
+ASSERTION_ALGORITHMS = ("PS256", "ES256")
+ID_TOKEN_ALGORITHM = "ES256"
 
 
 def fapi2(subject: Application | Domain | None) -> bool:
@@ -57,6 +60,8 @@ NO_PLAIN = rule("PKCE method plain is not allowed; use S256", "pkce")
 NO_PASSWORD = rule("the password grant is not allowed", "grants")
 NO_DEVICE = rule("the device authorization grant is not allowed", "grants")
 NO_QUERY = rule("parameters go in the request body, never in the query string", "no-secrets-in-urls")
+ASSERTION_ALGORITHM = rule("a client assertion is signed with PS256 or ES256", "algorithms")
+ID_TOKEN_RS256 = rule("ID tokens are signed with ES256", "algorithms")
 ASSERTION_AUDIENCE = rule("a client assertion's aud must be the issuer, as one string", "client-authentication")
 
 
@@ -67,6 +72,7 @@ def configuration_problems(
     allow_plain_pkce: bool = False,
     grant_types: list[str] | None = None,
     device: bool = False,
+    id_token_alg: str | None = None,
 ) -> dict[str, str]:
     """What the profile refuses in an application's settings, by field (empty when it complies).
 
@@ -83,6 +89,9 @@ def configuration_problems(
         problems["device"] = NO_DEVICE
     if "password" in (grant_types or []):
         problems["grant_types"] = NO_PASSWORD
+    # None is the default, which is ES256 under the profile (id_token_algorithm).
+    if id_token_alg not in (None, ID_TOKEN_ALGORITHM):
+        problems["id_token_signed_response_alg"] = ID_TOKEN_RS256
     return problems
 
 
@@ -94,6 +103,7 @@ def application_problems(application: Application) -> dict[str, str]:
         allow_plain_pkce=application.allow_plain_pkce,
         grant_types=application.grant_types,
         device=application.device,
+        id_token_alg=application.id_token_signed_response_alg,
     )
 
 
@@ -146,6 +156,11 @@ def narrow_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     # RFC 9126 5: every authorisation request is pushed.
     metadata["require_pushed_authorization_requests"] = True
     return metadata
+
+
+def id_token_algorithm(client: Application, default: str) -> str:
+    """How ``client``'s ID tokens are signed: its choice, else ``default``; ES256 under the profile."""
+    return ID_TOKEN_ALGORITHM if fapi2(client) else client.id_token_signed_response_alg or default
 
 
 def code_ttl(client: Application, configured: int) -> int:
