@@ -168,6 +168,15 @@ def test_pkce_s256_is_required_even_where_the_application_says_otherwise(client,
     assert anchor_text in location_params(response)["error_description"]
 
 
+def test_the_redirect_uri_must_be_named(client, fapi):
+    signin(client, fapi.strict.person.email)
+    _, challenge = pkce_pair()
+    response = authorize_request(
+        client, fapi.strict.keyed, redirect_uri=None, code_challenge=challenge, code_challenge_method="S256"
+    )
+    refused_at_authorize(response, "invalid_request", "authorization-requests")
+
+
 def test_a_standard_domain_keeps_its_pkce_settings(client, world, fapi):
     world.update(Application, fapi.standard.keyed.id, require_pkce=False, allow_plain_pkce=True)
     signin(client, fapi.standard.person.email, host=OTHER_HOST)

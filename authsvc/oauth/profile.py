@@ -57,6 +57,7 @@ CONFIDENTIAL = rule(
 )
 PKCE_REQUIRED = rule("PKCE with code_challenge_method S256 is required", "pkce")
 NO_PLAIN = rule("PKCE method plain is not allowed; use S256", "pkce")
+REDIRECT_URI_REQUIRED = rule("the request must name its redirect_uri", "authorization-requests")
 NO_PASSWORD = rule("the password grant is not allowed", "grants")
 NO_DEVICE = rule("the device authorization grant is not allowed", "grants")
 NO_QUERY = rule("parameters go in the request body, never in the query string", "no-secrets-in-urls")
@@ -137,6 +138,9 @@ class AuthorizationRequestRules:
         if not client.private_key_jwt:
             raise UnauthorizedClientError(CONFIDENTIAL)
         data = grant.request.payload.data
+        # 5.3.2.2 item 6: no registered redirect URI stands in for an omitted one.
+        if not data.get("redirect_uri"):
+            raise InvalidRequestError(REDIRECT_URI_REQUIRED)
         method = data.get("code_challenge_method")
         if method == "plain":
             raise InvalidRequestError(NO_PLAIN)
