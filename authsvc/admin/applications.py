@@ -19,7 +19,7 @@ from authsvc.core import security, validation
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.settings import settings
-from authsvc.oauth import client_authentication, clients
+from authsvc.oauth import client_authentication, clients, profile
 
 
 def _service_account(actor: Actor, given: str | None, domain: Domain, problems: dict[str, str]) -> int | None:
@@ -86,6 +86,22 @@ def _application_values(
     return changes
 
 
+def _profile_problems(private_key_jwt: bool, values: dict[str, Any]) -> dict[str, str]:
+    """The FAPI 2.0 profile's refusals of an application's settings (docs/fapi.md), by admin field."""
+    problems = profile.configuration_problems(
+        private_key_jwt=private_key_jwt,
+        require_pkce=values.get("require_pkce"),
+        allow_plain_pkce=bool(values.get("allow_plain_pkce")),
+        grant_types=values.get("grant_types"),
+        device=bool(values.get("device")),
+        id_token_alg=values.get("id_token_signed_response_alg"),
+    )
+    # Keys (jwks or jwks_uri) are what make an application private_key_jwt here.
+    if "token_endpoint_auth_method" in problems:
+        problems["jwks"] = problems.pop("token_endpoint_auth_method")
+    return problems
+
+
 def create_application(actor: Actor, data: Any) -> tuple[Application, str | None]:
     from authsvc.admin.schemas.applications import ApplicationCreate
 
@@ -105,6 +121,10 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
         problems["service_account"] = "only a confidential application may have a service account"
     if values.get("introspect") and not (confidential or keys):
         problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
+    if domain.fapi2:
+        # PKCE is the profile's in any case (FAPI 2.0 5.3.2.2 item 5); the setting says so too.
+        values.setdefault("require_pkce", True)
+        problems.update(_profile_problems(bool(keys), values))
     if problems:
         raise ValidationFailed(problems)
     # Registered keys replace the secret.
@@ -148,6 +168,13 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
         problems["introspect"] = "a dynamically registered client cannot introspect other clients' tokens"
     elif values.get("introspect") and not application.confidential:
         problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
+    if application.domain.fapi2:
+        # The settings as they would be saved: none may break the profile.
+        saved = {
+            name: getattr(application, name)
+            for name in ("require_pkce", "allow_plain_pkce", "device", "grant_types", "id_token_signed_response_alg")
+        }
+        problems.update(_profile_problems(application.private_key_jwt, saved | values))
     if problems:
         raise ValidationFailed(problems)
     for attr, value in values.items():

@@ -11,7 +11,9 @@ from authsvc.admin.schemas import read
 from authsvc.core.database import db
 from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
+    FAPI2_PROFILE,
     RESERVED_SCOPES,
+    STANDARD_PROFILE,
     ApiKey,
     Application,
     Consent,
@@ -25,6 +27,7 @@ from authsvc.core.models import (
     Token,
     User,
 )
+from authsvc.oauth import profile
 
 
 def create_domain(actor: Actor, data: Any) -> Domain:
@@ -37,7 +40,11 @@ def create_domain(actor: Actor, data: Any) -> Domain:
     if db.session.scalar(select(Domain.id).where(Domain.host == host)):
         raise ValidationFailed({"host": "a domain with this host already exists"})
     domain = Domain(
-        name=values.name, host=host, scopes=values.scopes or DEFAULT_DOMAIN_SCOPES, session_ttl=values.session_ttl
+        name=values.name,
+        host=host,
+        scopes=values.scopes or DEFAULT_DOMAIN_SCOPES,
+        session_ttl=values.session_ttl,
+        profile=values.profile or STANDARD_PROFILE,
     )
     db.session.add(domain)
     db.session.flush()
@@ -65,11 +72,28 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
             problems["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
     if problems:
         raise ValidationFailed(problems)
+    if changes.get("profile") == FAPI2_PROFILE and not domain.fapi2:
+        _require_compliant_applications(domain)
     for attr, value in changes.items():
         setattr(domain, attr, value)
     audit_change(actor, "domain.updated", domain.id, f"domain:{domain.id}", before, domain.as_json())
     commit(f"a domain with host {domain.host!r}")
     return domain
+
+
+def _require_compliant_applications(domain: Domain) -> None:
+    """Refuse to put a domain under the FAPI 2.0 profile while an application of it would break a rule."""
+    breaking = []
+    for application in db.session.scalars(select(Application).where(Application.domain_id == domain.id)):
+        problems = profile.application_problems(application)
+        if problems:
+            fields = ", ".join(sorted(problems))
+            breaking.append(f"application {application.client_id} ({fields})")
+    if breaking:
+        raise Conflict(
+            "FAPI 2.0 profile: every application must comply first (docs/fapi.md#switching-a-domain); these do "
+            f"not: {'; '.join(breaking)}"
+        )
 
 
 def add_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:

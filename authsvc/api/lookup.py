@@ -22,7 +22,16 @@ from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.errors import ApiError
-from authsvc.core.models import ApiKey, Application, Domain, Token, User, capped_permissions
+from authsvc.core.models import (
+    FAPI2_PROFILE,
+    STANDARD_PROFILE,
+    ApiKey,
+    Application,
+    Domain,
+    Token,
+    User,
+    capped_permissions,
+)
 from authsvc.core.permissions import Permission
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters, request_host
 
@@ -54,6 +63,7 @@ class Credential:
     api_key_id: str | None = None
     last_used_at: int | None = None  # an API key's, as read
     dpop_jkt: str | None = None  # a DPoP-bound token's key (RFC 9449: cnf.jkt)
+    profile: str = STANDARD_PROFILE  # its domain's security profile
 
     @property
     def admin(self) -> bool:
@@ -161,12 +171,14 @@ def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> C
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
         check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce)
+        _require_header(credential, "Authorization")
         return credential
     api_key = _presented_api_key()
     if api_key:
         credential = find_api_key(api_key, host, default_host)
         if credential is None:
             raise _refuse(domain, "The API key is invalid, expired or revoked.")
+        _require_header(credential, "X-API-Key")
         if use_to_note(credential):
             _note_use(credential)
         return credential
@@ -179,6 +191,26 @@ def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> C
         "No bearer token or API key was presented.",
         headers={"WWW-Authenticate": 'Bearer realm="authsvc"'},
     )
+
+
+# The FAPI 2.0 profile's rule (5.3.4: no access token in the query string), decided by the credential's
+# own domain; authsvc.oauth.profile has the profile's other rules.
+HEADER_ONLY = (
+    "FAPI 2.0 profile: credentials are accepted in a header only, never in the query string or a cookie "
+    "(docs/fapi.md#no-secrets-in-urls)."
+)
+
+
+def _require_header(credential: Credential, header: str) -> None:
+    """Refuse a credential of a FAPI 2.0 domain that came in the query string or a cookie: 400
+    ``invalid_request`` (RFC 6750 3.1), though the credential is valid."""
+    if credential.profile == FAPI2_PROFILE and not request.headers.get(header):
+        raise ApiError(
+            400,
+            "invalid_request",
+            HEADER_ONLY,
+            headers={"WWW-Authenticate": 'Bearer realm="authsvc", error="invalid_request"'},
+        )
 
 
 def require_scopes(credential: Credential, *needed: str) -> None:
@@ -253,6 +285,7 @@ _TOKEN_CLAIMS = (
         _token.c.audience,
         _application.c.client_id,
         _domain.c.host.label("aud"),
+        _domain.c.profile,
         *_USER_COLUMNS,
     )
     .select_from(
@@ -277,6 +310,7 @@ _API_KEY_CLAIMS = (
         _api_key.c.permission,
         _api_key.c.last_used_at,
         _domain.c.host.label("aud"),
+        _domain.c.profile,
         _user.c.disabled,
         *_USER_COLUMNS,
     )
@@ -316,6 +350,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         audience=audience_claim(row.audience, row.aud),
         client_id=row.client_id,
         dpop_jkt=row.dpop_jkt,
+        profile=row.profile,
     )
 
 
@@ -345,6 +380,7 @@ def find_api_key(value: str, host: str, default_host: str | None, readers: Reade
         audience=row.aud,
         api_key_id=key_id,
         last_used_at=row.last_used_at,
+        profile=row.profile,
     )
 
 

@@ -20,7 +20,7 @@ from authsvc.cli.common import (
     user_by_email,
 )
 from authsvc.core.database import db
-from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, Application, Domain
+from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, PROFILES, STANDARD_PROFILE, Application, Domain
 from authsvc.oauth import client_authentication
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
@@ -28,6 +28,10 @@ domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications
 domains.add_command(domain_scopes)
 apps = AppGroup("apps", help="Client applications of a domain.")
 
+PROFILE_HELP = (
+    "fapi2: the FAPI 2.0 Security Profile for every application of the domain (docs/fapi.md); "
+    "standard: the service's usual rules."
+)
 INTROSPECT_HELP = (
     "A resource server: may introspect other applications' tokens (RFC 7662); confidential applications only."
 )
@@ -53,10 +57,27 @@ RESOURCE_HELP = "A resource its tokens may be for (RFC 8707 'resource'; an absol
 @click.option("--name", required=True)
 @click.option("--host", required=True, help="Host name requests for this domain carry.")
 @click.option("--scopes", default=DEFAULT_DOMAIN_SCOPES, show_default=True, help="Scopes known to the domain.")
-def create_domain(name: str, host: str, scopes: str) -> None:
+@click.option("--profile", type=click.Choice(PROFILES), default=STANDARD_PROFILE, show_default=True, help=PROFILE_HELP)
+def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
     with admin_rules():
-        domain = admin.create_domain(admin.command_line(), {"name": name, "host": host, "scopes": scopes})
+        domain = admin.create_domain(
+            admin.command_line(), {"name": name, "host": host, "scopes": scopes, "profile": profile}
+        )
+    # The fields of the command line's contract (docs/cli.md); `domains list` shows the profile.
     emit({"id": str(domain.id), "name": domain.name, "host": domain.host})
+
+
+@domains.command("update")
+@click.option("--domain", "host", required=True, help="The domain's host.")
+@click.option("--name")
+@click.option("--profile", type=click.Choice(PROFILES), help=PROFILE_HELP)
+def update_domain(host: str, name: str | None, profile: str | None) -> None:
+    """Change a domain; fapi2 needs every application of it to comply first."""
+    domain = domain_by_host(host)
+    changes = {k: v for k, v in {"name": name, "profile": profile}.items() if v is not None}
+    with admin_rules():
+        admin.update_domain(admin.command_line(), domain, changes)
+    emit(domain.as_json())
 
 
 @domains.command("list")

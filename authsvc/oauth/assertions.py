@@ -30,8 +30,8 @@ from joserfc.jwk import Key, KeySet
 from authsvc.core import store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
-from authsvc.core.tenancy import issuer
-from authsvc.oauth import client_authentication
+from authsvc.core.tenancy import current_domain, issuer
+from authsvc.oauth import client_authentication, profile
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +62,10 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             raise InvalidClientError(description="Invalid JWT payload.") from None
 
     def get_audiences(self) -> list[str]:
+        # The client is known by now, and its domain with it (no statement more).
+        if profile.fapi2(current_domain()):
+            # FAPI 2.0 5.3.2.1 item 8: the issuer alone, against audience injection.
+            return [issuer()]
         # OpenID Connect Core 9 names the token endpoint; RFC 7523 3 allows the issuer; an assertion sent
         # to another endpoint (introspection, revocation, device authorisation) may name that one.
         return list(dict.fromkeys([issuer(), f"{issuer()}/auth/oauth/token", f"{issuer()}{flask_request.path}"]))
@@ -81,6 +85,8 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
         # Authlib takes an aud array that holds one of ours among others: an assertion made for another
         # server too could be replayed here (RFC 7523 3 wants this server; one string, naming it).
         if not isinstance(claims.get("aud"), str) or claims["aud"] not in self.get_audiences():
+            if profile.fapi2(current_domain()):
+                raise InvalidClientError(description=profile.ASSERTION_AUDIENCE)
             raise InvalidClientError(
                 description="The client assertion's aud must be one string: this server's issuer or the endpoint."
             )
@@ -109,6 +115,8 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
                 raise InvalidClientError(
                     description=f"The client assertion's alg must be one of {' '.join(ALGORITHMS)}."
                 )
+            if alg not in profile.ASSERTION_ALGORITHMS and profile.fapi2(client):
+                raise InvalidClientError(description=profile.ASSERTION_ALGORITHM)
             if kid is not None and not isinstance(kid, str):
                 raise InvalidClientError(description="The client assertion's kid must be a string.")
             return client_key(client, kid, alg)

@@ -18,7 +18,7 @@ from authlib.oauth2.rfc7591 import ClientMetadataClaims, InvalidClientMetadataEr
 from authsvc.core import validation
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
 from authsvc.core.settings import settings
-from authsvc.oauth import client_authentication
+from authsvc.oauth import client_authentication, profile
 
 # The grants a registered client may ask for. client_credentials acts as a service account, which
 # only a domain admin binds; the password grant is not for new clients (RFC 9700 2.4).
@@ -48,7 +48,7 @@ def invalid(message: str) -> InvalidClientMetadataError:
 
 class RegisteredClientMetadata(ClientMetadataClaims):
     """RFC 7591 metadata as this service registers it. ``params`` is the domain's registration policy
-    (see ``registration_policy``): its scopes."""
+    (see ``registration_policy``): its scopes, and whether the FAPI 2.0 profile applies."""
 
     REGISTERED_CLAIMS = [
         "redirect_uris",
@@ -98,6 +98,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         par = self.get("require_pushed_authorization_requests")
         if par is not None and not isinstance(par, bool):
             raise invalid("require_pushed_authorization_requests must be a boolean.")
+        if self.params.get("fapi2"):
+            self._profile()
         for name in list(self):
             if self[name] is None or self[name] == []:
                 if name not in ("redirect_uris", "grant_types", "response_types"):
@@ -140,6 +142,16 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         if (jwks is None) == (jwks_uri is None):
             raise invalid("private_key_jwt needs exactly one of jwks and jwks_uri.")
         self["jwks"], self["jwks_uri"] = client_keys(jwks, jwks_uri)
+
+    def _profile(self) -> None:
+        """The FAPI 2.0 profile's rules, in a domain under it (docs/fapi.md)."""
+        problems = profile.configuration_problems(
+            private_key_jwt=self["token_endpoint_auth_method"] == "private_key_jwt",
+            grant_types=self["grant_types"],
+            id_token_alg=self.get("id_token_signed_response_alg"),
+        )
+        if problems:
+            raise invalid(" ".join(dict.fromkeys(problems.values())))
 
     def _scope(self) -> None:
         scope = _string(self, "scope", 2000) or "public"
@@ -217,11 +229,12 @@ def client_keys(jwks: Any, jwks_uri: str | None) -> tuple[dict | None, str | Non
 
 def registration_policy(domain: Domain) -> dict[str, Any]:
     """What a client may register in ``domain`` (the claims' ``params``)."""
-    return {"scopes": [s for s in domain.scope_list if s not in RESERVED_SCOPES]}
+    return {"scopes": [s for s in domain.scope_list if s not in RESERVED_SCOPES], "fapi2": domain.fapi2}
 
 
-def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
-    """Set the application's registered fields from checked metadata (a full replacement, RFC 7592 2.2)."""
+def apply_metadata(application: Application, metadata: dict[str, Any], *, fapi2: bool = False) -> None:
+    """Set the application's registered fields from checked metadata (a full replacement, RFC 7592 2.2);
+    ``fapi2``: its domain is under the FAPI 2.0 profile."""
     grant_types = metadata["grant_types"]
     application.name = metadata.get("client_name") or application.client_id
     application.redirect_uris = metadata["redirect_uris"]
@@ -229,9 +242,10 @@ def apply_metadata(application: Application, metadata: dict[str, Any]) -> None:
     application.device = DEVICE_CODE_GRANT_TYPE in grant_types
     application.scopes = metadata["scope"]
     application.token_endpoint_auth_method = metadata["token_endpoint_auth_method"]
-    if metadata["token_endpoint_auth_method"] == "none":
+    if metadata["token_endpoint_auth_method"] == "none" or fapi2:
         # A public client proves nothing at the token endpoint: PKCE is its only protection (RFC 9700
         # 2.1.1), also when an RFC 7592 update turns a confidential registration into a public one.
+        # Under the FAPI 2.0 profile every client uses PKCE (5.3.2.2 item 5).
         application.require_pkce = True
     application.jwks = metadata.get("jwks")
     application.jwks_uri = metadata.get("jwks_uri")

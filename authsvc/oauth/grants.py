@@ -23,7 +23,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop, pushed, resources
+from authsvc.oauth import dpop, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -183,7 +183,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
                 "dpop_jkt": data.get("dpop_jkt"),
                 "resources": request.resources,
             },
-            settings().code_ttl,
+            profile.code_ttl(request.client, settings().code_ttl),
         )
 
     def generate_authorization_code(self) -> str:
@@ -277,6 +277,11 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         token: Token = self.request.refresh_token
         # Before the claim: a refused resource leaves the refresh token as it was.
         resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
+        self.request.family = token.family
+        self.request.grant_expires_at = token.grant_expires_at
+        if profile.fapi2(self.request.client):
+            self._keep(token)
+            return
         # Claim the refresh token in the transaction that saves its successor:
         # of two concurrent exchanges exactly one updates the row.
         # A Core UPDATE: the ORM's would also evaluate its WHERE against the loaded token.
@@ -284,8 +289,30 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if claimed != 1:
             db.session.rollback()
             raise InvalidGrantError("The refresh token has already been used.")
-        self.request.family = token.family
-        self.request.grant_expires_at = token.grant_expires_at
+
+    def _keep(self, token: Token) -> None:
+        """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
+        again; a client that lost the answer retries with it (docs/fapi.md#refresh-tokens)."""
+        moment = now()
+        idle = settings().refresh_idle_ttl
+        grant_end = token.grant_expires_at or token.refresh_expires_at
+        expires_at = min(grant_end, moment + idle) if idle > 0 else grant_end
+        kept = db.session.execute(
+            update(Token)
+            .where(Token.id == token.id, Token.revoked_at.is_(None))
+            .values(refresh_expires_at=expires_at, purgeable_at=max(token.issued_at + token.expires_in, expires_at))
+        ).rowcount
+        if kept != 1:
+            db.session.rollback()
+            raise InvalidGrantError("The refresh token was revoked.")
+
+    def issue_token(self, user: User, refresh_token: Token) -> dict:
+        # Under the profile the client keeps the refresh token it has: none new (RFC 6749 6 allows either).
+        return self.generate_token(
+            user=user,
+            scope=self.request.payload.scope or refresh_token.get_scope(),
+            include_refresh_token=not profile.fapi2(self.request.client),
+        )
 
     def authenticate_user(self, refresh_token: Token) -> User | None:
         user = refresh_token.user

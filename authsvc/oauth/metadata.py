@@ -9,7 +9,7 @@ from flask import Blueprint, Response, jsonify
 from authsvc.auth.mfa import factors
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import request_objects
+from authsvc.oauth import profile, request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
@@ -25,7 +25,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
     """The RFC 8414 document of ``domain``, as fetched at this request's origin."""
     base = issuer()
     methods = list(AUTH_METHODS)
-    return AuthorizationServerMetadata(
+    document = AuthorizationServerMetadata(
         {
             "issuer": base,
             "authorization_endpoint": f"{base}/auth/oauth/authorize",
@@ -67,6 +67,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "request_object_signing_alg_values_supported": list(request_objects.ALGORITHMS),
         }
     )
+    return profile.narrow_metadata(document) if profile.fapi2(domain) else document
 
 
 # OpenID Connect Core 5.1: the claims we may state (by scope: profile, email, groups).

@@ -17,7 +17,7 @@ from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, SigningKey, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import backchannel, keys, oidc_request
+from authsvc.oauth import backchannel, keys, oidc_request, profile
 from authsvc.oauth.parameters import MergedRequest
 
 
@@ -78,7 +78,7 @@ class IDTokenClaims:
         return keys.request_key(current_domain(), self.get_client_algorithm(client))
 
     def get_client_algorithm(self, client: Application) -> str:
-        return client.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM
+        return profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM)
 
     def get_encode_header(self, client: Application) -> dict[str, str]:
         # Authlib leaves kid out; the same current key signs, so the kid matches.

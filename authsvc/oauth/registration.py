@@ -118,7 +118,7 @@ class ClientRegistration(ClientRegistrationEndpoint):
         application = Application(
             domain_id=domain.id, client_id=client_info["client_id"], registration_token_id=token.id
         )
-        apply_metadata(application, client_metadata)
+        apply_metadata(application, client_metadata, fapi2=domain.fapi2)
         # Registered by someone the domain's people have not met: they are asked before it gets a code.
         application.consent = True
         request.client_secret = _new_secret_if_needed(application, client_metadata["token_endpoint_auth_method"])
@@ -229,7 +229,7 @@ class ClientConfiguration(ClientConfigurationEndpoint):
 
     def update_client(self, client: Application, client_metadata: dict, request: RegistrationRequest) -> Application:
         before = client.as_json()
-        apply_metadata(client, client_metadata)
+        apply_metadata(client, client_metadata, fapi2=client.domain.fapi2)
         request.client_secret = _new_secret_if_needed(client, client_metadata["token_endpoint_auth_method"])
         audit.record(
             "application.updated",

@@ -24,7 +24,7 @@ from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, dpop, resources
+from authsvc.oauth import access_tokens, dpop, profile, resources
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -84,6 +84,9 @@ class AuthorizationServer(_AuthorizationServer):
                 (name, add_params_to_uri(value, [("iss", issuer())]) if name == "Location" else value)
                 for name, value in headers
             ]
+            # FAPI 2.0 5.3.2.2 item 11: 303, so that no browser repeats a POST (the consent form) there.
+            if profile.fapi2(current_domain()):
+                status = 303
         return super().handle_response(status, body, headers)
 
     def authenticate_client(self, request: Any, methods: list[str], endpoint: str = "token") -> Application:
@@ -102,6 +105,7 @@ class AuthorizationServer(_AuthorizationServer):
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
         client = super().authenticate_client(request, methods, endpoint)
+        profile.check_client_request(client, request, endpoint)
         if endpoint == "token":
             dpop.refuse_missing_proof(client, request.dpop)
         return client
@@ -259,7 +263,11 @@ def init_app(app: Flask) -> None:
     server = AuthorizationServer(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)
-    server.register_grant(AuthorizationCodeGrant, [PKCE(required=False), OpenIDCodeExtension(), dpop.CodeBinding()])
+    # The profile's rules first: a refusal under it names the profile's rule, not a narrower one.
+    server.register_grant(
+        AuthorizationCodeGrant,
+        [profile.AuthorizationRequestRules(), PKCE(required=False), OpenIDCodeExtension(), dpop.CodeBinding()],
+    )
     server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)

@@ -7,6 +7,9 @@ from typing import Literal, get_args
 MfaRequirement = Literal["off", "admins", "all"]
 POLICIES: tuple[str, ...] = get_args(MfaRequirement)
 
+# A domain's security profile (authsvc.core.models.PROFILES; docs/fapi.md).
+SecurityProfile = Literal["standard", "fapi2"]
+
 # Initial access tokens for dynamic client registration (RFC 7591 3).
 DEFAULT_EXPIRES_IN = 24 * 3600
 MAX_EXPIRES_IN = 365 * 24 * 3600

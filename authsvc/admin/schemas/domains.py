@@ -6,14 +6,21 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.choices import POLICIES, MfaRequirement
+from authsvc.admin.schemas.choices import POLICIES, MfaRequirement, SecurityProfile
 from authsvc.admin.schemas.types import Choice, Lifetime, Name, Text
 from authsvc.core import validation
+from authsvc.core.models import PROFILES
 
 Host = Text(253, min_length=1, rule=validation.host, description="A host name or IP address.")
 Scopes = Text(
     2000, rule=validation.scopes, description="Space-separated scopes; default `public mqtt.read mqtt.write`."
 )
+PROFILE_DESCRIPTION = (
+    "The security profile of every application of the domain: `standard`, or `fapi2`, the FAPI 2.0 Security "
+    "Profile (docs/fapi.md: confidential private_key_jwt clients, PKCE S256, pushed and DPoP-bound requests, "
+    "60-second codes, no password or device grant, credentials in headers only)."
+)
+Profile = Choice(*PROFILES, description=PROFILE_DESCRIPTION)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -24,16 +31,18 @@ class DomainCreate(Schema):
     host: Host
     scopes: Scopes | None = None
     session_ttl: Lifetime | None = SessionTtl
+    profile: Profile = None
 
 
 class DomainChange(Schema):
     """Only the fields given change. Only a system admin may change `host`; `scopes` must keep every scope the
-    domain's applications and live API keys use."""
+    domain's applications and live API keys use; `profile` `fapi2` needs every application to comply."""
 
     name: Name() = None
     host: Host = None
     scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.") = None
     session_ttl: Lifetime | None = SessionTtl
+    profile: Profile = None
 
 
 class DomainScopes(Schema):
@@ -60,6 +69,7 @@ class Domain(Answer):
     mfa_require: MfaRequirement = Field(
         description="Who must sign in with a second factor (service accounts are exempt)."
     )
+    profile: SecurityProfile = Field(description=PROFILE_DESCRIPTION)
     scim_last_activity: int | None = Field(
         description="When a SCIM client last called /scim/v2 for this domain (seconds; to the minute); null if never."
     )

@@ -15,6 +15,12 @@ DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT = "opaque", "jwt"
 ACCESS_TOKEN_FORMATS = (ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT)
 
+# A domain's security profile: "standard", or "fapi2" (the FAPI 2.0 Security Profile for every
+# application of the domain; its rules are authsvc.oauth.profile's, docs/fapi.md).
+STANDARD_PROFILE = "standard"
+FAPI2_PROFILE = "fapi2"
+PROFILES = (STANDARD_PROFILE, FAPI2_PROFILE)
+
 # Scopes every domain knows, for surfaces that act with the user's powers;
 # the consent page shows these descriptions.
 RESERVED_SCOPES = {
@@ -35,6 +41,7 @@ class Domain(Model):
     session_ttl: Mapped[int | None] = mapped_column(Integer)
     # Who must sign in with a second factor: "off", "admins" (admin and support users) or "all".
     mfa_require: Mapped[str] = mapped_column(String(10), default="off", server_default="off")
+    profile: Mapped[str] = mapped_column(String(16), default=STANDARD_PROFILE, server_default=STANDARD_PROFILE)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
@@ -42,6 +49,10 @@ class Domain(Model):
     @property
     def scope_list(self) -> list[str]:
         return self.scopes.split()
+
+    @property
+    def fapi2(self) -> bool:
+        return self.profile == FAPI2_PROFILE
 
     @property
     def assignable_scopes(self) -> list[str]:
@@ -56,6 +67,7 @@ class Domain(Model):
             "scopes": self.scopes,
             "session_ttl": self.session_ttl,
             "mfa_require": self.mfa_require,
+            "profile": self.profile,
             "scim_last_activity": self.scim_last_activity,
         }
 
