@@ -34,7 +34,7 @@ from joserfc.jwk import ECKey, OKPKey, RSAKey, import_key
 from joserfc.jws import JWSRegistry
 from werkzeug.wrappers import Response
 
-from authsvc.core import store
+from authsvc.core import security, store
 from authsvc.core.settings import settings
 
 # RFC 9449 4.2: asymmetric algorithms only. EdDSA (RFC 8037) and its RFC 9864 name Ed25519.
@@ -168,7 +168,7 @@ def verify(
     if jkt is not None and thumbprint != jkt:
         raise refuse("The DPoP proof is not made with the key the token is bound to.")
     # Kept as long as a proof with this iat could still be accepted.
-    first_use, current, accepted = store.claim_dpop_jti(
+    first_use, current, accepted = _claim_jti(
         f"{target} {jti}",
         lifetime + CLOCK_SKEW + 1,
         settings().dpop_nonce_lifetime if nonce else None,
@@ -306,3 +306,28 @@ def _claims(payload: bytes) -> dict[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     return claims if isinstance(claims, dict) else None
+
+
+# Each proof's jti once per target URI (RFC 9449 11.1), and the server's nonces (RFC 9449 8), in the store.
+
+
+def _claim_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[bool, str | None, set[str]]:
+    """Claim a proof's ``jti`` (SET NX) and, with ``nonce_lifetime``, read the nonces: one round trip.
+
+    Returns whether this was the jti's first use, the current nonce (made by
+    the first request of its window, on whichever instance) and the nonces
+    accepted now: the current window's and the previous one's.
+    """
+    pipe = store.client().pipeline(transaction=False)
+    pipe.set(store.key("dpop-jti", target_jti), "1", nx=True, ex=max(ttl, 1))
+    if nonce_lifetime:
+        window = int(time.time()) // nonce_lifetime
+        current_key, previous_key = f"{store.PREFIX}dpop-nonce:{window}", f"{store.PREFIX}dpop-nonce:{window - 1}"
+        # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
+        pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)
+        pipe.mget(current_key, previous_key)
+    results = pipe.execute()
+    if not nonce_lifetime:
+        return bool(results[0]), None, set()
+    current, previous = results[2]
+    return bool(results[0]), current, {n for n in (current, previous) if n}

@@ -1,9 +1,11 @@
-"""What the service keeps in Redis: sessions, authorisation codes and SSO flow state.
+"""What the service keeps in Redis: the client, and the primitives a feature keeps its records with.
 
-Every key lives under ``authsvc:`` and has a TTL. Keys are named by a digest
-of the secret they stand for, so a copy of Redis holds no usable session id or
-code. Without ``REDIS_URL`` an in-process fakeredis stands in; it serves one
-process only.
+Each feature owns its record's type and key (authsvc.auth.mfa.pending, authsvc.sso.flow_state,
+authsvc.sso.saml_flow's Handoff, authsvc.oauth.codes...). Still here: sessions (not moved yet),
+and what two packages share (JWKS copies: sso and oauth; the back-channel logout index: auth and
+oauth). Every key lives under ``authsvc:`` and has a TTL. Keys are named by a digest of the
+secret they stand for, so a copy of Redis holds no usable session id or code. Without
+``REDIS_URL`` an in-process fakeredis stands in; it serves one process only.
 """
 
 from __future__ import annotations
@@ -122,23 +124,37 @@ def _decoded(raw: Any) -> dict[str, Any] | None:
     return cast("dict[str, Any] | None", json.loads(raw) if raw else None)
 
 
-def _put(kind: str, secret: str, data: dict[str, Any], ttl: int) -> None:
-    client().set(f"{PREFIX}{kind}:{security.digest(secret)}", json.dumps(data), ex=ttl)
+def key(kind: str, secret: str) -> str:
+    """The key of the ``kind`` record that ``secret`` stands for: named by its digest, never the secret."""
+    return f"{PREFIX}{kind}:{security.digest(secret)}"
 
 
-def _get(kind: str, secret: str) -> dict[str, Any] | None:
-    raw = client().get(f"{PREFIX}{kind}:{security.digest(secret)}")
+# The primitives a feature keeps its records with: JSON under ``key(kind, secret)``, with a TTL.
+# Each feature owns its record's type and kind (as authsvc.auth.mfa.pending's PendingSignIn).
+
+
+def put(kind: str, secret: str, data: dict[str, Any], ttl: int) -> None:
+    client().set(key(kind, secret), json.dumps(data), ex=ttl)
+
+
+def get(kind: str, secret: str) -> dict[str, Any] | None:
+    raw = client().get(key(kind, secret))
     return _decoded(raw)
 
 
-def _take(kind: str, secret: str) -> dict[str, Any] | None:
-    # GETDEL is atomic: of two concurrent claims of one code, exactly one wins.
-    raw = client().getdel(f"{PREFIX}{kind}:{security.digest(secret)}")
+def take(kind: str, secret: str) -> dict[str, Any] | None:
+    """The record, deleted as it is read: GETDEL is atomic, so of two concurrent takers exactly one gets it."""
+    raw = client().getdel(key(kind, secret))
     return _decoded(raw)
 
 
-def _delete(kind: str, secret: str) -> None:
-    client().delete(f"{PREFIX}{kind}:{security.digest(secret)}")
+def delete(kind: str, secret: str) -> None:
+    client().delete(key(kind, secret))
+
+
+def claim_once(name: str, ttl: int) -> bool:
+    """Whether this caller is the first to claim ``name`` (SET NX, kept ``ttl`` seconds): one winner, across workers."""
+    return bool(client().set(f"{PREFIX}{name}", "1", nx=True, ex=max(ttl, 1)))
 
 
 # Sessions: the ``user`` cookie holds the session id.
@@ -172,103 +188,27 @@ def create_session(
         "auth_time": auth_time if auth_time is not None else created // 1000,
         **(extra or {}),
     }
-    _put("session", session_id, record, ttl)
+    put("session", session_id, record, ttl)
     return session_id
 
 
 def get_session(session_id: str) -> dict[str, Any] | None:
-    return _get("session", session_id)
+    return get("session", session_id)
 
 
 def delete_session(session_id: str) -> None:
-    _delete("session", session_id)
+    delete("session", session_id)
 
 
 def take_session(session_id: str) -> dict[str, Any] | None:
     """End the session and return its record (None if it was already gone)."""
-    return _take("session", session_id)
+    return take("session", session_id)
 
 
 def take_session_named(session_digest: str) -> dict[str, Any] | None:
     """End the session whose id has the digest ``session_digest`` (all an index may hold) and return its record."""
     raw = client().getdel(f"{PREFIX}session:{session_digest}")
     return _decoded(raw)
-
-
-# Authorisation codes: single use, short-lived.
-
-
-def save_code(code: str, data: dict[str, Any], ttl: int) -> None:
-    _put("code", code, data, ttl)
-
-
-def claim_code(code: str, family: str, spent_ttl: int) -> dict[str, Any] | None:
-    """Take the code's data, once, leaving in its place the ``family`` its tokens will join.
-
-    One transaction: whoever finds the code gone finds the spent marker, so a
-    replay always learns which family to revoke. A second claim returns None.
-    """
-    digest = security.digest(code)
-    code_key, spent_key = f"{PREFIX}code:{digest}", f"{PREFIX}spent-code:{digest}"
-    # One round trip, atomic (MULTI/EXEC): of two concurrent claims exactly one gets the code (GETDEL),
-    # and the marker is there the moment the code is gone. NX keeps the first claim's family.
-    pipe = client().pipeline(transaction=True)
-    pipe.getdel(code_key)
-    pipe.set(spent_key, family, ex=spent_ttl, nx=True)
-    raw, marked = pipe.execute()
-    if raw is None and marked:
-        # No such code: it leaves no marker behind (an unknown code has no tokens to revoke).
-        client().delete(spent_key)
-    return _decoded(raw)
-
-
-def spent_code_family(code: str) -> str | None:
-    return cast("str | None", client().get(f"{PREFIX}spent-code:{security.digest(code)}"))
-
-
-def record_code_replay(code: str, ttl: int) -> None:
-    """Note that a spent code was presented again: the exchange that spent it checks after saving its tokens."""
-    client().set(f"{PREFIX}replayed-code:{security.digest(code)}", "1", ex=ttl)
-
-
-def code_replayed(code: str) -> bool:
-    return bool(client().exists(f"{PREFIX}replayed-code:{security.digest(code)}"))
-
-
-# SSO flow state: single use, ten minutes. Each flow is also listed under the
-# address that started it (its holder), with its expiry, so that limits can
-# bound how many one address holds; claiming a flow takes it off the list.
-
-
-def _held_key(holder: str) -> str:
-    return f"{PREFIX}sso-held:{holder}"
-
-
-def save_flow_state(state: str, data: dict[str, Any], ttl: int, holder: str) -> None:
-    key, held = security.digest(state), _held_key(holder)
-    pipe = client().pipeline()
-    pipe.set(f"{PREFIX}sso:{key}", json.dumps({**data, "holder": holder}), ex=ttl)
-    pipe.zadd(held, {key: time.time() + ttl})
-    pipe.expire(held, ttl)
-    pipe.execute()
-
-
-def claim_flow_state(state: str) -> dict[str, Any] | None:
-    flow = _take("sso", state)
-    if flow is not None and flow.get("holder"):
-        client().zrem(_held_key(flow["holder"]), security.digest(state))
-    return flow
-
-
-def held_flow_states(holder: str) -> tuple[int, float]:
-    """How many unexpired flows ``holder`` started and nobody claimed, and when the first expires."""
-    held = _held_key(holder)
-    pipe = client().pipeline()
-    pipe.zremrangebyscore(held, "-inf", time.time())
-    pipe.zcard(held)
-    pipe.zrange(held, 0, 0, withscores=True)
-    _, count, first = pipe.execute()
-    return count, first[0][1] if first else time.time()
 
 
 # Keys fetched from a JWKS URL (an SSO provider's, an application's for private_key_jwt):
@@ -288,90 +228,6 @@ def save_jwks(provider_id: str, url: str, jwks: dict[str, Any], ttl: int) -> Non
 def load_jwks(provider_id: str, url: str) -> dict[str, Any] | None:
     raw = client().get(f"{PREFIX}jwks:{provider_id}:{security.digest(url)}")
     return _decoded(raw)
-
-
-# private_key_jwt (RFC 7523 3): a client assertion's jti is accepted once, kept until the assertion expires.
-
-
-def claim_assertion_jti(client_id: str, jti: str, ttl: int) -> bool:
-    """Whether this is the first use of ``jti`` by ``client_id`` (SET NX: one winner, across workers)."""
-    key = f"{PREFIX}assertion-jti:{security.digest(f'{client_id} {jti}')}"
-    return bool(client().set(key, "1", nx=True, ex=max(ttl, 1)))
-
-
-# DPoP (RFC 9449, authsvc.api.proofs): each proof's jti once per target URI; the server's nonces.
-
-
-def claim_dpop_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[bool, str | None, set[str]]:
-    """Claim a proof's ``jti`` (SET NX) and, with ``nonce_lifetime``, read the nonces: one round trip.
-
-    Returns whether this was the jti's first use, the current nonce (made by
-    the first request of its window, on whichever instance) and the nonces
-    accepted now: the current window's and the previous one's.
-    """
-    pipe = client().pipeline(transaction=False)
-    pipe.set(f"{PREFIX}dpop-jti:{security.digest(target_jti)}", "1", nx=True, ex=max(ttl, 1))
-    if nonce_lifetime:
-        window = int(time.time()) // nonce_lifetime
-        current_key, previous_key = f"{PREFIX}dpop-nonce:{window}", f"{PREFIX}dpop-nonce:{window - 1}"
-        # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
-        pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)
-        pipe.mget(current_key, previous_key)
-    results = pipe.execute()
-    if not nonce_lifetime:
-        return bool(results[0]), None, set()
-    current, previous = results[2]
-    return bool(results[0]), current, {n for n in (current, previous) if n}
-
-
-# Multi-factor sign-in: what is known between a correct password and the second factor.
-
-
-def save_mfa_pending(token: str, data: dict[str, Any], ttl: int) -> None:
-    _put("mfa", token, data, ttl)
-
-
-def get_mfa_pending(token: str) -> dict[str, Any] | None:
-    return _get("mfa", token)
-
-
-def take_mfa_pending(token: str) -> dict[str, Any] | None:
-    """Claim the pending sign-in once: of two concurrent completions, one wins."""
-    return _take("mfa", token)
-
-
-def save_webauthn_challenge(holder: str, challenge: str, ttl: int) -> None:
-    """The challenge of a passkey ceremony that ``holder`` (a session, a pending sign-in) started."""
-    _put("webauthn", holder, {"challenge": challenge}, ttl)
-
-
-def take_webauthn_challenge(holder: str) -> str | None:
-    """The challenge, once: a ceremony's answer is checked against it a single time."""
-    record = _take("webauthn", holder)
-    return record["challenge"] if record else None
-
-
-# SAML: a flow is read at the ACS before it is claimed (the response must first
-# prove it answers the flow's request); a verified sign-in waits for the
-# browser's top-level GET; assertion ids are kept until they expire.
-
-
-def peek_flow_state(state: str) -> dict[str, Any] | None:
-    return _get("sso", state)
-
-
-def claim_saml_assertion(provider_id: str, assertion_id: str, ttl: int) -> bool:
-    """Whether this is the first time ``assertion_id`` is presented (SET NX, kept ``ttl`` seconds)."""
-    key = f"{PREFIX}saml-seen:{provider_id}:{security.digest(assertion_id)}"
-    return bool(client().set(key, "1", nx=True, ex=max(1, ttl)))
-
-
-def save_saml_handoff(handoff: str, data: dict[str, Any], ttl: int) -> None:
-    _put("saml-handoff", handoff, data, ttl)
-
-
-def claim_saml_handoff(handoff: str) -> dict[str, Any] | None:
-    return _take("saml-handoff", handoff)
 
 
 # Back-channel logout: which applications received an ID token in a sign-in

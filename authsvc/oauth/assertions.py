@@ -27,7 +27,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
-from authsvc.core import store
+from authsvc.core import security, store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -101,7 +101,8 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             raise InvalidClientError(description="The client assertion's jti must be a string of 1 to 200 characters.")
         # Kept until the assertion could no longer pass the exp check.
         ttl = int(claims["exp"] - time.time()) + LEEWAY + 1
-        return store.claim_assertion_jti(claims["sub"], jti, ttl)
+        # RFC 7523 3: a jti is accepted once per client (SET NX: one winner, across workers).
+        return store.claim_once(f"assertion-jti:{security.digest(claims['sub'] + ' ' + jti)}", ttl)
 
     def resolve_client_public_key(self, client: Application) -> Callable[[Any], Key]:
         if not client.private_key_jwt:

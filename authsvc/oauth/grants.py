@@ -18,12 +18,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import lazyload
 
 from authsvc.auth import sessions, signin
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop, profile, pushed, resources
+from authsvc.oauth import codes, dpop, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -167,24 +167,21 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         pushed.spend(request)
         data = request.payload.data
         session = sessions.current_session(current_domain()) or {}
-        store.save_code(
-            code,
-            {
-                "user": request.user.id,
-                "client": request.client.id,
-                "redirect_uri": data.get("redirect_uri"),
-                "scope": request.scope,
-                "code_challenge": data.get("code_challenge"),
-                "code_challenge_method": data.get("code_challenge_method"),
-                "nonce": data.get("nonce"),
-                "auth_time": sessions.auth_time(session) if session else None,
-                "amr": session.get("amr"),
-                "sid": session.get("sid"),
-                "dpop_jkt": data.get("dpop_jkt"),
-                "resources": request.resources,
-            },
-            profile.code_ttl(request.client, settings().code_ttl),
+        issued = codes.IssuedCode(
+            user=request.user.id,
+            client=request.client.id,
+            redirect_uri=data.get("redirect_uri"),
+            scope=request.scope,
+            code_challenge=data.get("code_challenge"),
+            code_challenge_method=data.get("code_challenge_method"),
+            nonce=data.get("nonce"),
+            auth_time=sessions.auth_time(session) if session else None,
+            amr=session.get("amr"),
+            sid=session.get("sid"),
+            dpop_jkt=data.get("dpop_jkt"),
+            resources=request.resources,
         )
+        codes.save(code, issued, profile.code_ttl(request.client, settings().code_ttl))
 
     def generate_authorization_code(self) -> str:
         # Authlib's default draws each of 48 characters with its own urandom call.
@@ -198,31 +195,31 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         # which then finds the tokens.
         family = security.new_secret()
         spent_ttl = settings().spent_code_ttl
-        data = store.claim_code(code, family, spent_ttl)
-        if data is None:
-            spent_family = store.spent_code_family(code)
+        issued = codes.claim(code, family, spent_ttl)
+        if issued is None:
+            spent_family = codes.spent_family(code)
             if spent_family:
-                store.record_code_replay(code, spent_ttl)
+                codes.record_replay(code, spent_ttl)
                 revoke_replayed(client, spent_family)
             return None
-        if data["client"] != client.id:
+        if issued.client != client.id:
             return None
         self.request.family = family
         self.request.spent_code = code
         return AuthorizationCode(
-            user_id=data["user"],
-            client_id=data["client"],
-            redirect_uri=data["redirect_uri"],
-            scope=data["scope"],
-            code_challenge=data["code_challenge"],
-            code_challenge_method=data["code_challenge_method"],
+            user_id=issued.user,
+            client_id=issued.client,
+            redirect_uri=issued.redirect_uri,
+            scope=issued.scope,
+            code_challenge=issued.code_challenge,
+            code_challenge_method=issued.code_challenge_method,
             family=family,
-            nonce=data.get("nonce"),
-            auth_time=data.get("auth_time"),
-            amr=data.get("amr"),
-            sid=data.get("sid"),
-            dpop_jkt=data.get("dpop_jkt"),
-            resources=data.get("resources"),
+            nonce=issued.nonce,
+            auth_time=issued.auth_time,
+            amr=issued.amr,
+            sid=issued.sid,
+            dpop_jkt=issued.dpop_jkt,
+            resources=issued.resources,
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:

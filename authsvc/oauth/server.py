@@ -19,12 +19,12 @@ from flask import Flask, current_app
 from flask import request as flask_request
 from sqlalchemy import insert
 
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, security
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, dpop, profile, resources
+from authsvc.oauth import access_tokens, codes, dpop, profile, resources
 from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
@@ -210,7 +210,7 @@ class AuthorizationServer(_AuthorizationServer):
         # The client and the user stay loaded: an ID token and the replay check read them next.
         commit_keeping_loaded()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
-        if request.spent_code and store.code_replayed(request.spent_code):
+        if request.spent_code and codes.replayed(request.spent_code):
             # A replay raced this exchange and may have revoked before these tokens were committed.
             revoke_replayed(client, family)
 

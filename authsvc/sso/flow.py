@@ -20,6 +20,7 @@ from authsvc.core import actors, audit, security, store
 from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
+from authsvc.sso import flow_state
 from authsvc.sso.delegated import save_tokens
 from authsvc.sso.linking import check_match_rules, link_identity, link_user, map_profile
 from authsvc.sso.providers import (
@@ -73,20 +74,16 @@ def start(
     state = security.new_secret()
     verifier = secrets.token_urlsafe(64)
     nonce = security.new_secret() if provider.kind == "oidc" else None
-    store.save_flow_state(
-        state,
-        {
-            "provider": provider.id,
-            "verifier": verifier,
-            "nonce": nonce,
-            "continue": continue_url,
-            "callback": callback_url,
-            "browser": security.digest(browser),
-            "link_user": link_user.id if link_user is not None else None,
-        },
-        settings().sso_flow_ttl,
-        holder,
+    flow = flow_state.OAuthFlow(
+        provider=provider.id,
+        continue_url=continue_url,
+        browser=security.digest(browser),
+        link_user=link_user.id if link_user is not None else None,
+        verifier=verifier,
+        nonce=nonce,
+        callback=callback_url,
     )
+    flow_state.save(state, flow, settings().sso_flow_ttl, holder)
     # Rows saved before reserved names were refused may still hold one: ours win.
     extra = {k: v for k, v in provider.authorize_params.items() if not reserved_authorize_param(k)}
     if nonce:
@@ -138,23 +135,23 @@ def finish(
     from authlib.integrations.requests_client import OAuthError
     from joserfc.errors import JoseError
 
-    flow = store.claim_flow_state(state) if state and len(state) <= 200 else None
-    if flow is None or not browser or not security.digest_matches(browser, flow["browser"]):
+    flow = flow_state.claim(state) if state and len(state) <= 200 else None
+    if not isinstance(flow, flow_state.OAuthFlow) or not browser or not security.digest_matches(browser, flow.browser):
         raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
-    provider = find_provider(domain, flow["provider"])
+    provider = find_provider(domain, flow.provider)
     if provider is None:
         raise SsoExpired("Sign-in expired", "This sign-in link does not belong to this site.")
-    linking = flow.get("link_user")
+    linking = flow.link_user
     if linking is not None and (session_user is None or session_user.id != linking):
         raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
     if error or not code:
         raise ProviderRefused(error or "invalid_request")
     try:
         urls = endpoints(provider)
-        token = client_for(provider, flow["callback"]).fetch_token(
-            urls.token_url, code=code, code_verifier=flow["verifier"], timeout=settings().sso_timeout
+        token = client_for(provider, flow.callback).fetch_token(
+            urls.token_url, code=code, code_verifier=flow.verifier, timeout=settings().sso_timeout
         )
-        claims = _claims(provider, urls, token, flow["nonce"])
+        claims = _claims(provider, urls, token, flow.nonce)
     except OAuthError as exc:
         raise ProviderRefused(exc.error or "server_error") from None
     except (requests.RequestException, ValueError, KeyError, TypeError, JoseError) as exc:
@@ -177,7 +174,7 @@ def finish(
         commit=False,
     )
     save_tokens(provider, user, profile["uid"], token)
-    return SignedIn(user=user, continue_url=flow["continue"])
+    return SignedIn(user=user, continue_url=flow.continue_url)
 
 
 def _claims(provider: SsoProvider, urls: Endpoints, token: dict, nonce: str | None) -> dict:
@@ -290,7 +287,7 @@ def refuse_if_holding_too_many_flows() -> None:
     bound = settings().sso_flows_per_address
     if bound <= 0:
         return
-    held, first_expiry = store.held_flow_states(client_address())
+    held, first_expiry = flow_state.held(client_address())
     if held >= bound:
         metrics.RATE_LIMITED.labels(reason="sso_flows").inc()
         raise TooManyFlows(max(1, math.ceil(first_expiry - time.time())))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from authsvc.core import actors, audit, security, store
@@ -21,7 +22,7 @@ from authsvc.core.database import db
 from authsvc.core.errors import ProviderUnavailable, SsoExpired
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
-from authsvc.sso import saml, saml_setup, saml_slo
+from authsvc.sso import flow_state, saml, saml_setup, saml_slo
 from authsvc.sso.flow import SignedIn
 from authsvc.sso.linking import check_match_rules, link_identity, link_user
 from authsvc.sso.providers import ProviderRefused, find_provider
@@ -30,6 +31,41 @@ log = logging.getLogger(__name__)
 
 # How long a verified response waits for the browser's GET: one redirect.
 HANDOFF_TTL = 120
+# The store's kind of record (authsvc.core.store): a verified response, under the digest of its handoff id.
+HANDOFF_KIND = "saml-handoff"
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A verified response, waiting for the browser's GET (``finish``): whom it names and the flow it answered."""
+
+    provider: str
+    subject: str
+    attributes: dict[str, list[str]]
+    continue_url: str
+    browser: str | None  # the digest of the starting browser's secret; None when unsolicited
+    link_user: int | None
+    name_id: dict[str, Any] | None
+    session_index: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        # "continue" as stored: records written before a deploy are still read after it.
+        data = asdict(self)
+        data["continue"] = data.pop("continue_url")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Handoff:
+        return cls(
+            provider=data["provider"],
+            subject=data["subject"],
+            attributes=data["attributes"],
+            continue_url=data["continue"],
+            browser=data["browser"],
+            link_user=data.get("link_user"),
+            name_id=data.get("name_id"),
+            session_index=data.get("session_index"),
+        )
 
 
 def start(
@@ -42,19 +78,14 @@ def start(
         request_id, url = saml.authn_request(provider, domain.host, relay_state=state)
     except saml.SamlError as exc:
         raise ProviderUnavailable("Sign-in provider unavailable", exc.message) from None
-    store.save_flow_state(
-        state,
-        {
-            "provider": provider.id,
-            "protocol": "saml",
-            "request_id": request_id,
-            "continue": continue_url,
-            "browser": security.digest(browser),
-            "link_user": link_user.id if link_user is not None else None,
-        },
-        settings().sso_flow_ttl,
-        holder,
+    flow = flow_state.SamlFlow(
+        provider=provider.id,
+        continue_url=continue_url,
+        browser=security.digest(browser),
+        link_user=link_user.id if link_user is not None else None,
+        request_id=request_id,
     )
+    flow_state.save(state, flow, settings().sso_flow_ttl, holder)
     return url
 
 
@@ -97,63 +128,63 @@ def consume(domain: Domain, provider: SsoProvider, saml_response: str | None, re
 
 
 def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_state: str) -> str:
-    flow = store.peek_flow_state(relay_state) if relay_state and len(relay_state) <= 200 else None
-    if flow is not None and (flow.get("protocol") != "saml" or flow.get("provider") != provider.id):
+    found = flow_state.peek(relay_state) if relay_state and len(relay_state) <= 200 else None
+    if found is not None and (not isinstance(found, flow_state.SamlFlow) or found.provider != provider.id):
         raise saml.SamlError("relay_state")
+    flow = found if isinstance(found, flow_state.SamlFlow) else None
     if flow is None and not provider.saml_allow_unsolicited:
         # No pending request of ours: IdP-initiated, expired, already used, or someone else's.
         raise saml.SamlError("unsolicited")
-    verified = saml.verify_response(provider, domain.host, saml_response, flow["request_id"] if flow else None)
+    verified = saml.verify_response(provider, domain.host, saml_response, flow.request_id if flow else None)
     if not verified.subject:
         raise saml.SamlError("no_subject")
-    if flow is not None and store.claim_flow_state(relay_state) is None:
+    if flow is not None and flow_state.claim(relay_state) is None:
         raise saml.SamlError("replayed")  # a concurrent POST of the same flow won
     lifetime = verified.not_on_or_after - int(time.time()) if verified.not_on_or_after else 0
     ttl = max(lifetime, settings().sso_flow_ttl) + provider.saml_clock_skew
-    if not store.claim_saml_assertion(provider.id, verified.assertion_id, ttl):
+    # An assertion id is accepted once, kept until the assertion expires (SAML 2.0 Profiles 4.1.4.5).
+    if not store.claim_once(f"saml-seen:{provider.id}:{security.digest(verified.assertion_id)}", ttl):
         raise saml.SamlError("replayed")
     handoff = security.new_secret()
-    store.save_saml_handoff(
-        handoff,
-        {
-            "provider": provider.id,
-            "subject": verified.subject,
-            "attributes": verified.attributes,
-            "continue": flow["continue"] if flow else "",
-            "browser": flow["browser"] if flow else None,
-            "link_user": flow.get("link_user") if flow else None,
-            "name_id": verified.name_id,
-            "session_index": verified.session_index,
-        },
-        HANDOFF_TTL,
+    verified_handoff = Handoff(
+        provider=provider.id,
+        subject=verified.subject,
+        attributes=verified.attributes,
+        continue_url=flow.continue_url if flow else "",
+        browser=flow.browser if flow else None,
+        link_user=flow.link_user if flow else None,
+        name_id=verified.name_id,
+        session_index=verified.session_index,
     )
+    store.put(HANDOFF_KIND, handoff, verified_handoff.to_json(), HANDOFF_TTL)
     return handoff
 
 
 def finish(domain: Domain, handoff: str | None, browser: str | None, session_user: User | None) -> SignedIn:
     """Sign in (or link) the account a verified response named, in the browser that started its flow."""
-    data = store.claim_saml_handoff(handoff) if handoff and len(handoff) <= 200 else None
-    provider = find_provider(domain, data["provider"]) if data else None
+    taken = store.take(HANDOFF_KIND, handoff) if handoff and len(handoff) <= 200 else None
+    data = Handoff.from_json(taken) if taken else None
+    provider = find_provider(domain, data.provider) if data else None
     if data is None or provider is None:
         raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
-    if data["browser"] is not None and not (browser and security.digest_matches(browser, data["browser"])):
+    if data.browser is not None and not (browser and security.digest_matches(browser, data.browser)):
         refused(provider, "browser")
         raise SsoExpired("Sign-in expired", "This sign-in was started in another browser.")
-    claims = profile_claims(provider, data["subject"], data["attributes"])
-    profile = {"uid": data["subject"], "email": claims.get("email"), "name": claims.get("name") or ""}
+    claims = profile_claims(provider, data.subject, data.attributes)
+    profile = {"uid": data.subject, "email": claims.get("email"), "name": claims.get("name") or ""}
     try:
         check_match_rules(provider, claims, profile)
-        linking = data.get("link_user")
+        linking = data.link_user
         if linking is not None:
             if session_user is None or session_user.id != linking:
                 raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
-            user = link_identity(provider, data["subject"], session_user, actor=actors.of_user(linking), via="user")
+            user = link_identity(provider, data.subject, session_user, actor=actors.of_user(linking), via="user")
         else:
             user = link_user(provider, profile, claims)
     except ProviderRefused as exc:
         refused(provider, exc.error)
         raise
-    groups = _groups(provider, data["attributes"])
+    groups = _groups(provider, data.attributes)
     if groups is not None and linking is None:
         user.groups = groups
     audit.record(
@@ -161,15 +192,15 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         domain_id=domain.id,
         actor=actors.of_user(user.id),
         target=actors.of_user(user.id),
-        details={"provider": provider.id, "solicited": data["browser"] is not None},
+        details={"provider": provider.id, "solicited": data.browser is not None},
         commit=False,
     )
     db.session.commit()
     # Linking starts no session: there is nothing for the IdP's logout to end.
     saml = None
     if linking is None:
-        saml = saml_slo.session_record(provider, data.get("name_id") or {}, data.get("session_index"))
-    return SignedIn(user=user, continue_url=data["continue"], saml=saml)
+        saml = saml_slo.session_record(provider, data.name_id or {}, data.session_index)
+    return SignedIn(user=user, continue_url=data.continue_url, saml=saml)
 
 
 def profile_claims(provider: SsoProvider, subject: str, attributes: dict[str, list[str]]) -> dict[str, Any]:

@@ -27,6 +27,19 @@ if TYPE_CHECKING:
 # not with the app: most workers never see a passkey (docs/performance.md).
 
 CEREMONY_TTL = 300
+# The store's kind of record (authsvc.core.store): a ceremony's challenge, under the digest of its holder.
+CHALLENGE_KIND = "webauthn"
+
+
+def _save_challenge(holder: str, challenge: str) -> None:
+    """The challenge of a passkey ceremony that ``holder`` (a session, a pending sign-in) started."""
+    store.put(CHALLENGE_KIND, holder, {"challenge": challenge}, CEREMONY_TTL)
+
+
+def _take_challenge(holder: str) -> str | None:
+    """The challenge, once: a ceremony's answer is checked against it a single time."""
+    record = store.take(CHALLENGE_KIND, holder)
+    return record["challenge"] if record else None
 
 
 class Refused(Exception):
@@ -70,7 +83,7 @@ def registration_options(user: User, domain: Domain, holder: str) -> str:
         exclude_credentials=_descriptors(user),
         timeout=CEREMONY_TTL * 1000,
     )
-    store.save_webauthn_challenge(f"reg:{holder}", bytes_to_base64url(options.challenge), CEREMONY_TTL)
+    _save_challenge(f"reg:{holder}", bytes_to_base64url(options.challenge))
     return options_to_json(options)
 
 
@@ -90,7 +103,7 @@ def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> Mf
     from webauthn.helpers import bytes_to_base64url
     from webauthn.helpers.exceptions import WebAuthnException
 
-    challenge = store.take_webauthn_challenge(f"reg:{holder}")
+    challenge = _take_challenge(f"reg:{holder}")
     if challenge is None:
         raise Refused("the registration expired; start again")
     try:
@@ -131,7 +144,7 @@ def authentication_options(user: User, domain: Domain, holder: str) -> str:
         user_verification=UserVerificationRequirement.PREFERRED,
         timeout=CEREMONY_TTL * 1000,
     )
-    store.save_webauthn_challenge(f"auth:{holder}", bytes_to_base64url(options.challenge), CEREMONY_TTL)
+    _save_challenge(f"auth:{holder}", bytes_to_base64url(options.challenge))
     return options_to_json(options)
 
 
@@ -141,7 +154,7 @@ def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor
     from webauthn.helpers.exceptions import WebAuthnException
 
     credential = _credential(raw)
-    challenge = store.take_webauthn_challenge(f"auth:{holder}")
+    challenge = _take_challenge(f"auth:{holder}")
     factor = next((f for f in passkeys(user) if f.credential_id == credential["id"]), None)
     if challenge is None or factor is None:
         raise Refused("no such passkey, or the sign-in step expired")

@@ -9,6 +9,8 @@ holds, so a token that leaks (a log, a screenshot) is useless elsewhere.
 from __future__ import annotations
 
 import hmac
+from dataclasses import asdict, dataclass
+from typing import Any
 
 from flask import Response, request
 
@@ -17,6 +19,37 @@ from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
 
 COOKIE = "mfa"
+# The store's kind of record (authsvc.core.store): a pending sign-in under the digest of its mfa_token.
+KIND = "mfa"
+
+
+@dataclass(frozen=True)
+class PendingSignIn:
+    """What a correct password proved, until the second factor: whose, where to go next, how it began."""
+
+    user: int
+    domain: int
+    continue_url: str  # where the sign-in goes on; "" for the programmatic sign-in (a 202 answer)
+    via: str  # how the password was checked (the audit's ``via``)
+    enrol: bool  # the domain's policy asks this user to enrol a factor first
+    binding: str  # the digest of the browser's ``mfa`` cookie
+
+    def to_json(self) -> dict[str, Any]:
+        # "continue" as stored: records written before a deploy are still read after it.
+        data = asdict(self)
+        data["continue"] = data.pop("continue_url")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PendingSignIn:
+        return cls(
+            user=data["user"],
+            domain=data["domain"],
+            continue_url=data["continue"],
+            via=data["via"],
+            enrol=data["enrol"],
+            binding=data["binding"],
+        )
 
 
 def ttl() -> int:
@@ -26,15 +59,10 @@ def ttl() -> int:
 def start(user: User, domain: Domain, *, target: str, via: str, enrol: bool) -> tuple[str, str]:
     """Remember that ``user`` passed the password; return the ``mfa_token`` and the browser's binding."""
     token, binding = security.new_secret(), security.new_secret()
-    record = {
-        "user": user.id,
-        "domain": domain.id,
-        "continue": target,
-        "via": via,
-        "enrol": enrol,
-        "binding": security.digest(binding),
-    }
-    store.save_mfa_pending(token, record, ttl())
+    record = PendingSignIn(
+        user=user.id, domain=domain.id, continue_url=target, via=via, enrol=enrol, binding=security.digest(binding)
+    )
+    store.put(KIND, token, record.to_json(), ttl())
     return token, binding
 
 
@@ -51,21 +79,26 @@ def bind(response: Response, binding: str) -> None:
     )
 
 
-def _bound(record: dict | None, domain: Domain) -> dict | None:
+def _bound(data: dict[str, Any] | None, domain: Domain) -> PendingSignIn | None:
     binding = request.cookies.get(COOKIE, "")
-    if record is None or record["domain"] != domain.id or not binding:
+    if data is None or not binding:
         return None
-    return record if hmac.compare_digest(security.digest(binding), record["binding"]) else None
+    record = PendingSignIn.from_json(data)
+    if record.domain != domain.id:
+        return None
+    return record if hmac.compare_digest(security.digest(binding), record.binding) else None
 
 
-def read(token: str, domain: Domain) -> dict | None:
+def read(token: str, domain: Domain) -> PendingSignIn | None:
     """The pending sign-in of ``token`` if it is live, of ``domain`` and of this browser."""
-    return _bound(store.get_mfa_pending(token), domain) if token else None
+    return _bound(store.get(KIND, token), domain) if token else None
 
 
-def claim(token: str, domain: Domain) -> dict | None:
-    """Take the pending sign-in for good (once); None if another request took it first."""
-    return _bound(store.take_mfa_pending(token), domain)
+def claim(token: str, domain: Domain) -> PendingSignIn | None:
+    """Take the pending sign-in for good (once); None if another request took it first.
+
+    Of two concurrent completions, one wins (the store's take is atomic)."""
+    return _bound(store.take(KIND, token), domain)
 
 
 def forget(response: Response) -> None:

@@ -71,7 +71,7 @@ def _code_page(token: str, error: str | None = None, status: int = 200, user: Us
     if user is None:
         # Later posts of the page carry the browser's binding; the first answer sets it.
         record = pending.read(token, domain)
-        user = db.session.get(User, record["user"]) if record else None
+        user = db.session.get(User, record.user) if record else None
     options = None
     if user is not None and passkeys.passkeys(user):
         options = passkeys.authentication_options(user, domain, token)
@@ -93,15 +93,17 @@ def _enrol_page(user: User, domain: Domain, token: str, error: str | None = None
 # The second step.
 
 
-def _pending_user(token: str, domain: Domain) -> tuple[dict, User]:
+def _pending_user(token: str, domain: Domain) -> tuple[pending.PendingSignIn, User]:
     record = pending.read(token, domain)
-    user = db.session.get(User, record["user"]) if record else None
+    user = db.session.get(User, record.user) if record else None
     if record is None or user is None or user.disabled:
         raise PendingSignInGone(EXPIRED)
     return record, user
 
 
-def _check_code(record: dict, user: User, domain: Domain, token: str, code: str, webauthn: object) -> str:
+def _check_code(
+    record: pending.PendingSignIn, user: User, domain: Domain, token: str, code: str, webauthn: object
+) -> str:
     """Which factor passed (``otp``, ``recovery_code`` or ``hwk``); a wrong answer counts towards the lockout."""
     lockouts.refuse_if_locked_out(domain, user.email)
     if webauthn:
@@ -115,7 +117,7 @@ def _check_code(record: dict, user: User, domain: Domain, token: str, code: str,
     elif factors.use_recovery_code(user, code):
         return "recovery_code"
     db.session.rollback()
-    refused(domain, user, "invalid_mfa_code", record["via"])
+    refused(domain, user, "invalid_mfa_code", record.via)
     lockouts.note_failure(domain, user.email, user)
     raise WrongCode(WRONG_CODE)
 
@@ -131,7 +133,7 @@ def _finish(token: str, user: User, domain: Domain, method: str, response: Respo
         "signin.mfa_passed",
         domain_id=domain.id,
         actor=actors.of_user(user.id),
-        details={"via": record["via"], "method": method},
+        details={"via": record.via, "method": method},
         commit=False,
     )
     if method == "recovery_code":
@@ -186,7 +188,7 @@ def signin_mfa() -> Response:
         raise ApiError(400, "invalid_request", "'webauthn' must be the credential the browser returned.")
     record, user = _pending_user(token, domain)
     method = _check_code(record, user, domain, token, code, webauthn)
-    target = record["continue"]
+    target = record.continue_url
     if target:
         response = redirect(target, 303)
     else:
@@ -226,7 +228,7 @@ def login_mfa() -> Response:
         return response
     except WrongCode as exc:
         return _code_page(token, str(exc), answer(exc).status)
-    target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
+    target = safe_continue(record.continue_url, issuer(), default="") or url_for("auth.login_page")
     if method == "recovery_code":
         # A spent recovery code may mean a lost phone: offer a new authenticator first.
         target = url_for("mfa_settings.settings", recovered=1, **{"continue": target})
@@ -246,20 +248,20 @@ def login_enrol() -> Response:
         record, user = _pending_user(token, domain)
     except PendingSignInGone:
         return expired
-    if not record["enrol"] or not form.validate_on_submit():
+    if not record.enrol or not form.validate_on_submit():
         return _enrol_page(user, domain, token, "The form expired or the code is missing. Try again.", 400)
     factor = factors.unconfirmed_factor(user)
     lockouts.refuse_if_locked_out(domain, user.email)
     if factor is None or not factors.verify_totp(factor, form.code.data):
         db.session.rollback()
-        refused(domain, user, "invalid_mfa_code", record["via"])
+        refused(domain, user, "invalid_mfa_code", record.via)
         lockouts.note_failure(domain, user.email, user)
         return _enrol_page(user, domain, token, WRONG_CODE, 401)
     codes = factors.confirm(factor)
     audit.record(
         "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"}, commit=False
     )
-    target = safe_continue(record["continue"], issuer(), default="") or url_for("auth.login_page")
+    target = safe_continue(record.continue_url, issuer(), default="") or url_for("auth.login_page")
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=target, user=None)
     _finish(token, user, domain, "otp", response)
     return response

@@ -1,0 +1,92 @@
+"""Authorisation codes in the store (authsvc.core.store): single use, short-lived (``AUTHSVC_CODE_TTL``),
+and what a spent code leaves behind so that a replay revokes what it produced (RFC 6749 4.1.2).
+
+Keys are named by the code's digest: ``code:`` (the issued code), ``spent-code:`` (the family its tokens
+joined), ``replayed-code:`` (a spent code presented again).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+from authsvc.core import store
+
+KIND = "code"
+SPENT = "spent-code"
+REPLAYED = "replayed-code"
+
+
+@dataclass(frozen=True)
+class IssuedCode:
+    """What the authorisation request decided, until the code is exchanged (grants.AuthorizationCode then)."""
+
+    user: int
+    client: int  # the application's row id
+    redirect_uri: str | None
+    scope: str
+    code_challenge: str | None
+    code_challenge_method: str | None
+    # OpenID Connect: the sign-in behind the code, for its ID token.
+    nonce: str | None = None
+    auth_time: int | None = None
+    amr: list[str] | None = None
+    sid: str | None = None
+    # RFC 9449 10: the thumbprint of the key the exchange must prove.
+    dpop_jkt: str | None = None
+    # RFC 8707: the resources the authorisation request named; None when it named none.
+    resources: list[str] | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> IssuedCode:
+        return cls(
+            user=data["user"],
+            client=data["client"],
+            redirect_uri=data["redirect_uri"],
+            scope=data["scope"],
+            code_challenge=data["code_challenge"],
+            code_challenge_method=data["code_challenge_method"],
+            nonce=data.get("nonce"),
+            auth_time=data.get("auth_time"),
+            amr=data.get("amr"),
+            sid=data.get("sid"),
+            dpop_jkt=data.get("dpop_jkt"),
+            resources=data.get("resources"),
+        )
+
+
+def save(code: str, issued: IssuedCode, ttl: int) -> None:
+    store.put(KIND, code, asdict(issued), ttl)
+
+
+def claim(code: str, family: str, spent_ttl: int) -> IssuedCode | None:
+    """Take the code, once, leaving in its place the ``family`` its tokens will join.
+
+    One transaction: whoever finds the code gone finds the spent marker, so a
+    replay always learns which family to revoke. A second claim returns None.
+    """
+    code_key, spent_key = store.key(KIND, code), store.key(SPENT, code)
+    # One round trip, atomic (MULTI/EXEC): of two concurrent claims exactly one gets the code (GETDEL),
+    # and the marker is there the moment the code is gone. NX keeps the first claim's family.
+    pipe = store.client().pipeline(transaction=True)
+    pipe.getdel(code_key)
+    pipe.set(spent_key, family, ex=spent_ttl, nx=True)
+    raw, marked = pipe.execute()
+    if raw is None and marked:
+        # No such code: it leaves no marker behind (an unknown code has no tokens to revoke).
+        store.client().delete(spent_key)
+    return IssuedCode.from_json(json.loads(raw)) if raw else None
+
+
+def spent_family(code: str) -> str | None:
+    return cast("str | None", store.client().get(store.key(SPENT, code)))
+
+
+def record_replay(code: str, ttl: int) -> None:
+    """Note that a spent code was presented again: the exchange that spent it checks after saving its tokens."""
+    store.client().set(store.key(REPLAYED, code), "1", ex=ttl)
+
+
+def replayed(code: str) -> bool:
+    return bool(store.client().exists(store.key(REPLAYED, code)))

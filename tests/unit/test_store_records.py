@@ -1,0 +1,84 @@
+"""The typed records features keep in the store (authsvc.core.store): each reads back what it wrote, under
+the names records written before this version used, so a deploy does not lose a sign-in in flight."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from authsvc.auth.mfa.pending import PendingSignIn
+from authsvc.oauth.codes import IssuedCode
+from authsvc.sso import flow_state
+from authsvc.sso.saml_flow import Handoff
+
+
+def test_a_pending_sign_in_keeps_continue_under_its_stored_name():
+    record = PendingSignIn(user=1, domain=2, continue_url="/next", via="password", enrol=False, binding="b" * 64)
+    stored = record.to_json()
+    assert stored == {
+        "user": 1,
+        "domain": 2,
+        "continue": "/next",
+        "via": "password",
+        "enrol": False,
+        "binding": "b" * 64,
+    }
+    assert PendingSignIn.from_json(stored) == record
+
+
+def test_an_oauth_flow_and_a_saml_flow_read_back_as_their_own_kind():
+    oauth = flow_state.OAuthFlow(
+        provider="p1", continue_url="/x", browser="d", link_user=None, verifier="v", nonce="n", callback="https://cb"
+    )
+    saml = flow_state.SamlFlow(provider="p2", continue_url="", browser="d", link_user=7, request_id="id-1")
+    assert "protocol" not in oauth.to_json() and saml.to_json()["protocol"] == "saml"
+    assert flow_state.from_json({**oauth.to_json(), "holder": "198.51.100.7"}) == flow_state.OAuthFlow(
+        **{**asdict(oauth), "holder": "198.51.100.7"}
+    )
+    assert flow_state.from_json(saml.to_json()) == saml
+    assert flow_state.from_json(None) is None
+
+
+def test_an_oauth_flow_without_a_nonce_is_plain_oauth2():
+    stored = {"provider": "p", "continue": "", "browser": "d", "link_user": None, "verifier": "v", "callback": "c"}
+    assert flow_state.from_json(stored).nonce is None
+
+
+def test_a_saml_handoff_reads_back():
+    handoff = Handoff(
+        provider="p",
+        subject="saml-ada",
+        attributes={"mail": ["ada@example.com"]},
+        continue_url="/after",
+        browser=None,
+        link_user=None,
+        name_id={"format": "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent", "text": "saml-ada"},
+        session_index="s-1",
+    )
+    assert handoff.to_json()["continue"] == "/after" and "continue_url" not in handoff.to_json()
+    assert Handoff.from_json(handoff.to_json()) == handoff
+
+
+def test_an_issued_code_reads_back_with_the_sign_in_behind_it():
+    issued = IssuedCode(
+        user=1,
+        client=2,
+        redirect_uri="https://app.example.com/callback",
+        scope="openid",
+        code_challenge=None,
+        code_challenge_method=None,
+        nonce="n",
+        auth_time=1_700_000_000,
+        amr=["pwd", "mfa"],
+        sid="sid",
+        dpop_jkt="j" * 43,
+        resources=["https://api.example.com/"],
+    )
+    assert IssuedCode.from_json(asdict(issued)) == issued
+    # A code written without the OpenID Connect fields still reads.
+    legacy = {
+        k: v
+        for k, v in asdict(issued).items()
+        if k not in {"nonce", "auth_time", "amr", "sid", "dpop_jkt", "resources"}
+    }
+    assert IssuedCode.from_json(legacy).sid is None
+    assert IssuedCode.from_json(legacy).dpop_jkt is None and IssuedCode.from_json(legacy).resources is None
