@@ -191,6 +191,19 @@ def app(make_app):
 
 
 @pytest.fixture
+def clock():
+    """The service's clock (authsvc.core.clock), to move forward instead of sleeping; put back after the test.
+
+    Only what the code decides by the time moves: Redis still expires keys by its own clock.
+    """
+    from authsvc.core import clock
+
+    clock.reset()
+    yield clock
+    clock.reset()
+
+
+@pytest.fixture
 def client(app):
     app.test_client_class = HttpsClient
     return app.test_client()

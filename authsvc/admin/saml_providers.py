@@ -7,14 +7,13 @@ update_sso_provider hand such requests here.
 from __future__ import annotations
 
 import secrets
-import time
 from typing import Any
 
 from sqlalchemy import select
 
 from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
-from authsvc.core import validation
+from authsvc.core import clock, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
 from authsvc.core.settings import settings
@@ -119,7 +118,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
         provider.client_id = entity_id[:255]
         provider.saml_metadata_xml = metadata_xml
         provider.saml_metadata_url = metadata_url
-        provider.saml_metadata_fetched_at = int(time.time()) if metadata_url else None
+        provider.saml_metadata_fetched_at = clock.now() if metadata_url else None
     mappings = dict(provider.profile_mappings)
     for name, field in ATTRIBUTE_FIELDS.items():
         if name in values:

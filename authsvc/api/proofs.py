@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +33,7 @@ from joserfc.jwk import ECKey, OKPKey, RSAKey, import_key
 from joserfc.jws import JWSRegistry
 from werkzeug.wrappers import Response
 
-from authsvc.core import security, store
+from authsvc.core import clock, security, store
 from authsvc.core.settings import settings
 
 # RFC 9449 4.2: asymmetric algorithms only. EdDSA (RFC 8037) and its RFC 9864 name Ed25519.
@@ -223,7 +222,7 @@ def _check_claims(
         raise refuse("The DPoP proof's htu is not this request's URI.")
     lifetime = settings().dpop_proof_lifetime
     iat = claims.get("iat")
-    moment = time.time()
+    moment = clock.time()
     if not isinstance(iat, int | float) or isinstance(iat, bool) or not moment - lifetime <= iat <= moment + CLOCK_SKEW:
         raise refuse(f"The DPoP proof's iat must be within {lifetime} seconds of this server's clock.")
     if access_token is not None and claims.get("ath") != access_token_hash(access_token):
@@ -321,7 +320,7 @@ def _claim_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[b
     pipe = store.client().pipeline(transaction=False)
     pipe.set(store.key("dpop-jti", target_jti), "1", nx=True, ex=max(ttl, 1))
     if nonce_lifetime:
-        window = int(time.time()) // nonce_lifetime
+        window = clock.now() // nonce_lifetime
         current_key, previous_key = f"{store.PREFIX}dpop-nonce:{window}", f"{store.PREFIX}dpop-nonce:{window - 1}"
         # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
         pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)

@@ -20,7 +20,6 @@ directory was disabled, ends every session and token of the user
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -28,7 +27,7 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.auth import ldap_client
 from authsvc.auth.ldap_client import Entry
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, clock
 from authsvc.core.database import db
 from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
@@ -196,7 +195,7 @@ def _link(directory: LdapDirectory, entry: Entry, user: User, via: str) -> Outco
 def _refresh(account: LdapAccount, user: User, entry: Entry) -> None:
     """What the directory says now: the user's groups, and when it last said so."""
     user.groups = entry.groups
-    account.checked_at = int(time.time())
+    account.checked_at = clock.now()
 
 
 def still_allowed(user: User) -> bool:
@@ -211,7 +210,7 @@ def still_allowed(user: User) -> bool:
     if not accounts:
         return True
     recheck = settings().ldap_recheck
-    now = int(time.time())
+    now = clock.now()
     for account in accounts:
         if now - account.checked_at < recheck:
             continue

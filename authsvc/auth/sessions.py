@@ -8,7 +8,6 @@ tokens carry), so that the applications signed in through them can be told
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import redis
@@ -18,7 +17,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from authsvc.auth import ldap_signin
-from authsvc.core import actors, audit, store
+from authsvc.core import actors, audit, clock, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
 from authsvc.core.settings import settings
@@ -60,8 +59,8 @@ def _ended_session(record: dict[str, Any] | None) -> None:
 
 
 def now() -> int:
-    """The clock sign-in times are recorded and judged by, in seconds (tests move it rather than wait)."""
-    return int(time.time())
+    """The clock sign-in times are recorded and judged by, in seconds (authsvc.core.clock: tests move it)."""
+    return clock.now()
 
 
 def auth_time(record: dict[str, Any]) -> int:
@@ -180,7 +179,7 @@ def directory_allows(user: User) -> bool:
 
 def invalidate_sessions(user: User) -> None:
     """Refuse every session ``user`` has now (password change, disable); announced once the caller commits."""
-    user.sessions_valid_after = int(time.time() * 1000) + 1
+    user.sessions_valid_after = clock.now_ms() + 1
     try:
         # The sids now, not after the commit: a session started meanwhile is not ended.
         sids = store.user_sids(user.id)

@@ -29,7 +29,7 @@ from sqlalchemy import CursorResult, Engine, Result, event
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import DeclarativeBase
 
-from authsvc.core import budget
+from authsvc.core import budget, clock
 from authsvc.core.settings import settings as typed_settings
 
 if TYPE_CHECKING:
@@ -58,7 +58,8 @@ def rows_affected(result: Result[Any]) -> int:
 
 
 def now() -> int:
-    return int(time.time())
+    """Whole seconds since the epoch, by the service's clock (authsvc.core.clock)."""
+    return clock.now()
 
 
 # A pooled connection idle this long is pinged before it is used again: one

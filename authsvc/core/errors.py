@@ -7,7 +7,6 @@ JSON, and an HTML view that catches one shows a page with its status and text (`
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -15,6 +14,7 @@ from typing import Any
 import redis.exceptions
 from flask import Response, jsonify
 
+from authsvc.core import clock
 from authsvc.core.headers import uncached
 from authsvc.core.settings import settings
 
@@ -76,7 +76,7 @@ class LockedOut(Exception):
     """Too many failed sign-ins (or user codes) for this account or address: none is tried before ``retry_after`` s."""
 
     def __init__(self, retry_after: int, attempts: str = "sign-in attempts") -> None:
-        until = datetime.fromtimestamp(time.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        until = datetime.fromtimestamp(clock.time() + retry_after, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self.retry_after = retry_after
         self.description = f"Too many failed {attempts}. Retry in {retry_after} s (after {until})."
         super().__init__(self.description)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from typing import Any, cast
 
 import redis
@@ -20,7 +19,7 @@ from flask import Flask, current_app, g, has_request_context
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from authsvc.core import redis_connection, security
+from authsvc.core import clock, redis_connection, security
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -178,7 +177,7 @@ def create_session(
     SessionIndex, for Single Logout).
     """
     session_id = security.new_secret()
-    created = int(time.time() * 1000)
+    created = clock.now_ms()
     record = {
         "user": user_id,
         "domain": domain_id,

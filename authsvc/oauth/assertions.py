@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -27,7 +26,7 @@ from joserfc import jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key, KeySet
 
-from authsvc.core import security, store
+from authsvc.core import clock, security, store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -92,7 +91,7 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
             )
         exp = claims.get("exp")
         limit = settings().client_assertion_max_lifetime
-        if isinstance(exp, int | float) and not isinstance(exp, bool) and exp > time.time() + limit + LEEWAY:
+        if isinstance(exp, int | float) and not isinstance(exp, bool) and exp > clock.time() + limit + LEEWAY:
             raise InvalidClientError(description=f"The client assertion's exp is more than {limit} seconds ahead.")
         super().verify_claims(claims)
 
@@ -100,7 +99,7 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
         if not isinstance(jti, str) or not 0 < len(jti) <= 200:
             raise InvalidClientError(description="The client assertion's jti must be a string of 1 to 200 characters.")
         # Kept until the assertion could no longer pass the exp check.
-        ttl = int(claims["exp"] - time.time()) + LEEWAY + 1
+        ttl = int(claims["exp"] - clock.time()) + LEEWAY + 1
         # RFC 7523 3: a jti is accepted once per client (SET NX: one winner, across workers).
         return store.claim_once(f"assertion-jti:{security.digest(claims['sub'] + ' ' + jti)}", ttl)
 

@@ -34,7 +34,7 @@ from flask import Flask, current_app
 from sqlalchemy import select
 
 from authsvc.auth import sessions
-from authsvc.core import audit, store
+from authsvc.core import audit, clock, store
 from authsvc.core.background import BackgroundQueue, KeyedQueue
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain
@@ -68,7 +68,7 @@ def remember(sid: str | None, user_id: int, domain: Domain, issuer: str, applica
 
 def logout_token(application: Application, session: dict[str, Any]) -> str:
     """The Logout Token (Back-Channel Logout 2.4), signed as the application's ID tokens are."""
-    at = int(time.time())
+    at = clock.now()
     claims = {
         "iss": session["iss"],
         "sub": str(session["user"]),

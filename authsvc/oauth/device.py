@@ -17,7 +17,6 @@ A successful poll deletes ``device:<d>`` with GETDEL: a device code gives tokens
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +30,7 @@ from authlib.oauth2.rfc8628 import (
 )
 from flask import g
 
-from authsvc.core import security, store
+from authsvc.core import clock, security, store
 from authsvc.core.database import db
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, User
 from authsvc.core.settings import settings
@@ -77,7 +76,7 @@ def pending_by_user_code(user_code: str) -> DevicePending | None:
     if raw is None:
         return None
     data = json.loads(raw)
-    if data["expires_at"] <= time.time() or redis.exists(_key("device_decision", digest)):
+    if data["expires_at"] <= clock.time() or redis.exists(_key("device_decision", digest)):
         return None
     return DevicePending(digest, data["client_id"], data["scope"], data["domain_id"])
 
@@ -139,7 +138,7 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
             "client_id": client_id,
             "scope": resolve_scope(client, scope),
             "domain_id": client.domain_id,
-            "expires_at": int(time.time()) + self.EXPIRES_IN,
+            "expires_at": clock.now() + self.EXPIRES_IN,
             "resources": g.get("authsvc_device_resources"),
         }
         poll = {"last": 0, "interval": self.INTERVAL}
@@ -177,7 +176,7 @@ class DeviceCredential:
         return self.digest
 
     def is_expired(self) -> bool:
-        return self.expires_at <= time.time()
+        return self.expires_at <= clock.time()
 
 
 class DeviceGrant(DeviceCodeGrant):
@@ -228,7 +227,7 @@ class DeviceGrant(DeviceCodeGrant):
         """RFC 8628 3.5: a poll sooner than the interval gets slow_down, and the interval grows by 5 s."""
         redis = store.client()
         key = _key("device_poll", credential.digest)
-        now = time.time()
+        now = clock.time()
         poll = json.loads(credential.poll or '{"last": 0, "interval": 5}')
         too_soon = now - poll["last"] < poll["interval"]
         if too_soon:

@@ -7,13 +7,13 @@ otherwise; this module supplies the keys, the issuer and our claims.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
 
 from authsvc.auth.mfa import factors
+from authsvc.core import clock
 from authsvc.core.models import Application, SigningKey, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -89,7 +89,7 @@ class IDTokenClaims:
             "iss": issuer(),
             "aud": client.client_id,
             "azp": client.client_id,
-            "exp": int(time.time()) + settings().id_token_ttl,
+            "exp": clock.now() + settings().id_token_ttl,
         }
 
     def get_authorization_code_claims(self, authorization_code: Any) -> dict[str, Any]:

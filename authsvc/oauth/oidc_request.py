@@ -17,7 +17,6 @@ of when the sign-in was asked for, and a session started after that satisfies
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -33,6 +32,7 @@ from itsdangerous import BadData, URLSafeTimedSerializer
 
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
+from authsvc.core import clock
 from authsvc.core.models import User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -78,7 +78,7 @@ class AuthenticationRequest:
         if self.prompts & {"login", "select_account"} or self.max_age == 0:
             return True
         # The age as the relying party sees it: auth_time is in whole seconds.
-        if self.max_age is not None and int(time.time()) - sessions.auth_time(session) > self.max_age:
+        if self.max_age is not None and clock.now() - sessions.auth_time(session) > self.max_age:
             return True
         # Step-up: a session without a second factor signs in again, with one (the sign-in page asks for
         # it when it returns to a request with these acr_values).
@@ -171,7 +171,7 @@ def refuse_consent_page(grant: Any) -> None:
 def sign_in_url(grant: Any, user: User | None) -> str:
     """The sign-in page, returning to this request with a note of when the sign-in was asked for."""
     auth: AuthenticationRequest = grant.authentication
-    note = _serializer().dumps(int(time.time() * 1000))
+    note = _serializer().dumps(clock.now_ms())
     parts = urlsplit(request.full_path)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SIGN_IN_ASKED]
     params = {"continue": f"{parts.path}?{urlencode([*query, (SIGN_IN_ASKED, note)])}"}

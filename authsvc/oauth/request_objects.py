@@ -15,7 +15,6 @@ A request object is not single use: the browser brings it back after the sign-in
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError
@@ -24,6 +23,7 @@ from joserfc import jws, jwt
 from joserfc.errors import JoseError
 from joserfc.jwk import Key
 
+from authsvc.core import clock
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
@@ -127,7 +127,7 @@ def _check_claims(client: Application, claims: dict[str, Any], client_id: str | 
         raise _refused("The request object's client_id must be the client_id sent with it.")
     if "request" in claims or "request_uri" in claims:
         raise _refused("A request object cannot hold 'request' or 'request_uri' (RFC 9101 4).")
-    now = time.time()
+    now = clock.time()
     limit = settings().request_object_max_lifetime
     exp = _number(claims, "exp")
     if exp is None:

@@ -8,7 +8,6 @@ on top of the RFCs (docs/platform.md).
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from authlib.common.urls import add_params_to_uri
@@ -19,7 +18,7 @@ from flask import Flask, current_app
 from flask import request as flask_request
 from sqlalchemy import insert
 
-from authsvc.core import actors, audit, security
+from authsvc.core import actors, audit, clock, security
 from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
@@ -251,7 +250,7 @@ def generate_token(
         "token_type": "bearer",
         "expires_in": expires_in or access_token_ttl(client),
         "scope": scope or "public",
-        "created_at": int(time.time()),
+        "created_at": clock.now(),
     }
     if include_refresh_token:
         token["refresh_token"] = security.new_secret()

@@ -10,12 +10,10 @@ AUTHSVC_SCIM_HARD_DELETE is set.
 
 from __future__ import annotations
 
-import time
-
 from sqlalchemy import delete, update
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, clock
 from authsvc.core.database import db, now, rows_affected
 from authsvc.core.models import (
     ApiKey,
@@ -62,7 +60,7 @@ def remove(user: User, actor: str, hard: bool) -> None:
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
     db.session.execute(delete(LdapAccount).where(LdapAccount.user_id == user.id))
     if not hard:
-        user.scim_deleted_at = int(time.time())
+        user.scim_deleted_at = clock.now()
         return
     for model in (Token, Consent, ApiKey, MfaFactor, RecoveryCode, ScimGroupMember):
         db.session.execute(delete(model).where(model.user_id == user.id))

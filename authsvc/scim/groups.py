@@ -8,7 +8,6 @@ inspect and ID tokens carry, as SAML and LDAP sign-ins do with their groups.
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,7 +27,7 @@ from scim2_models import Group as ScimGroupResource
 from scim2_models.path import CompareOperator
 from sqlalchemy import delete, exists, func, select
 
-from authsvc.core import audit
+from authsvc.core import audit, clock
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.scim import protocol, queries
@@ -55,7 +54,7 @@ COLUMNS = {
 
 
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    return clock.now_ms()
 
 
 def find(provisioner: Provisioner, group_id: str) -> ScimGroup:

@@ -10,7 +10,6 @@ and writing to one is 403.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from flask import url_for
@@ -30,7 +29,7 @@ from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, clock
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.core.settings import settings
@@ -75,7 +74,7 @@ def _active(op: Any, value: Any) -> Any:
 
 
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    return clock.now_ms()
 
 
 def seen(domain_id: int) -> Select:

@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 import math
 import secrets
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
@@ -290,4 +289,4 @@ def refuse_if_holding_too_many_flows() -> None:
     held, first_expiry = flow_state.held(client_address())
     if held >= bound:
         metrics.RATE_LIMITED.labels(reason="sso_flows").inc()
-        raise TooManyFlows(max(1, math.ceil(first_expiry - time.time())))
+        raise TooManyFlows(max(1, math.ceil(first_expiry - clock.time())))

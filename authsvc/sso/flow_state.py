@@ -9,11 +9,10 @@ claiming a flow takes it off the list.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from typing import Any
 
-from authsvc.core import security, store
+from authsvc.core import clock, security, store
 
 KIND = "sso"
 
@@ -88,7 +87,7 @@ def save(state: str, flow: Flow, ttl: int, holder: str) -> None:
     digest, held = security.digest(state), _held_key(holder)
     pipe = store.client().pipeline()
     pipe.set(store.key(KIND, state), json.dumps({**flow.to_json(), "holder": holder}), ex=ttl)
-    pipe.zadd(held, {digest: time.time() + ttl})
+    pipe.zadd(held, {digest: clock.time() + ttl})
     pipe.expire(held, ttl)
     pipe.execute()
 
@@ -110,8 +109,8 @@ def held(holder: str) -> tuple[int, float]:
     """How many unexpired flows ``holder`` started and nobody claimed, and when the first expires."""
     key = _held_key(holder)
     pipe = store.client().pipeline()
-    pipe.zremrangebyscore(key, "-inf", time.time())
+    pipe.zremrangebyscore(key, "-inf", clock.time())
     pipe.zcard(key)
     pipe.zrange(key, 0, 0, withscores=True)
     _, count, first = pipe.execute()
-    return count, first[0][1] if first else time.time()
+    return count, first[0][1] if first else clock.time()

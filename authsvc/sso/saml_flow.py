@@ -13,11 +13,10 @@ nobody in here (login CSRF).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.database import db
 from authsvc.core.errors import ProviderUnavailable, SsoExpired
 from authsvc.core.models import Domain, SsoProvider, User
@@ -140,7 +139,7 @@ def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_st
         raise saml.SamlError("no_subject")
     if flow is not None and flow_state.claim(relay_state) is None:
         raise saml.SamlError("replayed")  # a concurrent POST of the same flow won
-    lifetime = verified.not_on_or_after - int(time.time()) if verified.not_on_or_after else 0
+    lifetime = verified.not_on_or_after - clock.now() if verified.not_on_or_after else 0
     ttl = max(lifetime, settings().sso_flow_ttl) + provider.saml_clock_skew
     # An assertion id is accepted once, kept until the assertion expires (SAML 2.0 Profiles 4.1.4.5).
     if not store.claim_once(f"saml-seen:{provider.id}:{security.digest(verified.assertion_id)}", ttl):

@@ -23,6 +23,7 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from authsvc.core import clock
 from authsvc.core.models import SsoProvider
 from authsvc.sso.saml import MAX_RESPONSE_BYTES, SamlError, sp_client, sp_urls
 
@@ -167,7 +168,7 @@ def read_logout_request(
     provider: SsoProvider, domain_host: str, binding: str, fields: dict[str, str], now: float | None = None
 ) -> IdpLogout:
     """The IdP's signed LogoutRequest (``fields``: the SAMLRequest, RelayState, SigAlg, Signature sent)."""
-    now = time.time() if now is None else now
+    now = clock.time() if now is None else now
     with sp_client(provider, domain_host) as client:
         encoded, _ = _verified(provider, binding, "SAMLRequest", fields, client, "logout_request")
         try:
@@ -272,7 +273,7 @@ def logout_request(
                 name_id=subject,
                 session_indexes=[session_index] if session_index else None,
                 sign=False,
-                expire=_instant(time.time() + MAX_MESSAGE_AGE),
+                expire=_instant(clock.time() + MAX_MESSAGE_AGE),
             )
             info = client.apply_binding(
                 REDIRECT, str(request), destination, relay_state, sign=True, sigalg=SIG_RSA_SHA256

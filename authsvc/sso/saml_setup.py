@@ -7,9 +7,8 @@ how a certificate rollover at the IdP reaches us.
 from __future__ import annotations
 
 import datetime
-import time
 
-from authsvc.core import security
+from authsvc.core import clock, security
 from authsvc.core.models import SsoProvider
 from authsvc.core.settings import settings
 from authsvc.sso.saml import SamlError, sp_urls
@@ -102,7 +101,7 @@ def metadata_stale(provider: SsoProvider) -> bool:
     if not provider.saml_metadata_url:
         return False
     fetched = provider.saml_metadata_fetched_at or 0
-    return time.time() - fetched >= settings().saml_metadata_max_age
+    return clock.time() - fetched >= settings().saml_metadata_max_age
 
 
 def refresh_metadata(provider: SsoProvider, *, force: bool = False) -> bool:
@@ -124,7 +123,7 @@ def refresh_metadata(provider: SsoProvider, *, force: bool = False) -> bool:
         raise SamlError("metadata_entity_changed", "The fetched metadata is for another identity provider.")
     changed = xml != provider.saml_metadata_xml
     provider.saml_metadata_xml = xml
-    provider.saml_metadata_fetched_at = int(time.time())
+    provider.saml_metadata_fetched_at = clock.now()
     return changed
 
 
@@ -167,7 +166,7 @@ def new_provider(
         allow_private_network=allow_private_network,
         saml_metadata_xml=metadata_xml,
         saml_metadata_url=metadata_url,
-        saml_metadata_fetched_at=int(time.time()) if metadata_url else None,
+        saml_metadata_fetched_at=clock.now() if metadata_url else None,
         saml_sp_certificate=cert_pem,
         saml_sp_key_encrypted=security.encrypt(key_pem),
         saml_allow_unsolicited=allow_unsolicited,

@@ -204,11 +204,11 @@ def test_reuse_inside_the_grace_window_is_refused_but_keeps_the_family(client, s
     assert inspect(client, second["access_token"]).status_code == 200
 
 
-def test_reuse_after_the_grace_window_revokes_the_whole_family(make_app, client, setup):
+def test_reuse_after_the_grace_window_revokes_the_whole_family(make_app, client, setup, clock):
     app = make_app(AUTHSVC_REFRESH_REUSE_GRACE=0)
     first = tokens_for(client, setup)
     second = refresh(client, setup.public_app.client_id, first["refresh_token"]).get_json()
-    time.sleep(1.1)
+    clock.advance(1.1)
     late_client = app.test_client()
     stolen = late_client.post(
         "/auth/oauth/token",

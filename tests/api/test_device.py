@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 
 import pytest
 from sqlalchemy import select
@@ -158,7 +157,7 @@ def test_a_denied_request_answers_access_denied_and_is_audited(client, world, se
     assert enter(client, body["user_code"]).status_code == 400
 
 
-def test_polling_too_fast_slows_down_and_the_longer_interval_is_enforced(make_app, world, setup):
+def test_polling_too_fast_slows_down_and_the_longer_interval_is_enforced(make_app, world, setup, clock):
     app = make_app(AUTHSVC_DEVICE_INTERVAL=1)
     app.test_client_class = HttpsClient
     client = app.test_client()
@@ -168,21 +167,21 @@ def test_polling_too_fast_slows_down_and_the_longer_interval_is_enforced(make_ap
     assert poll(client, application.client_id, body["device_code"]).get_json()["error"] == "authorization_pending"
     assert poll(client, application.client_id, body["device_code"]).get_json()["error"] == "slow_down"
     # 1 s was the interval; it is now 6 s, so waiting the old interval is still too fast.
-    time.sleep(1.2)
+    clock.advance(1.2)
     assert poll(client, application.client_id, body["device_code"]).get_json()["error"] == "slow_down"
     with app.app_context():
         saved = json.loads(store.client().get(f"authsvc:device_poll:{security.digest(body['device_code'])}"))
     assert saved["interval"] == 11
 
 
-def test_an_expired_code_answers_expired_token(make_app, world, setup):
+def test_an_expired_code_answers_expired_token(make_app, world, setup, clock):
     app = make_app(AUTHSVC_DEVICE_CODE_TTL=1)
     app.test_client_class = HttpsClient
     client = app.test_client()
     application, _ = world.application(setup.domain, device=True)
     body = start(client, application.client_id).get_json()
     assert body["expires_in"] == 1
-    time.sleep(1.2)
+    clock.advance(1.2)
     response = poll(client, application.client_id, body["device_code"])
     assert response.status_code == 400
     assert response.get_json()["error"] == "expired_token"

@@ -124,19 +124,19 @@ def test_nonces_are_not_required_when_turned_off(make_app, setup):
     assert "DPoP-Nonce" not in response.headers
 
 
-def test_nonces_rotate_and_the_previous_one_stays_accepted_for_a_window(make_app):
+def test_nonces_rotate_and_the_previous_one_stays_accepted_for_a_window(make_app, clock):
     client = second_client(make_app, AUTHSVC_DPOP_NONCE_LIFETIME=1)
     holder = Holder()
-    time.sleep(1.02 - time.time() % 1)  # at the start of a window: the sleeps below cross one boundary each
+    clock.advance(1.02 - clock.time() % 1)  # at the start of a window: each step below crosses one boundary
     old = token_request(client, holder, grant_type="x").headers["DPoP-Nonce"]
-    time.sleep(1)
+    clock.advance(1)
     # One window later the old nonce is the previous one: still accepted (the grant type is what is
     # refused), and the answer carries the new one.
     later = token_request(client, holder, grant_type="x")
     assert later.get_json()["error"] == "unsupported_grant_type"
     assert later.headers["DPoP-Nonce"] != old
     holder.nonce = old
-    time.sleep(1)
+    clock.advance(1)
     stale = token_request(client, holder, grant_type="x")
     assert stale.get_json()["error"] == "use_dpop_nonce"
     assert stale.headers["DPoP-Nonce"] not in (old, None)

@@ -45,9 +45,9 @@ def test_max_age_within_the_session_gives_a_code_and_auth_time(client, oidc):
     assert abs(claims["auth_time"] - signed_in) <= 1
 
 
-def test_a_session_older_than_max_age_signs_in_again(client, oidc):
+def test_a_session_older_than_max_age_signs_in_again(client, oidc, clock):
     signin(client)
-    time.sleep(2.1)
+    clock.advance(2.1)
     response = authorize(client, oidc.app.client_id, scope="openid", max_age="1", state="s")
     back = sign_in_through(client, response)
     assert back.status_code == 302

@@ -64,9 +64,9 @@ def test_prompt_none_with_another_value_is_invalid_request_by_redirect(client, o
         )
 
 
-def test_prompt_none_is_login_required_when_the_session_is_older_than_max_age(client, oidc):
+def test_prompt_none_is_login_required_when_the_session_is_older_than_max_age(client, oidc, clock):
     signin(client)
-    time.sleep(1.1)
+    clock.advance(1.1)
     response = authorize(client, oidc.app.client_id, scope="openid", prompt="none", max_age="0", state="s")
     redirected_error(response, "login_required")
     _, claims = id_token(client, oidc, prompt="none", max_age="3600")
@@ -86,11 +86,11 @@ def test_prompt_none_with_an_id_token_hint_of_another_user_is_login_required(cli
 # prompt=login --------------------------------------------------------------------
 
 
-def test_prompt_login_with_a_session_shows_the_sign_in_page_and_the_new_sign_in_satisfies_it(client, oidc):
+def test_prompt_login_with_a_session_shows_the_sign_in_page_and_the_new_sign_in_satisfies_it(client, oidc, clock):
     signin(client)
     _, first = id_token(client, oidc)
     old_cookie = client.get_cookie("user", domain=HOST).value
-    time.sleep(1.1)
+    clock.advance(1.1)
     response = authorize(client, oidc.app.client_id, scope="openid", prompt="login", state="s")
     page, _ = sign_in_page(client, response)
     html = page.get_data(as_text=True)

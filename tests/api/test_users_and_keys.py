@@ -1,7 +1,6 @@
 """User and API key lifecycle: the CLI, and what a client sees after it."""
 
 import json
-import time
 
 import pytest
 from sqlalchemy import event, select
@@ -218,10 +217,10 @@ def test_a_revoked_key_fails_even_right_after_use(client, setup, world):
     assert client.get(INSPECT, headers=headers(**{"X-API-Key": key})).status_code == 401
 
 
-def test_an_expired_key_fails(client, setup, world):
+def test_an_expired_key_fails(client, setup, world, clock):
     key = world.api_key(setup.person, expires_at=now() + 1)
     assert client.get(INSPECT, headers=headers(**{"X-API-Key": key})).status_code == 200
-    time.sleep(1.1)
+    clock.advance(1.1)
     assert client.get(INSPECT, headers=headers(**{"X-API-Key": key})).status_code == 401
 
 

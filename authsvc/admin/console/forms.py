@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from wtforms import (
@@ -18,6 +17,7 @@ from wtforms import (
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import Length, NumberRange, Optional
 
+from authsvc.core import clock
 from authsvc.core.models import API_KEY_PERMISSIONS
 from authsvc.web.forms import PageForm
 
@@ -177,7 +177,7 @@ class ApiKeyForm(PageForm):
             "permission": self.permission.data,
         }
         if self.expires_in_days.data:
-            values["expires_at"] = int(time.time()) + self.expires_in_days.data * 86400
+            values["expires_at"] = clock.now() + self.expires_in_days.data * 86400
         return values
 
 
