@@ -31,10 +31,10 @@ def recent(user: User, domain: Domain) -> bool:
     record = sessions.current_session(domain)
     if record is None:
         return False
-    if sessions.now() - sessions.auth_time(record) > settings().reauth_window:
+    if sessions.now() - record.auth_time > settings().reauth_window:
         return False
     # A single sign-on session counts: the identity provider owns that sign-in, second factor included.
-    amr = record.get("amr") or []
+    amr = record.amr or []
     return not factors.enrolled(user) or "mfa" in amr or "fed" in amr
 
 

@@ -16,7 +16,8 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from authsvc.auth import ldap_signin
+from authsvc.auth import ldap_signin, session_record
+from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, clock, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
@@ -53,19 +54,14 @@ def _forget_ended(session: Session) -> None:
     session.info.pop(_ENDED, None)
 
 
-def _ended_session(record: dict[str, Any] | None) -> None:
-    if record and record.get("sid"):
-        _announce([record["sid"]])
+def _ended_session(record: SignInSession | None) -> None:
+    if record and record.sid:
+        _announce([record.sid])
 
 
 def now() -> int:
     """The clock sign-in times are recorded and judged by, in seconds (authsvc.core.clock: tests move it)."""
     return clock.now()
-
-
-def auth_time(record: dict[str, Any]) -> int:
-    """When the session's user last signed in (seconds): OpenID Connect's ``auth_time``."""
-    return record.get("auth_time", record["created"] // 1000)
 
 
 def start_session(
@@ -74,22 +70,22 @@ def start_session(
     domain: Domain,
     amr: list[str] | None = None,
     auth_time: int | None = None,
-    extra: dict[str, Any] | None = None,
+    saml: dict[str, Any] | None = None,
 ) -> str:
     """Start a new session for ``user``, set the ``user`` cookie on ``response`` and return the session id.
 
     ``amr``: how the user signed in (OpenID Connect's values; ``pwd`` unless given).
     ``auth_time``: when; now unless given (a session replacing one without a sign-in keeps its time).
-    ``extra``: more to keep in the session's record (store.create_session).
+    ``saml``: a SAML sign-in's NameID and SessionIndex, for Single Logout (session_record.SignInSession).
     """
     config = settings()
     previous = request.cookies.get(SESSION_COOKIE)
     if previous:
         # Signing in again replaces the session the browser had, not adds to it.
-        _ended_session(store.take_session(previous))
+        _ended_session(session_record.take(previous))
     ttl = domain.session_ttl or config.session_ttl
-    session_id = store.create_session(
-        user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time, extra
+    session_id = session_record.create(
+        user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time, saml
     )
     response.set_cookie(
         SESSION_COOKIE,
@@ -103,10 +99,10 @@ def start_session(
     return session_id
 
 
-def end_session(response: Response) -> dict[str, Any] | None:
+def end_session(response: Response) -> SignInSession | None:
     """End the request's session, if any, and delete its cookie; return the ended session's record."""
     session_id = request.cookies.get(SESSION_COOKIE)
-    record = store.take_session(session_id) if session_id else None
+    record = session_record.take(session_id) if session_id else None
     _ended_session(record)
     config = settings()
     response.delete_cookie(
@@ -119,16 +115,16 @@ def end_session(response: Response) -> dict[str, Any] | None:
     return record
 
 
-def end_named_sessions(session_digests: list[str]) -> list[dict[str, Any]]:
+def end_named_sessions(session_digests: list[str]) -> list[SignInSession]:
     """End the sessions whose ids have these digests, announcing them; return the records of those still live."""
-    ended = [record for record in map(store.take_session_named, session_digests) if record]
-    _announce([record["sid"] for record in ended if record.get("sid")])
+    ended = [record for record in map(session_record.take_named, session_digests) if record]
+    _announce([record.sid for record in ended if record.sid])
     return ended
 
 
-def signed_out_elsewhere(domain: Domain, record: dict[str, Any] | None, continue_url: str) -> str | None:
+def signed_out_elsewhere(domain: Domain, record: SignInSession | None, continue_url: str) -> str | None:
     """Where the browser goes instead of ``continue_url`` after signing out of ``record`` (see ``signing_out``)."""
-    if not record or record.get("domain") != domain.id:
+    if not record or record.domain != domain.id:
         return None
     results = signing_out.send(
         current_app._get_current_object(), domain=domain, record=record, continue_url=continue_url
@@ -136,8 +132,8 @@ def signed_out_elsewhere(domain: Domain, record: dict[str, Any] | None, continue
     return next((url for _, url in results if url), None)
 
 
-def current_session(domain: Domain) -> dict | None:
-    """The record of the request's live session of ``domain`` (``sid``, ``amr``, ``created`` in ms, ``auth_time``)."""
+def current_session(domain: Domain) -> SignInSession | None:
+    """The record of the request's live session of ``domain``."""
     return g.authsvc_session if session_user(domain) is not None else None
 
 
@@ -147,14 +143,14 @@ def session_user(domain: Domain) -> User | None:
         return g.authsvc_session_user
     user = None
     session_id = request.cookies.get(SESSION_COOKIE)
-    session = store.get_session(session_id) if session_id else None
-    if session and session["domain"] == domain.id:
-        candidate = db.session.get(User, session["user"])
+    session = session_record.get(session_id) if session_id else None
+    if session and session.domain == domain.id:
+        candidate = db.session.get(User, session.user)
         if (
             candidate is not None
             and not candidate.disabled
             and candidate.domain_id == domain.id
-            and session["created"] >= candidate.sessions_valid_after
+            and session.created >= candidate.sessions_valid_after
             and directory_allows(candidate)
         ):
             user = candidate

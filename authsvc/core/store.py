@@ -1,8 +1,8 @@
 """What the service keeps in Redis: the client, and the primitives a feature keeps its records with.
 
-Each feature owns its record's type and key (authsvc.auth.mfa.pending, authsvc.sso.flow_state,
-authsvc.sso.saml_flow's Handoff, authsvc.oauth.codes...). Still here: sessions (not moved yet),
-and what two packages share (JWKS copies: sso and oauth; the back-channel logout index: auth and
+Each feature owns its record's type and key (authsvc.auth.session_record, authsvc.auth.mfa.pending,
+authsvc.sso.flow_state, authsvc.sso.saml_flow's Handoff, authsvc.oauth.codes...). Still here: what
+two packages share (JWKS copies: sso and oauth; the back-channel logout index: auth and
 oauth). Every key lives under ``authsvc:`` and has a TTL. Keys are named by a digest of the
 secret they stand for, so a copy of Redis holds no usable session id or code. Without
 ``REDIS_URL`` an in-process fakeredis stands in; it serves one process only.
@@ -19,7 +19,7 @@ from flask import Flask, current_app, g, has_request_context
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from authsvc.core import clock, redis_connection, security
+from authsvc.core import redis_connection, security
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -147,6 +147,12 @@ def take(kind: str, secret: str) -> dict[str, Any] | None:
     return _decoded(raw)
 
 
+def take_digest(kind: str, digest: str) -> dict[str, Any] | None:
+    """``take`` by the secret's digest, for an index that keeps no secret (SAML's sessions of a NameID)."""
+    raw = client().getdel(f"{PREFIX}{kind}:{digest}")
+    return _decoded(raw)
+
+
 def delete(kind: str, secret: str) -> None:
     client().delete(key(kind, secret))
 
@@ -154,60 +160,6 @@ def delete(kind: str, secret: str) -> None:
 def claim_once(name: str, ttl: int) -> bool:
     """Whether this caller is the first to claim ``name`` (SET NX, kept ``ttl`` seconds): one winner, across workers."""
     return bool(client().set(f"{PREFIX}{name}", "1", nx=True, ex=max(ttl, 1)))
-
-
-# Sessions: the ``user`` cookie holds the session id.
-
-
-def create_session(
-    user_id: int,
-    domain_id: int,
-    ttl: int,
-    amr: list[str] | None = None,
-    auth_time: int | None = None,
-    extra: dict[str, Any] | None = None,
-) -> str:
-    """Start a new session and return its id; ids are never reused.
-
-    ``sid`` is the session's public name in ID tokens (OpenID Connect): never
-    the id itself, which the cookie carries as a bearer secret. ``amr`` names
-    how the user signed in (``pwd``, ``fed``), ``auth_time`` when (seconds;
-    a session that replaces one without a sign-in keeps the old one's);
-    ``extra`` is kept beside them (``saml``: the sign-in's NameID and
-    SessionIndex, for Single Logout).
-    """
-    session_id = security.new_secret()
-    created = clock.now_ms()
-    record = {
-        "user": user_id,
-        "domain": domain_id,
-        "created": created,
-        "sid": security.new_secret(),
-        "amr": amr or ["pwd"],
-        "auth_time": auth_time if auth_time is not None else created // 1000,
-        **(extra or {}),
-    }
-    put("session", session_id, record, ttl)
-    return session_id
-
-
-def get_session(session_id: str) -> dict[str, Any] | None:
-    return get("session", session_id)
-
-
-def delete_session(session_id: str) -> None:
-    delete("session", session_id)
-
-
-def take_session(session_id: str) -> dict[str, Any] | None:
-    """End the session and return its record (None if it was already gone)."""
-    return take("session", session_id)
-
-
-def take_session_named(session_digest: str) -> dict[str, Any] | None:
-    """End the session whose id has the digest ``session_digest`` (all an index may hold) and return its record."""
-    raw = client().getdel(f"{PREFIX}session:{session_digest}")
-    return _decoded(raw)
 
 
 # Keys fetched from a JWKS URL (an SSO provider's, an application's for private_key_jwt):

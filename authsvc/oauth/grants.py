@@ -166,7 +166,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         # A pushed request gives one code (RFC 9126 4): spent before the code exists.
         pushed.spend(request)
         data = request.payload.data
-        session = sessions.current_session(current_domain()) or {}
+        session = sessions.current_session(current_domain())
         issued = codes.IssuedCode(
             user=request.user.id,
             client=request.client.id,
@@ -175,9 +175,9 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             code_challenge=data.get("code_challenge"),
             code_challenge_method=data.get("code_challenge_method"),
             nonce=data.get("nonce"),
-            auth_time=sessions.auth_time(session) if session else None,
-            amr=session.get("amr"),
-            sid=session.get("sid"),
+            auth_time=session.auth_time if session else None,
+            amr=session.amr if session else None,
+            sid=session.sid if session else None,
             dpop_jkt=data.get("dpop_jkt"),
             resources=request.resources,
         )

@@ -30,8 +30,8 @@ from authlib.oidc.core.errors import (
 from flask import request
 from itsdangerous import BadData, URLSafeTimedSerializer
 
-from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
+from authsvc.auth.session_record import SignInSession
 from authsvc.core import clock
 from authsvc.core.models import User
 from authsvc.core.settings import settings
@@ -70,19 +70,19 @@ class AuthenticationRequest:
     def asks_consent(self) -> bool:
         return "consent" in self.prompts
 
-    def signed_in_since_asked(self, session: dict[str, Any]) -> bool:
-        return self.sign_in_asked_at is not None and session["created"] >= self.sign_in_asked_at
+    def signed_in_since_asked(self, session: SignInSession) -> bool:
+        return self.sign_in_asked_at is not None and session.created >= self.sign_in_asked_at
 
-    def wants_a_new_sign_in(self, user: User, session: dict[str, Any]) -> bool:
+    def wants_a_new_sign_in(self, user: User, session: SignInSession) -> bool:
         # select_account: a browser holds one session, so choosing an account is signing in as it.
         if self.prompts & {"login", "select_account"} or self.max_age == 0:
             return True
         # The age as the relying party sees it: auth_time is in whole seconds.
-        if self.max_age is not None and clock.now() - sessions.auth_time(session) > self.max_age:
+        if self.max_age is not None and clock.now() - session.auth_time > self.max_age:
             return True
         # Step-up: a session without a second factor signs in again, with one (the sign-in page asks for
         # it when it returns to a request with these acr_values).
-        if self.wants_mfa and "mfa" not in (session.get("amr") or []):
+        if self.wants_mfa and "mfa" not in (session.amr or []):
             return True
         return self.hinted_sub is not None and self.hinted_sub != str(user.id)
 
@@ -139,7 +139,7 @@ def _asked_at(note: str | None) -> int | None:
     return asked_at if isinstance(asked_at, int) else None
 
 
-def needs_sign_in(grant: Any, user: User | None, session: dict[str, Any] | None) -> bool:
+def needs_sign_in(grant: Any, user: User | None, session: SignInSession | None) -> bool:
     """Whether the user must sign in (again) before this request is answered.
 
     Raises ``login_required`` where the answer must come without a page
@@ -154,7 +154,7 @@ def needs_sign_in(grant: Any, user: User | None, session: dict[str, Any] | None)
             raise _error(LoginRequiredError, grant, "The user who signed in is not the one 'id_token_hint' names.")
         # A fresh sign-in answers everything but step-up: acr_values=mfa needs the second factor itself
         # (the note is not tied to this request, so it cannot vouch for how the user signed in).
-        needed = auth.wants_mfa and "mfa" not in (session.get("amr") or [])
+        needed = auth.wants_mfa and "mfa" not in (session.amr or [])
     else:
         needed = auth.wants_a_new_sign_in(user, session)
     if needed and auth.silent:

@@ -27,6 +27,7 @@ import redis
 from flask import Flask
 
 from authsvc.auth import sessions
+from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, security, store
 from authsvc.core.models import Domain, SsoProvider
 from authsvc.core.settings import settings
@@ -89,7 +90,7 @@ def idp_logout(domain: Domain, provider: SsoProvider, binding: str, fields: dict
     ended = sessions.end_named_sessions(digests)
     if digests:
         store.client().hdel(key, *digests)
-    for user_id in sorted({record["user"] for record in ended}):
+    for user_id in sorted({record.user for record in ended}):
         audit.record(
             "saml.logout",
             domain_id=domain.id,
@@ -106,9 +107,9 @@ def idp_logout(domain: Domain, provider: SsoProvider, binding: str, fields: dict
 
 
 @sessions.signing_out.connect
-def _signing_out(app: Flask, domain: Domain, record: dict[str, Any], continue_url: str) -> str | None:
+def _signing_out(app: Flask, domain: Domain, record: SignInSession, continue_url: str) -> str | None:
     """The IdP URL with our LogoutRequest, for a session from a SAML sign-in whose IdP has an SLO endpoint."""
-    saml = record.get("saml")
+    saml = record.saml
     if not isinstance(saml, dict):
         return None
     provider = find_provider(domain, saml.get("provider") or "")
@@ -131,8 +132,8 @@ def _signing_out(app: Flask, domain: Domain, record: dict[str, Any], continue_ur
     audit.record(
         "saml.logout",
         domain_id=domain.id,
-        actor=actors.of_user(record["user"]),
-        target=actors.of_user(record["user"]),
+        actor=actors.of_user(record.user),
+        target=actors.of_user(record.user),
         details={"provider": provider.id, "initiated_by": "sp", "sessions": 1},
     )
     return url

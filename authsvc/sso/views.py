@@ -153,8 +153,7 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
         )
     response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
     uncached(response, referrer_policy=NO_REFERRER)
-    extra = {"saml": signed_in.saml} if signed_in.saml else None
-    session_id = sessions.start_session(response, signed_in.user, domain, amr=["fed"], extra=extra)
+    session_id = sessions.start_session(response, signed_in.user, domain, amr=["fed"], saml=signed_in.saml or None)
     if signed_in.saml:
         saml_slo.remember(domain, session_id, signed_in.saml)
     response.delete_cookie(FLOW_COOKIE, path=bp.url_prefix)

@@ -13,9 +13,8 @@ import re
 import pytest
 from sqlalchemy import select
 
-from authsvc.core import store
 from authsvc.core.models import AuditRecord, MfaFactor, RecoveryCode
-from tests.helpers import HOST, PASSWORD, headers
+from tests.helpers import HOST, PASSWORD, headers, stored_session
 from tests.helpers.mfa import (
     enrol,
     fresh_code,
@@ -105,7 +104,7 @@ def test_the_session_records_the_second_factor(app, client, setup, enrolled):
     token = mfa_token(client)
     second_step(client, token, fresh_code(secret, set()))
     with app.app_context():
-        session = store.get_session(client.get_cookie("user", domain=HOST).value)
+        session = stored_session(client.get_cookie("user", domain=HOST).value)
     assert session["amr"] == ["pwd", "otp", "mfa"]
 
 

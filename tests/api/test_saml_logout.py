@@ -14,9 +14,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 
-from authsvc.core import store
 from tests.fakes.saml_idp import SamlIdp
-from tests.helpers import HOST, headers
+from tests.helpers import HOST, headers, stored_session
 from tests.helpers.oidc_logout import app as app  # noqa: F401 - a fixture (back-channel receivers on loopback)
 from tests.helpers.oidc_logout import claims_of, id_token
 from tests.helpers.oidc_logout import receiver as receiver  # noqa: F401 - a fixture
@@ -56,13 +55,13 @@ def query_fields(url: str) -> dict[str, str]:
 def signed_in_session(app, client) -> str:
     cookie = client.get_cookie("user", domain=HOST).value
     with app.app_context():
-        assert store.get_session(cookie) is not None
+        assert stored_session(cookie) is not None
     return cookie
 
 
 def session_live(app, cookie: str) -> bool:
     with app.app_context():
-        return store.get_session(cookie) is not None
+        return stored_session(cookie) is not None
 
 
 def from_idp(app, idp, url: str, fields: dict[str, str]):

@@ -7,7 +7,7 @@ import pytest
 
 from authsvc.core import store
 from authsvc.core.models import User
-from tests.helpers import HOST, PASSWORD, headers
+from tests.helpers import HOST, PASSWORD, headers, stored_session
 
 
 def cookie_header(response) -> str:
@@ -63,7 +63,7 @@ def test_session_lives_in_the_store_with_a_ttl(client, app, setup):
         assert len(keys) == 1
         assert 0 < store.client().ttl(keys[0]) <= app.config["AUTHSVC_SESSION_TTL"]
         assert session_id not in keys[0], "the key is a digest, not the session id"
-        assert store.get_session(session_id)["user"] == setup.person.id
+        assert stored_session(session_id)["user"] == setup.person.id
 
 
 def test_a_new_signin_never_reuses_a_session_id(client, setup):

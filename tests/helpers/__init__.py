@@ -198,6 +198,14 @@ class World:
             return list(db.session.scalars(statement))
 
 
+def stored_session(session_id: str) -> dict | None:
+    """The session's record as the store holds it (its JSON), in an app context; None when it is gone."""
+    from authsvc.auth import session_record
+    from authsvc.core import store
+
+    return store.get(session_record.KIND, session_id)
+
+
 def headers(host: str = HOST, **extra) -> dict:
     return {"Host": host, **extra}
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import asdict
 
 from authsvc.auth.mfa.pending import PendingSignIn
+from authsvc.auth.session_record import SignInSession
 from authsvc.oauth.codes import IssuedCode
 from authsvc.sso import flow_state
 from authsvc.sso.saml_flow import Handoff
@@ -82,3 +83,17 @@ def test_an_issued_code_reads_back_with_the_sign_in_behind_it():
     }
     assert IssuedCode.from_json(legacy).sid is None
     assert IssuedCode.from_json(legacy).dpop_jkt is None and IssuedCode.from_json(legacy).resources is None
+
+
+def test_a_sign_in_session_reads_back_and_a_saml_one_keeps_its_logout_names():
+    plain = SignInSession(user=1, domain=2, created=1_700_000_000_123, sid="s", amr=["pwd"], auth_time=1_700_000_000)
+    assert "saml" not in plain.to_json()
+    assert SignInSession.from_json(plain.to_json()) == plain
+    saml = SignInSession(**{**asdict(plain), "amr": ["fed"], "saml": {"provider": "p", "session_index": "i"}})
+    assert saml.to_json()["saml"] == {"provider": "p", "session_index": "i"}
+    assert SignInSession.from_json(saml.to_json()) == saml
+
+
+def test_a_session_written_before_sids_and_auth_time_still_reads():
+    old = SignInSession.from_json({"user": 1, "domain": 2, "created": 1_700_000_000_999})
+    assert (old.sid, old.amr, old.auth_time) == (None, None, 1_700_000_000)

@@ -72,8 +72,8 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
 def _second_factor_missing(user: User) -> Response | None:
     """Under the domain's multi-factor policy: enrol first, and use a session that passed the factor."""
     domain = current_domain()
-    session = sessions.current_session(domain) or {}
-    if factors.console_allowed(user, domain, session.get("amr") or []):
+    session = sessions.current_session(domain)
+    if factors.console_allowed(user, domain, (session.amr if session else None) or []):
         return None
     if user.service_account:
         return message(

@@ -29,9 +29,16 @@ def _signed_in() -> tuple[User | None, Domain, Response | None]:
     return user, domain, None
 
 
+def _amr(domain: Domain) -> list[str]:
+    """How the request's session signed in (``pwd`` for a session that does not say)."""
+    session = sessions.current_session(domain)
+    return (session.amr if session else None) or ["pwd"]
+
+
 def _rotate(response: Response, user: User, domain: Domain, amr: list[str]) -> None:
     """End every other session of ``user`` and give this browser a new one, of the same sign-in."""
-    signed_in_at = sessions.auth_time(sessions.current_session(domain) or {"created": 0})
+    session = sessions.current_session(domain)
+    signed_in_at = session.auth_time if session else 0
     sessions.invalidate_sessions(user)
     db.session.commit()
     sessions.start_session(response, user, domain, amr=amr, auth_time=signed_in_at)
@@ -72,7 +79,7 @@ def add_totp() -> Response:
             audit.record("mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"})
             response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
             # The session that just proved the app counts as a multi-factor one from now on.
-            amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+            amr = _amr(domain)
             _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
             return response
         db.session.rollback()
@@ -127,7 +134,7 @@ def add_passkey() -> Response:
                     "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details=details, commit=False
                 )
                 response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
-                amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+                amr = _amr(domain)
                 _rotate(response, user, domain, list(dict.fromkeys([*amr, "hwk", "mfa"])))
                 return response
     options = passkeys.registration_options(user, domain, holder)
@@ -185,6 +192,6 @@ def remove(factor_id: str) -> Response:
         commit=False,
     )
     response = redirect(url_for(".settings"), 303)
-    amr = (sessions.current_session(domain) or {}).get("amr") or ["pwd"]
+    amr = _amr(domain)
     _rotate(response, user, domain, amr)
     return response
