@@ -172,8 +172,9 @@ def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> C
         credential = find_token(value, host, default_host)
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
-        check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce, fapi2=credential.profile == FAPI2_PROFILE)
+        # Where it came from first: a FAPI 2.0 domain's token in the query is refused for that (400), bound or not.
         _require_header(credential, "Authorization")
+        check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce, fapi2=credential.profile == FAPI2_PROFILE)
         return credential
     api_key = _presented_api_key()
     if api_key:
