@@ -117,10 +117,11 @@ def challenge(error: str | None = None, description: str | None = None, *, fapi2
 
 @dataclass(frozen=True)
 class Proof:
-    """A proof that passed every check: the thumbprint of its key, and the nonce to give the client next."""
+    """A proof that passed every check: the thumbprint of its key, the nonce to give the client next, its alg."""
 
     jkt: str
     next_nonce: str | None = None
+    alg: str | None = None
 
 
 def thumbprint(jwk: dict[str, Any]) -> str:
@@ -173,7 +174,7 @@ def verify(
     def refuse(description: str) -> DPoPError:
         return DPoPError("invalid_dpop_proof", description, resource=resource, fapi2=fapi2)
 
-    key, claims = _signed_by_its_jwk(proof, refuse, FAPI2_ALGORITHMS if fapi2 else ALGORITHMS)
+    key, claims, key_alg = _signed_by_its_jwk(proof, refuse, FAPI2_ALGORITHMS if fapi2 else ALGORITHMS)
     jti, target = _check_claims(claims, method, uri, access_token, refuse)
     lifetime = settings().dpop_proof_lifetime
     thumbprint = key.thumbprint()
@@ -195,13 +196,14 @@ def verify(
         )
     if not first_use:
         raise refuse("The DPoP proof was used before (its jti): make a new proof for each request.")
-    return Proof(jkt=thumbprint, next_nonce=current)
+    return Proof(jkt=thumbprint, next_nonce=current, alg=key_alg)
 
 
 def _signed_by_its_jwk(
     proof: str, refuse: Callable[[str], DPoPError], algorithms: tuple[str, ...]
-) -> tuple[Any, dict[str, Any]]:
-    """The proof's public key and claims, once its form, typ, alg (one of ``algorithms``) and signature are checked."""
+) -> tuple[Any, dict[str, Any], str]:
+    """The proof's public key, claims and alg, once its form, typ, alg (one of ``algorithms``) and signature are
+    checked."""
     if len(proof) > MAX_PROOF_BYTES or not proof.isascii():
         raise refuse(f"The DPoP proof must be a JWT of at most {MAX_PROOF_BYTES} bytes.")
     signed = _extract(proof, refuse)
@@ -223,7 +225,7 @@ def _signed_by_its_jwk(
     claims = _claims(signed.payload)
     if claims is None:
         raise refuse("The DPoP proof's payload is not a JSON object.")
-    return key, claims
+    return key, claims, alg
 
 
 def _check_claims(

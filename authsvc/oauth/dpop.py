@@ -14,12 +14,10 @@ import re
 from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError
-from flask import request as flask_request
 
 from authsvc.api import proofs
-from authsvc.api.proofs import ALGORITHMS, FAPI2_ALGORITHMS, DPoPError, Proof, add_nonce
+from authsvc.api.proofs import ALGORITHMS, FAPI2_ALGORITHM_RULE, FAPI2_ALGORITHMS, DPoPError, Proof, add_nonce
 from authsvc.core.models import Application
-from authsvc.core.tenancy import current_domain
 from authsvc.oauth import profile
 
 __all__ = [
@@ -48,10 +46,18 @@ def dpop_required(client: Application) -> bool:
 
 def request_proof() -> Proof | None:
     """The request's ``DPoP`` proof at the authorisation server (token endpoint, PAR), checked for its method and
-    URL with the server's nonce; a FAPI 2.0 domain's proofs use its algorithms only (docs/fapi.md#algorithms)."""
-    if "DPoP" not in flask_request.headers:
-        return None  # no proof: the domain is not looked up for it
-    return proofs.request_proof(fapi2=profile.fapi2(current_domain()))
+    URL with the server's nonce, before the client is known; ``check_algorithm`` once it is."""
+    return proofs.request_proof()
+
+
+def check_algorithm(client: Application, proof: Proof | None) -> None:
+    """A FAPI 2.0 domain's proofs are signed with its algorithms only (5.4.1; docs/fapi.md#algorithms).
+
+    Checked once the client (and so its domain) is known: looking the domain up before would cost a
+    statement on every token request with a proof.
+    """
+    if proof is not None and proof.alg not in FAPI2_ALGORITHMS and profile.fapi2(client):
+        raise DPoPError("invalid_dpop_proof", FAPI2_ALGORITHM_RULE.format(alg=proof.alg))
 
 
 def proof_thumbprint(dpop_jkt: str | None = None, proof: Proof | None = None) -> str | None:

@@ -580,6 +580,29 @@ def test_an_rs256_dpop_proof_is_refused_under_the_profile(client, fapi):
         client, fapi.standard.keyed, OTHER_HOST, holder=Holder("RS256"), grant_type="client_credentials"
     )
     assert response.get_json()["token_type"] == "DPoP"
+    # Nor is it taken at PAR.
+    _, challenge = pkce_pair()
+    rs256 = Holder("RS256")
+    for _ in range(2):
+        proof = rs256.proof(f"https://{HOST}/auth/oauth/par")
+        body = {"response_type": "code", "redirect_uri": REDIRECT_URI, "code_challenge": challenge}
+        body |= {"code_challenge_method": "S256", **client_authentication(fapi.strict.keyed)}
+        pushed = rs256.remember(client.post("/auth/oauth/par", data=body, headers=headers(DPoP=proof)))
+    refused_at_push(pushed, "invalid_dpop_proof", "algorithms")
+
+
+def test_a_token_bound_to_an_rs256_key_before_the_switch_needs_the_profiles_algorithms(client, world, fapi):
+    # A token of a standard domain bound to an RSA key with RS256; then the domain switches to the profile.
+    holder = Holder("RS256")
+    response = token_request(
+        client, fapi.standard.keyed, OTHER_HOST, holder=holder, grant_type="client_credentials", scope="mqtt.read"
+    )
+    token = response.get_json()["access_token"]
+    assert client.get(INSPECT, headers=with_proof(holder, token, host=OTHER_HOST)).status_code == 200
+    world.update(Domain, fapi.standard.domain.id, profile="fapi2")
+    response = client.get(INSPECT, headers=with_proof(holder, token, host=OTHER_HOST))
+    refused(response, 401, "invalid_dpop_proof", "algorithms")
+    assert 'algs="ES256 PS256 EdDSA Ed25519"' in response.headers["WWW-Authenticate"]
 
 
 def test_a_dpop_proof_at_par_binds_the_code(client, fapi):
