@@ -38,6 +38,7 @@ from werkzeug.sansio.utils import get_host
 from authsvc.api import lookup, proofs
 from authsvc.api.readers import READERS, Readers
 from authsvc.core.errors import REDIS_DOWN
+from authsvc.core.models import FAPI2_PROFILE
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
@@ -138,7 +139,15 @@ class InspectFastPath:
         url = f"{origin}{environ.get('SCRIPT_NAME', '')}{PATH}"
         with self.flask_app.app_context():
             try:
-                proofs.verify(proof, "GET", url, access_token=token, jkt=credential.dpop_jkt, resource=True)
+                proofs.verify(
+                    proof,
+                    "GET",
+                    url,
+                    access_token=token,
+                    jkt=credential.dpop_jkt,
+                    resource=True,
+                    fapi2=credential.profile == FAPI2_PROFILE,
+                )
             except (proofs.DPoPError, *REDIS_DOWN):
                 return False
         return True

@@ -92,9 +92,10 @@ def _presented_token() -> tuple[str, str] | None:
     return ("bearer", elsewhere) if elsewhere else None
 
 
-def check_binding(dpop_jkt: str | None, scheme: str, token: str, *, nonce: bool = False) -> None:
+def check_binding(dpop_jkt: str | None, scheme: str, token: str, *, nonce: bool = False, fapi2: bool = False) -> None:
     """RFC 9449 7: a token bound to the key ``dpop_jkt`` needs the DPoP scheme and a proof by that key for this
-    request (``ath`` its hash); an unbound one is a bearer token. ``nonce``: the endpoint requires server nonces."""
+    request (``ath`` its hash); an unbound one is a bearer token. ``nonce``: the endpoint requires server nonces;
+    ``fapi2``: the token's domain is under the FAPI 2.0 profile (its proof algorithms only)."""
     if dpop_jkt is None:
         if scheme == "dpop":
             raise _invalid("This access token is not bound to a DPoP key: present it as 'Bearer <token>'.")
@@ -105,8 +106,9 @@ def check_binding(dpop_jkt: str | None, scheme: str, token: str, *, nonce: bool 
             "invalid_token",
             "This access token is bound to a DPoP key: present it as 'Authorization: DPoP <token>' with a DPoP proof.",
             resource=True,
+            fapi2=fapi2,
         )
-    if proofs.request_proof(access_token=token, jkt=dpop_jkt, resource=True, nonce=nonce) is None:
+    if proofs.request_proof(access_token=token, jkt=dpop_jkt, resource=True, nonce=nonce, fapi2=fapi2) is None:
         raise proofs.DPoPError("invalid_dpop_proof", "Send a DPoP proof with a DPoP-bound token.", resource=True)
 
 
@@ -141,7 +143,7 @@ def presented_token(domain: Domain) -> Token | None:
     if token is None or not token.is_active() or token.application.domain_id != domain.id:
         return None
     try:
-        check_binding(token.dpop_jkt, scheme, value)
+        check_binding(token.dpop_jkt, scheme, value, fapi2=domain.fapi2)
     except (InvalidTokenError, proofs.DPoPError):
         return None
     return token
@@ -170,8 +172,9 @@ def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> C
         credential = find_token(value, host, default_host)
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
-        check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce)
+        # Where it came from first: a FAPI 2.0 domain's token in the query is refused for that (400), bound or not.
         _require_header(credential, "Authorization")
+        check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce, fapi2=credential.profile == FAPI2_PROFILE)
         return credential
     api_key = _presented_api_key()
     if api_key:

@@ -38,6 +38,12 @@ from authsvc.core.settings import settings
 
 # RFC 9449 4.2: asymmetric algorithms only. EdDSA (RFC 8037) and its RFC 9864 name Ed25519.
 ALGORITHMS = ("ES256", "RS256", "PS256", "EdDSA", "Ed25519")
+# A FAPI 2.0 domain's (5.4.1: PS256, ES256 or EdDSA; Ed25519 is RFC 9864's name for EdDSA with Ed25519).
+FAPI2_ALGORITHMS = ("ES256", "PS256", "EdDSA", "Ed25519")
+# The profile's rule (authsvc.oauth.profile has the others; this layer cannot import it).
+FAPI2_ALGORITHM_RULE = (
+    "FAPI 2.0 profile: a DPoP proof is signed with ES256, PS256 or EdDSA, not {alg} (docs/fapi.md#algorithms)."
+)
 PROOF_TYPE = "dpop+jwt"
 # A proof is a few hundred bytes; one with the jwk of an RSA key of 8192 bits is under 4 KB.
 MAX_PROOF_BYTES = 8192
@@ -78,38 +84,43 @@ class DPoPError(OAuth2Error):  # type: ignore[misc]  # Authlib has no type hints
     a 401 with a ``WWW-Authenticate: DPoP`` challenge.
     """
 
-    def __init__(self, error: str, description: str, *, nonce: str | None = None, resource: bool = False):
+    def __init__(
+        self, error: str, description: str, *, nonce: str | None = None, resource: bool = False, fapi2: bool = False
+    ):
         super().__init__(description=description, status_code=401 if resource else 400)
         self.error = error
         self.nonce = nonce
         self.resource = resource
+        self.fapi2 = fapi2
 
     def get_headers(self) -> list[tuple[str, str]]:
         headers: list[tuple[str, str]] = list(super().get_headers())
         if self.nonce:
             headers.append(("DPoP-Nonce", self.nonce))
         if self.resource:
-            headers.append(("WWW-Authenticate", challenge(self.error, self.description)))
+            headers.append(("WWW-Authenticate", challenge(self.error, self.description, fapi2=self.fapi2)))
         return headers
 
 
-def challenge(error: str | None = None, description: str | None = None) -> str:
+def challenge(error: str | None = None, description: str | None = None, *, fapi2: bool = False) -> str:
     """A ``WWW-Authenticate: DPoP`` challenge (RFC 9449 7.1), naming the algorithms accepted."""
+    algorithms = FAPI2_ALGORITHMS if fapi2 else ALGORITHMS
     parts = ['DPoP realm="authsvc"']
     if error:
         parts.append(f'error="{error}"')
     if description:
         parts.append(f'error_description="{description}"')
-    parts.append(f'algs="{" ".join(ALGORITHMS)}"')
+    parts.append(f'algs="{" ".join(algorithms)}"')
     return ", ".join(parts)
 
 
 @dataclass(frozen=True)
 class Proof:
-    """A proof that passed every check: the thumbprint of its key, and the nonce to give the client next."""
+    """A proof that passed every check: the thumbprint of its key, the nonce to give the client next, its alg."""
 
     jkt: str
     next_nonce: str | None = None
+    alg: str | None = None
 
 
 def thumbprint(jwk: dict[str, Any]) -> str:
@@ -148,19 +159,21 @@ def verify(
     jkt: str | None = None,
     nonce: bool = False,
     resource: bool = False,
+    fapi2: bool = False,
 ) -> Proof:
     """Check ``proof`` for a request of ``method`` to ``uri`` (RFC 9449 4.3); DPoPError when it fails.
 
     ``access_token``: the token the request presents, whose hash ``ath`` must be;
     ``jkt``: the thumbprint of the key that token is bound to, which must be the proof's.
     ``nonce``: whether a server nonce is required (when AUTHSVC_DPOP_NONCE is on).
+    ``fapi2``: the request is to a FAPI 2.0 domain, whose proofs use FAPI2_ALGORITHMS only.
     Every check comes before the jti is spent, but the nonce's (which shares its round trip).
     """
 
     def refuse(description: str) -> DPoPError:
-        return DPoPError("invalid_dpop_proof", description, resource=resource)
+        return DPoPError("invalid_dpop_proof", description, resource=resource, fapi2=fapi2)
 
-    key, claims = _signed_by_its_jwk(proof, refuse)
+    key, claims, key_alg = _signed_by_its_jwk(proof, refuse, FAPI2_ALGORITHMS if fapi2 else ALGORITHMS)
     jti, target = _check_claims(claims, method, uri, access_token, refuse)
     lifetime = settings().dpop_proof_lifetime
     thumbprint = key.thumbprint()
@@ -178,14 +191,18 @@ def verify(
             "The DPoP proof must carry the server's nonce: use the DPoP-Nonce header's value.",
             nonce=current,
             resource=resource,
+            fapi2=fapi2,
         )
     if not first_use:
         raise refuse("The DPoP proof was used before (its jti): make a new proof for each request.")
-    return Proof(jkt=thumbprint, next_nonce=current)
+    return Proof(jkt=thumbprint, next_nonce=current, alg=key_alg)
 
 
-def _signed_by_its_jwk(proof: str, refuse: Callable[[str], DPoPError]) -> tuple[Any, dict[str, Any]]:
-    """The proof's public key and claims, once its form, typ, alg and signature are checked."""
+def _signed_by_its_jwk(
+    proof: str, refuse: Callable[[str], DPoPError], algorithms: tuple[str, ...]
+) -> tuple[Any, dict[str, Any], str]:
+    """The proof's public key, claims and alg, once its form, typ, alg (one of ``algorithms``) and signature are
+    checked."""
     if len(proof) > MAX_PROOF_BYTES or not proof.isascii():
         raise refuse(f"The DPoP proof must be a JWT of at most {MAX_PROOF_BYTES} bytes.")
     signed = _extract(proof, refuse)
@@ -195,6 +212,8 @@ def _signed_by_its_jwk(proof: str, refuse: Callable[[str], DPoPError]) -> tuple[
     alg = header.get("alg")
     if alg not in ALGORITHMS:
         raise refuse(f"The DPoP proof's alg must be one of {' '.join(ALGORITHMS)}.")
+    if alg not in algorithms:
+        raise refuse(FAPI2_ALGORITHM_RULE.format(alg=alg))
     key = _public_key(header.get("jwk"), alg, refuse)
     try:
         verified = jws.validate_compact(signed, key, [alg], _REGISTRY)
@@ -205,7 +224,7 @@ def _signed_by_its_jwk(proof: str, refuse: Callable[[str], DPoPError]) -> tuple[
     claims = _claims(signed.payload)
     if claims is None:
         raise refuse("The DPoP proof's payload is not a JSON object.")
-    return key, claims
+    return key, claims, alg
 
 
 def _check_claims(
@@ -231,18 +250,24 @@ def _check_claims(
 
 
 def request_proof(
-    *, access_token: str | None = None, jkt: str | None = None, resource: bool = False, nonce: bool = True
+    *,
+    access_token: str | None = None,
+    jkt: str | None = None,
+    resource: bool = False,
+    nonce: bool = True,
+    fapi2: bool = False,
 ) -> Proof | None:
     """The request's ``DPoP`` proof, checked for this request's method and URI; None without one.
 
     ``nonce``: the endpoint requires server nonces (then as AUTHSVC_DPOP_NONCE says).
+    ``fapi2``: the request is to a FAPI 2.0 domain (its algorithms only).
     The nonce to give the client next is added to the response by ``add_nonce``.
     """
     presented = flask_request.headers.getlist("DPoP")
     if not presented:
         return None
     if len(presented) > 1:
-        raise DPoPError("invalid_dpop_proof", "Send one DPoP header, not several.", resource=resource)
+        raise DPoPError("invalid_dpop_proof", "Send one DPoP header, not several.", resource=resource, fapi2=fapi2)
     proof = verify(
         presented[0],
         flask_request.method,
@@ -251,6 +276,7 @@ def request_proof(
         jkt=jkt,
         nonce=nonce and settings().dpop_nonce,
         resource=resource,
+        fapi2=fapi2,
     )
     if proof.next_nonce:
         g.setdefault(_NEXT_NONCE, proof.next_nonce)

@@ -18,7 +18,7 @@ from authsvc.api import lookup
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import keys, resources
+from authsvc.oauth import keys, profile, resources
 from authsvc.oauth.parameters import MergedRequest
 
 TYP = "at+jwt"  # RFC 9068 2.1
@@ -76,8 +76,9 @@ def new_jti() -> str:
 
 
 def encode(domain: Domain, client: Application, token_claims: dict[str, Any]) -> str:
-    """The signed token: the domain's current key of the application's ID token algorithm, ``typ: at+jwt``."""
-    alg = client.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM
+    """The signed token: the domain's current key of the application's ID token algorithm (ES256 in a FAPI 2.0
+    domain, docs/fapi.md#algorithms), ``typ: at+jwt``."""
+    alg = profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM)
     row = keys.request_key(domain, alg)
     header = {"alg": alg, "kid": row.kid, "typ": TYP}
     return jwt.encode(header, token_claims, keys.private_key(row), algorithms=[alg])

@@ -15,10 +15,21 @@ from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError
 
-from authsvc.api.proofs import ALGORITHMS, DPoPError, Proof, add_nonce, request_proof
+from authsvc.api import proofs
+from authsvc.api.proofs import ALGORITHMS, FAPI2_ALGORITHM_RULE, FAPI2_ALGORITHMS, DPoPError, Proof, add_nonce
 from authsvc.core.models import Application
+from authsvc.oauth import profile
 
-__all__ = ["ALGORITHMS", "DPoPError", "Proof", "add_nonce", "dpop_required", "proof_thumbprint", "request_proof"]
+__all__ = [
+    "ALGORITHMS",
+    "FAPI2_ALGORITHMS",
+    "DPoPError",
+    "Proof",
+    "add_nonce",
+    "dpop_required",
+    "proof_thumbprint",
+    "request_proof",
+]
 
 # An RFC 7638 SHA-256 thumbprint: 32 bytes, base64url without padding.
 THUMBPRINT = re.compile(r"[A-Za-z0-9_-]{43}")
@@ -27,19 +38,36 @@ THUMBPRINT = re.compile(r"[A-Za-z0-9_-]{43}")
 def dpop_required(client: Application) -> bool:
     """Whether every token request of ``client`` must carry a DPoP proof (its tokens are then all DPoP-bound).
 
-    The one place this is decided: the application's ``dpop_bound_access_tokens`` (RFC 9449 5.2).
+    The one place this is decided: the application's ``dpop_bound_access_tokens`` (RFC 9449 5.2), or its
+    domain's FAPI 2.0 profile (docs/fapi.md#sender-constrained-tokens).
     """
-    return bool(client.dpop_bound_access_tokens)
+    return bool(client.dpop_bound_access_tokens) or profile.requires_dpop(client)
 
 
-def proof_thumbprint(dpop_jkt: str | None = None) -> str | None:
+def request_proof() -> Proof | None:
+    """The request's ``DPoP`` proof at the authorisation server (token endpoint, PAR), checked for its method and
+    URL with the server's nonce, before the client is known; ``check_algorithm`` once it is."""
+    return proofs.request_proof()
+
+
+def check_algorithm(client: Application, proof: Proof | None) -> None:
+    """A FAPI 2.0 domain's proofs are signed with its algorithms only (5.4.1; docs/fapi.md#algorithms).
+
+    Checked once the client (and so its domain) is known: looking the domain up before would cost a
+    statement on every token request with a proof.
+    """
+    if proof is not None and proof.alg not in FAPI2_ALGORITHMS and profile.fapi2(client):
+        raise DPoPError("invalid_dpop_proof", FAPI2_ALGORITHM_RULE.format(alg=proof.alg))
+
+
+def proof_thumbprint(dpop_jkt: str | None = None, proof: Proof | None = None) -> str | None:
     """The key a pushed authorisation request binds its code to (RFC 9449 10.1), or None.
 
     For PAR: the thumbprint of the key of a ``DPoP`` proof sent with the
-    request (checked for POST to the request's URI, with the server's nonce),
-    else the request's ``dpop_jkt``. When both are given they must agree.
+    request (``proof``, checked already by ``request_proof``: for POST to the
+    request's URI, with the server's nonce), else the request's ``dpop_jkt``.
+    When both are given they must agree.
     """
-    proof = request_proof()
     given = check_dpop_jkt(dpop_jkt)
     if proof is not None and given is not None and proof.jkt != given:
         raise InvalidRequestError("dpop_jkt is not the thumbprint of the DPoP proof's key.")
@@ -57,6 +85,8 @@ def check_dpop_jkt(value: Any) -> str | None:
 
 def refuse_missing_proof(client: Application, proof: Proof | None) -> None:
     """At the token endpoint: a client that requires DPoP sends a proof with every request."""
+    if proof is None and profile.requires_dpop(client):
+        raise InvalidRequestError(profile.DPOP_REQUIRED)
     if proof is None and dpop_required(client):
         raise InvalidRequestError("This application requires DPoP: send a DPoP proof with every token request.")
 

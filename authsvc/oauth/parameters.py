@@ -21,6 +21,8 @@ SECRET_PARAMETERS = {"client_secret", "password", "token"}
 _QUOTED_PARAMETERS = {"response_type", "grant_type", "redirect_uri", "client_id", "code_challenge_method"}
 # RFC 8707 2: a request may name several resources, one ``resource`` parameter each.
 REPEATABLE_PARAMETERS = {"resource"}
+# A request's parameters as a pushed request or a request object gives them: a repeatable one as a list.
+Parameters = dict[str, str | list[str]]
 # An e-mail address may have non-ASCII characters (login_hint prefills the sign-in page with one).
 _FREE_TEXT_PARAMETERS = {"username", "password", "login_hint"}
 
@@ -110,7 +112,7 @@ class MergedPayload(OAuth2Payload):
 class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
-    def __init__(self, params: dict[str, str] | None = None) -> None:
+    def __init__(self, params: Parameters | None = None) -> None:
         # Authlib checks the transport (https, or http to a loopback host) on the URI it is given:
         # scheme and host are all that check reads. The full URL (an IRI, some 200 calls to build)
         # is made only if something reads ``uri``.
@@ -142,9 +144,14 @@ class MergedRequest(OAuth2Request):
         # Authlib's __init__ sets it to what it checked; the property answers with the request's URL.
         return None
 
-    def replace_parameters(self, params: dict[str, str]) -> None:
-        """Read ``params`` instead of what the request sent: a pushed request's, a request object's."""
-        self.payload = MergedPayload({name: [value] for name, value in params.items()})
+    def replace_parameters(self, params: Parameters) -> None:
+        """Read ``params`` instead of what the request sent: a pushed request's, a request object's.
+
+        A list is a repeatable parameter's values (``resource``, RFC 8707 2), each kept.
+        """
+        self.payload = MergedPayload(
+            {name: list(value) if isinstance(value, list) else [value] for name, value in params.items()}
+        )
 
     @property
     def requested_resources(self) -> list[str]:

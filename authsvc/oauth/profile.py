@@ -21,6 +21,7 @@ from typing import Any
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, UnauthorizedClientError
 from flask import request as flask_request
 
+from authsvc.api.proofs import FAPI2_ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain
 
 # FAPI 2.0 Security Profile 5.3.2.1 item 11.
@@ -63,6 +64,14 @@ NO_DEVICE = rule("the device authorization grant is not allowed", "grants")
 NO_QUERY = rule("parameters go in the request body, never in the query string", "no-secrets-in-urls")
 ASSERTION_ALGORITHM = rule("a client assertion is signed with PS256 or ES256", "algorithms")
 ID_TOKEN_RS256 = rule("ID tokens are signed with ES256", "algorithms")
+PAR_REQUIRED = rule(
+    "every authorization request is pushed: POST it to /auth/oauth/par and send only client_id and the "
+    "request_uri it answers",
+    "authorization-requests",
+)
+DPOP_REQUIRED = rule(
+    "tokens are DPoP-bound: send a DPoP proof (RFC 9449) with every token request", "sender-constrained-tokens"
+)
 ASSERTION_AUDIENCE = rule("a client assertion's aud must be the issuer, as one string", "client-authentication")
 
 
@@ -159,6 +168,8 @@ def narrow_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
         metadata[f"{endpoint}_endpoint_auth_methods_supported"] = ["private_key_jwt"]
     # RFC 9126 5: every authorisation request is pushed.
     metadata["require_pushed_authorization_requests"] = True
+    # 5.4.1: DPoP proofs are signed with PS256, ES256 or EdDSA (RFC 9449 5.1's list).
+    metadata["dpop_signing_alg_values_supported"] = list(DPOP_ALGORITHMS)
     return metadata
 
 

@@ -13,8 +13,11 @@ AUTHSVC_PAR_TTL (60 s); once opened there it lasts while the user signs in and
 approves (the sign-in page returns to the same request_uri), and it is spent
 when the authorisation is answered with a code, as node-oidc-provider does.
 
+A ``DPoP`` proof sent to PAR binds the code to its key (RFC 9449 10.1): the
+pushed request keeps its thumbprint as ``dpop_jkt``.
+
 Redis key ``par:<digest of the request_uri>``: the application's id, the
-parameters, whether a browser opened it.
+parameters (a repeatable one, ``resource``, as a list), whether a browser opened it.
 """
 
 from __future__ import annotations
@@ -33,10 +36,10 @@ from joserfc import jws
 from authsvc.core import security, store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
-from authsvc.oauth import request_objects
+from authsvc.oauth import dpop, profile, request_objects
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.oidc_request import SIGN_IN_ASKED, SIGN_IN_WINDOW
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, MergedRequest, Parameters
 
 URN_PREFIX = "urn:ietf:params:oauth:request_uri:"
 PAR_PATH = "/auth/oauth/par"
@@ -45,8 +48,10 @@ _CLIENT_AUTH_PARAMETERS = {"client_secret", "client_assertion", "client_assertio
 
 
 def par_required(client: Application) -> bool:
-    """Whether ``client``'s authorisation requests must be pushed first (RFC 9126 6)."""
-    return client.require_pushed_authorization_requests
+    """Whether ``client``'s authorisation requests must be pushed first (RFC 9126 6): the application's
+    ``require_pushed_authorization_requests``, or its domain's FAPI 2.0 profile (docs/fapi.md#authorization-requests).
+    """
+    return bool(client.require_pushed_authorization_requests) or profile.requires_par(client)
 
 
 def _key(request_uri: str) -> str:
@@ -62,7 +67,7 @@ def _invalid_uri(description: str) -> InvalidRequestUriError:
 
 @dataclass
 class PushedRequest(EndpointRequest):
-    params: dict[str, str] = field(default_factory=dict)
+    params: Parameters = field(default_factory=dict)
     expires_in: int = 0
 
 
@@ -72,19 +77,28 @@ class PushedAuthorization(Endpoint):
     ENDPOINT_NAME = "pushed_authorization"
 
     def validate_request(self, request: MergedRequest) -> PushedRequest:
+        # A DPoP proof first, as at the token endpoint: a nonce to retry with spends no client assertion.
+        request.dpop = dpop.request_proof()
         # Client authentication as at the token endpoint; a client assertion's aud may name this endpoint too
-        # (authsvc.oauth.assertions takes the request's own URL), as RFC 9126 2 says.
+        # (authsvc.oauth.assertions takes the request's own URL), as RFC 9126 2 says. Under the FAPI 2.0
+        # profile, private_key_jwt only and nothing in the query (profile.check_client_request).
         client: Application = self.server.authenticate_client(request, AUTH_METHODS, self.ENDPOINT_NAME)
         data = request.payload.data
         if "request_uri" in data:
             raise InvalidRequestError("'request_uri' cannot be pushed (RFC 9126 2.1).")
         expires_in = settings().par_ttl
+        params: Parameters
         if "request" in data:
             # RFC 9126 3: with a request object, every parameter of the request is in it.
             params = request_objects.parameters(client, data["request"], data.get("client_id"))
             expires_in = max(1, min(expires_in, int(_exp(data["request"]) - time.time())))
         else:
-            params = {k: v for k, v in data.items() if k not in _CLIENT_AUTH_PARAMETERS}
+            # A repeatable parameter keeps every value (RFC 8707 2: several resources).
+            params = {
+                name: list(values) if name in REPEATABLE_PARAMETERS else values[0]
+                for name, values in request.payload.datalist.items()
+                if name not in _CLIENT_AUTH_PARAMETERS
+            }
         # Client authentication by Basic names the client in a header only.
         params["client_id"] = client.client_id
         # The sign-in page's note is the service's own; it comes back with the browser, never from the client.
@@ -101,14 +115,18 @@ class PushedAuthorization(Endpoint):
         return 201, body, [("Content-Type", "application/json"), ("Cache-Control", "no-store"), ("Pragma", "no-cache")]
 
 
-def bind_sender(request: MergedRequest, params: dict[str, str]) -> None:
-    """Where a DPoP proof sent to PAR binds the code to its key (RFC 9449 10.1).
+def bind_sender(request: MergedRequest, params: Parameters) -> None:
+    """A DPoP proof sent to PAR binds the code to its key (RFC 9449 10.1).
 
-    The hook for sender-constrained tokens: set ``params["dpop_jkt"]`` from a valid
-    proof's key, and refuse a pushed ``dpop_jkt`` that names another. A pushed
-    ``dpop_jkt`` is carried to the code as any other parameter.
+    ``params["dpop_jkt"]`` becomes the thumbprint of the proof's key (checked
+    by ``dpop.request_proof`` for POST to this URL, with the server's nonce);
+    a pushed ``dpop_jkt`` that names another key is refused. Without a proof
+    a pushed ``dpop_jkt`` is carried to the code as any other parameter.
     """
-    return None
+    given = params.get("dpop_jkt")
+    jkt = dpop.proof_thumbprint(given if isinstance(given, str) else None, request.dpop)
+    if jkt is not None:
+        params["dpop_jkt"] = jkt
 
 
 def _exp(request_object: str) -> float:
@@ -116,7 +134,7 @@ def _exp(request_object: str) -> float:
     return json.loads(jws.extract_compact(request_object.encode()).payload)["exp"]
 
 
-def _validate_as_authorize(server: Any, params: dict[str, str]) -> None:
+def _validate_as_authorize(server: Any, params: Parameters) -> None:
     """Check the pushed parameters as the authorisation endpoint checks a request, and refuse them as JSON."""
     request = MergedRequest(params)
     try:
@@ -157,6 +175,8 @@ def resolve_authorization_request(server: Any, request: MergedRequest) -> None:
     if request_uri is not None and request_uri.startswith(URN_PREFIX):
         params = _open(request_uri, client)
         request.pushed_request_uri = request_uri
+    elif profile.requires_par(client):
+        raise InvalidRequestError(profile.PAR_REQUIRED)
     elif par_required(client):
         raise InvalidRequestError(
             "This application must push its authorization requests first (RFC 9126): "
@@ -171,7 +191,7 @@ def resolve_authorization_request(server: Any, request: MergedRequest) -> None:
     request.replace_parameters(params)
 
 
-def _open(request_uri: str, client: Application) -> dict[str, str]:
+def _open(request_uri: str, client: Application) -> Parameters:
     """The pushed parameters ``request_uri`` stands for, kept while the user signs in (not yet spent)."""
     redis = store.client()
     raw = redis.get(_key(request_uri))

@@ -28,7 +28,7 @@ from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
 from authsvc.oauth import assertions, client_authentication
-from authsvc.oauth.parameters import check_value
+from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, Parameters, check_value
 
 TYPE = "oauth-authz-req+jwt"
 ALGORITHMS = client_authentication.CLIENT_ASSERTION_ALGORITHMS
@@ -41,7 +41,7 @@ def _refused(description: str) -> InvalidRequestObjectError:
     return InvalidRequestObjectError(description=description)
 
 
-def parameters(client: Application, request_object: str, client_id: str | None) -> dict[str, str]:
+def parameters(client: Application, request_object: str, client_id: str | None) -> Parameters:
     """The authorisation request ``request_object`` carries, once its signature and claims are checked.
 
     ``client_id`` is the one sent beside it (RFC 9101 5: they must be the same).
@@ -60,19 +60,23 @@ def parameters(client: Application, request_object: str, client_id: str | None) 
         raise _refused("The request object could not be verified.") from None
     claims = token.claims
     _check_claims(client, claims, client_id)
-    params: dict[str, str] = {}
+    params: Parameters = {}
     for name, value in claims.items():
         if name in _JWT_CLAIMS or name == "claims":  # the claims parameter is not read (OpenID Connect 5.5)
             continue
         if isinstance(value, int) and not isinstance(value, bool):
             value = str(value)  # max_age may come as a number (OpenID Connect 6.1)
-        if not isinstance(value, str):
+        # RFC 8707 2: several resources are an array of strings in a request object.
+        repeated = name in REPEATABLE_PARAMETERS and isinstance(value, list) and value
+        values = value if repeated else [value]
+        if not all(isinstance(v, str) for v in values):
             raise _refused(f"The request object's '{_name(name)}' must be a string.")
         try:
-            check_value(name, value)
+            for v in values:
+                check_value(name, v)
         except InvalidRequestError as exc:
             raise _refused(f"In the request object: {exc.description}") from None
-        params[name] = value
+        params[name] = list(values) if repeated else value
     return params
 
 

@@ -105,6 +105,8 @@ class AuthorizationServer(_AuthorizationServer):
             )
         client = super().authenticate_client(request, methods, endpoint)
         profile.check_client_request(client, request, endpoint)
+        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
+        dpop.check_algorithm(client, getattr(request, "dpop", None))
         if endpoint == "token":
             dpop.refuse_missing_proof(client, request.dpop)
         return client

@@ -91,7 +91,8 @@ def _remember_approval(user: User, application: Application, scope: str) -> None
 def par() -> Response:
     """RFC 9126: push an authorisation request; the answer's request_uri stands for it at /authorize."""
     current_domain()
-    return authorization_server().create_endpoint_response("pushed_authorization")
+    # A request with a DPoP proof (RFC 9449 10.1) learns the nonce for its next one (RFC 9449 8.2).
+    return dpop.add_nonce(authorization_server().create_endpoint_response("pushed_authorization"))
 
 
 @bp.post("/token")

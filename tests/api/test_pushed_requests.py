@@ -24,6 +24,7 @@ from tests.helpers import client_registration as client_registration_support
 from tests.helpers.admin_api import ADMIN_SCOPES, call
 from tests.helpers.console import as_admin, get, submit, text
 from tests.helpers.console import people as people  # noqa: F401 - a fixture
+from tests.helpers.dpop import TOKEN_URL, Holder
 from tests.helpers.oidc_authorize import sign_in_through
 from tests.helpers.pages import csrf_token
 
@@ -376,3 +377,109 @@ def test_a_registered_client_may_ask_to_be_required_to_push(client, world, setup
     [made] = world.query(select(Application).where(Application.client_id == answer.get_json()["client_id"]))
     assert made.require_pushed_authorization_requests is True
     assert register(require_pushed_authorization_requests="yes").get_json()["error"] == "invalid_client_metadata"
+
+
+# DPoP at PAR (RFC 9449 10.1) ----------------------------------------------------------------------
+
+
+def push_with_proof(client, auth: dict, holder: Holder, **params):
+    """A push with a DPoP proof for PAR's URL, answering the server's use_dpop_nonce once as a client does."""
+    for _ in range(2):
+        response = holder.remember(push(client, {**auth, "DPoP": holder.proof(PAR_URL)}, **params))
+        if response.status_code != 400 or response.get_json()["error"] != "use_dpop_nonce":
+            break
+    return response
+
+
+def dpop_exchange(client, auth: dict, code: str, holder: Holder | None):
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
+    for _ in range(2):
+        extra = {"DPoP": holder.proof()} if holder else {}
+        response = client.post("/auth/oauth/token", data=data, headers=headers(**auth, **extra))
+        if holder is None or response.get_json().get("error") != "use_dpop_nonce":
+            return response
+        holder.remember(response)
+    return response
+
+
+def pushed_code(client, app, auth: dict, holder: Holder | None = None, **params) -> str:
+    """A code for a request pushed with a proof by ``holder`` (or none)."""
+    response = push_with_proof(client, auth, holder, **params) if holder else push(client, auth, **params)
+    signin(client)
+    return location_params(authorize_pushed(client, app.client_id, pushed_uri(response)))["code"]
+
+
+def test_a_proof_sent_to_par_binds_the_code_to_its_key(client, setup, confidential):
+    app, auth = confidential
+    holder = Holder()
+    first = push(client, {**auth, "DPoP": holder.proof(PAR_URL, nonce=None)})
+    # The server's nonce first (RFC 9449 8), as at the token endpoint.
+    assert first.status_code == 400
+    assert first.get_json()["error"] == "use_dpop_nonce"
+    assert first.headers["DPoP-Nonce"]
+    response = push_with_proof(client, auth, holder)
+    assert response.status_code == 201, response.get_json()
+    assert response.headers["DPoP-Nonce"] == holder.nonce
+    signin(client)
+    code = location_params(authorize_pushed(client, app.client_id, pushed_uri(response)))["code"]
+    token = dpop_exchange(client, auth, code, holder)
+    assert token.status_code == 200, token.get_json()
+    assert token.get_json()["token_type"] == "DPoP"
+
+
+@pytest.mark.parametrize("other", ["another key", "no proof"])
+def test_a_code_bound_at_par_is_refused_to_another_key_or_none(client, confidential, other):
+    app, auth = confidential
+    code = pushed_code(client, app, auth, Holder())
+    refused = dpop_exchange(client, auth, code, Holder() if other == "another key" else None)
+    assert refused.get_json()["error"] == "invalid_grant", refused.get_json()
+    assert "dpop_jkt" in refused.get_json()["error_description"]
+
+
+def test_a_proof_and_a_pushed_dpop_jkt_must_name_the_same_key(client, confidential):
+    _, auth = confidential
+    holder = Holder()
+    body = assert_refused(push_with_proof(client, auth, holder, dpop_jkt=Holder().jkt), "invalid_request")
+    assert "dpop_jkt" in body["error_description"]
+    assert pushed_uri(push_with_proof(client, auth, holder, dpop_jkt=holder.jkt))
+
+
+def test_a_proof_for_another_url_is_refused_at_par(client, confidential):
+    _, auth = confidential
+    holder = Holder()
+    push_with_proof(client, auth, holder)  # learns the nonce
+    response = push(client, {**auth, "DPoP": holder.proof(TOKEN_URL)})
+    assert assert_refused(response, "invalid_dpop_proof")["error_description"].endswith("this request's URI.")
+
+
+def test_a_pushed_dpop_jkt_without_a_proof_binds_the_code(client, confidential):
+    app, auth = confidential
+    holder = Holder()
+    code = pushed_code(client, app, auth, dpop_jkt=holder.jkt)
+    assert dpop_exchange(client, auth, code, Holder()).get_json()["error"] == "invalid_grant"
+    code = pushed_code(client, app, auth, dpop_jkt=holder.jkt)
+    assert dpop_exchange(client, auth, code, holder).status_code == 200
+
+
+# Resource indicators (RFC 8707) in a pushed request -------------------------------------------------
+
+
+def test_every_pushed_resource_is_kept_and_becomes_the_tokens_audience(client, world, setup):
+    orders, stock = "https://orders.example.com/api", "https://stock.example.com/"
+    app, secret = world.application(setup.domain, confidential=True, resources=[orders, stock], name="Resources")
+    auth = basic(app.client_id, secret)
+    uri = pushed_uri(push(client, auth, resource=[orders, stock]))
+    signin(client)
+    code = location_params(authorize_pushed(client, app.client_id, uri))["code"]
+    token = client.post(
+        "/auth/oauth/token",
+        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI},
+        headers=headers(**auth),
+    )
+    assert token.status_code == 200, token.get_json()
+    inspected = client.get(
+        "/api/engine/v2/api_keys/inspect", headers=headers(Authorization=f"Bearer {token.get_json()['access_token']}")
+    )
+    assert inspected.get_json()["aud"] == [orders, stock]
+    # A pushed resource the application may not ask for is refused to the application, as JSON.
+    assert_refused(push(client, auth, resource=[orders, "https://elsewhere.example.com/"]), "invalid_target")

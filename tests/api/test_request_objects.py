@@ -291,3 +291,30 @@ def test_discovery_says_request_objects_are_taken_by_value(client, setup):
         assert "RS256" in metadata["request_object_signing_alg_values_supported"]
         assert "none" not in metadata["request_object_signing_alg_values_supported"]
         assert not any(alg.startswith("HS") for alg in metadata["request_object_signing_alg_values_supported"])
+
+
+def test_a_pushed_request_object_names_several_resources_as_an_array(client, world, setup):
+    # RFC 8707 2 in a request object (RFC 9101): resource as an array; each is kept and is the token's audience.
+    orders, stock = "https://orders.example.com/api", "https://stock.example.com/"
+    app, _ = world.application(
+        setup.domain,
+        name="Keyed resources",
+        token_endpoint_auth_method="private_key_jwt",
+        jwks=JWKS,
+        scopes="public mqtt.read",
+        resources=[orders, stock],
+    )
+    uri = pushed_uri(push_object(client, app, request_object(app.client_id, resource=[orders, stock])))
+    signin(client)
+    code = location_params(authorize_pushed(client, app.client_id, uri))["code"]
+    token = exchange(client, app, code)
+    assert token.status_code == 200, token.get_json()
+    inspected = client.get(
+        "/api/engine/v2/api_keys/inspect", headers=headers(Authorization=f"Bearer {token.get_json()['access_token']}")
+    )
+    assert inspected.get_json()["aud"] == [orders, stock]
+    # Any other array is refused, as before.
+    body = assert_refused(
+        push_object(client, app, request_object(app.client_id, scope=["public"])), "invalid_request_object"
+    )
+    assert "'scope' must be a string" in body["error_description"]
