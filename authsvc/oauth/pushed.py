@@ -23,7 +23,6 @@ parameters (a repeatable one, ``resource``, as a list), whether a browser opened
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -33,7 +32,7 @@ from authlib.oauth2.rfc9101.errors import InvalidRequestUriError
 from flask import request as flask_request
 from joserfc import jws
 
-from authsvc.core import security, store
+from authsvc.core import clock, security, store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.oauth import dpop, profile, request_objects
@@ -91,7 +90,7 @@ class PushedAuthorization(Endpoint):
         if "request" in data:
             # RFC 9126 3: with a request object, every parameter of the request is in it.
             params = request_objects.parameters(client, data["request"], data.get("client_id"))
-            expires_in = max(1, min(expires_in, int(_exp(data["request"]) - time.time())))
+            expires_in = max(1, min(expires_in, int(_exp(data["request"]) - clock.time())))
         else:
             # A repeatable parameter keeps every value (RFC 8707 2: several resources).
             params = {
