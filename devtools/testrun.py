@@ -1,8 +1,7 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
 Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
-ruff format --check, lint-imports; mypy beside the tests), then runs the suite twice, each pass
-with the given pytest arguments:
+ruff format --check, lint-imports, mypy), then runs the suite twice, each pass with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
@@ -312,8 +311,6 @@ class Run:
     lines: list[str] = field(default_factory=list)
     failed: bool = False
     totals: list[int] | None = None
-    types: subprocess.Popen | None = None  # mypy, running beside the passes (``lint``)
-    types_log: Path | None = None
 
     def record(self, name: str, code: int, counts: tuple[int, int, int] | None = None, timing: str = "") -> None:
         what = {0: "passed", 5: "FAILED (pytest exit 5: no tests collected)"}.get(code, f"FAILED (exit {code})")
@@ -332,24 +329,9 @@ class Run:
         say("lint: ruff format --check .")
         ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
         self.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
-        # The types ([tool.mypy] in pyproject.toml: strict on authsvc.core and authsvc.api). mypy takes
-        # the better part of a minute from a clean clone: it runs beside the passes (``types``), its
-        # output kept and shown once they are done.
-        say("lint: mypy (beside the tests; its result comes after theirs)")
-        self.types_log = self.workdir / "mypy.log"
-        with open(self.types_log, "wb") as output:
-            self.types = subprocess.Popen(
-                [PYTHON, "-m", "mypy"], stdout=output, stderr=subprocess.STDOUT, start_new_session=True
-            )
-
-    def finish_types(self) -> None:
-        """Wait for the mypy started by ``lint``, show what it said, and record its result."""
-        if self.types is None or self.types_log is None:
-            return
-        code = wait_for(self.types)
-        print(self.types_log.read_text(errors="replace").rstrip(), flush=True)
-        self.record("lint (types)", code)
-        self.types = None
+        # The types ([tool.mypy] in pyproject.toml: strict on authsvc.core and authsvc.api).
+        say("lint: mypy")
+        self.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
 
     def start(self, name: str, env: dict[str, str], args: list[str], workers: str, kept: bool) -> Pass:
         """Start one pass; with ``kept`` its output goes to a file, to be shown later (``Pass.follow``)."""
@@ -469,14 +451,7 @@ def run(args: list[str]) -> int:
             if not planned:
                 print("== pass: sqlite + embedded store", flush=True)
             planned.append(("sqlite + embedded store", {"AUTHSVC_TEST_BACKEND": "sqlite", **real_redis}))
-        try:
-            run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
-        except BaseException:
-            if run.types is not None:  # stopped: mypy goes too
-                run.types.kill()
-                run.types.wait()
-            raise
-        run.finish_types()
+        run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
         return run.summary()
 
 
