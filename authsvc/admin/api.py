@@ -14,7 +14,7 @@ from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
 from authsvc import admin
-from authsvc.api import lookup
+from authsvc.api import credentials, lookup
 from authsvc.core import actors, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError
@@ -50,7 +50,7 @@ def current_actor(*scopes: str) -> admin.Actor:
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
 
 
-def _actor_name(credential: lookup.Credential) -> str:
+def _actor_name(credential: credentials.Credential) -> str:
     return actors.of_api_key(credential.api_key_id) if credential.api_key_id else actors.of_user(credential.user.id)
 
 

@@ -4,7 +4,7 @@
 of the platform. Flask's request machinery and the app's hooks cost several
 times the one prepared lookup that answers it, so this WSGI layer, inside
 ProxyFix and in front of Flask, answers the common case itself: a header
-credential that is valid. It reads the same statement (lookup.find_token
+credential that is valid. It reads the same statement (credentials.find_token
 or find_api_key), builds the same claims (lookup.claims) and sends the
 headers every answer carries (request id, no-store, nosniff, HSTS), and it
 counts the request in the same metrics.
@@ -35,7 +35,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
-from authsvc.api import lookup, proofs
+from authsvc.api import credentials, lookup, proofs
 from authsvc.api.readers import READERS, Readers
 from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.models import FAPI2_PROFILE
@@ -102,15 +102,15 @@ class InspectFastPath:
             kind = kind.lower()
             if kind not in ("bearer", "dpop") or not value:
                 return None
-            credential = lookup.find_token(value, host_name(host), self.default_host, self.readers)
+            credential = credentials.find_token(value, host_name(host), self.default_host, self.readers)
             if credential is not None and (kind == "dpop" or credential.dpop_jkt is not None):
                 if not self._proven(environ, kind, f"{scheme}://{host}", value, credential):
                     return None
         else:
             if "bearer_token" in environ.get("HTTP_COOKIE", ""):
                 return None  # Flask takes a bearer token in a cookie before an API key
-            credential = lookup.find_api_key(api_key, host_name(host), self.default_host, self.readers)
-            if credential is not None and lookup.use_to_note(credential):
+            credential = credentials.find_api_key(api_key, host_name(host), self.default_host, self.readers)
+            if credential is not None and credentials.use_to_note(credential):
                 return None  # Flask records the use
         if credential is None:
             return None

@@ -14,7 +14,7 @@ from typing import Any
 
 from joserfc import jwt
 
-from authsvc.api import lookup
+from authsvc.api import credentials
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.tenancy import current_domain, issuer
@@ -93,7 +93,7 @@ def issue(request: MergedRequest, token: dict[str, Any], jkt: str | None = None)
     issued = token["created_at"]
     token_claims = claims(
         issuer=issuer(),
-        audience=lookup.audience_claim(resources.stored(request.audience), domain.host),
+        audience=credentials.audience_claim(resources.stored(request.audience), domain.host),
         subject=subject(client, request.user, request.payload.grant_type),
         client_id=client.client_id,
         scope=token["scope"],

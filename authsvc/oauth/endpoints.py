@@ -14,7 +14,7 @@ from authlib.oauth2.rfc6750 import InsufficientScopeError
 from authlib.oauth2.rfc7009 import RevocationEndpoint as _RevocationEndpoint
 from authlib.oauth2.rfc7662 import IntrospectionEndpoint as _IntrospectionEndpoint
 
-from authsvc.api import lookup
+from authsvc.api import credentials, lookup
 from authsvc.core import actors, audit
 from authsvc.core.database import db
 from authsvc.core.models import Application, Token
@@ -168,7 +168,7 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
             "token_type": _token_type(token),
             "exp": token.expires_at,
             "iat": row.issued_at,
-            "aud": lookup.audience_claim(row.audience, domain.host),
+            "aud": credentials.audience_claim(row.audience, domain.host),
             "iss": issuer(),
         }
         if row.user is not None:

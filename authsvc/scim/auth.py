@@ -14,7 +14,7 @@ from flask import request
 from scim2_models import ForbiddenException, UnauthorizedException
 from sqlalchemy import select, update
 
-from authsvc.api import lookup
+from authsvc.api import credentials
 from authsvc.core import actors
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Domain, User
@@ -44,9 +44,9 @@ def _bearer() -> str:
 def authenticate(domain: Domain) -> Provisioner:
     """The SCIM client of this request, or 401/403 as a SCIM error."""
     value = _bearer()
-    credential = lookup.find_token(value, domain.host, None)
+    credential = credentials.find_token(value, domain.host, None)
     if credential is None and "." in value:
-        credential = lookup.find_api_key(value, domain.host, None)
+        credential = credentials.find_api_key(value, domain.host, None)
     if credential is None:
         raise UnauthorizedException(detail="The bearer credential is invalid, expired or revoked.")
     if credential.dpop_jkt is not None:

@@ -111,7 +111,7 @@ def test_the_database_budget_must_be_a_positive_number_of_seconds(monkeypatch):
 def test_inspect_runs_one_sql_statement_per_request(make_app, client, setup, world, database_proxy):
     """Counted on the wire (PostgreSQL's protocol, through the proxy): whatever path answers inspect."""
     bearer = password_grant(client, setup.public_app.client_id).get_json()["access_token"]
-    # Used a moment ago: no last-use write is due (authsvc.api.lookup.LAST_USED_RESOLUTION).
+    # Used a moment ago: no last-use write is due (authsvc.api.credentials.LAST_USED_RESOLUTION).
     api_key = world.api_key(setup.person, last_used_at=int(time.time()))
     proxy = database_proxy
     app = make_app(SQLALCHEMY_DATABASE_URI=proxied_url(proxy))
