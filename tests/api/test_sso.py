@@ -223,11 +223,14 @@ def test_a_provider_answering_garbage_is_a_502_page(client, world, oidc, oidc_id
 
 
 def test_a_slow_provider_times_out_as_a_502(make_app, setup, oidc):
-    app = make_app(AUTHSVC_SSO_TIMEOUT=1)
+    # The timeout also bounds the start's discovery fetch from the provider in this process:
+    # 2 s leaves a loaded machine room for that one (1 s did not, once, in CI).
+    app = make_app(AUTHSVC_SSO_TIMEOUT=2)
     provider_id = create_provider(app.test_cli_runner(), "--issuer", oidc.url)["id"]
-    oidc.fault, oidc.slow_seconds = "slow", 2.5
+    oidc.fault, oidc.slow_seconds = "slow", 4.5
     client = app.test_client()
     start = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers(), base_url=f"https://{HOST}")
+    assert start.status_code == 302, start.get_data(as_text=True)
     back = urlsplit(requests.get(start.headers["Location"], allow_redirects=False, timeout=10).headers["Location"])
     callback = client.get(back.path, query_string=back.query, headers=headers(), base_url=f"https://{HOST}")
     assert callback.status_code == 502

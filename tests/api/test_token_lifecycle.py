@@ -8,7 +8,7 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc.api import lookup, readers
+from authsvc.api import credentials, readers
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
@@ -300,7 +300,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
     # read from PostgreSQL itself.
     assert client.get(INSPECT, headers=headers(**bearer)).status_code == 200
     with app.app_context():
-        statement = readers._Prepared.of(lookup._TOKEN_CLAIMS, db.engine.dialect).sql
+        statement = readers._Prepared.of(credentials._TOKEN_CLAIMS, db.engine.dialect).sql
         connection = db.engine.raw_connection()
         try:
             cursor = connection.cursor()
