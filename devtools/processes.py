@@ -175,6 +175,14 @@ class Gunicorn:
         self.process = Process(self.name, argv, self.log_path, env=env, cwd=self.cwd).start()
         wait_for_port(self.port, self.process, timeout)
         deadline = time.monotonic() + timeout
+        # The port answering is not proof that this gunicorn holds it: between free_port() and
+        # gunicorn's bind another process (a peer of another test, a client's outgoing port) may
+        # take it, and gunicorn retries its bind while the other answers. Its own line says it bound.
+        listening = f"Listening at: http://127.0.0.1:{self.port}"
+        while listening not in self.process.output():
+            if not self.process.alive() or time.monotonic() > deadline:
+                raise ServiceError(f"{self.name}: did not bind port {self.port}:\n{self.process.log_tail()}")
+            time.sleep(0.05)
         while len(self.workers()) < workers:
             if time.monotonic() > deadline:
                 raise ServiceError(f"{self.name}: {workers} workers did not start:\n{self.process.log_tail()}")

@@ -8,7 +8,6 @@ introspect, the admin API, the console's forms) are tests/api/test_hostile_input
 from __future__ import annotations
 
 import json
-import os
 from urllib.parse import quote
 
 import pytest
@@ -16,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from authsvc import create_app
-from tests.helpers import HOST, base_config
+from tests.helpers import HOST, base_config, fuzz_examples
 from tests.helpers.hostile_input import hostile_client as hostile_client  # noqa: F401 - a fixture
 
 PARAMETERS = [
@@ -67,7 +66,7 @@ JSON_VALUES = st.recursive(
 )
 PARAMETER_NAMES = st.one_of(st.sampled_from(PARAMETERS), TEXT)
 # Examples per route: enough for every run to probe each route; raise it for a deeper search.
-EXAMPLES = int(os.environ.get("AUTHSVC_HOSTILE_EXAMPLES", "40"))
+EXAMPLES = fuzz_examples(40)
 
 
 def _routes() -> list[tuple[str, str]]:

@@ -6,7 +6,6 @@ get an answer below 500 and no stack trace.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +13,7 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from authsvc.core.models import Domain
-from tests.helpers import HOST, PASSWORD, REDIRECT_URI, signin
+from tests.helpers import HOST, PASSWORD, REDIRECT_URI, fuzz_examples, signin
 from tests.helpers.hostile_input import hostile_client as hostile_client  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token
 
@@ -192,7 +191,7 @@ def _sweep(send, bodies) -> None:
     answers_cleanly()
 
 
-SWEEP_EXAMPLES = int(os.environ.get("AUTHSVC_HOSTILE_EXAMPLES", "80"))
+SWEEP_EXAMPLES = fuzz_examples(80)
 OAUTH_ENTRY_POINTS = [
     ("/auth/signin", SIGNIN),
     ("/auth/oauth/token", TOKEN),

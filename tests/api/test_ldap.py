@@ -9,6 +9,7 @@ deprovisioning is in tests/api/test_ldap_deprovisioning.py, configuring director
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import pytest
@@ -16,7 +17,6 @@ from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import LdapAccount, LdapDirectory, User
-from devtools.services import free_port
 from tests.fakes.ldap_directory import SERVICE_PASSWORD, person_dn
 from tests.helpers import PASSWORD, headers
 from tests.helpers.ldap import INSPECT, access_token, create_directory, directory_browser, events, signin
@@ -139,8 +139,11 @@ def test_a_password_that_cannot_be_sent_to_the_directory_is_a_wrong_password_for
 
 
 def test_a_directory_that_is_down_is_a_503_not_a_wrong_password(client, runner, world, directory, setup):
-    create_directory(runner, directory, url=f"ldap://127.0.0.1:{free_port()}")
-    response = signin(client, "ada@example.com", "ada-password")
+    # Bound, not listening: refused, and no other process can take the port meanwhile.
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        create_directory(runner, directory, url=f"ldap://127.0.0.1:{held.getsockname()[1]}")
+        response = signin(client, "ada@example.com", "ada-password")
     assert response.status_code == 503
     assert response.get_json()["error"] == "directory_unavailable"
     assert int(response.headers["Retry-After"]) > 0

@@ -21,7 +21,7 @@ from schemathesis.checks import (
 from authsvc import create_app
 from authsvc.core import store
 from authsvc.core.database import db
-from tests.helpers import World, base_config, empty_database
+from tests.helpers import World, base_config, empty_database, fuzz_examples
 from tests.helpers.openapi_document import ADMIN_OPERATIONS, DOCUMENT, OPERATIONS
 
 # Negative data needs something to break: operations without any input have none.
@@ -30,6 +30,8 @@ WITH_INPUT = [
     for path, method in OPERATIONS
     if {"parameters", "requestBody", "security"} & set(DOCUMENT["paths"][path][method])
 ]
+# Per operation and mode (tests.helpers.fuzz_examples: fewer on the SQLite pass).
+EXAMPLES = fuzz_examples(20)
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
@@ -74,7 +76,7 @@ def test_the_app_answers_as_the_document_says(api_schema, path, method, mode):
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
-        max_examples=20,
+        max_examples=EXAMPLES,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),
@@ -108,7 +110,7 @@ def test_the_admin_api_answers_an_admin_as_the_document_says(api_schema, world, 
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(
-        max_examples=20,
+        max_examples=EXAMPLES,
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

@@ -9,6 +9,7 @@ tests/api/test_sso_microsoft.py.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from urllib.parse import parse_qs, urlsplit
@@ -19,7 +20,6 @@ from sqlalchemy import select
 
 from authsvc.core import store
 from authsvc.core.models import ExternalIdentity, User
-from tests.fakes.providers import Provider
 from tests.helpers import HOST, OTHER_HOST, PASSWORD, headers
 from tests.helpers.sso import PERSON, create_provider, sign_in
 from tests.helpers.sso import oauth2 as oauth2  # noqa: F401 - a fixture
@@ -259,10 +259,13 @@ def test_a_provider_answer_larger_than_a_megabyte_is_a_502_and_signs_nobody_in(c
 
 
 def test_an_unreachable_provider_is_a_502_page(client, runner, setup):
-    with Provider("oidc") as gone:
-        url = gone.url
-    provider_id = create_provider(runner, "--issuer", url)["id"]
-    response = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers())
+    # A port bound but not listening refuses every connection, and no other process can take it
+    # meanwhile (a closed server's port could be, and answer in its place).
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{held.getsockname()[1]}"
+        provider_id = create_provider(runner, "--issuer", url)["id"]
+        response = client.get("/auth/oauth2", query_string={"id": provider_id}, headers=headers())
     assert response.status_code == 502
     assert "cannot be reached" in response.get_data(as_text=True)
 

@@ -62,6 +62,20 @@ def _database_url() -> str:
     return f"sqlite:///{TMP / 'test.sqlite3'}"
 
 
+def fuzz_examples(production: int) -> int:
+    """Hypothesis examples per fuzzing test (hostile input, schemathesis) in this pass.
+
+    ``production`` against PostgreSQL and Redis, the deployment's backends; a quarter of it on
+    the SQLite pass, which runs beside it: fuzzing was half of each pass's time, and what it
+    finds is mostly in the request handling both passes share. Each pass draws its own random
+    examples. ``AUTHSVC_HOSTILE_EXAMPLES`` sets the number for both passes (a deeper search).
+    """
+    given = os.environ.get("AUTHSVC_HOSTILE_EXAMPLES")
+    if given:
+        return int(given)
+    return production if BACKEND == "postgresql" else max(1, production // 4)
+
+
 def redis_url() -> str | None:
     return os.environ.get("TEST_REDIS_URL") if BACKEND == "postgresql" else None
 
