@@ -55,6 +55,9 @@ def _worker_database(create: bool) -> None:
             conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
             if create:
                 conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+                # A throwaway database: a commit need not wait for its WAL to reach the disk
+                # (the private cluster of devtools.services runs with fsync off altogether).
+                conn.execute(sql.SQL("ALTER DATABASE {} SET synchronous_commit = off").format(sql.Identifier(name)))
     except psycopg.Error as exc:
         if create:
             pytest.exit(
