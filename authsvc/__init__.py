@@ -10,9 +10,8 @@ from flask import Flask
 
 __all__ = ["create_app"]
 
-# Set by config/gunicorn.py: a web worker runs no migrations and no ``flask``
-# commands, so it does not carry Flask-Migrate, Alembic, Mako and Pygments
-# (about 12 MB per worker), nor authsvc.cli.
+# Set by config/gunicorn.py: a web worker runs no migrations, so it does not
+# carry Flask-Migrate, Alembic, Mako and Pygments (about 12 MB per worker).
 NO_MIGRATIONS_ENV = "AUTHSVC_WEB_WORKER"
 
 
@@ -20,6 +19,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
+    from authsvc import cli
     from authsvc.api import fastpath, readers
     from authsvc.app import blueprints, errors, limits
     from authsvc.core import budget, database, security, store
@@ -81,11 +81,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     server.init_app(app)
     errors.init_app(app)
     blueprints.init_app(app)
-    if not os.environ.get(NO_MIGRATIONS_ENV):
-        # The ``flask`` commands: a web worker runs none.
-        from authsvc import cli
-
-        cli.init_app(app)
+    cli.init_app(app)
     return app
 
 

@@ -95,13 +95,6 @@ def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_or_jos
     assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
 
 
-def test_a_web_worker_does_not_load_the_commands(tmp_path):
-    code = "import sys; from authsvc import create_app; create_app({'SQLALCHEMY_DATABASE_URI': 'sqlite://'}); "
-    code += "print(sorted(m for m in sys.modules if m.startswith('authsvc.cli')))"
-    assert _probe(tmp_path, code) == "[]"
-    assert "authsvc.cli" in _probe(tmp_path, code, web_worker=False)
-
-
 def test_jose_loads_at_the_first_request_that_signs_or_verifies_a_jws(tmp_path):
     loaded = json.loads(_probe(tmp_path, FIRST_USES % (DEFERRED, DEFERRED)))
     # Bearer tokens, a refresh without openid, a client secret: none of it.
