@@ -17,24 +17,26 @@ accepted. The ``jti`` claim and the nonces are one round trip.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error
 from flask import g
 from flask import request as flask_request
-from joserfc import jws
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
-from joserfc.jwk import ECKey, OKPKey, RSAKey, import_key
-from joserfc.jws import JWSRegistry
 from werkzeug.wrappers import Response
 
 from authsvc.core import clock, security, store
 from authsvc.core.settings import settings
+
+if TYPE_CHECKING:
+    from joserfc import jws
+    from joserfc.jwk import ECKey, OKPKey, RSAKey
 
 # RFC 9449 4.2: asymmetric algorithms only. EdDSA (RFC 8037) and its RFC 9864 name Ed25519.
 ALGORITHMS = ("ES256", "RS256", "PS256", "EdDSA", "Ed25519")
@@ -57,24 +59,28 @@ _MAX_RSA_BITS = 8192
 # Where a request keeps the nonce to give the client next.
 _NEXT_NONCE = "authsvc_dpop_nonce"
 
+
 # joserfc refuses a protected header over 512 bytes, and the jwk of an RSA key of 2048 bits
 # already makes one over 500 (4096 bits: about 1 KB). A proof's header carries its key, so the
 # limits fit the largest key accepted; the proof's whole size is bounded first (MAX_PROOF_BYTES).
+# Made at the first proof: joserfc's keys load cryptography (about 10 MB), which a worker
+# serving bearer tokens never needs (docs/performance.md, "Memory").
+@functools.cache
+def _registry() -> jws.JWSRegistry:
+    from joserfc.jws import JWSRegistry
 
+    class _ProofRegistry(JWSRegistry):
+        max_header_length = 4096
+        max_payload_length = 2048
+        max_signature_length = 2048  # RSA 8192: 1366 characters
 
-class _ProofRegistry(JWSRegistry):
-    max_header_length = 4096
-    max_payload_length = 2048
-    max_signature_length = 2048  # RSA 8192: 1366 characters
+        def get_alg(self, name: str) -> Any:
+            # joserfc warns on each use of "EdDSA", which RFC 9864 deprecates for "Ed25519"; clients still send it.
+            if name not in ALGORITHMS:
+                raise UnsupportedAlgorithmError(f"Algorithm of '{name}' is not allowed")
+            return self.algorithms[name]
 
-    def get_alg(self, name: str) -> Any:
-        # joserfc warns on each use of "EdDSA", which RFC 9864 deprecates for "Ed25519"; clients still send it.
-        if name not in ALGORITHMS:
-            raise UnsupportedAlgorithmError(f"Algorithm of '{name}' is not allowed")
-        return self.algorithms[name]
-
-
-_REGISTRY = _ProofRegistry(algorithms=list(ALGORITHMS), strict_check_header=False)
+    return _ProofRegistry(algorithms=list(ALGORITHMS), strict_check_header=False)
 
 
 class DPoPError(OAuth2Error):  # type: ignore[misc]  # Authlib has no type hints
@@ -125,6 +131,8 @@ class Proof:
 
 def thumbprint(jwk: dict[str, Any]) -> str:
     """The RFC 7638 SHA-256 thumbprint of a public JWK, base64url without padding (``cnf.jkt``)."""
+    from joserfc.jwk import import_key
+
     return import_key(jwk).thumbprint()
 
 
@@ -215,8 +223,10 @@ def _signed_by_its_jwk(
     if alg not in algorithms:
         raise refuse(FAPI2_ALGORITHM_RULE.format(alg=alg))
     key = _public_key(header.get("jwk"), alg, refuse)
+    from joserfc import jws  # loaded by _extract already
+
     try:
-        verified = jws.validate_compact(signed, key, [alg], _REGISTRY)
+        verified = jws.validate_compact(signed, key, [alg], _registry())
     except (JoseError, ValueError):
         verified = False
     if not verified:
@@ -292,8 +302,10 @@ def add_nonce(response: Response) -> Response:
 
 
 def _extract(proof: str, refuse: Any) -> jws.CompactSignature:
+    from joserfc import jws
+
     try:
-        signed = jws.extract_compact(proof.encode(), registry=_REGISTRY)
+        signed = jws.extract_compact(proof.encode(), registry=_registry())
         header = signed.headers()
     except (JoseError, ValueError, TypeError, RecursionError):
         raise refuse("The DPoP proof is not a well-formed JWS.") from None
@@ -310,6 +322,8 @@ def _public_key(jwk: Any, alg: str, refuse: Any) -> ECKey | RSAKey | OKPKey:
         raise refuse("The DPoP proof's jwk must be a public key: it carries private key members.")
     if jwk.get("kty") != _KEY_TYPES[alg]:
         raise refuse(f"The DPoP proof's jwk must be an {_KEY_TYPES[alg]} key for {alg}.")
+    from joserfc.jwk import ECKey, OKPKey, RSAKey, import_key
+
     try:
         key = import_key(jwk)
     except (JoseError, ValueError, TypeError):

@@ -12,8 +12,6 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from joserfc import jwt
-
 from authsvc.api import credentials
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, Domain, User
@@ -81,6 +79,8 @@ def encode(domain: Domain, client: Application, token_claims: dict[str, Any]) ->
     alg = profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM)
     row = keys.request_key(domain, alg)
     header = {"alg": alg, "kid": row.kid, "typ": TYP}
+    from joserfc import jwt  # loaded by keys.private_key already
+
     return jwt.encode(header, token_claims, keys.private_key(row), algorithms=[alg])
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 
 from joserfc.errors import JoseError
-from joserfc.jwk import KeySet
 
 from authsvc.core import validation
 from authsvc.core.validation import Invalid
@@ -45,6 +44,9 @@ def client_jwks(document: object) -> dict:
     kids = [_public_signing_key_kid(key) for key in keys]
     if len(keys) > 1 and (None in kids or len(set(kids)) != len(kids)):
         raise Invalid("with more than one key, every key needs its own kid")
+    # joserfc's keys load cryptography (about 10 MB): imported here, not with the app.
+    from joserfc.jwk import KeySet
+
     try:
         parsed = KeySet.import_key_set({"keys": keys})
     # joserfc refuses malformed keys with its own errors, and some (an unknown curve) with a KeyError.

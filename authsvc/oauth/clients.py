@@ -15,6 +15,9 @@ from authsvc.core.models import Application, Consent, Token
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
+# Dynamic registration's endpoint (RFC 7591 3), here so that the metadata names it without
+# loading authsvc.oauth.registration (and Authlib's RFC 7591, which loads joserfc and cryptography).
+REGISTER_PATH = "/auth/oauth/register"
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
 # The methods by which a confidential application proves who it is (introspection, client_credentials).
 CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]

@@ -7,12 +7,10 @@ JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import current_app, g
-from joserfc import jwt
 from joserfc.errors import JoseError
-from joserfc.jwk import ECKey, KeySet, RSAKey
 from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import audit, security
@@ -20,14 +18,21 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
 from authsvc.core.settings import settings
 
+if TYPE_CHECKING:
+    from joserfc.jwk import ECKey, KeySet, RSAKey
+
+    PrivateKey = RSAKey | ECKey
+
 ALGORITHMS = ("RS256", "ES256")
 DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
 EXTENSION = "authsvc.signing_keys"
-
-PrivateKey = RSAKey | ECKey
+# joserfc's keys and JWTs load cryptography (about 10 MB), which a worker serving opaque
+# tokens never needs: imported where a key is first used (docs/performance.md, "Memory").
 
 
 def _generate(alg: str) -> PrivateKey:
+    from joserfc.jwk import ECKey, RSAKey
+
     parameters = {"alg": alg, "use": "sig"}
     if alg == "ES256":
         return ECKey.generate_key("P-256", parameters=parameters, private=True, auto_kid=True)
@@ -79,6 +84,8 @@ def private_key(row: SigningKey) -> PrivateKey:
     key = cache.get(row.kid)
     if key is None:
         pem = security.decrypt(row.private_key_encrypted)
+        from joserfc.jwk import ECKey, RSAKey
+
         key_class = ECKey if row.alg == "ES256" else RSAKey
         # The PEM holds no kid or alg: they come from the row.
         key = key_class.import_key(pem, parameters={"kid": row.kid, "alg": row.alg, "use": "sig"})
@@ -93,6 +100,8 @@ def signing_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
 
 def sign(domain: Domain, claims: dict[str, Any], alg: str = DEFAULT_ALGORITHM, typ: str = "JWT") -> str:
     """A JWS of ``claims`` with the domain's current key of ``alg``; its header names the key (``kid``)."""
+    from joserfc import jwt
+
     key = signing_key(domain, alg)
     return jwt.encode({"alg": alg, "kid": key.kid, "typ": typ}, claims, key, algorithms=[alg])
 
@@ -114,6 +123,8 @@ def public_jwks(domain: Domain) -> dict[str, Any]:
 
 def public_key_set(domain: Domain) -> KeySet:
     """The domain's published keys, to verify its own tokens (an ``id_token_hint``)."""
+    from joserfc.jwk import KeySet
+
     return KeySet.import_key_set(public_jwks(domain))
 
 
@@ -124,6 +135,8 @@ def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, An
     names a ``kid`` unknown here. Authorisation requests and RP-initiated logout
     read their hints here.
     """
+    from joserfc import jwt
+
     try:
         decoded = jwt.decode(token, public_key_set(domain), algorithms=list(ALGORITHMS))
     except (JoseError, ValueError):

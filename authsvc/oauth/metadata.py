@@ -11,12 +11,11 @@ from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import profile, request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
-from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.clients import AUTH_METHODS, REGISTER_PATH
 from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
 from authsvc.oauth.pushed import PAR_PATH
-from authsvc.oauth.registration import REGISTER_PATH
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 

@@ -22,11 +22,6 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Error
-from authlib.oidc.core.errors import (
-    ConsentRequiredError,
-    LoginRequiredError,
-    RequestURINotSupportedError,
-)
 from flask import request
 from itsdangerous import BadData, URLSafeTimedSerializer
 
@@ -45,6 +40,21 @@ SIGN_IN_ASKED = "sign_in_asked"
 SIGN_IN_WINDOW = 600
 PROMPTS_SUPPORTED = ["none", "login", "consent", "select_account"]
 _MAX_AGE = re.compile(r"[0-9]{1,10}")
+
+
+# OpenID Connect Core 3.1.2.6's errors, as authlib.oidc.core.errors has them: importing that
+# package loads Authlib's ID token code, and with it joserfc and cryptography (about 10 MB),
+# in every worker (docs/performance.md, "Memory").
+class LoginRequiredError(OAuth2Error):
+    error = "login_required"
+
+
+class ConsentRequiredError(OAuth2Error):
+    error = "consent_required"
+
+
+class RequestURINotSupportedError(OAuth2Error):
+    error = "request_uri_not_supported"
 
 
 @dataclass(frozen=True)

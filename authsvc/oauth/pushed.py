@@ -28,9 +28,7 @@ from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from authlib.oauth2.rfc6749.endpoint import Endpoint, EndpointRequest
-from authlib.oauth2.rfc9101.errors import InvalidRequestUriError
 from flask import request as flask_request
-from joserfc import jws
 
 from authsvc.core import clock, security, store
 from authsvc.core.models import Application
@@ -39,6 +37,7 @@ from authsvc.oauth import dpop, profile, request_objects
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.oidc_request import SIGN_IN_ASKED, SIGN_IN_WINDOW
 from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, MergedRequest, Parameters
+from authsvc.oauth.request_objects import InvalidRequestUriError
 
 URN_PREFIX = "urn:ietf:params:oauth:request_uri:"
 PAR_PATH = "/auth/oauth/par"
@@ -130,6 +129,8 @@ def bind_sender(request: MergedRequest, params: Parameters) -> None:
 
 def _exp(request_object: str) -> float:
     """A verified request object's exp (request_objects.parameters checked it)."""
+    from joserfc import jws  # loaded by request_objects already
+
     return json.loads(jws.extract_compact(request_object.encode()).payload)["exp"]
 
 

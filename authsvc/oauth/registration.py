@@ -34,8 +34,8 @@ from authsvc.oauth.client_metadata import (
     invalid,
     registration_policy,
 )
+from authsvc.oauth.clients import REGISTER_PATH
 
-REGISTER_PATH = "/auth/oauth/register"
 MAX_TOKEN_LENGTH = 200
 
 

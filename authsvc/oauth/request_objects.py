@@ -15,13 +15,10 @@ A request object is not single use: the browser brings it back after the sign-in
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError
-from authlib.oauth2.rfc9101.errors import InvalidRequestObjectError
-from joserfc import jws, jwt
+from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from joserfc.errors import JoseError
-from joserfc.jwk import Key
 
 from authsvc.core import clock
 from authsvc.core.models import Application
@@ -30,11 +27,28 @@ from authsvc.core.tenancy import issuer
 from authsvc.oauth import assertions, client_authentication
 from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, Parameters, check_value
 
+if TYPE_CHECKING:
+    from joserfc.jwk import Key
+
 TYPE = "oauth-authz-req+jwt"
 ALGORITHMS = client_authentication.CLIENT_ASSERTION_ALGORITHMS
 LEEWAY = assertions.LEEWAY
 # The JWT's own claims: about the object, not parameters of the request it carries.
 _JWT_CLAIMS = {"iss", "aud", "exp", "nbf", "iat", "jti"}
+
+
+# RFC 9101's errors, as authlib.oauth2.rfc9101.errors has them: importing that package loads
+# its authorization server, and with it joserfc and cryptography (about 10 MB), in every worker.
+class InvalidRequestObjectError(OAuth2Error):
+    error = "invalid_request_object"
+    description = "The request parameter contains an invalid Request Object."
+    status_code = 400
+
+
+class InvalidRequestUriError(OAuth2Error):
+    error = "invalid_request_uri"
+    description = "The request_uri in the authorization request returns an error or contains invalid data."
+    status_code = 400
 
 
 def _refused(description: str) -> InvalidRequestObjectError:
@@ -50,6 +64,8 @@ def parameters(client: Application, request_object: str, client_id: str | None) 
     _check_header(request_object)
     if client.jwks is None and client.jwks_uri is None:
         raise _refused("The application has no registered keys (jwks or jwks_uri) to verify request objects with.")
+    from joserfc import jwt  # loaded by _check_header already
+
     try:
         token = jwt.decode(request_object, _key_resolver(client), algorithms=ALGORITHMS)
     except InvalidClientError as exc:  # no matching key, or the jwks_uri could not be fetched
@@ -86,6 +102,9 @@ def _name(name: str) -> str:
 
 def _check_header(request_object: str) -> None:
     """The JOSE header, read before any key is looked for: what it names decides whether to go on."""
+    # joserfc loads cryptography (about 10 MB): imported at the first request object, not with the app.
+    from joserfc import jws
+
     try:
         header = jws.extract_compact(request_object.encode()).headers()
     except (JoseError, ValueError, UnicodeError, RecursionError):

@@ -7,6 +7,7 @@ on top of the RFCs (docs/platform.md).
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -24,7 +25,6 @@ from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import access_tokens, codes, dpop, profile, resources
-from authsvc.oauth.assertions import PrivateKeyJWT
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -42,10 +42,8 @@ from authsvc.oauth.grants import (
     revoke_replayed,
     spend_code_in_sql,
 )
-from authsvc.oauth.oidc import OpenIDCodeExtension, OpenIDRefreshExtension
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
-from authsvc.oauth.registration import ClientConfiguration, ClientRegistration
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
@@ -225,6 +223,91 @@ def _basic_client_id(request: Any) -> str | None:
         return None
 
 
+def id_tokens_in_code_grant(grant: Any) -> None:
+    """Authlib's OpenIDCode with our keys and claims (authsvc.oauth.id_tokens), loaded at the first code grant."""
+    _id_tokens().code(grant)
+
+
+def id_tokens_in_refresh_grant(grant: Any) -> None:
+    """Authlib's OpenIDToken for refresh responses, loaded at the first refresh whose scope names ``openid``.
+
+    OpenIDToken adds one hook to every refresh, which leaves a response whose
+    scope lacks ``openid`` as it is; this one does the same without loading it.
+    """
+    grant.register_hook("after_create_token_response", _refresh_token_response)
+
+
+def _refresh_token_response(grant: Any, response: Any) -> None:
+    _, token, _ = response
+    if "openid" in str(token.get("scope") or ""):  # OpenIDToken checks the scope itself, word by word
+        _id_tokens().refresh.process_token(grant, response)
+
+
+@functools.cache
+def _id_tokens() -> Any:
+    # Authlib's OIDC package loads joserfc and cryptography: about 10 MB a worker that
+    # serves bearer tokens only does without (docs/performance.md, "Memory").
+    from authsvc.oauth import id_tokens
+
+    class Extensions:
+        code = id_tokens.OpenIDCodeExtension()
+        refresh = id_tokens.OpenIDRefreshExtension()
+
+    return Extensions
+
+
+class DeferredEndpoint:
+    """An Authlib endpoint made at its first request: dynamic registration's (RFC 7591, 7592).
+
+    Authlib's registration endpoints load joserfc and cryptography (about 10 MB,
+    for software statements) in every worker; few ever see a registration.
+    """
+
+    def __init__(self, name: str, endpoint: str) -> None:
+        self.ENDPOINT_NAME = name
+        self._class_name = endpoint
+        self.server: Any = None  # set by register_endpoint
+
+    @functools.cached_property
+    def endpoint(self) -> Any:
+        from authsvc.oauth import registration
+
+        return getattr(registration, self._class_name)(self.server)
+
+    def create_endpoint_request(self, request: Any) -> Any:
+        return self.endpoint.create_endpoint_request(request)
+
+    def create_response(self, request: Any) -> Any:
+        return self.endpoint.create_response(request)
+
+    def __call__(self, request: Any) -> Any:
+        return self.endpoint(request)
+
+
+# RFC 7523 2.2's client_assertion_type, as Authlib's JWTBearerClientAssertion checks it.
+CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+
+
+def authenticate_private_key_jwt(query_client: Any, request: Any) -> Application | None:
+    """private_key_jwt (authsvc.oauth.private_key_jwt), loaded at the first request that carries an assertion.
+
+    Authlib's RFC 7523 and joserfc load cryptography: about 10 MB that a worker
+    which never sees an assertion does without. A request without one passes
+    on (None), as Authlib's own method answers it.
+    """
+    data = request.form
+    if data.get("client_assertion_type") != CLIENT_ASSERTION_TYPE or not data.get("client_assertion"):
+        return None
+    return _private_key_jwt()(query_client, request)
+
+
+@functools.cache
+def _private_key_jwt() -> Any:
+    from authsvc.oauth.private_key_jwt import PrivateKeyJWT
+
+    return PrivateKeyJWT()
+
+
 def presented_auth_methods(request: Any) -> list[str]:
     """The client authentication methods a request carries credentials for (RFC 7591 names)."""
     data = request.payload.data
@@ -267,18 +350,18 @@ def init_app(app: Flask) -> None:
     # The profile's rules first: a refusal under it names the profile's rule, not a narrower one.
     server.register_grant(
         AuthorizationCodeGrant,
-        [profile.AuthorizationRequestRules(), PKCE(required=False), OpenIDCodeExtension(), dpop.CodeBinding()],
+        [profile.AuthorizationRequestRules(), PKCE(required=False), id_tokens_in_code_grant, dpop.CodeBinding()],
     )
-    server.register_grant(RefreshTokenGrant, [OpenIDRefreshExtension()])
+    server.register_grant(RefreshTokenGrant, [id_tokens_in_refresh_grant])
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
-    server.register_client_auth_method(PrivateKeyJWT.CLIENT_AUTH_METHOD, PrivateKeyJWT())
+    server.register_client_auth_method("private_key_jwt", authenticate_private_key_jwt)
     server.register_endpoint(RevocationEndpoint)
     server.register_endpoint(IntrospectionEndpoint)
     server.register_endpoint(DeviceAuthorization)
-    server.register_endpoint(ClientRegistration)
-    server.register_endpoint(ClientConfiguration)
+    server.register_endpoint(DeferredEndpoint("client_registration", "ClientRegistration"))
+    server.register_endpoint(DeferredEndpoint("client_configuration", "ClientConfiguration"))
     server.register_endpoint(PushedAuthorization)
     # Pushed requests (RFC 9126) and request objects (RFC 9101) stand in for the query.
     server.register_hook("before_get_authorization_grant", resolve_authorization_request)
