@@ -53,7 +53,8 @@ class SigningKey(Model):
     @staticmethod
     def current_kid(domain_id: int, alg: str) -> str | None:
         """The ``kid`` of the domain's current key of ``alg``: one column, where the parsed key is kept by kid."""
-        return db.session.scalar(_CURRENT_KID, {"domain_id": domain_id, "alg": alg})
+        # A Core statement on the session's connection (in its transaction): a scalar needs no ORM.
+        return db.session.connection().execute(_CURRENT_KID, {"domain_id": domain_id, "alg": alg}).scalar()
 
     @staticmethod
     def of_domain(domain_id: int) -> list[SigningKey]:
