@@ -81,6 +81,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     server.init_app(app)
     errors.init_app(app)
     blueprints.init_app(app)
+    # On the views, so after the blueprints that bring them.
+    limits.limit_views(app)
     cli.init_app(app)
     return app
 

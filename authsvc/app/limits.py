@@ -177,22 +177,24 @@ def _scim_credential() -> str:
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _setting(name: str) -> Callable[[], str]:
-    """A rate that Flask-Limiter reads on each request: the setting ``name`` of Settings."""
-    return lambda: getattr(settings(), name)
+def _limits(app: Flask) -> dict[str, Limit]:
+    """Every rate limit by its scope (its Redis key's name), in the order a request checks them.
 
-
-def _limits() -> list[Limit]:
-    return [
-        Limit(
-            _setting("signin_rate_limit"),
+    Each rate is the setting's value when the app is built: a string, parsed by Flask-Limiter, not a
+    callable it would ask on every request. Whether a limit applies to an endpoint is where it is
+    declared (``ENDPOINT_LIMITS``); what is left in ``exempt_when`` depends on the request itself.
+    """
+    rates = settings(app)
+    return {
+        "signin-address": Limit(
+            rates.signin_rate_limit,
             key_function=client_address,
             scope="signin-address",
             shared=True,
             exempt_when=lambda: not _password_attempt(),
         ),
-        Limit(
-            _setting("signin_account_rate_limit"),
+        "signin-account": Limit(
+            rates.signin_account_rate_limit,
             key_function=_attempted_account,
             scope="signin-account",
             shared=True,
@@ -200,42 +202,53 @@ def _limits() -> list[Limit]:
             # Only failures are counted; a request over the rate is refused all the same.
             deduct_when=_refused,
         ),
-        Limit(
-            _setting("token_rate_limit"),
-            key_function=_requesting_client,
-            scope="token-client",
-            shared=True,
-            exempt_when=lambda: request.endpoint not in TOKEN_RATE_ENDPOINTS,
+        "token-client": Limit(
+            rates.token_rate_limit, key_function=_requesting_client, scope="token-client", shared=True
         ),
-        Limit(
-            _setting("sso_start_rate_limit"),
-            key_function=client_address,
-            scope="sso-start-address",
-            shared=True,
-            exempt_when=lambda: request.endpoint != SSO_START_ENDPOINT,
+        "sso-start-address": Limit(
+            rates.sso_start_rate_limit, key_function=client_address, scope="sso-start-address", shared=True
         ),
-        Limit(
-            _setting("signin_rate_limit"),
-            key_function=client_address,
-            scope="mfa-address",
-            shared=True,
-            exempt_when=lambda: request.endpoint not in MFA_ENDPOINTS,
-        ),
-        Limit(
-            _setting("device_verify_rate_limit"),
+        "mfa-address": Limit(rates.signin_rate_limit, key_function=client_address, scope="mfa-address", shared=True),
+        "device-verify-address": Limit(
+            rates.device_verify_rate_limit,
             key_function=client_address,
             scope="device-verify-address",
             shared=True,
             exempt_when=lambda: not _user_code_entry(),
         ),
-        Limit(
-            _setting("scim_rate_limit"),
+        "scim-credential": Limit(
+            rates.scim_rate_limit,
             key_function=_scim_credential,
             scope="scim-credential",
             shared=True,
             exempt_when=lambda: request.endpoint not in SCIM_ENDPOINTS,
         ),
-    ]
+    }
+
+
+def _endpoint_limits() -> dict[str, tuple[str, ...]]:
+    """The limits of each limited endpoint but SCIM's, by scope, in the order of ``_limits``."""
+    table: dict[str, tuple[str, ...]] = {}
+    for endpoint in LIMITED_ENDPOINTS - SCIM_ENDPOINTS:
+        scopes = []
+        if endpoint in PASSWORD_ENDPOINTS or endpoint == TOKEN_ENDPOINT:
+            scopes += ["signin-address", "signin-account"]
+        if endpoint in TOKEN_RATE_ENDPOINTS:
+            scopes.append("token-client")
+        if endpoint == SSO_START_ENDPOINT:
+            scopes.append("sso-start-address")
+        if endpoint in MFA_ENDPOINTS:
+            scopes.append("mfa-address")
+        if endpoint in DEVICE_VERIFY_ENDPOINTS:
+            scopes.append("device-verify-address")
+        table[endpoint] = tuple(scopes)
+    return table
+
+
+ENDPOINT_LIMITS = _endpoint_limits()
+
+# The limits, kept on the app from init_app (the limiter) to limit_views (the views).
+_PENDING = "authsvc.limiter.pending"
 
 
 def init_app(app: Flask) -> None:
@@ -247,9 +260,12 @@ def init_app(app: Flask) -> None:
         # follows the primary they name (limits' redis storage then uses the pool, not the URL).
         options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}
         storage = url or "redis://"
+    every = _limits(app)
     limiter = Limiter(
         key_func=client_address,
-        default_limits=_limits(),
+        # SCIM's limit is the only default one: its blueprint's own before_request (which
+        # authenticates) must come after it, and only a default limit is checked that early.
+        default_limits=[every["scim-credential"]],
         storage_uri=storage,
         storage_options=options,
         strategy="sliding-window-counter",
@@ -258,7 +274,6 @@ def init_app(app: Flask) -> None:
         in_memory_fallback_enabled=True,
         swallow_errors=True,
     )
-    limiter.request_filter(lambda: request.endpoint not in LIMITED_ENDPOINTS)
     registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
     before = [list(registry.get(None, ())) for registry in registries]
     limiter.init_app(app)
@@ -266,16 +281,57 @@ def init_app(app: Flask) -> None:
     # init), and its hooks cost about 50 us of CPU per request (measured in
     # process, a no-op route: 202 -> 253 us; bench/README.md, "Public APIs on
     # the hot path"). Only endpoints of these blueprints are limited, so its
-    # hooks move to them: every other request skips them.
+    # hooks move to them: every other request skips them. Its before_request
+    # (the default limits) goes to SCIM's blueprint only; limit_views puts the
+    # other limits on their views.
     blueprints = {endpoint.split(".")[0] for endpoint in LIMITED_ENDPOINTS}
     for registry, earlier in zip(registries, before, strict=True):
         added = [hook for hook in registry.get(None, ()) if hook not in earlier]
         registry[None] = earlier
-        if registry is app.before_request_funcs:
-            added.insert(0, _find_the_domain_first)
         for blueprint in blueprints:
-            registry[blueprint].extend(added)
+            hooks = list(added)
+            if registry is app.before_request_funcs:
+                hooks = [_find_the_domain_first] + (hooks if blueprint == "scim" else [])
+            registry[blueprint].extend(hooks)
     app.extensions["authsvc.limiter"] = limiter
+    app.extensions[_PENDING] = every
+
+
+def limit_views(app: Flask) -> None:
+    """Declare each endpoint's limits on its view (once the blueprints are registered).
+
+    Flask-Limiter resolves and filters its default limits on every request it sees (all seven
+    here, each parsed from its string and hashed, then all but one or two exempted: about 1,300
+    Python calls per token request); a view's declared limits are only its own. They are checked
+    when the view is called: after the before_request hooks, as the default limits were (these
+    blueprints have none of their own), and before the view does anything.
+    """
+    limiter: Limiter = app.extensions["authsvc.limiter"]
+    every: dict[str, Limit] = app.extensions.pop(_PENDING)
+    declared = {
+        scope: limiter.shared_limit(
+            limit.limit_provider,
+            scope,
+            key_func=limit.key_function,
+            exempt_when=limit.exempt_when,
+            deduct_when=limit.deduct_when,
+        )
+        for scope, limit in every.items()
+    }
+    wrapped: dict[Callable[..., Any], tuple[tuple[str, ...], Callable[..., Any]]] = {}
+    for endpoint in sorted(ENDPOINT_LIMITS):
+        view = app.view_functions[endpoint]  # a KeyError: the table names an endpoint that is gone
+        scopes = ENDPOINT_LIMITS[endpoint]
+        if view not in wrapped:
+            # Flask-Limiter keeps a view's limits by its name, and the wrapper of any one of them
+            # checks them all, in the order they were declared: one wrapper is kept, not a stack of
+            # them (each would cost the view's call through ensure_sync again).
+            limited = [declared[scope](view) for scope in scopes]
+            wrapped[view] = (scopes, limited[0])
+        # Limits are kept by the view's name: two endpoints of one view must have the same ones.
+        if wrapped[view][0] != scopes:
+            raise RuntimeError(f"{endpoint} shares its view with an endpoint of other limits")
+        app.view_functions[endpoint] = wrapped[view][1]
 
 
 def retry_after() -> int:

@@ -77,11 +77,11 @@ def encode(domain: Domain, client: Application, token_claims: dict[str, Any]) ->
     """The signed token: the domain's current key of the application's ID token algorithm (ES256 in a FAPI 2.0
     domain, docs/fapi.md#algorithms), ``typ: at+jwt``."""
     alg = profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM)
-    row = keys.request_key(domain, alg)
-    header = {"alg": alg, "kid": row.kid, "typ": TYP}
+    key = keys.request_key(domain, alg)
+    header = {"alg": alg, "kid": key.kid, "typ": TYP}
     from joserfc import jwt  # loaded by keys.private_key already
 
-    return jwt.encode(header, token_claims, keys.private_key(row), algorithms=[alg])
+    return jwt.encode(header, token_claims, key, algorithms=[alg])
 
 
 def issue(request: MergedRequest, token: dict[str, Any], jkt: str | None = None) -> str:

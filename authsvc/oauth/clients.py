@@ -7,8 +7,8 @@ from typing import Any
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from flask import g
-from sqlalchemy import delete, select
-from sqlalchemy.orm import contains_eager
+from sqlalchemy import bindparam, delete, select
+from sqlalchemy.orm import contains_eager, joinedload, lazyload
 
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Token
@@ -23,20 +23,41 @@ AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", 
 CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
 
+# Built once (a statement made per request costs its construction and its cache key each time).
+# The domain is known (and in the session's identity map): not joined again (Application.domain is lazy="joined").
+_CLIENT_IN_DOMAIN = (
+    select(Application)
+    .options(lazyload(Application.domain))
+    .where(Application.client_id == bindparam("client_id"), Application.domain_id == bindparam("domain_id"))
+)
+# The domain comes with the client, in one statement, and serves the rest of the request.
+_CLIENT_WITH_DOMAIN = (
+    select(Application)
+    .join(Application.domain)
+    .options(contains_eager(Application.domain))
+    .where(Application.client_id == bindparam("client_id"), REQUEST_DOMAIN)
+)
+
+
+# The client credentials grant reads the client's service account next: it comes in the client's statement.
+_CLIENT_IN_DOMAIN_WITH_ACCOUNT = _CLIENT_IN_DOMAIN.options(joinedload(Application.service_account))
+_CLIENT_WITH_DOMAIN_AND_ACCOUNT = _CLIENT_WITH_DOMAIN.options(joinedload(Application.service_account))
+_WITH_SERVICE_ACCOUNT = "authsvc_client_with_service_account"
+
+
+def with_service_account() -> None:
+    """Have this request's client read with its service account (a LEFT JOIN), not by a SELECT of its own."""
+    setattr(g, _WITH_SERVICE_ACCOUNT, True)
+
+
 def client_of_request_domain(client_id: str) -> Application | None:
     domain = g.get("authsvc_domain")
+    account = g.get(_WITH_SERVICE_ACCOUNT, False)
     if domain is not None:
-        return db.session.scalar(
-            select(Application).where(Application.client_id == client_id, Application.domain_id == domain.id)
-        )
-    # The domain comes with the client, in one statement, and serves the rest of the request.
-    application = db.session.scalar(
-        select(Application)
-        .join(Application.domain)
-        .options(contains_eager(Application.domain))
-        .where(Application.client_id == client_id, REQUEST_DOMAIN),
-        request_domain_parameters(),
-    )
+        statement = _CLIENT_IN_DOMAIN_WITH_ACCOUNT if account else _CLIENT_IN_DOMAIN
+        return db.session.scalar(statement, {"client_id": client_id, "domain_id": domain.id})
+    statement = _CLIENT_WITH_DOMAIN_AND_ACCOUNT if account else _CLIENT_WITH_DOMAIN
+    application = db.session.scalar(statement, {"client_id": client_id, **request_domain_parameters()})
     if application is None:
         current_domain()  # an unknown host is a 404, not an unknown client
         return None

@@ -179,6 +179,16 @@ class DeviceCredential:
         return self.expires_at <= clock.time()
 
 
+# A pending device's polls are most of this grant's requests. Authlib checks the characters of a
+# description passed to an error each time (some 150 Python calls); these fixed ones are class attributes.
+class _SlowDown(SlowDownError):
+    description = "Polling too often: wait 5 s longer between requests from now on."
+
+
+class _Pending(AuthorizationPendingError):
+    description = "The user has not answered yet; poll again after the interval."
+
+
 class DeviceGrant(DeviceCodeGrant):
     """Polling the token endpoint with ``grant_type=urn:ietf:params:oauth:grant-type:device_code``."""
 
@@ -242,8 +252,8 @@ class DeviceGrant(DeviceCodeGrant):
         grant = self._user_grant(credential.decision)
         if grant is None:
             if self.should_slow_down(credential):
-                raise SlowDownError("Polling too often: wait 5 s longer between requests from now on.")
-            raise AuthorizationPendingError("The user has not answered yet; poll again after the interval.")
+                raise _SlowDown()
+            raise _Pending()
         user, approved = grant
         if not approved:
             raise AccessDeniedError("The user denied the request.")

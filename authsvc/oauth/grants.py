@@ -23,7 +23,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import codes, dpop, profile, pushed, resources
+from authsvc.oauth import clients, codes, dpop, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -123,6 +123,7 @@ class ClientCredentialsGrant(grants.ClientCredentialsGrant):
     TOKEN_ENDPOINT_AUTH_METHODS = CONFIDENTIAL_AUTH_METHODS
 
     def validate_token_request(self) -> None:
+        clients.with_service_account()  # read below: it comes with the client
         # Authenticates the client (public ones cannot: invalid_client) and checks
         # check_grant_type (an unbound application: unauthorized_client).
         super().validate_token_request()

@@ -15,7 +15,7 @@ from typing import Any
 from authlib.oidc.core import OpenIDCode, OpenIDToken, UserInfo
 
 from authsvc.core import clock
-from authsvc.core.models import Application, SigningKey, User
+from authsvc.core.models import Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import backchannel, keys, oidc_request, profile
@@ -27,9 +27,9 @@ class IDTokenClaims(OpenIDToken):
     """What the code and refresh extensions share: the domain's key, issuer and our claims."""
 
     def resolve_client_private_key(self, client: Application) -> keys.PrivateKey:
-        return keys.private_key(self._current_key(client))
+        return self._current_key(client)
 
-    def _current_key(self, client: Application) -> SigningKey:
+    def _current_key(self, client: Application) -> keys.PrivateKey:
         # Authlib asks for the header (kid) and then the key: one read of the current key per response.
         return keys.request_key(current_domain(), self.get_client_algorithm(client))
 

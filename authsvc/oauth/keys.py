@@ -69,13 +69,21 @@ def current_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
     return row
 
 
-def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
-    """The domain's current key of ``alg``, read once per request: an access token and an ID token of one
-    response share it. Per request only: a key rotated by any worker signs from the next response on."""
+def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
+    """The private key of the domain's current key of ``alg``, read once per request: an access token and an
+    ID token of one response share it. The current ``kid`` is read per request (a key rotated by any worker
+    signs from the next response on); the key itself, decrypted and parsed, is kept per process by ``kid``,
+    so only that one column is read unless this process has not seen the key yet."""
     memo = g.setdefault("authsvc_current_keys", {})
-    if (domain.id, alg) not in memo:
-        memo[domain.id, alg] = current_key(domain, alg)
-    return memo[domain.id, alg]
+    key: PrivateKey | None = memo.get((domain.id, alg))
+    if key is None:
+        kid = SigningKey.current_kid(domain.id, alg)
+        key = current_app.extensions.setdefault(EXTENSION, {}).get(kid) if kid is not None else None
+        if key is None:
+            # The key is new to this process (or the domain has none yet: made and committed now).
+            key = private_key(current_key(domain, alg))
+        memo[domain.id, alg] = key
+    return key
 
 
 def private_key(row: SigningKey) -> PrivateKey:

@@ -24,7 +24,7 @@ from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, codes, dpop, profile, resources
+from authsvc.oauth import access_tokens, codes, dpop, keys, profile, resources
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -51,6 +51,10 @@ log = logging.getLogger(__name__)
 # Built once: a statement made per request costs its cache key each time.
 INSERT_TOKEN = insert(Token.__table__)
 
+
+# The grants Authlib's OpenID Connect extensions add an ID token to (OpenIDCode, OpenIDToken), when the
+# granted scope has openid.
+ID_TOKEN_GRANTS = ("authorization_code", "refresh_token")
 
 # Authlib raises some errors without a description; every answer carries one.
 DEFAULT_DESCRIPTIONS = {
@@ -146,6 +150,12 @@ class AuthorizationServer(_AuthorizationServer):
             # anything is written: the domain's first key is made and committed on first need. A bound
             # token names its key (cnf.jkt, RFC 9449 6).
             token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
+        if request.payload.grant_type in ID_TOKEN_GRANTS and "openid" in token["scope"].split():
+            # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here in the
+            # token's transaction rather than in a transaction of its own after the commit (a pooled
+            # connection checked out again, BEGIN, ROLLBACK). Before any write: a domain's first key is
+            # made and committed on first need.
+            keys.request_key(current_domain(), profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM))
         if request.spent_code:
             spend_code_in_sql(client, request.spent_code, request.family)
         issued = token["created_at"]

@@ -10,6 +10,8 @@ that per-process work done once (a signing key made, a schema built) is not.
 
 from __future__ import annotations
 
+import re
+
 from tests.api.test_client_credentials import basic, bound_app
 from tests.api.test_device import DEVICE_GRANT, start
 from tests.helpers import BACKEND, PASSWORD, REDIRECT_URI, authorize, get_code, headers, signin
@@ -90,7 +92,9 @@ def test_client_credentials_read_the_client_and_its_service_account(app, client,
     with trips(app, monkeypatch) as counted:
         response = client.post("/auth/oauth/token", data={"grant_type": "client_credentials"}, headers=auth)
     assert response.status_code == 200
-    assert counted.sql_verbs() == ["SELECT", "SELECT", *TOKEN_WRITES], counted
+    # The service account comes in the client's statement (a LEFT JOIN), not in a SELECT of its own.
+    assert counted.sql_verbs() == ["SELECT", *TOKEN_WRITES], counted
+    assert re.search(r'LEFT OUTER JOIN "?user"? ', counted.sql[0]), counted
     assert counted.store() == [], counted
     assert counted.limiter() == limits(1)
 
@@ -130,9 +134,12 @@ def test_an_id_token_adds_one_read_of_the_current_key_and_nothing_else(app, clie
     with trips(app, monkeypatch) as openid:
         response = exchange(client, None, openid_code, auth)
     assert "id_token" in response.get_json()
-    # The client and the user it needs were read for the token: only the domain's current key is new.
-    assert openid.sql_verbs() == [*plain.sql_verbs(), "SELECT"], openid
-    assert openid.sql[-1].startswith("SELECT signing_key."), openid
+    # The client and the user it needs were read for the token: only the domain's current key is new, read in
+    # the token's transaction, before its writes (not in a transaction of its own after the commit).
+    reads = plain.sql_verbs().count("SELECT")
+    assert plain.sql_verbs()[:reads] == ["SELECT"] * reads, plain
+    assert openid.sql_verbs() == [*plain.sql_verbs()[:reads], "SELECT", *plain.sql_verbs()[reads:]], openid
+    assert openid.sql[reads].startswith("SELECT signing_key."), openid
     # Back-channel logout notes the relying party of the session.
     assert openid.store() == [*plain.store(), "HSET"], openid
 

@@ -51,6 +51,12 @@ class SigningKey(Model):
         return db.session.scalar(_CURRENT, {"domain_id": domain_id, "alg": alg})
 
     @staticmethod
+    def current_kid(domain_id: int, alg: str) -> str | None:
+        """The ``kid`` of the domain's current key of ``alg``: one column, where the parsed key is kept by kid."""
+        # A Core statement on the session's connection (in its transaction): a scalar needs no ORM.
+        return db.session.connection().execute(_CURRENT_KID, {"domain_id": domain_id, "alg": alg}).scalar()
+
+    @staticmethod
     def of_domain(domain_id: int) -> list[SigningKey]:
         """The domain's keys, newest first."""
         return list(
@@ -64,5 +70,8 @@ class SigningKey(Model):
 
 # Built once: every ID token reads the current key, and a statement made per call costs its cache key each time.
 _CURRENT = select(SigningKey).where(
+    SigningKey.domain_id == bindparam("domain_id"), SigningKey.alg == bindparam("alg"), SigningKey.retired_at.is_(None)
+)
+_CURRENT_KID = select(SigningKey.kid).where(
     SigningKey.domain_id == bindparam("domain_id"), SigningKey.alg == bindparam("alg"), SigningKey.retired_at.is_(None)
 )
