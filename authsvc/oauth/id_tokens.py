@@ -36,7 +36,7 @@ class IDTokenClaims(OpenIDToken):
     def get_client_algorithm(self, client: Application) -> str:
         return profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM)
 
-    def get_encode_header(self, client: Application) -> dict[str, str]:
+    def get_encode_header(self, client: Application) -> dict[str, str | None]:
         # Authlib leaves kid out; the same current key signs, so the kid matches.
         return {"alg": self.get_client_algorithm(client), "kid": self._current_key(client).kid, "typ": "JWT"}
 
