@@ -105,6 +105,8 @@ def count(serve_json: Path, redis_url: str, top: int = 0) -> dict[str, float]:
         "inspect_bearer": _request(app, INSPECT_PATH, {"Host": HOST, "Authorization": f"Bearer {token}"}),
         "inspect_api_key": _request(app, INSPECT_PATH, {"Host": HOST, "X-API-Key": info["api_key"]}),
     }
+    if top:
+        _print_plans(app, token, info["api_key"])
     calls = {}
     for key, request in scenarios.items():
         for _ in range(WARMUP):
@@ -135,6 +137,39 @@ def _print_top(key: str, stats: pstats.Stats, top: int) -> None:
     print("  top functions:")
     for ncalls, where in sorted(rows, reverse=True)[:top]:
         print(f"{ncalls / MEASURED:8.1f}  {where}")
+
+
+def _print_plans(app: Any, token: str, api_key: str) -> None:
+    """Each lookup's plan as a reader's session runs it (generic), with the buffers it reads: the database's count."""
+    from psycopg import sql
+
+    from authsvc.api import credentials
+    from authsvc.api.readers import READERS, _Prepared
+    from authsvc.core import security
+
+    readers = app.extensions[READERS]
+    values = {"digest": security.digest(token), "key_id": api_key.split(".")[0], "host": HOST, "default_host": None}
+    statements = {
+        "token": credentials._TOKEN_CLAIMS_BY_HOST,
+        "api key": credentials._API_KEY_CLAIMS_BY_HOST,
+    }
+    for name, statement in statements.items():
+        prepared = _Prepared.of(statement, readers.dialect)
+        arguments = sql.SQL(", ").join(sql.Literal(values[p]) for p in prepared.parameters)
+        with readers.pool.connection() as connection:
+            connection.execute(sql.SQL("PREPARE calls_plan AS {}").format(sql.SQL(prepared.sql.decode())))
+            try:
+                connection.execute("SET plan_cache_mode = force_generic_plan")
+                explain = sql.SQL(
+                    "EXPLAIN (ANALYZE, BUFFERS, COSTS OFF, TIMING OFF, SUMMARY OFF) EXECUTE calls_plan({})"
+                )
+                plan = [row[0] for row in connection.execute(explain.format(arguments))]
+            finally:
+                connection.execute("DEALLOCATE calls_plan")
+                connection.execute("RESET plan_cache_mode")
+        buffers = next((line.strip() for line in plan if "Buffers:" in line), "")
+        print(f"--- {name} lookup, generic plan ({buffers})")
+        print("\n".join(plan))
 
 
 def main(argv: list[str]) -> int:
