@@ -33,8 +33,8 @@ _NAMES = itertools.count(1)
 # unique index, joined to its user, client and domain by primary key. Nested
 # loops are the plan for that whatever the statistics say; with many tokens of
 # one user (a service account) PostgreSQL's generic plan was a merge join that
-# sorts the token and walks the user index from its start (bench/README.md,
-# "Fourth pass"). Both are only discouraged: a plan without them is chosen.
+# sorts the token and walks the user index from its start (docs/performance.md,
+# "Inspect, counted"). Both are only discouraged: a plan without them is chosen.
 PLANNER_OPTIONS = "-c enable_mergejoin=off -c enable_hashjoin=off"
 
 
