@@ -12,14 +12,14 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, cast
 
-from sqlalchemy import bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, or_, select, update
 
 from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.models import STANDARD_PROFILE, ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.permissions import Permission
-from authsvc.core.tenancy import REQUEST_DOMAIN
+from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -78,49 +78,62 @@ def audience_claim(stored_audience: str | None, host: str) -> str | list[str]:
 _token, _application, _user, _api_key = Token.__table__, Application.__table__, User.__table__, ApiKey.__table__
 _domain = Domain.__table__
 _USER_COLUMNS = (_user.c.id, _user.c.name, _user.c.email, _user.c.groups, _user.c.admin, _user.c.support)
-_TOKEN_CLAIMS = (
-    select(
-        _token.c.scope,
-        _token.c.issued_at,
-        _token.c.expires_in,
-        _token.c.dpop_jkt,
-        _token.c.audience,
-        _application.c.client_id,
-        _domain.c.host.label("aud"),
-        _domain.c.profile,
-        *_USER_COLUMNS,
+
+
+def _token_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
+    return (
+        select(
+            _token.c.scope,
+            _token.c.issued_at,
+            _token.c.expires_in,
+            _token.c.dpop_jkt,
+            _token.c.audience,
+            _application.c.client_id,
+            _domain.c.host.label("aud"),
+            _domain.c.profile,
+            *_USER_COLUMNS,
+        )
+        .select_from(
+            _token.join(_application, _application.c.id == _token.c.application_id)
+            .join(_domain, _domain.c.id == _application.c.domain_id)
+            .join(_user, _user.c.id == _token.c.user_id)
+        )
+        .where(
+            _token.c.access_token_digest == bindparam("digest"),
+            _token.c.revoked_at.is_(None),
+            domain_rule,
+            _user.c.disabled.is_(False),
+        )
     )
-    .select_from(
-        _token.join(_application, _application.c.id == _token.c.application_id)
-        .join(_domain, _domain.c.id == _application.c.domain_id)
-        .join(_user, _user.c.id == _token.c.user_id)
+
+
+def _api_key_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
+    return (
+        select(
+            _api_key.c.secret_digest,
+            _api_key.c.scopes,
+            _api_key.c.created_at,
+            _api_key.c.expires_at,
+            _api_key.c.revoked_at,
+            _api_key.c.permission,
+            _api_key.c.last_used_at,
+            _domain.c.host.label("aud"),
+            _domain.c.profile,
+            _user.c.disabled,
+            *_USER_COLUMNS,
+        )
+        .select_from(
+            _api_key.join(_user, _user.c.id == _api_key.c.user_id).join(_domain, _domain.c.id == _api_key.c.domain_id)
+        )
+        .where(_api_key.c.id == bindparam("key_id"), domain_rule)
     )
-    .where(
-        _token.c.access_token_digest == bindparam("digest"),
-        _token.c.revoked_at.is_(None),
-        REQUEST_DOMAIN,
-        _user.c.disabled.is_(False),
-    )
-)
-_API_KEY_CLAIMS = (
-    select(
-        _api_key.c.secret_digest,
-        _api_key.c.scopes,
-        _api_key.c.created_at,
-        _api_key.c.expires_at,
-        _api_key.c.revoked_at,
-        _api_key.c.permission,
-        _api_key.c.last_used_at,
-        _domain.c.host.label("aud"),
-        _domain.c.profile,
-        _user.c.disabled,
-        *_USER_COLUMNS,
-    )
-    .select_from(
-        _api_key.join(_user, _user.c.id == _api_key.c.user_id).join(_domain, _domain.c.id == _api_key.c.domain_id)
-    )
-    .where(_api_key.c.id == bindparam("key_id"), REQUEST_DOMAIN)
-)
+
+
+# With a default domain configured, and without one (the same rule, cheaper: tenancy.REQUEST_HOST).
+_TOKEN_CLAIMS = _token_claims(REQUEST_DOMAIN)
+_TOKEN_CLAIMS_BY_HOST = _token_claims(REQUEST_HOST)
+_API_KEY_CLAIMS = _api_key_claims(REQUEST_DOMAIN)
+_API_KEY_CLAIMS_BY_HOST = _api_key_claims(REQUEST_HOST)
 
 
 def _claimant(row: Any) -> Claimant:
@@ -137,9 +150,8 @@ def _user_permissions(row: Any) -> Permission:
 
 def find_token(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:
     """The live access token ``value`` of the domain of ``host`` (else ``default_host``), or None."""
-    row = read_one(
-        _TOKEN_CLAIMS, {"digest": security.digest(value), "host": host, "default_host": default_host}, readers
-    )
+    statement = _TOKEN_CLAIMS if default_host else _TOKEN_CLAIMS_BY_HOST
+    row = read_one(statement, {"digest": security.digest(value), "host": host, "default_host": default_host}, readers)
     if row is None or now() >= row.issued_at + row.expires_in:
         return None
     return Credential(
@@ -161,7 +173,8 @@ def find_api_key(value: str, host: str, default_host: str | None, readers: Reade
     key_id, _, secret = value.partition(".")
     well_formed = bool(secret) and validation.text_id(key_id)
     parameters = {"key_id": key_id, "host": host, "default_host": default_host}
-    row = read_one(_API_KEY_CLAIMS, parameters, readers) if well_formed else None
+    statement = _API_KEY_CLAIMS if default_host else _API_KEY_CLAIMS_BY_HOST
+    row = read_one(statement, parameters, readers) if well_formed else None
     # Compare even when the key is unknown, so that timing does not tell.
     matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
     if (

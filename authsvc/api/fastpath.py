@@ -49,6 +49,9 @@ ENDPOINT = "api.inspect"
 DATABASE_ERROR = "authsvc.fastpath.database_error"
 
 log = logging.getLogger(__name__)
+# As Flask's jsonify writes it (compact, ASCII, a final newline added), so that both paths send the
+# same bytes; one encoder for the process (json.dumps with these arguments makes one per call).
+_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -114,9 +117,8 @@ class InspectFastPath:
                 return None  # Flask records the use
         if credential is None:
             return None
-        # As Flask's jsonify writes it (compact, ASCII, a final newline), so that both paths send the same bytes.
         claims = lookup.claims(credential, f"{scheme}://{host}")
-        body = (json.dumps(claims, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+        body = (_JSON.encode(claims) + "\n").encode()
         headers = [
             ("Content-Type", "application/json"),
             ("Content-Length", str(len(body))),

@@ -29,6 +29,14 @@ log = logging.getLogger(__name__)
 
 _NAMES = itertools.count(1)
 
+# The readers' sessions run only inspect's two lookups: one row found by a
+# unique index, joined to its user, client and domain by primary key. Nested
+# loops are the plan for that whatever the statistics say; with many tokens of
+# one user (a service account) PostgreSQL's generic plan was a merge join that
+# sorts the token and walks the user index from its start (docs/performance.md,
+# "Inspect, counted"). Both are only discouraged: a plan without them is chosen.
+PLANNER_OPTIONS = "-c enable_mergejoin=off -c enable_hashjoin=off"
+
 
 @dataclass(frozen=True)
 class _Prepared:
@@ -108,7 +116,8 @@ class Readers:
     A lookup interrupted by a signal (a worker timeout, Ctrl-C; a sync worker
     has one thread, which gets them) is cancelled on the server, and its
     connection closed. A forked child makes its own pool and leaves its
-    parent's alone: closing it would end the parent's sessions.
+    parent's alone: closing it would end the parent's sessions. The sessions
+    plan by nested loops only (PLANNER_OPTIONS).
     """
 
     SIZE = 8  # connections at most: as many lookups as run at once in a process
@@ -120,6 +129,7 @@ class Readers:
         self.kwargs = {
             **kwargs,
             **settings,
+            "options": " ".join(filter(None, (settings.get("options"), PLANNER_OPTIONS))),
             "autocommit": True,
         }
         self.wait = wait
@@ -145,17 +155,23 @@ class Readers:
         # Each connection's prepared statements and loaders (authsvc.api.roundtrip), gone with it.
         self._sessions: weakref.WeakKeyDictionary[psycopg.Connection, roundtrip.Session] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool | None = None
-        self._pid = 0
         self._lock = threading.Lock()
         event.listen(engine, "engine_disposed", self.close)
+        _LIVE.add(self)
+
+    def _forked(self) -> None:
+        """In a forked child: the parent's pool is left alone (closing it would end the parent's sessions)."""
+        if self._pool is not None:
+            _INHERITED.append(self._pool)  # kept, never closed or collected here
+        self._pool = None
+        self._lock = threading.Lock()  # another thread of the parent may have held it at the fork
 
     @property
     def pool(self) -> ConnectionPool:
-        if self._pid != os.getpid():
+        pool = self._pool
+        if pool is None:  # the first lookup of this process
             with self._lock:
-                if self._pid != os.getpid():
-                    if self._pool is not None:
-                        _INHERITED.append(self._pool)  # kept, never closed or collected here
+                if self._pool is None:
                     self._pool = ConnectionPool(
                         self.conninfo,
                         kwargs=self.kwargs,
@@ -173,8 +189,8 @@ class Readers:
                         name="authsvc-readers",
                         open=True,
                     )
-                    self._pid = os.getpid()
-        return self._pool  # type: ignore[return-value]
+                pool = self._pool
+        return pool
 
     def read(self, statement: Select[Any], params: dict[str, str | None]) -> Any:
         prepared = _PREPARED.get(statement)
@@ -254,13 +270,24 @@ class Readers:
         )
 
     def close(self, *args: Any) -> None:
-        if self._pool is not None and self._pid == os.getpid():
+        if self._pool is not None:  # this process's own: a child drops its parent's at the fork
             self._pool.close()
-        self._pool, self._pid = None, 0
+        self._pool = None
 
 
 # Pools inherited from a parent process: a child neither uses nor closes them.
 _INHERITED: list[ConnectionPool] = []
+# Every app's readers, told of a fork in the child (os.register_at_fork) instead
+# of each lookup asking the kernel for the process id.
+_LIVE: weakref.WeakSet[Readers] = weakref.WeakSet()
+
+
+def _forked() -> None:
+    for readers in list(_LIVE):
+        readers._forked()
+
+
+os.register_at_fork(after_in_child=_forked)
 
 
 def init_app(app: Flask, engine: Engine) -> None:

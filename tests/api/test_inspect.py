@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import time
 
 import pytest
@@ -314,3 +315,61 @@ def test_a_forked_process_inspects_on_its_own_connection_and_leaves_the_parents_
     # And the parent's connection is the same one, still open.
     assert present(client, "header", token).status_code == 200
     assert eventually(lambda: lookup_backends(app) == [parents])
+
+
+@pytest.mark.postgresql
+def test_inspect_plans_its_lookup_by_nested_loops_however_skewed_the_tokens(app, client, setup, token):
+    """Most tokens one user's (a service account's): the lookup still visits one row of each table.
+
+    PostgreSQL's generic plan for such statistics joined the user by a merge join that walks the
+    user index from its start (every user before the token's); the readers' sessions rule that out.
+    """
+    from psycopg import sql
+
+    from authsvc.api import credentials
+    from authsvc.api.readers import READERS, _Prepared
+    from authsvc.core import security
+
+    # As the benchmark's data: a thousand users, and thousands of tokens all of the one user.
+    with app.app_context():
+        db.session.execute(
+            text(
+                'INSERT INTO "user" (domain_id, email, name, service_account, admin, support, groups, disabled,'
+                " sessions_valid_after, created_at)"
+                " SELECT domain_id, n || '.' || email, name, service_account, admin, support, groups, disabled,"
+                ' sessions_valid_after, created_at FROM "user", generate_series(1, 1000) AS n'
+                " WHERE email = 'service@example.com'"
+            )
+        )
+        db.session.execute(
+            text(
+                "INSERT INTO token (application_id, user_id, access_token_digest, family, grant_type, scope,"
+                " issued_at, expires_in, purgeable_at)"
+                " SELECT application_id, user_id, md5(n::text) || md5(n::text), family, grant_type, scope,"
+                " issued_at, expires_in, purgeable_at FROM token, generate_series(1, 3000) AS n"
+            )
+        )
+        db.session.commit()
+        with db.engine.connect() as connection:
+            connection.execute(text('ANALYZE token, "user"'))
+            connection.commit()
+    assert present(client, "header", token).status_code == 200
+    readers = app.extensions[READERS]
+    values = {"digest": security.digest(token), "host": HOST, "default_host": None}
+    # Both statements: with a default domain configured, and without one (the tests' setting).
+    for claims in (credentials._TOKEN_CLAIMS, credentials._TOKEN_CLAIMS_BY_HOST):
+        prepared = _Prepared.of(claims, readers.dialect)
+        arguments = sql.SQL(", ").join(sql.Literal(values[name]) for name in prepared.parameters)
+        with readers.pool.connection() as connection:
+            connection.execute(sql.SQL("PREPARE skewed AS {}").format(sql.SQL(prepared.sql.decode())))
+            try:
+                connection.execute("SET plan_cache_mode = force_generic_plan")  # the plan after a few lookups
+                explain = sql.SQL("EXPLAIN (ANALYZE, COSTS OFF) EXECUTE skewed({})").format(arguments)
+                plan = "\n".join(row[0] for row in connection.execute(explain))
+            finally:
+                connection.execute("DEALLOCATE skewed")
+                connection.execute("RESET plan_cache_mode")
+        assert "Merge Join" not in plan and "Hash Join" not in plan, plan
+        assert "Nested Loop" in plan, plan
+        # Each scan and join of the plan met one row at most: no walk through an index.
+        assert {int(rows) for rows in re.findall(r"actual time=\S+ rows=(\d+)", plan)} == {1}, plan

@@ -299,27 +299,29 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
     # SQLAlchemy's execution events: the plan of the statement it prepares is
     # read from PostgreSQL itself.
     assert client.get(INSPECT, headers=headers(**bearer)).status_code == 200
-    with app.app_context():
-        statement = readers._Prepared.of(credentials._TOKEN_CLAIMS, db.engine.dialect).sql
-        connection = db.engine.raw_connection()
-        try:
-            cursor = connection.cursor()
-            # The reader keeps the statement as the bytes libpq is sent (authsvc.api.roundtrip).
-            statement_text = statement.decode()
-            cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement_text)))
-            # The plan a reader runs after the first few executions: the generic one.
-            cursor.execute("SET plan_cache_mode = force_generic_plan")
-            # Arguments in the statement's order: digest, host, default host; as
-            # literals, since EXPLAIN takes no bound parameters.
-            digest = security.digest(body["access_token"])
-            explain = sql.SQL("EXPLAIN EXECUTE inspect({}, {}, NULL)")
-            cursor.execute(explain.format(sql.Literal(digest), sql.Literal(HOST)))
-            inspect_plan = "\n".join(row[0] for row in cursor.fetchall())
-        finally:
-            connection.invalidate()  # its prepared statement and setting go with it
-    assert "access_token_digest" in statement_text
-    # Inspect reads only what the covering index holds: the token's heap is not visited.
-    assert "Index Only Scan using ix_token_access_token_digest" in inspect_plan, inspect_plan
+    # Both of its statements: with a default domain configured, and without one (the tests' setting).
+    for claims in (credentials._TOKEN_CLAIMS, credentials._TOKEN_CLAIMS_BY_HOST):
+        with app.app_context():
+            prepared = readers._Prepared.of(claims, db.engine.dialect)
+            connection = db.engine.raw_connection()
+            try:
+                cursor = connection.cursor()
+                # The reader keeps the statement as the bytes libpq is sent (authsvc.api.roundtrip).
+                statement_text = prepared.sql.decode()
+                cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement_text)))
+                # The plan a reader runs after the first few executions: the generic one.
+                cursor.execute("SET plan_cache_mode = force_generic_plan")
+                # Arguments in the statement's order (digest, host, default host if it has one); as
+                # literals, since EXPLAIN takes no bound parameters.
+                values = {"digest": security.digest(body["access_token"]), "host": HOST, "default_host": None}
+                arguments = sql.SQL(", ").join(sql.Literal(values[name]) for name in prepared.parameters)
+                cursor.execute(sql.SQL("EXPLAIN EXECUTE inspect({})").format(arguments))
+                inspect_plan = "\n".join(row[0] for row in cursor.fetchall())
+            finally:
+                connection.invalidate()  # its prepared statement and setting go with it
+        assert "access_token_digest" in statement_text
+        # Inspect reads only what the covering index holds: the token's heap is not visited.
+        assert "Index Only Scan using ix_token_access_token_digest" in inspect_plan, inspect_plan
     with app.app_context(), db.engine.connect() as conn:
         purge_plan = "\n".join(
             row[0]
