@@ -36,23 +36,33 @@ DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 WARMUP, MEASURED = 20, 50
 
 
-def count(serve_json: Path, redis_url: str) -> dict[str, float]:
-    """Python calls per request of each scenario (and the bare route's, for scale)."""
+def worker_environment(serve_json: Path, redis_url: str, **extra: str) -> dict:
+    """The environment a worker of the ``--serve`` stack runs with (plus ``extra``); its serve JSON, read."""
     info = json.loads(serve_json.read_text())
     database = next(iter(info["instances"].values()))["database"]
-    unlimited = "100000000/minute"
     os.environ.update(
         AUTHSVC_WEB_WORKER="1",
         AUTHSVC_ENV="production",
         SECRET_KEY="calls-" * 8,
         DATABASE_URL=database.replace("postgresql://", "postgresql+psycopg://"),
         REDIS_URL=redis_url,
+        **extra,
+    )
+    logging.disable(logging.WARNING)
+    return info
+
+
+def count(serve_json: Path, redis_url: str) -> dict[str, float]:
+    """Python calls per request of each scenario (and the bare route's, for scale)."""
+    unlimited = "100000000/minute"
+    info = worker_environment(
+        serve_json,
+        redis_url,
         AUTHSVC_COOKIE_SECURE="false",
         AUTHSVC_SIGNIN_RATE_LIMIT=unlimited,
         AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT=unlimited,
         AUTHSVC_TOKEN_RATE_LIMIT=unlimited,
     )
-    logging.disable(logging.WARNING)
     from authsvc import create_app
     from bench.bare_app import app as bare_app
 
@@ -121,17 +131,22 @@ def count(serve_json: Path, redis_url: str) -> dict[str, float]:
         "client_credentials": (client_credentials, 1),
         "device_poll": (device_poll, 1),
     }
-    calls = {}
-    for key, (request, per_run) in scenarios.items():
-        for _ in range(WARMUP):
-            request()
-        profile = cProfile.Profile()
-        profile.enable()
-        for _ in range(MEASURED):
-            request()
-        profile.disable()
-        calls[key] = pstats.Stats(profile).total_calls / MEASURED / per_run  # type: ignore[attr-defined]
-    return calls
+    return {
+        key: profiled(request, WARMUP, MEASURED).total_calls / MEASURED / per_run  # type: ignore[attr-defined]
+        for key, (request, per_run) in scenarios.items()
+    }
+
+
+def profiled(request: Callable[[], object], warmup: int, measured: int) -> pstats.Stats:
+    """cProfile's statistics of ``measured`` calls of ``request``, after ``warmup`` unmeasured ones."""
+    for _ in range(warmup):
+        request()
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(measured):
+        request()
+    profile.disable()
+    return pstats.Stats(profile)
 
 
 def main(argv: list[str]) -> int:

@@ -17,10 +17,7 @@ the bare route, inspect with ``Authorization: Bearer`` and with
 
 from __future__ import annotations
 
-import cProfile
 import io
-import json
-import logging
 import os
 import pstats
 import sys
@@ -30,6 +27,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from bench.calls import profiled, worker_environment
 from bench.scenarios import INSPECT_PATH
 from bench.seed import HOST
 
@@ -83,18 +81,9 @@ def _request(app: Callable[..., Iterable[bytes]], path: str, headers: dict[str, 
 
 def count(serve_json: Path, redis_url: str, top: int = 0) -> dict[str, float]:
     """Python calls per request of the bare route and of inspect (bearer, API key)."""
-    info = json.loads(serve_json.read_text())
-    database = next(iter(info["instances"].values()))["database"]
-    os.environ.update(
-        AUTHSVC_WEB_WORKER="1",
-        AUTHSVC_ENV="production",
-        SECRET_KEY="calls-" * 8,
-        DATABASE_URL=database.replace("postgresql://", "postgresql+psycopg://"),
-        REDIS_URL=redis_url,
-    )
+    info = worker_environment(serve_json, redis_url)
     # As config/gunicorn.py sets it for the workers: metrics in files, so each sample costs what it does there.
     os.environ.setdefault("PROMETHEUS_MULTIPROC_DIR", tempfile.mkdtemp(prefix="authsvc-calls-metrics-"))
-    logging.disable(logging.WARNING)
     from authsvc import create_app
     from bench.bare_app import app as bare_app
 
@@ -109,14 +98,7 @@ def count(serve_json: Path, redis_url: str, top: int = 0) -> dict[str, float]:
         _print_plans(app, token, info["api_key"])
     calls = {}
     for key, request in scenarios.items():
-        for _ in range(WARMUP):
-            request()
-        profile = cProfile.Profile()
-        profile.enable()
-        for _ in range(MEASURED):
-            request()
-        profile.disable()
-        stats = pstats.Stats(profile)
+        stats = profiled(request, WARMUP, MEASURED)
         calls[key] = stats.total_calls / MEASURED  # type: ignore[attr-defined]
         if top:
             _print_top(key, stats, top)
