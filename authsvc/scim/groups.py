@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flask import url_for
-from pydantic import ValidationError
 from scim2_models import (
     Context,
     InvalidValueException,
@@ -112,10 +111,8 @@ def read(group: ScimGroup) -> ScimGroupResource:
 
 
 def _validated(payload: dict[str, Any], ctx: Context) -> ScimGroupResource:
-    try:
-        return ScimGroupResource.model_validate(payload, scim_ctx=ctx, scim_policy=protocol.POLICY)
-    except ValidationError as exc:
-        raise queries.validation_failure(exc) from None
+    resource: ScimGroupResource = queries.validated(ScimGroupResource, payload, ctx)
+    return resource
 
 
 def _group_names(user_ids: set[int]) -> dict[int, list[str]]:
@@ -232,15 +229,7 @@ def replace(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any])
 def patch(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -> ScimGroupResource:
     current = read(group)
     protocol.check_if_match(current.meta.version)
-    try:
-        operations = PatchOp[ScimGroupResource].model_validate(
-            payload, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=protocol.POLICY
-        )
-    except ValidationError as exc:
-        raise queries.validation_failure(exc) from None
-    with protocol.POLICY:
-        operations.patch(current)
-    _write(provisioner, group, current)
+    _write(provisioner, group, queries.patched(PatchOp[ScimGroupResource], current, payload))
     _audit(provisioner, "scim.group.patched", group)
     db.session.commit()
     return read(group)

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from pydantic import ValidationError
-from scim2_models import InvalidFilterException, SearchRequest
+from scim2_models import Context, InvalidFilterException, SearchRequest
 from scim2_models.path import (
     AttrPath,
     CompareOperator,
@@ -30,6 +30,8 @@ from scim2_models.path import (
     ValuePath,
 )
 from sqlalchemy import ColumnElement, and_, false, not_, or_, true
+
+from authsvc.scim import protocol
 
 # Items per page when the client does not say, and the most it may ask for (RFC 7644 3.4.2.4).
 DEFAULT_COUNT = 100
@@ -182,3 +184,20 @@ def validation_failure(exc: ValidationError) -> Exception:
     errors = Error.from_validation_errors(exc)
     found = errors[0] if errors else Error(status=400, scim_type="invalidValue", detail="The request is invalid.")
     return SCIMException.from_error(found)
+
+
+def validated(model: Any, payload: Any, ctx: Any) -> Any:
+    """``payload`` as the SCIM ``model`` in the context ``ctx`` (RFC 7643), or the SCIM error it stands for."""
+    try:
+        return model.model_validate(payload, scim_ctx=ctx, scim_policy=protocol.POLICY)
+    except ValidationError as exc:
+        raise validation_failure(exc) from None
+
+
+def patched(patch_op: Any, current: Any, payload: Any) -> Any:
+    """``current`` with the ``payload`` of a ``patch_op`` (``PatchOp[Model]``) applied (RFC 7644 3.5.2),
+    under the service's policy."""
+    operations = validated(patch_op, payload, Context.RESOURCE_PATCH_REQUEST)
+    with protocol.POLICY:
+        operations.patch(current)
+    return current

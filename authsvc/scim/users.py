@@ -13,7 +13,6 @@ from __future__ import annotations
 from typing import Any
 
 from flask import url_for
-from pydantic import ValidationError
 from scim2_models import (
     Context,
     ForbiddenException,
@@ -161,10 +160,8 @@ def read(user: User) -> ScimUser:
 
 
 def _validated(payload: dict[str, Any], ctx: Context) -> ScimUser:
-    try:
-        return ScimUser.model_validate(payload, scim_ctx=ctx, scim_policy=protocol.POLICY)
-    except ValidationError as exc:
-        raise queries.validation_failure(exc) from None
+    resource: ScimUser = queries.validated(ScimUser, payload, ctx)
+    return resource
 
 
 def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
@@ -239,15 +236,7 @@ def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Sc
 def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     current = read(user)
     protocol.check_if_match(current.meta.version)
-    try:
-        operations = PatchOp[ScimUser].model_validate(
-            payload, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=protocol.POLICY
-        )
-    except ValidationError as exc:
-        raise queries.validation_failure(exc) from None
-    with protocol.POLICY:
-        operations.patch(current)
-    _write(provisioner, user, current)
+    _write(provisioner, user, queries.patched(PatchOp[ScimUser], current, payload))
     _audit(provisioner, "scim.user.patched", user, active=not user.disabled)
     db.session.commit()
     return read(user)
