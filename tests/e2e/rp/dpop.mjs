@@ -7,8 +7,10 @@
 //
 // node dpop.mjs --issuer URL --client-id ID --redirect-uri URI --email E --password P [--scope S]
 import { parseArgs } from 'node:util'
-import { calculateJwkThumbprint, exportJWK, SignJWT } from 'jose'
+import { calculateJwkThumbprint, exportJWK } from 'jose'
 import * as client from 'openid-client'
+
+import { cookieFrom, proofFor, recorder, report } from './harness.mjs'
 
 const { values: args } = parseArgs({
   options: {
@@ -23,42 +25,11 @@ const { values: args } = parseArgs({
 const issuer = args.issuer
 const redirectUri = args['redirect-uri']
 const scope = args.scope ?? 'openid profile email'
-const result = { ok: false, steps: [] }
-const step = (name, data = {}) => result.steps.push({ step: name, ...data })
+const { result, step } = report()
 
 // Every request openid-client makes, with its status and the DPoP headers: what the server asked and answered.
-const exchanges = []
-async function recordingFetch(url, options) {
-  const response = await fetch(url, options)
-  const sent = new Headers(options?.headers)
-  exchanges.push({
-    path: new URL(url).pathname,
-    status: response.status,
-    proof: sent.get('dpop'),
-    nonce: response.headers.get('dpop-nonce'),
-    authorization: (sent.get('authorization') ?? '').split(' ')[0],
-  })
-  return response
-}
+const { exchanges, recordingFetch } = recorder()
 const since = (mark) => exchanges.slice(mark).map(({ path, status, authorization }) => ({ path, status, authorization }))
-
-function cookieFrom(response, name) {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';')
-    const eq = pair.indexOf('=')
-    if (pair.slice(0, eq).trim() === name) return pair.slice(eq + 1)
-  }
-  return undefined
-}
-
-async function proofFor(keyPair, htm, htu, accessToken, nonce) {
-  // A proof made by hand (as openid-client makes them), for requests openid-client would never send.
-  const ath = Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(accessToken))).toString('base64url')
-  return new SignJWT({ htm, htu, ath, nonce, jti: crypto.randomUUID() })
-    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keyPair.publicKey) })
-    .setIssuedAt()
-    .sign(keyPair.privateKey)
-}
 
 try {
   const config = await client.discovery(new URL(issuer), args['client-id'], {}, client.None(), {

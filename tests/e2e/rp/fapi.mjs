@@ -11,8 +11,10 @@
 // --jwk-file: the application's private EC P-256 JWK (with "kid").
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { calculateJwkThumbprint, exportJWK, SignJWT } from 'jose'
+import { calculateJwkThumbprint, exportJWK } from 'jose'
 import * as client from 'openid-client'
+
+import { cookieFrom, proofFor, recorder, report } from './harness.mjs'
 
 const { values: args } = parseArgs({
   options: {
@@ -28,25 +30,10 @@ const { values: args } = parseArgs({
 const issuer = args.issuer
 const redirectUri = args['redirect-uri']
 const scope = args.scope ?? 'openid profile email'
-const result = { ok: false, steps: [] }
-const step = (name, data = {}) => result.steps.push({ step: name, ...data })
+const { result, step } = report()
 
-// Every request openid-client makes, with its status and what it sent: what the server asked and answered.
-const exchanges = []
-async function recordingFetch(url, options) {
-  const response = await fetch(url, options)
-  const sent = new Headers(options?.headers)
-  const body = typeof options?.body === 'string' ? options.body : options?.body?.toString?.() ?? ''
-  exchanges.push({
-    path: new URL(url).pathname,
-    status: response.status,
-    proof: sent.get('dpop'),
-    nonce: response.headers.get('dpop-nonce'),
-    authorization: (sent.get('authorization') ?? '').split(' ')[0],
-    assertion: new URLSearchParams(body).has('client_assertion'),
-  })
-  return response
-}
+// Every request openid-client makes, with its status and the DPoP headers: what the server asked and answered.
+const { exchanges, recordingFetch } = recorder()
 const since = (mark) =>
   exchanges.slice(mark).map(({ path, status, authorization, assertion, proof }) => ({
     path,
@@ -55,24 +42,6 @@ const since = (mark) =>
     assertion,
     proof: Boolean(proof),
   }))
-
-function cookieFrom(response, name) {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';')
-    const eq = pair.indexOf('=')
-    if (pair.slice(0, eq).trim() === name) return pair.slice(eq + 1)
-  }
-  return undefined
-}
-
-async function proofFor(keyPair, htm, htu, accessToken) {
-  // A proof made by hand (as openid-client makes them), for a request openid-client would never send.
-  const ath = Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(accessToken))).toString('base64url')
-  return new SignJWT({ htm, htu, ath, jti: crypto.randomUUID() })
-    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: await exportJWK(keyPair.publicKey) })
-    .setIssuedAt()
-    .sign(keyPair.privateKey)
-}
 
 try {
   const jwk = JSON.parse(readFileSync(args['jwk-file'], 'utf8'))

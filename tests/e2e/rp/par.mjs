@@ -13,6 +13,8 @@ import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import * as client from 'openid-client'
 
+import { cookieFrom, report } from './harness.mjs'
+
 const { values: args } = parseArgs({
   options: {
     issuer: { type: 'string' },
@@ -25,17 +27,7 @@ const { values: args } = parseArgs({
     scope: { type: 'string' },
   },
 })
-const result = { ok: false, steps: [] }
-const step = (name, data = {}) => result.steps.push({ step: name, ...data })
-
-function cookieFrom(response, name) {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';')
-    const eq = pair.indexOf('=')
-    if (pair.slice(0, eq).trim() === name) return pair.slice(eq + 1)
-  }
-  return undefined
-}
+const { result, step } = report()
 
 try {
   const issuer = args.issuer

@@ -15,6 +15,8 @@
 import { parseArgs } from 'node:util'
 import * as client from 'openid-client'
 
+import { cookieFrom, report } from './harness.mjs'
+
 const { values: args } = parseArgs({
   options: {
     issuer: { type: 'string' },
@@ -40,17 +42,7 @@ const clientSecret = opt('client-secret')
 const redirectUri = opt('redirect-uri')
 const scope = opt('scope') ?? 'openid profile email'
 const postLogout = opt('post-logout-redirect-uri')
-const result = { ok: false, steps: [] }
-const step = (name, data = {}) => result.steps.push({ step: name, ...data })
-
-function cookieFrom(response, name) {
-  for (const line of response.headers.getSetCookie()) {
-    const [pair] = line.split(';')
-    const eq = pair.indexOf('=')
-    if (pair.slice(0, eq).trim() === name) return pair.slice(eq + 1)
-  }
-  return undefined
-}
+const { result, step } = report()
 
 async function authorize(config, cookie, params) {
   // The browser's part: GET the authorize URL with the session cookie; the answer must be a redirect
