@@ -172,14 +172,16 @@ class Gunicorn:
         # The Procfile binds 0.0.0.0:$PORT; here it listens on loopback only.
         argv = [argv[0], "-b", f"127.0.0.1:{self.port}", *[self.target if a == "app:app" else a for a in argv[1:]]]
         env = {**self.env, "PORT": str(self.port)}
+        # The log is appended to: only what this start writes says whether it bound (below).
+        offset = self.log_path.stat().st_size if self.log_path.exists() else 0
         self.process = Process(self.name, argv, self.log_path, env=env, cwd=self.cwd).start()
         wait_for_port(self.port, self.process, timeout)
         deadline = time.monotonic() + timeout
         # The port answering is not proof that this gunicorn holds it: between free_port() and
         # gunicorn's bind another process (a peer of another test, a client's outgoing port) may
         # take it, and gunicorn retries its bind while the other answers. Its own line says it bound.
-        listening = f"Listening at: http://127.0.0.1:{self.port}"
-        while listening not in self.process.output():
+        listening = f"Listening at: http://127.0.0.1:{self.port}".encode()
+        while listening not in self.log_path.read_bytes()[offset:]:
             if not self.process.alive() or time.monotonic() > deadline:
                 raise ServiceError(f"{self.name}: did not bind port {self.port}:\n{self.process.log_tail()}")
             time.sleep(0.05)

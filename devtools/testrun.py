@@ -451,6 +451,10 @@ def run(args: list[str]) -> int:
             if not planned:
                 print("== pass: sqlite + embedded store", flush=True)
             planned.append(("sqlite + embedded store", {"AUTHSVC_TEST_BACKEND": "sqlite", **real_redis}))
+        # Each pass knows the others (tests.helpers.fuzz_examples: the SQLite pass fuzzes less only
+        # beside the PostgreSQL one).
+        passes = ",".join(env["AUTHSVC_TEST_BACKEND"] for _, env in planned)
+        planned = [(name, {**env, "AUTHSVC_TEST_PASSES": passes}) for name, env in planned]
         run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
         return run.summary()
 

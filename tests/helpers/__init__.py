@@ -80,14 +80,17 @@ def fuzz_examples(production: int) -> int:
     """Hypothesis examples per fuzzing test (hostile input, schemathesis) in this pass.
 
     ``production`` against PostgreSQL and Redis, the deployment's backends; a quarter of it on
-    the SQLite pass, which runs beside it: fuzzing was half of each pass's time, and what it
-    finds is mostly in the request handling both passes share. Each pass draws its own random
-    examples. ``AUTHSVC_HOSTILE_EXAMPLES`` sets the number for both passes (a deeper search).
+    the SQLite pass when the PostgreSQL pass runs beside it in the same command: fuzzing was half
+    of each pass's time, and what it finds is mostly in the request handling both passes share.
+    A SQLite pass alone (``AUTHSVC_TEST_BACKENDS=sqlite``, or pytest run directly) fuzzes in full.
+    Each pass draws its own random examples. ``AUTHSVC_HOSTILE_EXAMPLES`` sets the number of
+    every fuzzing test (schemathesis's too) in every pass, for a deeper search.
     """
     given = os.environ.get("AUTHSVC_HOSTILE_EXAMPLES")
     if given:
         return int(given)
-    return production if BACKEND == "postgresql" else max(1, production // 4)
+    beside_postgresql = "postgresql" in os.environ.get("AUTHSVC_TEST_PASSES", "").split(",")
+    return max(1, production // 4) if BACKEND == "sqlite" and beside_postgresql else production
 
 
 def redis_url() -> str | None:
