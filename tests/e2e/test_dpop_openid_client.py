@@ -9,13 +9,11 @@ refresh with another key.
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
 
-from tests.e2e.test_oidc_relying_parties import PASSWORD, REDIRECT_URI, SCOPES
-from tests.e2e.test_oidc_relying_parties import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.e2e.test_oidc_relying_parties import PASSWORD, SCOPES
+from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
+from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow
@@ -24,8 +22,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def service(schema, tmp_path_factory):
     with running_service(tmp_path_factory.mktemp("instance")) as svc:
-        svc.cli("domains", "create", "--name", "DPoP", "--host", "127.0.0.1")
-        svc.cli("domains", "scopes", "add", "--domain", "127.0.0.1", *SCOPES.split())
+        seed_domain(svc, PASSWORD, SCOPES, "--name", "DPoP")
         svc.app = svc.cli(
             "apps",
             "create",
@@ -39,43 +36,11 @@ def service(schema, tmp_path_factory):
             SCOPES,
             "--dpop",
         )
-        svc.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "alice@example.com",
-            "--password",
-            PASSWORD,
-            "--name",
-            "Alice",
-        )
         yield svc
 
 
 def test_openid_client_runs_a_dpop_bound_code_flow_and_meets_every_refusal(openid_client, service):  # noqa: F811
-    node, rp = openid_client
-    command = [
-        node,
-        rp.replace("rp.mjs", "dpop.mjs"),
-        "--issuer",
-        service.url,
-        f"--client-id={service.app['client_id']}",
-        "--redirect-uri",
-        REDIRECT_URI,
-        "--email",
-        "alice@example.com",
-        "--password",
-        PASSWORD,
-        "--scope",
-        "openid profile email",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip(), f"dpop.mjs exited {result.returncode} without output: {result.stderr[-2000:]}"
-    out = json.loads(result.stdout)
-    assert result.returncode == 0 and out["ok"], (out.get("error") or result.stderr, out["steps"][-2:])
-    steps = {step.pop("step"): step for step in out["steps"]}
+    steps = run_harness(openid_client, "dpop.mjs", service, service.app, PASSWORD, "--scope", "openid profile email")
     assert "ES256" in steps["discovery"]["dpop_signing_alg_values_supported"]
     # The first token request had no nonce: use_dpop_nonce (400), and openid-client's retry with it got the tokens.
     token = steps["token"]

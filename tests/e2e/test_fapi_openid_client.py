@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import subprocess
 import time
 
 import pytest
@@ -23,8 +22,9 @@ import requests
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from tests.e2e.test_oidc_relying_parties import PASSWORD, REDIRECT_URI, SCOPES
-from tests.e2e.test_oidc_relying_parties import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.e2e.test_oidc_relying_parties import PASSWORD, SCOPES
+from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
+from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow
@@ -39,8 +39,7 @@ def service(schema, tmp_path_factory):
     jwks_file = instance / "jwks.json"
     jwks_file.write_text(json.dumps({"keys": [KEY.as_dict(private=False)]}))
     with running_service(instance) as svc:
-        svc.cli("domains", "create", "--name", "Bank", "--host", "127.0.0.1", "--profile", "fapi2")
-        svc.cli("domains", "scopes", "add", "--domain", "127.0.0.1", *SCOPES.split())
+        seed_domain(svc, PASSWORD, SCOPES, "--name", "Bank", "--profile", "fapi2")
         svc.app = svc.cli(
             "apps",
             "create",
@@ -56,47 +55,23 @@ def service(schema, tmp_path_factory):
             str(jwks_file),
             "--require-pkce",
         )
-        svc.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "alice@example.com",
-            "--password",
-            PASSWORD,
-            "--name",
-            "Alice",
-        )
         svc.instance = instance
         yield svc
 
 
 def test_openid_client_runs_a_dpop_bound_code_flow_with_par_in_a_fapi2_domain(openid_client, service):  # noqa: F811
-    node, rp = openid_client
     key_file = service.instance / "private.jwk"
     key_file.write_text(json.dumps(KEY.as_dict(private=True)))
-    command = [
-        node,
-        rp.replace("rp.mjs", "fapi.mjs"),
-        "--issuer",
-        service.url,
-        f"--client-id={service.app['client_id']}",
-        "--redirect-uri",
-        REDIRECT_URI,
-        "--email",
-        "alice@example.com",
-        "--password",
+    steps = run_harness(
+        openid_client,
+        "fapi.mjs",
+        service,
+        service.app,
         PASSWORD,
         "--scope",
         "openid profile email",
         f"--jwk-file={key_file}",
-    ]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    assert result.stdout.strip(), f"fapi.mjs exited {result.returncode} without output: {result.stderr[-2000:]}"
-    out = json.loads(result.stdout)
-    assert result.returncode == 0 and out["ok"], (out.get("error") or result.stderr, out["steps"][-2:])
-    steps = {step.pop("step"): step for step in out["steps"]}
+    )
     discovery = steps["discovery"]
     assert discovery["require_pushed_authorization_requests"] is True
     assert discovery["token_endpoint_auth_methods_supported"] == ["private_key_jwt"]

@@ -14,12 +14,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-import os
-import shutil
-import subprocess
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -32,14 +26,14 @@ from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
 from tests.helpers.oidc_logout import Receiver
+from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
+from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow
 
-RP_SOURCE = Path(__file__).resolve().parent / "rp"
 PASSWORD = "relying party password"
 SCOPES = "openid profile email groups"
-REDIRECT_URI = "http://127.0.0.1:9/callback"
 POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1:9/signed-out"
 
 
@@ -55,8 +49,7 @@ def service(schema, tmp_path_factory, receiver):
     # The back-channel receiver is on loopback: the operator's setting allows it.
     instance = tmp_path_factory.mktemp("instance")
     with running_service(instance, AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS="true") as svc:
-        svc.cli("domains", "create", "--name", "OIDC", "--host", "127.0.0.1")
-        svc.cli("domains", "scopes", "add", "--domain", "127.0.0.1", *SCOPES.split())
+        seed_domain(svc, PASSWORD, SCOPES, "--name", "OIDC")
         svc.app = svc.cli(
             "apps",
             "create",
@@ -89,74 +82,11 @@ def service(schema, tmp_path_factory, receiver):
             "--id-token-alg",
             "ES256",
         )
-        svc.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "alice@example.com",
-            "--password",
-            PASSWORD,
-            "--name",
-            "Alice",
-        )
         yield svc
 
 
-@pytest.fixture(scope="module")
-def openid_client():
-    """tests/e2e/rp/ with its node_modules, installed once per lock file into a cache directory."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if not node or not npm:
-        pytest.skip("node and npm are needed to run openid-client (the Node relying party); neither is installed")
-    lock = (RP_SOURCE / "package-lock.json").read_bytes()
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "authsvc"
-    target = cache / f"rp-{hashlib.sha256(lock).hexdigest()[:16]}"
-    if not (target / "node_modules" / "openid-client").is_dir():
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(RP_SOURCE / name, target / name)
-        installed = subprocess.run(
-            [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
-            cwd=target,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        if installed.returncode != 0:
-            pytest.skip(f"npm ci could not install openid-client from the npm registry: {installed.stderr[-500:]}")
-    for script in RP_SOURCE.glob("*.mjs"):  # rp.mjs; dpop.mjs (tests/test_dpop_openid_client.py)
-        shutil.copy(script, target / script.name)
-    return [node, str(target / "rp.mjs")]
-
-
 def run_openid_client(command, service, app, *extra):
-    result = subprocess.run(
-        [
-            *command,
-            "--issuer",
-            service.url,
-            # "=": a client_id may start with "-", which parseArgs would take for an option.
-            f"--client-id={app['client_id']}",
-            "--redirect-uri",
-            REDIRECT_URI,
-            "--email",
-            "alice@example.com",
-            "--password",
-            PASSWORD,
-            "--scope",
-            SCOPES,
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.stdout.strip(), f"openid-client exited {result.returncode} without output: {result.stderr[-2000:]}"
-    out = json.loads(result.stdout)
-    assert result.returncode == 0 and out["ok"], (out.get("error") or result.stderr, out["steps"][-2:])
-    return {step.pop("step"): step for step in out["steps"]}
+    return run_harness(command, "rp.mjs", service, app, PASSWORD, "--scope", SCOPES, *extra)
 
 
 def test_openid_client_signs_in_with_code_pkce_and_nonce_and_validates_the_id_token(openid_client, service, receiver):

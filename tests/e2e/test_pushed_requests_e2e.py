@@ -10,10 +10,7 @@
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import time
-from pathlib import Path
 
 import pytest
 import requests
@@ -24,15 +21,14 @@ from authlib.oauth2.rfc7636 import create_s256_code_challenge
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from tests.e2e.test_oidc_relying_parties import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
+from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow
 
-RP_SOURCE = Path(__file__).resolve().parent / "rp"
 PASSWORD = "pushed requests password"
 SCOPES = "openid email"
-REDIRECT_URI = "http://127.0.0.1:9/callback"
 KEY = ECKey.generate_key("P-256", parameters={"kid": "e2e-1"})
 
 
@@ -42,9 +38,7 @@ def service(schema, tmp_path_factory):
     jwks_file = instance / "jwks.json"
     jwks_file.write_text(json.dumps({"keys": [KEY.as_dict(private=False)]}))
     with running_service(instance) as svc:
-        svc.cli("domains", "create", "--name", "PAR", "--host", "127.0.0.1")
-        svc.cli("domains", "scopes", "add", "--domain", "127.0.0.1", *SCOPES.split())
-        svc.cli("users", "create", "--domain", "127.0.0.1", "--email", "alice@example.com", "--password", PASSWORD)
+        seed_domain(svc, PASSWORD, SCOPES, "--name", "PAR")
         common = ["--domain", "127.0.0.1", "--redirect-uri", REDIRECT_URI, "--scopes", SCOPES, "--require-pkce"]
         svc.secret_app = svc.cli("apps", "create", "--name", "Secret", "--confidential", *common)
         svc.keyed_app = svc.cli(
@@ -55,31 +49,7 @@ def service(schema, tmp_path_factory):
 
 
 def run_par(command, service, app, *extra) -> dict:
-    par = Path(command[1]).with_name("par.mjs")
-    shutil.copy(RP_SOURCE / "par.mjs", par)
-    result = subprocess.run(
-        [
-            command[0],
-            str(par),
-            "--issuer",
-            service.url,
-            f"--client-id={app['client_id']}",
-            "--redirect-uri",
-            REDIRECT_URI,
-            "--email",
-            "alice@example.com",
-            "--password",
-            PASSWORD,
-            *extra,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.stdout.strip(), f"par.mjs exited {result.returncode} without output: {result.stderr[-2000:]}"
-    out = json.loads(result.stdout)
-    assert result.returncode == 0 and out["ok"], (out.get("error") or result.stderr, out["steps"][-2:])
-    return {step.pop("step"): step for step in out["steps"]}
+    return run_harness(command, "par.mjs", service, app, PASSWORD, *extra)
 
 
 def check_flow(steps: dict, service) -> None:
