@@ -6,22 +6,12 @@
 // replayed proof, a refresh with another key. Prints one JSON object; exit code 0 when every step passed.
 //
 // node dpop.mjs --issuer URL --client-id ID --redirect-uri URI --email E --password P [--scope S]
-import { parseArgs } from 'node:util'
 import { calculateJwkThumbprint, exportJWK } from 'jose'
 import * as client from 'openid-client'
 
-import { cookieFrom, proofFor, recorder, report } from './harness.mjs'
+import { cookieFrom, harnessArgs, proofFor, recorder, report } from './harness.mjs'
 
-const { values: args } = parseArgs({
-  options: {
-    issuer: { type: 'string' },
-    'client-id': { type: 'string' },
-    'redirect-uri': { type: 'string' },
-    email: { type: 'string' },
-    password: { type: 'string' },
-    scope: { type: 'string' },
-  },
-})
+const args = harnessArgs()
 const issuer = args.issuer
 const redirectUri = args['redirect-uri']
 const scope = args.scope ?? 'openid profile email'

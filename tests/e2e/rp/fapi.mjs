@@ -10,23 +10,12 @@
 // node fapi.mjs --issuer URL --client-id ID --redirect-uri URI --email E --password P --jwk-file PATH [--scope S]
 // --jwk-file: the application's private EC P-256 JWK (with "kid").
 import { readFileSync } from 'node:fs'
-import { parseArgs } from 'node:util'
 import { calculateJwkThumbprint, exportJWK } from 'jose'
 import * as client from 'openid-client'
 
-import { cookieFrom, proofFor, recorder, report } from './harness.mjs'
+import { cookieFrom, harnessArgs, proofFor, recorder, report } from './harness.mjs'
 
-const { values: args } = parseArgs({
-  options: {
-    issuer: { type: 'string' },
-    'client-id': { type: 'string' },
-    'redirect-uri': { type: 'string' },
-    email: { type: 'string' },
-    password: { type: 'string' },
-    scope: { type: 'string' },
-    'jwk-file': { type: 'string' },
-  },
-})
+const args = harnessArgs({ 'jwk-file': { type: 'string' } })
 const issuer = args.issuer
 const redirectUri = args['redirect-uri']
 const scope = args.scope ?? 'openid profile email'

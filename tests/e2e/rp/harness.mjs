@@ -1,7 +1,18 @@
 // What the openid-client harnesses (rp.mjs, par.mjs, dpop.mjs, fapi.mjs) share: their report, the session
 // cookie read from a sign-in's answer, a record of every request openid-client makes, and DPoP proofs made by
 // hand for the requests openid-client would never send.
+import { parseArgs } from 'node:util'
+
 import { exportJWK, SignJWT } from 'jose'
+
+// The command line every harness takes (--issuer, --client-id, --redirect-uri, --email, --password,
+// --scope), with the options of its own.
+export function harnessArgs(options = {}) {
+  const common = ['issuer', 'client-id', 'redirect-uri', 'email', 'password', 'scope']
+  return parseArgs({
+    options: { ...Object.fromEntries(common.map((name) => [name, { type: 'string' }])), ...options },
+  }).values
+}
 
 // The one JSON object a harness prints: "ok", its steps in order, and the error that stopped it.
 export function report() {

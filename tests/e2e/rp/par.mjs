@@ -10,23 +10,11 @@
 // --jwk-file: the application's private EC P-256 JWK (with "kid"): private_key_jwt and a request object.
 // Exit code 0 when every step passed, 1 otherwise (the JSON has "ok" and "error").
 import { readFileSync } from 'node:fs'
-import { parseArgs } from 'node:util'
 import * as client from 'openid-client'
 
-import { cookieFrom, report } from './harness.mjs'
+import { cookieFrom, harnessArgs, report } from './harness.mjs'
 
-const { values: args } = parseArgs({
-  options: {
-    issuer: { type: 'string' },
-    'client-id': { type: 'string' },
-    'client-secret': { type: 'string' },
-    'jwk-file': { type: 'string' },
-    'redirect-uri': { type: 'string' },
-    email: { type: 'string' },
-    password: { type: 'string' },
-    scope: { type: 'string' },
-  },
-})
+const args = harnessArgs({ 'client-secret': { type: 'string' }, 'jwk-file': { type: 'string' } })
 const { result, step } = report()
 
 try {
