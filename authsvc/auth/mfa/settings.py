@@ -29,6 +29,16 @@ def _signed_in() -> tuple[User | None, Domain, Response | None]:
     return user, domain, None
 
 
+def _signed_in_recently(return_to: str) -> Response | tuple[User, Domain]:
+    """The session's user and domain, if they signed in recently enough to change their second
+    factors; otherwise the answer that sends them to sign in (again), back to ``return_to``."""
+    user, domain, redirect_to_login = _signed_in()
+    if user is None:
+        return redirect_to_login
+    stale = reauth.required(user, domain, return_to)
+    return stale if stale is not None else (user, domain)
+
+
 def _amr(domain: Domain) -> list[str]:
     """How the request's session signed in (``pwd`` for a session that does not say)."""
     session = sessions.current_session(domain)
@@ -65,12 +75,10 @@ def settings() -> Response:
 @bp.route("/totp", methods=["GET", "POST"])
 def add_totp() -> Response:
     """Add an authenticator app: a QR code and the secret as text, confirmed by a first valid code."""
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
-    stale = reauth.required(user, domain, url_for(".add_totp"))
-    if stale is not None:
-        return stale
+    found = _signed_in_recently(url_for(".add_totp"))
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     form = EnrolForm()
     factor = factors.unconfirmed_factor(user) if request.method == "POST" else None
     if request.method == "POST" and form.validate_on_submit() and factor is not None:
@@ -108,12 +116,10 @@ def add_totp() -> Response:
 @bp.route("/passkey", methods=["GET", "POST"])
 def add_passkey() -> Response:
     """Register a passkey or security key (WebAuthn); mfa.js runs the browser's side."""
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
-    stale = reauth.required(user, domain, url_for(".add_passkey"))
-    if stale is not None:
-        return stale
+    found = _signed_in_recently(url_for(".add_passkey"))
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     holder = request.cookies[sessions.SESSION_COOKIE]
     form = PasskeyForm()
     error, status = None, 200
@@ -153,12 +159,10 @@ def add_passkey() -> Response:
 
 @bp.post("/recovery-codes")
 def new_recovery_codes() -> Response:
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
-    stale = reauth.required(user, domain, url_for(".settings"))
-    if stale is not None:
-        return stale
+    found = _signed_in_recently(url_for(".settings"))
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     if not ActionForm().validate_on_submit() or not factors.enrolled(user):
         return page("message.html", 400, title="Not done", message="The form expired, or you have no second factor.")
     codes = factors.new_recovery_codes(user)
@@ -169,12 +173,10 @@ def new_recovery_codes() -> Response:
 
 @bp.post("/<factor_id>/remove")
 def remove(factor_id: str) -> Response:
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
-    stale = reauth.required(user, domain, url_for(".settings"))
-    if stale is not None:
-        return stale
+    found = _signed_in_recently(url_for(".settings"))
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     record_id = validation.record_id(factor_id)
     factor = db.session.get(MfaFactor, record_id) if record_id is not None else None
     if not ActionForm().validate_on_submit() or factor is None or factor.user_id != user.id:
