@@ -24,7 +24,7 @@ from authsvc.core.database import commit_keeping_loaded, db
 from authsvc.core.models import Application, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, codes, dpop, keys, profile, resources
+from authsvc.oauth import access_tokens, codes, dpop, keys, oidc_request, profile, resources
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -234,8 +234,31 @@ def _basic_client_id(request: Any) -> str | None:
 
 
 def id_tokens_in_code_grant(grant: Any) -> None:
-    """Authlib's OpenIDCode with our keys and claims (authsvc.oauth.id_tokens), loaded at the first code grant."""
-    _id_tokens().code(grant)
+    """Authlib's OpenIDCode with our keys and claims (authsvc.oauth.id_tokens), loaded at the first use of ``openid``.
+
+    An authorisation request that asks for ``openid`` gets the whole extension
+    (its nonce and ``prompt`` checks). Any other request of the code grant gets
+    what the extension does for it, without loading it: OpenID Connect's
+    request parameters read (oidc_request.read, for every client), and an ID
+    token added to an exchange whose granted scope holds ``openid``. A worker
+    that serves the code flow with opaque tokens only never loads JOSE.
+    """
+    if _names_openid(grant.request.payload.scope):
+        _id_tokens().code(grant)
+        return
+    grant.register_hook("after_validate_authorization_request_payload", oidc_request.read)
+    grant.register_hook("after_create_token_response", _code_token_response)
+
+
+def _names_openid(scope: Any) -> bool:
+    # As Authlib's is_openid_scope reads it: a word of the space-separated scope.
+    return "openid" in str(scope or "").split()
+
+
+def _code_token_response(grant: Any, response: Any) -> None:
+    _, token, _ = response
+    if _names_openid(token.get("scope")):
+        _id_tokens().code.process_token(grant, response)
 
 
 def id_tokens_in_refresh_grant(grant: Any) -> None:
@@ -249,7 +272,7 @@ def id_tokens_in_refresh_grant(grant: Any) -> None:
 
 def _refresh_token_response(grant: Any, response: Any) -> None:
     _, token, _ = response
-    if "openid" in str(token.get("scope") or ""):  # OpenIDToken checks the scope itself, word by word
+    if _names_openid(token.get("scope")):
         _id_tokens().refresh.process_token(grant, response)
 
 

@@ -1,8 +1,9 @@
 """Issue 24 point 3: a worker loads the rarely used features' libraries only when one is first used.
 
 joserfc's keys, JWS and JWTs load cryptography (about 10 MB with joserfc): a
-worker that serves bearer tokens (inspect, refresh, client credentials with a
-secret) never loads them; the first request that signs or verifies a JWS does.
+worker that serves opaque bearer tokens (inspect, the code flow and refresh
+without ``openid``, client credentials with a secret) never loads them; the
+first request that signs or verifies a JWS, or asks for ``openid``, does.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ uses = [
         {"data": {"grant_type": "client_credentials", "client_assertion_type": ASSERTION, "client_assertion": "a.b"}},
     ),
     ("code grant", "POST", TOKEN, {"data": {"grant_type": "authorization_code", "code": "x"}, "headers": BASIC}),
+    ("authorisation request", "GET", "/auth/oauth/authorize?response_type=code&client_id=nope&scope=public", {}),
+    ("openid authorisation request", "GET", "/auth/oauth/authorize?response_type=code&client_id=nope&scope=openid", {}),
     ("registration", "POST", "/auth/oauth/register", {"json": {"redirect_uris": ["https://app.example/cb"]}}),
 ]
 loaded = {"create_app": sorted(m for m in %r if m in sys.modules)}
@@ -103,8 +106,11 @@ def test_jose_loads_at_the_first_request_that_signs_or_verifies_a_jws(tmp_path):
     assert "authsvc.oauth.private_key_jwt" not in loaded["DPoP proof"]
     assert "authsvc.oauth.private_key_jwt" in loaded["client assertion"]
     assert "authsvc.oauth.id_tokens" not in loaded["client assertion"]
-    assert "authsvc.oauth.id_tokens" in loaded["code grant"]
-    assert "authsvc.oauth.registration" not in loaded["code grant"]
+    # The code flow without openid (an exchange, an authorisation request) loads no ID tokens; with it, it does.
+    assert "authsvc.oauth.id_tokens" not in loaded["code grant"]
+    assert "authsvc.oauth.id_tokens" not in loaded["authorisation request"]
+    assert {"authsvc.oauth.id_tokens", "authlib.oidc.core"} <= set(loaded["openid authorisation request"])
+    assert "authsvc.oauth.registration" not in loaded["openid authorisation request"]
     assert "authsvc.oauth.registration" in loaded["registration"]
 
 
