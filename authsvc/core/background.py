@@ -24,18 +24,30 @@ T = TypeVar("T")
 
 
 class BackgroundQueue(Generic[T]):
+    """Items handled one at a time by ``handle``; or, with ``handle_batch``, all that are waiting at once.
+
+    ``linger`` (with ``handle_batch``): seconds to wait after the first item
+    for more to come, so that a busy worker hands over many items per wake-up
+    of its thread (and per round trip) rather than one per request.
+    """
+
     def __init__(
         self,
         name: str,
-        handle: Callable[[T], None],
+        handle: Callable[[T], None] | None = None,
         *,
         on_full: Callable[[T], None],
         on_error: Callable[[T, Exception], None],
         threads: int = 1,
         bound: int = 1000,
+        handle_batch: Callable[[list[T]], None] | None = None,
+        linger: float = 0.0,
     ) -> None:
-        self.name, self.threads, self.bound = name, threads, bound
-        self._handle, self._on_full, self._on_error = handle, on_full, on_error
+        if (handle is None) == (handle_batch is None):
+            raise ValueError("give handle or handle_batch")
+        self.name, self.threads, self.bound, self.linger = name, threads, bound, linger
+        self._handle, self._handle_batch = handle, handle_batch
+        self._on_full, self._on_error = on_full, on_error
         self._queue: queue.Queue[T] = queue.Queue(bound)  # replaced by _start in each process
         self._pid = 0
         self._lock = threading.Lock()
@@ -67,16 +79,34 @@ class BackgroundQueue(Generic[T]):
 
     def _run(self) -> None:
         while True:
-            item = self._queue.get()
+            items = [self._queue.get()]
+            if self._handle_batch is not None:
+                if self.linger > 0:
+                    time.sleep(self.linger)
+                items += self._waiting()
             try:
-                self._handle(item)
+                if self._handle_batch is not None:
+                    self._handle_batch(items)
+                else:
+                    self._handle(items[0])  # type: ignore[misc]  # one of the two is given
             except Exception as exc:  # noqa: BLE001 - one failed item must not stop the thread
-                try:
-                    self._on_error(item, exc)
-                except Exception:  # noqa: BLE001, S110 - nor may reporting it
-                    pass
+                for item in items:
+                    try:
+                        self._on_error(item, exc)
+                    except Exception:  # noqa: BLE001, S110 - nor may reporting it
+                        pass
             finally:
-                self._queue.task_done()
+                for _ in items:
+                    self._queue.task_done()
+
+    def _waiting(self) -> list[T]:
+        """The items queued now, without waiting for more."""
+        items = []
+        while True:
+            try:
+                items.append(self._queue.get_nowait())
+            except queue.Empty:
+                return items
 
 
 class KeyedQueue(Generic[T]):

@@ -73,3 +73,16 @@ def test_a_record_inserted_in_a_rolled_back_transaction_is_neither_stored_nor_pu
         assert pubsub.get_message(timeout=0.5) is None
         pubsub.close()
     assert world.query(select(AuditRecord)) == []
+
+
+def test_events_committed_together_are_published_in_commit_order(app, world):
+    # The publisher sends what waits in one pipeline (authsvc.core.audit.LINGER): order and content as committed.
+    with app.app_context():
+        pubsub = store.client().pubsub()
+        pubsub.subscribe(audit.CHANNEL)
+        pubsub.get_message(timeout=1)
+        for n in range(3):
+            audit.record("domain.updated", actor="cli", target=f"domain:{n}")
+        messages = [pubsub.get_message(timeout=2) for _ in range(3)]
+        pubsub.close()
+    assert [json.loads(m["data"])["target"] for m in messages] == ["domain:0", "domain:1", "domain:2"]

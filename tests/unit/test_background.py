@@ -53,6 +53,34 @@ def test_a_broken_error_handler_does_not_stop_the_queue():
     assert handled == [1]
 
 
+def test_a_batch_queue_hands_over_what_waits_at_once_in_order_and_reports_each_item_of_a_failed_batch():
+    batches, failed = [], []
+
+    def handle_batch(items: list[int]) -> None:
+        batches.append(items)
+        if 99 in items:
+            raise ValueError("Redis went away")
+
+    # A linger long enough that every put below lands in the first batch, however slow the machine.
+    work = BackgroundQueue(
+        "test",
+        handle_batch=handle_batch,
+        linger=0.5,
+        on_full=lambda item: None,
+        on_error=lambda item, exc: failed.append((item, str(exc))),
+    )
+    for item in range(5):
+        work.put(item)
+    work.flush(timeout=5)
+    assert batches == [[0, 1, 2, 3, 4]]
+    assert failed == []
+    work.put(98)
+    work.put(99)
+    work.flush(timeout=5)
+    assert batches[1:] == [[98, 99]]
+    assert failed == [(98, "Redis went away"), (99, "Redis went away")]
+
+
 def test_a_forked_child_that_queued_nothing_does_not_wait_on_its_parents_queue():
     release = threading.Event()
     work = BackgroundQueue("test", lambda item: release.wait(10), on_full=lambda item: None, on_error=print)
