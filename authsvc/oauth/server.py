@@ -17,14 +17,13 @@ from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
-from sqlalchemy import insert
 
-from authsvc.core import actors, audit, clock, security
-from authsvc.core.database import commit_keeping_loaded, db
-from authsvc.core.models import Application, Token, User
+from authsvc.core import actors, clock, security
+from authsvc.core.database import commit_keeping_loaded
+from authsvc.core.models import Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, codes, dpop, keys, oidc_request, profile, resources
+from authsvc.oauth import access_tokens, codes, dpop, keys, oidc_request, profile, resources, token_rows
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -47,10 +46,6 @@ from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_requ
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
-
-# Built once: a statement made per request costs its cache key each time.
-INSERT_TOKEN = insert(Token.__table__)
-
 
 # The grants Authlib's OpenID Connect extensions add an ID token to (OpenIDCode, OpenIDToken), when the
 # granted scope has openid.
@@ -173,47 +168,39 @@ class AuthorizationServer(_AuthorizationServer):
             token["token_type"] = "DPoP"
         # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
         origin = request.authorization_code or request.refresh_token
-        # Core INSERTs on the session's connection, in its transaction: the ORM's unit of work
-        # for two rows nothing reads back was the largest part of a token request's CPU.
         family = request.family or security.new_secret()
-        session = db.session()
-        token_id = (
-            session.connection()
-            .execute(
-                INSERT_TOKEN,
-                dict(
-                    application_id=client.id,
-                    user_id=request.user.id if request.user else None,
-                    access_token_digest=security.digest(token["access_token"]),
-                    refresh_token_digest=security.digest(token["refresh_token"]) if grant_expires_at else None,
-                    family=family,
-                    grant_type=request.payload.grant_type,
-                    scope=token["scope"],
-                    issued_at=issued,
-                    expires_in=token["expires_in"],
-                    refresh_expires_at=refresh_expires_at,
-                    grant_expires_at=grant_expires_at,
-                    purgeable_at=max(access_expires_at, refresh_expires_at or 0),
-                    auth_time=getattr(origin, "auth_time", None),
-                    amr=getattr(origin, "amr", None),
-                    sid=getattr(origin, "sid", None),
-                    dpop_jkt=jkt,
-                    audience=resources.stored(request.audience),
-                    resources=resources.stored(request.resources),
-                ),
-            )
-            .inserted_primary_key[0]
-        )
         grant_type = request.payload.grant_type
-        # One transaction: a token is never saved without its audit record, nor the other way round.
-        audit.record_in_transaction(
+        row = dict(
+            application_id=client.id,
+            user_id=request.user.id if request.user else None,
+            access_token_digest=security.digest(token["access_token"]),
+            refresh_token_digest=security.digest(token["refresh_token"]) if grant_expires_at else None,
+            family=family,
+            grant_type=grant_type,
+            scope=token["scope"],
+            issued_at=issued,
+            expires_in=token["expires_in"],
+            refresh_expires_at=refresh_expires_at,
+            grant_expires_at=grant_expires_at,
+            purgeable_at=max(access_expires_at, refresh_expires_at or 0),
+            auth_time=getattr(origin, "auth_time", None),
+            amr=getattr(origin, "amr", None),
+            sid=getattr(origin, "sid", None),
+            dpop_jkt=jkt,
+            audience=resources.stored(request.audience),
+            resources=resources.stored(request.resources),
+        )
+        # Core statements on the session's connection, in its transaction (the ORM's unit of work for two rows
+        # nothing reads back was the largest part of a token request's CPU): a token is never saved without its
+        # audit record, nor the other way round; one statement for both on PostgreSQL (authsvc.oauth.token_rows).
+        token_rows.insert_token_and_record(
+            row,
             "token.refreshed" if grant_type == "refresh_token" else "token.issued",
             domain_id=client.domain_id,
             # A client_credentials token is the application's doing, though it acts as its service account.
             actor=actors.of_client(client.client_id)
             if grant_type == "client_credentials" or not request.user
             else actors.of_user(request.user.id),
-            target=f"token:{token_id}",
             details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
         )
         # The client and the user stay loaded: an ID token and the replay check read them next.
