@@ -9,6 +9,7 @@ import re
 import pytest
 from sqlalchemy import select
 
+from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, Token, User
 from tests.helpers import HttpsClient, headers
 from tests.helpers.console import SECRET, app_path, as_admin, get, new_application, text
@@ -115,6 +116,23 @@ def test_disabled_service_account_is_unauthorized_client(client, world, setup):
     assert response.status_code == 400
     assert response.get_json()["error"] == "unauthorized_client"
     assert world.query(select(Token)) == []
+
+
+def test_each_request_reads_the_client_and_its_account_afresh(client, world, setup):
+    # The client is read on inspect's readers, past the ORM's query: nothing of it is kept between requests.
+    app, secret = bound_app(world, setup)
+    assert client_credentials(client, app, secret).status_code == 200
+    world.update(Application, app.id, client_secret_digest=security.digest("a new secret"))
+    refused = client_credentials(client, app, secret)
+    assert refused.status_code == 401
+    assert refused.get_json()["error"] == "invalid_client"
+    assert client_credentials(client, app, "a new secret").status_code == 200
+    world.update(User, setup.service.id, disabled=True)
+    assert client_credentials(client, app, "a new secret").get_json()["error"] == "unauthorized_client"
+    world.update(User, setup.service.id, disabled=False)
+    assert client_credentials(client, app, "a new secret", scope="mqtt.read").get_json()["scope"] == "mqtt.read"
+    world.update(Application, app.id, scopes="public")
+    assert client_credentials(client, app, "a new secret", scope="mqtt.read").get_json()["error"] == "invalid_scope"
 
 
 def test_issue_is_stored_and_audited_as_the_client(client, world, setup):

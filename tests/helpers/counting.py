@@ -1,7 +1,9 @@
 """Counting what a request costs in round trips: SQL statements and Redis commands, on the real servers.
 
 SQL statements are counted with SQLAlchemy's ``before_cursor_execute`` event
-on every engine of the app. Redis round trips are counted on the app's own
+on every engine of the app, and those of inspect's readers (the prepared
+statements that authsvc.api.roundtrip sends through libpq, past SQLAlchemy)
+as each is sent. Redis round trips are counted on the app's own
 client: each ``send_packed_command`` of its connection class is one trip to
 the server (a pipeline or a transaction's ``EXEC`` is one; each ``WATCH`` is
 one). The commands still run on the real server (Redis, or the in-process
@@ -21,6 +23,7 @@ import pytest
 from flask import Flask
 from sqlalchemy import event
 
+from authsvc.api import roundtrip
 from authsvc.app.limits import PREFIX as LIMITER_PREFIX
 from authsvc.core.database import db
 
@@ -84,6 +87,14 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
         return send(self, command, *args, **kwargs)
 
     monkeypatch.setattr(connection_class, "send_packed_command", send_packed_command)
+    fetch_one = roundtrip.Session.fetch_one
+
+    def counted_fetch_one(self, name, sql, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if threading.get_ident() == thread:
+            counted.sql.append(" ".join(sql.decode().split()))
+        return fetch_one(self, name, sql, *args, **kwargs)
+
+    monkeypatch.setattr(roundtrip.Session, "fetch_one", counted_fetch_one)
     with app.app_context():
         engines = list(db.engines.values())
     for engine in engines:
@@ -94,3 +105,4 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
         for engine in engines:
             event.remove(engine, "before_cursor_execute", on_statement)
         monkeypatch.setattr(connection_class, "send_packed_command", send)
+        monkeypatch.setattr(roundtrip.Session, "fetch_one", fetch_one)
