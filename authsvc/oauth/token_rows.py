@@ -6,8 +6,10 @@ PostgreSQL both go in one statement, a data-modifying ``WITH`` whose
 ``RETURNING`` gives the record's id and target: one round trip (and one
 statement for the server to run) fewer on every token request than two
 INSERTs, the largest part of whose cost is the round trip itself
-(docs/performance.md). SQLite has no INSERT inside a ``WITH``: there the two
-INSERTs run one after the other, in the same transaction.
+(docs/performance.md); and when nothing else of the request is in a
+transaction, no BEGIN and COMMIT around it either. SQLite has no INSERT
+inside a ``WITH``: there the two INSERTs run one after the other, in the
+same transaction.
 """
 
 from __future__ import annotations
@@ -70,13 +72,20 @@ def insert_token_and_record(
 
     The record is published once the transaction commits, as ``audit.record_in_transaction`` does.
     """
-    connection = db.session().connection()
-    if connection.dialect.name != "postgresql":
+    session = db.session()
+    if session.get_bind().dialect.name != "postgresql":
+        connection = session.connection()
         token_id = connection.execute(INSERT_TOKEN, row).inserted_primary_key[0]  # type: ignore[index]  # one row
         audit.record_in_transaction(
             event, domain_id=domain_id, actor=actor, target=f"{TARGET_PREFIX}{token_id}", details=details
         )
         return
+    if session.in_transaction():
+        connection = session.connection()
+    else:
+        # Nothing of the request is in a transaction (the client came from a reader, as in the client
+        # credentials grant): the one statement is a transaction of its own, without BEGIN and COMMIT.
+        connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
     values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
     ident, values["target"] = connection.execute(INSERT_TOKEN_AND_RECORD, {**row, **values}).one()
     audit.note_inserted(ident, values)
