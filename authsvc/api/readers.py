@@ -76,7 +76,11 @@ def read_one(statement: Select[Any], params: dict[str, str | None], readers: Rea
     databases, or when the request's session is in a transaction already:
     the session's connection.
     ``readers``: for a caller outside an app context (authsvc.api.fastpath).
+    A value with a NUL character matches no stored text: None, without a
+    statement (libpq would end a text parameter at the NUL, and match its start).
     """
+    if any(value is not None and "\x00" in value for value in params.values()):
+        return None
     if readers is None:
         if db.session().in_transaction():
             # The request holds a connection already: use it, not a second one.

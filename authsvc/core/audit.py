@@ -146,6 +146,11 @@ def note_inserted(ident: int, values: dict[str, Any]) -> None:
     db.session().info.setdefault(_PENDING, []).append(json.dumps(AuditRecord.json_of(ident, **values)))
 
 
+def note_committed(ident: int, values: dict[str, Any]) -> None:
+    """Publish the record ``ident`` (``values``), committed already by a statement in autocommit."""
+    PUBLISHER.put((store.client(), json.dumps(AuditRecord.json_of(ident, **values))))
+
+
 _PENDING = "authsvc_audit_pending"
 
 
@@ -179,17 +184,20 @@ def _publish_batch(items: list[tuple[Any, str]]) -> None:
             pipeline.execute()
         except Exception as exc:  # noqa: BLE001 - Redis unreachable, say: each event is logged, none lost from SQL
             for payload in payloads:
-                _dropped(payload, exc.__class__.__name__)
+                _dropped(payload, f"{exc.__class__.__name__} (its batch of {len(payloads)} may be partly published)")
 
 
 # Published from a thread of its own, in commit order; at most 1000 events wait, past that they are logged.
 # The thread waits LINGER after an event for those that follow: a busy worker publishes a batch a wake-up
-# (a token request's event cost it a quarter of a millisecond of CPU one at a time: docs/performance.md).
+# (a token request's event cost it a quarter of a millisecond of CPU one at a time: docs/performance.md),
+# of at most BATCH events. Subscribers may see an event twice (a batch retried): each carries its record's id.
 LINGER = 0.05
+BATCH = 100
 PUBLISHER: BackgroundQueue[tuple[Any, str]] = BackgroundQueue(
     "authsvc-audit-publisher",
     handle_batch=_publish_batch,
     linger=LINGER,
+    batch=BATCH,
     on_full=lambda item: _dropped(item[1], "the publishing queue is full"),
     on_error=lambda item, exc: _dropped(item[1], exc.__class__.__name__),
 )

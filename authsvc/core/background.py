@@ -28,7 +28,9 @@ class BackgroundQueue(Generic[T]):
 
     ``linger`` (with ``handle_batch``): seconds to wait after the first item
     for more to come, so that a busy worker hands over many items per wake-up
-    of its thread (and per round trip) rather than one per request.
+    of its thread (and per round trip) rather than one per request; ``batch``
+    items at most at once. A batch queue has one thread: its batches are
+    handled in the order their items were put.
     """
 
     def __init__(
@@ -42,10 +44,13 @@ class BackgroundQueue(Generic[T]):
         bound: int = 1000,
         handle_batch: Callable[[list[T]], None] | None = None,
         linger: float = 0.0,
+        batch: int = 100,
     ) -> None:
         if (handle is None) == (handle_batch is None):
             raise ValueError("give handle or handle_batch")
-        self.name, self.threads, self.bound, self.linger = name, threads, bound, linger
+        if handle_batch is not None and threads != 1:
+            raise ValueError("a batch queue has one thread, which keeps its items in order")
+        self.name, self.threads, self.bound, self.linger, self.batch = name, threads, bound, linger, batch
         self._handle, self._handle_batch = handle, handle_batch
         self._on_full, self._on_error = on_full, on_error
         self._queue: queue.Queue[T] = queue.Queue(bound)  # replaced by _start in each process
@@ -83,7 +88,7 @@ class BackgroundQueue(Generic[T]):
             if self._handle_batch is not None:
                 if self.linger > 0:
                     time.sleep(self.linger)
-                items += self._waiting()
+                items += self._waiting(self.batch - 1)
             try:
                 if self._handle_batch is not None:
                     self._handle_batch(items)
@@ -99,14 +104,15 @@ class BackgroundQueue(Generic[T]):
                 for _ in items:
                     self._queue.task_done()
 
-    def _waiting(self) -> list[T]:
-        """The items queued now, without waiting for more."""
-        items = []
-        while True:
+    def _waiting(self, most: int) -> list[T]:
+        """Up to ``most`` of the items queued now, without waiting for more."""
+        items: list[T] = []
+        while len(items) < most:
             try:
                 items.append(self._queue.get_nowait())
             except queue.Empty:
-                return items
+                break
+        return items
 
 
 class KeyedQueue(Generic[T]):

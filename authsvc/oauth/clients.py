@@ -81,6 +81,9 @@ def client_of_request_domain(client_id: str) -> Application | None:
         parameters = {"client_id": client_id, "domain_id": str(domain.id)}
     else:
         parameters = {"client_id": client_id, **request_domain_parameters()}
+    session = db.session()
+    if session.new or session.dirty:
+        session.flush()  # as the ORM's query would (autoflush): the read sees this request's changes
     row = read_one(_STATEMENTS[domain is not None, account], parameters)
     if row is None:
         if domain is None:

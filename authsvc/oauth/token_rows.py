@@ -80,12 +80,11 @@ def insert_token_and_record(
             event, domain_id=domain_id, actor=actor, target=f"{TARGET_PREFIX}{token_id}", details=details
         )
         return
-    if session.in_transaction():
-        connection = session.connection()
-    else:
-        # Nothing of the request is in a transaction (the client came from a reader, as in the client
-        # credentials grant): the one statement is a transaction of its own, without BEGIN and COMMIT.
-        connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
+    # Nothing of the request in a transaction (the client came from a reader, as in the client credentials
+    # grant): the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
+    # published at once (a failure after it cannot take back what it committed).
+    autocommit = not session.in_transaction()
+    connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"} if autocommit else None)
     values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
     ident, values["target"] = connection.execute(INSERT_TOKEN_AND_RECORD, {**row, **values}).one()
-    audit.note_inserted(ident, values)
+    (audit.note_committed if autocommit else audit.note_inserted)(ident, values)

@@ -11,7 +11,8 @@ from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, Token, User
-from tests.helpers import HttpsClient, headers
+from authsvc.oauth import clients
+from tests.helpers import HOST, HttpsClient, headers
 from tests.helpers.console import SECRET, app_path, as_admin, get, new_application, text
 
 
@@ -133,6 +134,14 @@ def test_each_request_reads_the_client_and_its_account_afresh(client, world, set
     assert client_credentials(client, app, "a new secret", scope="mqtt.read").get_json()["scope"] == "mqtt.read"
     world.update(Application, app.id, scopes="public")
     assert client_credentials(client, app, "a new secret", scope="mqtt.read").get_json()["error"] == "invalid_scope"
+
+
+def test_a_client_id_with_a_nul_character_names_no_client(app, world, setup):
+    # libpq ends a text parameter at its first NUL: "<id>\x00junk" must not find the client "<id>".
+    application, _ = bound_app(world, setup)
+    with app.test_request_context("/auth/oauth/token", base_url=f"https://{HOST}"):
+        assert clients.client_of_request_domain(application.client_id) is not None
+        assert clients.client_of_request_domain(application.client_id + "\x00junk") is None
 
 
 def test_issue_is_stored_and_audited_as_the_client(client, world, setup):

@@ -6,6 +6,8 @@ import os
 import threading
 import time
 
+import pytest
+
 from authsvc.core.background import BackgroundQueue, KeyedQueue
 
 
@@ -79,6 +81,20 @@ def test_a_batch_queue_hands_over_what_waits_at_once_in_order_and_reports_each_i
     work.flush(timeout=5)
     assert batches[1:] == [[98, 99]]
     assert failed == [(98, "Redis went away"), (99, "Redis went away")]
+
+
+def test_a_batch_queue_hands_over_at_most_its_batch_in_order_and_has_one_thread():
+    batches = []
+    work = BackgroundQueue(
+        "test", handle_batch=batches.append, linger=0.5, batch=2, on_full=lambda item: None, on_error=print
+    )
+    for item in range(5):
+        work.put(item)
+    work.flush(timeout=5)
+    assert [item for batch in batches for item in batch] == [0, 1, 2, 3, 4]
+    assert max(len(batch) for batch in batches) == 2
+    with pytest.raises(ValueError, match="one thread"):
+        BackgroundQueue("test", handle_batch=batches.append, threads=2, on_full=print, on_error=print)
 
 
 def test_a_forked_child_that_queued_nothing_does_not_wait_on_its_parents_queue():
