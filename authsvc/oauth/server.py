@@ -145,7 +145,7 @@ class AuthorizationServer(_AuthorizationServer):
             # anything is written: the domain's first key is made and committed on first need. A bound
             # token names its key (cnf.jkt, RFC 9449 6).
             token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
-        if request.payload.grant_type in ID_TOKEN_GRANTS and "openid" in token["scope"].split():
+        if request.payload.grant_type in ID_TOKEN_GRANTS and _names_openid(token["scope"]):
             # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here in the
             # token's transaction rather than in a transaction of its own after the commit (a pooled
             # connection checked out again, BEGIN, ROLLBACK). Before any write: a domain's first key is
@@ -242,10 +242,15 @@ def _names_openid(scope: Any) -> bool:
     return "openid" in str(scope or "").split()
 
 
-def _code_token_response(grant: Any, response: Any) -> None:
+def _add_id_token(extension: str, grant: Any, response: Any) -> None:
+    """An ID token in a token response whose granted scope names ``openid``, by the extension ``extension``."""
     _, token, _ = response
     if _names_openid(token.get("scope")):
-        _id_tokens().code.process_token(grant, response)
+        getattr(_id_tokens(), extension).process_token(grant, response)
+
+
+_code_token_response = functools.partial(_add_id_token, "code")
+_refresh_token_response = functools.partial(_add_id_token, "refresh")
 
 
 def id_tokens_in_refresh_grant(grant: Any) -> None:
@@ -255,12 +260,6 @@ def id_tokens_in_refresh_grant(grant: Any) -> None:
     scope lacks ``openid`` as it is; this one does the same without loading it.
     """
     grant.register_hook("after_create_token_response", _refresh_token_response)
-
-
-def _refresh_token_response(grant: Any, response: Any) -> None:
-    _, token, _ = response
-    if _names_openid(token.get("scope")):
-        _id_tokens().refresh.process_token(grant, response)
 
 
 @functools.cache

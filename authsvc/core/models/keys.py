@@ -69,9 +69,11 @@ class SigningKey(Model):
 
 
 # Built once: every ID token reads the current key, and a statement made per call costs its cache key each time.
-_CURRENT = select(SigningKey).where(
-    SigningKey.domain_id == bindparam("domain_id"), SigningKey.alg == bindparam("alg"), SigningKey.retired_at.is_(None)
+# The domain's current key of an algorithm: the one not retired.
+_IS_CURRENT = (
+    SigningKey.domain_id == bindparam("domain_id"),
+    SigningKey.alg == bindparam("alg"),
+    SigningKey.retired_at.is_(None),
 )
-_CURRENT_KID = select(SigningKey.kid).where(
-    SigningKey.domain_id == bindparam("domain_id"), SigningKey.alg == bindparam("alg"), SigningKey.retired_at.is_(None)
-)
+_CURRENT = select(SigningKey).where(*_IS_CURRENT)
+_CURRENT_KID = select(SigningKey.kid).where(*_IS_CURRENT)
