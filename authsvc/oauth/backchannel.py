@@ -222,7 +222,15 @@ SENDER: KeyedQueue[tuple[Flask, dict[str, Any], int]] = KeyedQueue(
 )
 
 
-@sessions.sessions_ended.connect
 def _sessions_ended(app: Flask, sids: list[str]) -> None:
     for sid in sids:
         DISPATCHER.put((app, sid))
+
+
+def init_app(app: Flask) -> None:
+    """Have every ended session's applications told, in every worker: also one that never issued an ID token.
+
+    Connected when the app is built, not when this module is first imported: ID tokens (and this module with
+    them) load at a worker's first use of ``openid``, and the worker that ends a session may not have had one.
+    """
+    sessions.sessions_ended.connect(_sessions_ended)  # once: blinker keeps one connection per receiver

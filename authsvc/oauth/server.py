@@ -23,7 +23,7 @@ from authsvc.core.database import commit_keeping_loaded
 from authsvc.core.models import Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, codes, dpop, keys, oidc_request, profile, resources, token_rows
+from authsvc.oauth import access_tokens, backchannel, codes, dpop, keys, oidc_request, profile, resources, token_rows
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -364,6 +364,7 @@ def generate_token(
 def init_app(app: Flask) -> None:
     """The app's own authorisation server, with its grants and endpoints (tests build many apps)."""
     server = AuthorizationServer(app)
+    backchannel.init_app(app)
     server.register_token_generator("default", generate_token)
     server.register_grant(PasswordGrant)
     # The profile's rules first: a refusal under it names the profile's rule, not a narrower one.

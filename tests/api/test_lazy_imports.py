@@ -114,6 +114,25 @@ def test_jose_loads_at_the_first_request_that_signs_or_verifies_a_jws(tmp_path):
     assert "authsvc.oauth.registration" in loaded["registration"]
 
 
+ENDED_SESSIONS = """
+import json, sys
+from authsvc import create_app
+from authsvc.auth import sessions
+
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+receivers = sorted(f"{r.__module__}.{r.__name__}" for r in sessions.sessions_ended.receivers_for(app))
+print(json.dumps({"id_tokens": "authsvc.oauth.id_tokens" in sys.modules, "receivers": receivers}))
+"""
+
+
+def test_a_worker_that_never_issued_an_id_token_still_tells_applications_of_ended_sessions(tmp_path):
+    # ID tokens load at a worker's first use of openid; the worker that ends a session may never have had one,
+    # and its applications must be told all the same (back-channel logout).
+    probed = json.loads(_probe(tmp_path, ENDED_SESSIONS))
+    assert probed["id_tokens"] is False
+    assert probed["receivers"] == ["authsvc.oauth.backchannel._sessions_ended"]
+
+
 def test_the_admin_schemas_still_answer_once_loaded(client, keys):
     """The first admin write loads pydantic and reads its body as before: every problem at once."""
     response = call(client, "post", "/users", keys.admin_key, json={"email": 5, "admin": "yes"})
