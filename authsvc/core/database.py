@@ -19,6 +19,7 @@ import os
 import socket
 import threading
 import time
+import weakref
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -27,7 +28,7 @@ from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import CursorResult, Engine, Result, event
 from sqlalchemy.exc import DBAPIError, DisconnectionError
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.orm import DeclarativeBase, Session, SessionTransaction
 
 from authsvc.core import budget, clock
 from authsvc.core.settings import settings as typed_settings
@@ -113,6 +114,31 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
             raise DisconnectionError("the connection died while idle")
 
 
+_CONNECTED = "authsvc.connected"
+
+
+@event.listens_for(Session, "after_begin")
+def _note_connected(session: Session, transaction: SessionTransaction, connection: Any) -> None:
+    root = transaction
+    while root.parent is not None:
+        root = root.parent
+    session.info[_CONNECTED] = weakref.ref(root)
+
+
+def holds_connection() -> bool:
+    """Whether this request's session has a connection in its transaction: where its next statement would run.
+
+    Not ``Session.in_transaction()``: adding an entity begins the session's
+    transaction (autobegin) without a connection, and nothing has been sent to
+    the database (authsvc.oauth.clients adds the client it read on a reader
+    so). Such a session can still choose autocommit for what follows.
+    """
+    session = db.session()
+    transaction = session.get_transaction()
+    connected = session.info.get(_CONNECTED)
+    return transaction is not None and connected is not None and connected() is transaction
+
+
 def without_transaction() -> None:
     """Run the rest of this request's statements in autocommit mode.
 
@@ -121,7 +147,7 @@ def without_transaction() -> None:
     it drops at every ROLLBACK. Only before the session's first statement; a
     session already in a transaction keeps it.
     """
-    if not db.session().in_transaction():
+    if not holds_connection():
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 

@@ -20,7 +20,7 @@ from sqlalchemy import String, Table, bindparam, insert, literal, select
 from sqlalchemy import cast as sql_cast
 
 from authsvc.core import audit
-from authsvc.core.database import db
+from authsvc.core.database import db, holds_connection
 from authsvc.core.models import AuditRecord, Token
 
 _token, _record = cast(Table, Token.__table__), cast(Table, AuditRecord.__table__)
@@ -83,7 +83,7 @@ def insert_token_and_record(
     # Nothing of the request in a transaction (the client came from a reader, as in the client credentials
     # grant): the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
     # published at once (a failure after it cannot take back what it committed).
-    autocommit = not session.in_transaction()
+    autocommit = not holds_connection()
     connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"} if autocommit else None)
     values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
     ident, values["target"] = connection.execute(INSERT_TOKEN_AND_RECORD, {**row, **values}).one()

@@ -3,7 +3,11 @@
 SQL statements are counted with SQLAlchemy's ``before_cursor_execute`` event
 on every engine of the app, and those of inspect's readers (the prepared
 statements that authsvc.api.roundtrip sends through libpq, past SQLAlchemy)
-as each is sent. Redis round trips are counted on the app's own
+as each is sent. On PostgreSQL the transaction's own round trips are counted
+too (``sql_trips``): the BEGIN that psycopg sends before a statement when
+its connection is neither in autocommit nor in a transaction, and the COMMIT
+or ROLLBACK that a connection in a transaction sends (SQLAlchemy's ``commit``
+and ``rollback`` events, and the pool's ``reset`` of a returned connection). Redis round trips are counted on the app's own
 client: each ``send_packed_command`` of its connection class is one trip to
 the server (a pipeline or a transaction's ``EXEC`` is one; each ``WATCH`` is
 one). The commands still run on the real server (Redis, or the in-process
@@ -19,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+import psycopg
 import pytest
 from flask import Flask
 from sqlalchemy import event
@@ -36,10 +41,16 @@ UPKEEP = frozenset({"CLIENT", "AUTH", "SELECT", "HELLO", "PING"})
 class Trips:
     sql: list[str] = field(default_factory=list)
     redis: list[str] = field(default_factory=list)
+    # Every SQL round trip in order: the statements' first words, with BEGIN, COMMIT and ROLLBACK (PostgreSQL).
+    trips: list[str] = field(default_factory=list)
 
     def sql_verbs(self) -> list[str]:
         """The statements' first words, e.g. ``["SELECT", "INSERT", "UPDATE"]``."""
         return [statement.split(None, 1)[0].upper() for statement in self.sql]
+
+    def sql_trips(self) -> list[str]:
+        """Every round trip to the database, e.g. ``["SELECT", "BEGIN", "UPDATE", "COMMIT"]`` (PostgreSQL)."""
+        return list(self.trips)
 
     def store(self) -> list[str]:
         """The service's own Redis round trips, by command name (the rate limiter's, on the same pool, apart)."""
@@ -56,6 +67,22 @@ class Trips:
 def _limiter(command: str) -> bool:
     # Flask-Limiter's keys are "<prefix>:{LIMITER/...}" (the lockouts' own keys, "<prefix>:failures:...", are ours).
     return f"{LIMITER_PREFIX}:{{LIMITER/" in command
+
+
+def _in_transaction(dbapi_connection: object) -> bool:
+    """Whether a psycopg connection is in a transaction (its COMMIT or ROLLBACK is a round trip); False on SQLite."""
+    if not isinstance(dbapi_connection, psycopg.Connection):
+        return False
+    return dbapi_connection.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+def _begins(dbapi_connection: object) -> bool:
+    """Whether psycopg sends BEGIN before the statement about to run on this connection."""
+    return (
+        isinstance(dbapi_connection, psycopg.Connection)
+        and not dbapi_connection.autocommit
+        and dbapi_connection.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    )
 
 
 def _command(packed: object) -> str:
@@ -76,7 +103,23 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
 
     def on_statement(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
         if threading.get_ident() == thread:
+            if _begins(conn.connection.dbapi_connection):
+                counted.trips.append("BEGIN")
             counted.sql.append(" ".join(statement.split()))
+            counted.trips.append(statement.split(None, 1)[0].upper())
+
+    def on_end(name: str):  # noqa: ANN202
+        def ended(conn) -> None:  # noqa: ANN001
+            if threading.get_ident() == thread and _in_transaction(conn.connection.dbapi_connection):
+                counted.trips.append(name)
+
+        return ended
+
+    on_commit, on_rollback = on_end("COMMIT"), on_end("ROLLBACK")
+
+    def on_reset(dbapi_connection, record, state) -> None:  # noqa: ANN001
+        if threading.get_ident() == thread and _in_transaction(dbapi_connection):
+            counted.trips.append("ROLLBACK")
 
     connection_class = app.extensions["authsvc.redis"].connection_pool.connection_class
     send = connection_class.send_packed_command
@@ -92,17 +135,23 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
     def counted_fetch_one(self, name, sql, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
         if threading.get_ident() == thread:
             counted.sql.append(" ".join(sql.decode().split()))
+            counted.trips.append(sql.decode().split(None, 1)[0].upper())
         return fetch_one(self, name, sql, *args, **kwargs)
 
     monkeypatch.setattr(roundtrip.Session, "fetch_one", counted_fetch_one)
     with app.app_context():
         engines = list(db.engines.values())
+    listeners = [("before_cursor_execute", on_statement), ("commit", on_commit), ("rollback", on_rollback)]
     for engine in engines:
-        event.listen(engine, "before_cursor_execute", on_statement)
+        for name, listener in listeners:
+            event.listen(engine, name, listener)
+        event.listen(engine.pool, "reset", on_reset)
     try:
         yield counted
     finally:
         for engine in engines:
-            event.remove(engine, "before_cursor_execute", on_statement)
+            for name, listener in listeners:
+                event.remove(engine, name, listener)
+            event.remove(engine.pool, "reset", on_reset)
         monkeypatch.setattr(connection_class, "send_packed_command", send)
         monkeypatch.setattr(roundtrip.Session, "fetch_one", fetch_one)
