@@ -16,6 +16,7 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
+from authsvc.api import entities
 from authsvc.auth import ldap_signin, session_record
 from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, clock, store
@@ -145,7 +146,8 @@ def session_user(domain: Domain) -> User | None:
     session_id = request.cookies.get(SESSION_COOKIE)
     session = session_record.get(session_id) if session_id else None
     if session and session.domain == domain.id:
-        candidate = db.session.get(User, session.user)
+        # On a reader (authsvc.api.entities): a request that goes on to write one row can do it in autocommit.
+        candidate = entities.user(session.user)
         if (
             candidate is not None
             and not candidate.disabled

@@ -7,10 +7,10 @@ from typing import Any, cast
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from flask import g
-from sqlalchemy import ColumnElement, FromClause, Integer, Select, Table, bindparam, delete, select
-from sqlalchemy.orm import make_transient_to_detached
+from sqlalchemy import FromClause, Integer, Select, Table, bindparam, delete, select
 from sqlalchemy.orm.attributes import set_committed_value
 
+from authsvc.api import entities
 from authsvc.api.readers import read_one
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Domain, Token, User
@@ -26,22 +26,12 @@ CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "priva
 
 
 # The client is read as one row (its domain, and its service account when asked for) on
-# inspect's readers (authsvc.api.readers: a prepared statement in autocommit, one round trip, no
-# SQLAlchemy execution around it) and made into the session's entities without a second SELECT
-# (sqlalchemy.orm.make_transient_to_detached): the ORM's execution of the same statement was a
-# third of a token request's CPU (docs/performance.md, "Third pass"). An entity the session holds
-# already is used as the ORM would use it. Nothing is cached: every request reads the client.
+# inspect's readers and made into the session's entities (authsvc.api.entities): the ORM's
+# execution of the same statement was a third of a token request's CPU (docs/performance.md,
+# "Third pass"). Nothing is cached: every request reads the client.
 _client, _domain, _user = (cast(Table, m.__table__) for m in (Application, Domain, User))
-_CLIENT_KEYS = tuple(c.key for c in _client.c)
-_DOMAIN_KEYS = tuple(c.key for c in _domain.c)
-# The user's columns, and whether a directory vouches for it (an EXISTS the ORM reads with the user).
-_ACCOUNT_KEYS = (*(c.key for c in _user.c), "directory_linked")
-_CLIENT_COLUMNS = tuple(c.label(f"a_{c.key}") for c in _client.c)
-_DOMAIN_COLUMNS = tuple(c.label(f"d_{c.key}") for c in _domain.c)
-_ACCOUNT_COLUMNS = (
-    *(c.label(f"u_{c.key}") for c in _user.c),
-    cast(ColumnElement[bool], User.__mapper__.column_attrs["directory_linked"].expression).label("u_directory_linked"),
-)
+_CLIENT_KEYS, _DOMAIN_KEYS = entities.keys(_client), entities.keys(_domain)
+_CLIENT_COLUMNS, _DOMAIN_COLUMNS = entities.columns(_client, "a_"), entities.columns(_domain, "d_")
 
 
 def _client_statement(domain_known: bool, account: bool) -> Select[Any]:
@@ -56,7 +46,7 @@ def _client_statement(domain_known: bool, account: bool) -> Select[Any]:
         )
         condition = REQUEST_DOMAIN
     if account:
-        columns = (*columns, *_ACCOUNT_COLUMNS)
+        columns = (*columns, *entities.USER_COLUMNS)
         source = source.outerjoin(_user, _user.c.id == _client.c.service_account_id)
     return select(*columns).select_from(source).where(_client.c.client_id == bindparam("client_id"), condition)
 
@@ -90,32 +80,16 @@ def client_of_request_domain(client_id: str) -> Application | None:
             current_domain()  # an unknown host is a 404, not an unknown client
         return None
     if domain is None:
-        domain = g.authsvc_domain = _entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
-    application, made = _entity(Application, row, "a_", _CLIENT_KEYS)
+        domain = g.authsvc_domain = entities.entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
+    application, made = entities.entity(Application, row, "a_", _CLIENT_KEYS)
     if made:
         # Its relationships loaded, as a joined load leaves them (the session holds its entities weakly:
         # the application's references keep them).
         set_committed_value(application, "domain", domain)
         if account:
-            account_entity = _entity(User, row, "u_", _ACCOUNT_KEYS)[0] if row.u_id is not None else None
+            account_entity = entities.entity(User, row, "u_", entities.USER_KEYS)[0] if row.u_id is not None else None
             set_committed_value(application, "service_account", account_entity)
     return cast(Application, application)
-
-
-def _entity(model: type[Any], row: Any, prefix: str, keys: tuple[str, ...]) -> tuple[Any, bool]:
-    """The session's ``model`` entity of ``row``'s columns named ``prefix`` + key, and whether it was made now.
-
-    One the session holds already is kept as it is, as a query would keep it.
-    """
-    session = db.session()
-    held = session.identity_map.get(session.identity_key(model, getattr(row, f"{prefix}id")))
-    if held is not None:
-        return held, False
-    entity = model(**{key: getattr(row, prefix + key) for key in keys})
-    # As if loaded: no change to flush, and in the session's identity map.
-    make_transient_to_detached(entity)
-    session.add(entity)
-    return entity, True
 
 
 def access_token_ttl(client: Application) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import Any, NoReturn, cast
 
 from authlib.oauth2.rfc6749 import (
     InvalidGrantError,
@@ -13,10 +14,11 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc7636 import CodeChallenge
-from sqlalchemy import bindparam, insert, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import lazyload
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.orm.attributes import set_committed_value
 
+from authsvc.api import entities
+from authsvc.api.readers import read_one
 from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, security
 from authsvc.core.database import db, now
@@ -30,19 +32,15 @@ from authsvc.oauth.parameters import MergedRequest
 
 log = logging.getLogger(__name__)
 
-# The token endpoint's statements, built once (a statement made per request costs its cache key each time).
-_TOKENS = Token.__table__
-_CLAIM_REFRESH = (
-    update(_TOKENS)
-    .where(_TOKENS.c.id == bindparam("token_id"), _TOKENS.c.refreshed_at.is_(None), _TOKENS.c.revoked_at.is_(None))
-    .values(refreshed_at=bindparam("at"))
-)
-# The application is the client's, which the identity map holds (query_client ran first): not joined
-# again. Another client's token costs a SELECT of its application, and fails.
+# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.api.entities). Its
+# application is the client's, which the session holds (query_client ran first): not joined again.
+_TOKENS, _USERS = cast(Table, Token.__table__), cast(Table, User.__table__)
+_TOKEN_KEYS = entities.keys(_TOKENS)
 _REFRESH_TOKEN = (
-    select(Token).options(lazyload(Token.application)).where(Token.refresh_token_digest == bindparam("digest"))
+    select(*entities.columns(_TOKENS, "t_"), *entities.USER_COLUMNS)
+    .select_from(_TOKENS.outerjoin(_USERS, _USERS.c.id == _TOKENS.c.user_id))
+    .where(_TOKENS.c.refresh_token_digest == bindparam("digest"))
 )
-_INSERT_SPENT_CODE = insert(SpentCode.__table__)
 
 
 def resolve_scope(client: Application, requested: str | None) -> str:
@@ -228,7 +226,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         return None
 
     def authenticate_user(self, authorization_code: AuthorizationCode) -> User | None:
-        user = db.session.get(User, authorization_code.user_id)
+        # On a reader: the exchange's one write then runs in autocommit (authsvc.oauth.token_rows).
+        user = entities.user(authorization_code.user_id)
         if user is None or user.disabled or user.domain_id != current_domain().id:
             return None
         return user
@@ -241,7 +240,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
-        token = db.session.scalar(_REFRESH_TOKEN, {"digest": security.digest(refresh_token)})
+        token = _refresh_token(security.digest(refresh_token))
         if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
             return None
         if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
@@ -280,13 +279,9 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if profile.fapi2(self.request.client):
             self._keep(token)
             return
-        # Claim the refresh token in the transaction that saves its successor:
-        # of two concurrent exchanges exactly one updates the row.
-        # A Core UPDATE: the ORM's would also evaluate its WHERE against the loaded token.
-        claimed = db.session.connection().execute(_CLAIM_REFRESH, {"token_id": token.id, "at": now()}).rowcount
-        if claimed != 1:
-            db.session.rollback()
-            raise InvalidGrantError("The refresh token has already been used.")
+        # Claimed by the statement that saves its successor (token_rows.insert_token_and_record): of two
+        # concurrent exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
+        self.request.claim = token.id
 
     def _keep(self, token: Token) -> None:
         """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
@@ -370,24 +365,42 @@ def revoke_replayed(client: Application, family: str) -> None:
     log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
 
 
-def spend_code_in_sql(client: Application, code: str, family: str) -> None:
-    """Note the code as spent in SQL, in the transaction that saves its tokens; refuse one spent before.
+def spent_code(code: str, family: str) -> dict[str, Any]:
+    """The row that notes ``code`` spent in SQL, in the statement that saves its tokens (token_rows).
 
     Redis replicates asynchronously: after a failover a code claimed just
     before may be there again, unclaimed. The row's primary key is what
     makes a code single-use whatever Redis lost (fails closed); a second
-    exchange is a replay and revokes what the first produced.
+    exchange is a replay (``refuse_spent_code``).
     """
-    digest = security.digest(code)
-    ttl = settings().spent_code_ttl
-    try:
-        # A Core INSERT in the tokens' transaction (no unit of work: nothing reads the row back).
-        db.session.connection().execute(
-            _INSERT_SPENT_CODE, {"digest": digest, "family": family, "expires_at": now() + ttl}
-        )
-    except IntegrityError:
-        db.session.rollback()
-        earlier = db.session.get(SpentCode, digest)
-        if earlier is not None:
-            revoke_replayed(client, earlier.family)
-        raise InvalidGrantError("The authorization code was already used.") from None
+    return {
+        "spent_digest": security.digest(code),
+        "spent_family": family,
+        "spent_until": now() + settings().spent_code_ttl,
+    }
+
+
+def refuse_spent_code(client: Application, digest: str) -> NoReturn:
+    """The code was noted spent before: revoke what its first exchange produced, and refuse this one."""
+    db.session.rollback()
+    earlier = db.session.get(SpentCode, digest)
+    if earlier is not None:
+        revoke_replayed(client, earlier.family)
+    raise InvalidGrantError("The authorization code was already used.")
+
+
+def _refresh_token(digest: str) -> Token | None:
+    """The token of refresh token digest ``digest``, with its user, as the session's entities; None if unknown."""
+    row = read_one(_REFRESH_TOKEN, {"digest": digest})
+    if row is None:
+        return None
+    token, made = entities.entity(Token, row, "t_", _TOKEN_KEYS)
+    if made:
+        # Its relationships loaded, as the ORM's joined load leaves them. Another client's application is
+        # not held: it loads when first read (and the token fails check_client).
+        user = entities.entity(User, row, "u_", entities.USER_KEYS)[0] if row.u_id is not None else None
+        set_committed_value(token, "user", user)
+        application = entities.held(Application, token.application_id)
+        if application is not None:
+            set_committed_value(token, "application", application)
+    return cast(Token, token)

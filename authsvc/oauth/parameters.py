@@ -130,6 +130,8 @@ class MergedRequest(OAuth2Request):
         # Set by the refresh grant: the new tokens join the old one's grant.
         self.family: str | None = None
         self.grant_expires_at: int | None = None
+        # ... and the id of the refresh token to claim, in the statement that saves its successor (token_rows).
+        self.claim: int | None = None
         # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
         self.spent_code: str | None = None
         # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.

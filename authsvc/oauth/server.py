@@ -13,10 +13,11 @@ from typing import Any
 
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
-from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidClientError, InvalidGrantError, OAuth2Error
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import actors, clock, security
 from authsvc.core.database import commit_keeping_loaded
@@ -38,8 +39,9 @@ from authsvc.oauth.grants import (
     ClientCredentialsGrant,
     PasswordGrant,
     RefreshTokenGrant,
+    refuse_spent_code,
     revoke_replayed,
-    spend_code_in_sql,
+    spent_code,
 )
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
@@ -151,8 +153,6 @@ class AuthorizationServer(_AuthorizationServer):
             # connection checked out again, BEGIN, ROLLBACK). Before any write: a domain's first key is
             # made and committed on first need.
             keys.request_key(current_domain(), profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM))
-        if request.spent_code:
-            spend_code_in_sql(client, request.spent_code, request.family)
         issued = token["created_at"]
         access_expires_at = issued + token["expires_in"]
         refresh_expires_at = grant_expires_at = None
@@ -193,16 +193,26 @@ class AuthorizationServer(_AuthorizationServer):
         # Core statements on the session's connection, in its transaction (the ORM's unit of work for two rows
         # nothing reads back was the largest part of a token request's CPU): a token is never saved without its
         # audit record, nor the other way round; one statement for both on PostgreSQL (authsvc.oauth.token_rows).
-        token_rows.insert_token_and_record(
-            row,
-            "token.refreshed" if grant_type == "refresh_token" else "token.issued",
-            domain_id=client.domain_id,
-            # A client_credentials token is the application's doing, though it acts as its service account.
-            actor=actors.of_client(client.client_id)
-            if grant_type == "client_credentials" or not request.user
-            else actors.of_user(request.user.id),
-            details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
-        )
+        spent = spent_code(request.spent_code, family) if request.spent_code else None
+        try:
+            saved = token_rows.insert_token_and_record(
+                row,
+                "token.refreshed" if grant_type == "refresh_token" else "token.issued",
+                domain_id=client.domain_id,
+                # A client_credentials token is the application's doing, though it acts as its service account.
+                actor=actors.of_client(client.client_id)
+                if grant_type == "client_credentials" or not request.user
+                else actors.of_user(request.user.id),
+                details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
+                spent_code=spent,
+                claim=request.claim,
+            )
+        except IntegrityError:
+            if spent is None:
+                raise
+            refuse_spent_code(client, spent["spent_digest"])  # noted spent by an earlier exchange: a replay
+        if not saved:
+            raise InvalidGrantError("The refresh token has already been used.")
         # The client and the user stay loaded: an ID token and the replay check read them next.
         commit_keeping_loaded()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()

@@ -1,29 +1,32 @@
 """A token's row and its audit record, written together: one statement on PostgreSQL.
 
 Every grant saves the token it issues with an audit record of it, in one
-transaction, so that neither is ever stored without the other. On
-PostgreSQL both go in one statement, a data-modifying ``WITH`` whose
+transaction, so that neither is ever stored without the other; the code
+exchange also notes its code spent (authsvc.oauth.grants.spent_code
+rule), and a refresh claims the refresh token it spends. On PostgreSQL all of
+a grant's writes go in one statement, a data-modifying ``WITH`` whose
 ``RETURNING`` gives the record's id and target: one round trip (and one
-statement for the server to run) fewer on every token request than two
-INSERTs, the largest part of whose cost is the round trip itself
-(docs/performance.md); and when nothing else of the request is in a
-transaction, no BEGIN and COMMIT around it either. SQLite has no INSERT
-inside a ``WITH``: there the two INSERTs run one after the other, in the
-same transaction.
+statement for the server to run) for what took two to four, the largest part
+of whose cost is the round trip itself (docs/performance.md); and when
+nothing else of the request is in a transaction (its rows were read on the
+readers: authsvc.api.entities), no BEGIN and COMMIT around it either.
+SQLite has no INSERT inside a ``WITH``: there the statements run one after
+the other, in the same transaction.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import String, Table, bindparam, insert, literal, select
+from sqlalchemy import Insert, String, Table, bindparam, insert, literal, select, update
 from sqlalchemy import cast as sql_cast
 
 from authsvc.core import audit
 from authsvc.core.database import db, holds_connection
-from authsvc.core.models import AuditRecord, Token
+from authsvc.core.models import AuditRecord, SpentCode, Token
 
 _token, _record = cast(Table, Token.__table__), cast(Table, AuditRecord.__table__)
+_spent = cast(Table, SpentCode.__table__)
 
 # The columns save_token fills in; every other one has its default.
 TOKEN_COLUMNS = (
@@ -51,40 +54,117 @@ TARGET_PREFIX = "token:"
 
 # Built once: a statement made per request costs its construction and cache key each time.
 INSERT_TOKEN = insert(_token)
-_NEW_TOKEN = insert(_token).values({c: bindparam(c) for c in TOKEN_COLUMNS}).returning(_token.c.id).cte("new_token")
-INSERT_TOKEN_AND_RECORD = (
-    insert(_record)
-    .from_select(
-        [*_RECORD_COLUMNS, "target"],
-        select(
-            *(bindparam(c, type_=_record.c[c].type) for c in _RECORD_COLUMNS),
-            (literal(TARGET_PREFIX) + sql_cast(_NEW_TOKEN.c.id, String)).label("target"),
-        ),
+INSERT_SPENT_CODE = insert(_spent)
+# A refresh token claimed: of two concurrent exchanges of it exactly one updates the row.
+CLAIM_REFRESH = (
+    update(_token)
+    .where(_token.c.id == bindparam("claim_id"), _token.c.refreshed_at.is_(None), _token.c.revoked_at.is_(None))
+    .values(refreshed_at=bindparam("claimed_at"))
+)
+_CLAIMED = CLAIM_REFRESH.returning(_token.c.id).cte("claimed")
+_TOKEN_VALUES = {c: bindparam(c, type_=_token.c[c].type) for c in TOKEN_COLUMNS}
+# The spent code's row, in parameters of their own (the token's ``family`` is the same value, by another name).
+_SPENT_CODE = (
+    insert(_spent)
+    .values(digest=bindparam("spent_digest"), family=bindparam("spent_family"), expires_at=bindparam("spent_until"))
+    .returning(_spent.c.digest)
+    .cte("spent_code")
+)
+
+
+def _with_record(new_token: Any) -> Insert:
+    """The audit record of the token that the CTE ``new_token`` inserts, returning the record's id and target."""
+    return (
+        insert(_record)
+        .from_select(
+            [*_RECORD_COLUMNS, "target"],
+            select(
+                *(bindparam(c, type_=_record.c[c].type) for c in _RECORD_COLUMNS),
+                (literal(TARGET_PREFIX) + sql_cast(new_token.c.id, String)).label("target"),
+            ),
+        )
+        .returning(_record.c.id, _record.c.target)
     )
-    .returning(_record.c.id, _record.c.target)
+
+
+_NEW_TOKEN = insert(_token).values(_TOKEN_VALUES).returning(_token.c.id).cte("new_token")
+INSERT_TOKEN_AND_RECORD = _with_record(_NEW_TOKEN)
+# The code exchange: the code's row too. A code spent before fails the statement on its primary key, and
+# nothing of it is written.
+SPEND_CODE_AND_INSERT = INSERT_TOKEN_AND_RECORD.add_cte(_SPENT_CODE)
+# A refresh: the successor is inserted only from the row the claim updated, so a claim lost to another
+# exchange writes nothing and returns no row.
+# Its values are named apart from the columns: SQLAlchemy would add an UPDATE's SET clause for every
+# parameter of the execution named as a column of the table.
+_SUCCESSOR = {f"new_{c}": c for c in TOKEN_COLUMNS}
+CLAIM_AND_INSERT = _with_record(
+    insert(_token)
+    .from_select(
+        list(TOKEN_COLUMNS),
+        select(*(bindparam(name, type_=_token.c[c].type) for name, c in _SUCCESSOR.items())).select_from(_CLAIMED),
+    )
+    .returning(_token.c.id)
+    .cte("new_token")
 )
 
 
 def insert_token_and_record(
-    row: dict[str, Any], event: str, *, domain_id: int, actor: str, details: dict[str, Any]
-) -> None:
+    row: dict[str, Any],
+    event: str,
+    *,
+    domain_id: int,
+    actor: str,
+    details: dict[str, Any],
+    spent_code: dict[str, Any] | None = None,
+    claim: int | None = None,
+) -> bool:
     """Insert the token ``row`` and its audit record ``event`` (target ``token:<id>``) in the session's transaction.
 
-    The record is published once the transaction commits, as ``audit.record_in_transaction`` does.
+    ``spent_code``: the code exchanged (``spent_digest``, ``spent_family``, ``spent_until``), noted in the
+    same statement; one noted before raises IntegrityError. ``claim``: the id of the refresh token this one
+    succeeds, claimed first; False when another exchange claimed it (nothing is written, and a transaction
+    of the request is rolled back). The record is published once the transaction commits, as
+    ``audit.record_in_transaction`` does.
     """
     session = db.session()
+    claimed = {"claim_id": claim, "claimed_at": row["issued_at"]}
     if session.get_bind().dialect.name != "postgresql":
         connection = session.connection()
+        if claim is not None and connection.execute(CLAIM_REFRESH, claimed).rowcount != 1:
+            session.rollback()
+            return False
+        if spent_code is not None:
+            connection.execute(
+                INSERT_SPENT_CODE,
+                {
+                    "digest": spent_code["spent_digest"],
+                    "family": spent_code["spent_family"],
+                    "expires_at": spent_code["spent_until"],
+                },
+            )
         token_id = connection.execute(INSERT_TOKEN, row).inserted_primary_key[0]  # type: ignore[index]  # one row
         audit.record_in_transaction(
             event, domain_id=domain_id, actor=actor, target=f"{TARGET_PREFIX}{token_id}", details=details
         )
-        return
-    # Nothing of the request in a transaction (the client came from a reader, as in the client credentials
-    # grant): the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
-    # published at once (a failure after it cannot take back what it committed).
+        return True
+    # Nothing of the request in a transaction (its rows came from the readers): the one statement is a
+    # transaction of its own, without BEGIN and COMMIT, and its record is published at once (a failure after
+    # it cannot take back what it committed).
     autocommit = not holds_connection()
     connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"} if autocommit else None)
     values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
-    ident, values["target"] = connection.execute(INSERT_TOKEN_AND_RECORD, {**row, **values}).one()
+    if claim is not None:
+        successor = {name: row[column] for name, column in _SUCCESSOR.items()}
+        statement, parameters = CLAIM_AND_INSERT, {**successor, **values, **claimed}
+    elif spent_code is not None:
+        statement, parameters = SPEND_CODE_AND_INSERT, {**row, **values, **spent_code}
+    else:
+        statement, parameters = INSERT_TOKEN_AND_RECORD, {**row, **values}
+    inserted = connection.execute(statement, parameters).one_or_none()
+    if inserted is None:  # the claim lost
+        if not autocommit:
+            session.rollback()
+        return False
+    ident, values["target"] = inserted
     (audit.note_committed if autocommit else audit.note_inserted)(ident, values)
+    return True

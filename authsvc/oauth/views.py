@@ -36,7 +36,12 @@ def authorize() -> Response:
         without_transaction()
     # Validate the client and redirect URI first: a bad request is reported
     # at once, not after the user has signed in. The client's lookup finds the
-    # domain too (an unknown host is a 404 whatever else is wrong).
+    # domain too, in the same statement (an unknown host is a 404 whatever
+    # else is wrong); Authlib's own lookup of it below is answered from the
+    # request's memo.
+    client_id = request.args.get("client_id")
+    if client_id:
+        authorization_server().query_client(client_id)
     domain = current_domain()
     user = sessions.session_user(domain)
     # With the user known, OpenID Connect's prompt=none is answered from the session.

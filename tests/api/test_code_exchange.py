@@ -1,12 +1,14 @@
 """docs/platform.md#code-exchange: exchanging an authorisation code, PKCE (RFC 7636), and refresh with rotation."""
 
 import base64
+import threading
 import time
 
 import pytest
 from sqlalchemy import select
 
-from authsvc.core.models import Token
+from authsvc.core import security
+from authsvc.core.models import AuditRecord, Token
 from tests.helpers import REDIRECT_URI, get_code, headers, pkce_pair, signin
 
 
@@ -193,6 +195,29 @@ def test_refresh_rotates_the_refresh_token(client, setup):
     assert body["scope"] == "public mqtt.read"
     assert inspect(client, body["access_token"]).status_code == 200
     assert refresh(client, setup.public_app.client_id, body["refresh_token"]).status_code == 200
+
+
+def test_of_concurrent_refreshes_with_one_refresh_token_exactly_one_succeeds(app, client, setup, world):
+    first = tokens_for(client, setup)
+    start = threading.Barrier(4)
+    answers = []
+
+    def run():
+        start.wait()
+        answers.append(refresh(app.test_client(), setup.public_app.client_id, first["refresh_token"]))
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(a.status_code for a in answers) == [200, 400, 400, 400]
+    assert {a.get_json()["error"] for a in answers if a.status_code == 400} == {"invalid_grant"}
+    # The claim and the successor are one write: one successor, and one record of it.
+    [original] = world.query(select(Token).where(Token.access_token_digest == security.digest(first["access_token"])))
+    family = world.query(select(Token).where(Token.family == original.family))
+    assert len(family) == 2
+    assert len(world.query(select(AuditRecord).where(AuditRecord.event == "token.refreshed"))) == 1
 
 
 def test_reuse_inside_the_grace_window_is_refused_but_keeps_the_family(client, setup):

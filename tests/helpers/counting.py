@@ -7,13 +7,14 @@ as each is sent. On PostgreSQL the transaction's own round trips are counted
 too (``sql_trips``): the BEGIN that psycopg sends before a statement when
 its connection is neither in autocommit nor in a transaction, and the COMMIT
 or ROLLBACK that a connection in a transaction sends (SQLAlchemy's ``commit``
-and ``rollback`` events, and the pool's ``reset`` of a returned connection). Redis round trips are counted on the app's own
-client: each ``send_packed_command`` of its connection class is one trip to
-the server (a pipeline or a transaction's ``EXEC`` is one; each ``WATCH`` is
-one). The commands still run on the real server (Redis, or the in-process
-store of the SQLite pass); nothing is replaced. Only the calling thread's
-work is counted: the background queue's threads (audit publishing, say) are
-off the request path.
+and ``rollback`` events, and the pool's ``reset`` of a returned connection).
+Redis round trips are counted on the app's own client: each
+``send_packed_command`` of its connection class is one trip to the server
+(a pipeline or a transaction's ``EXEC`` is one; each ``WATCH`` is one). The
+commands still run on the real server (Redis, or the in-process store of
+the SQLite pass); nothing is replaced. Only the calling thread's work is
+counted: the background queue's threads (audit publishing, say) are off the
+request path.
 """
 
 from __future__ import annotations
@@ -100,27 +101,6 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
     """Count the SQL statements and Redis round trips this thread makes inside the block."""
     counted = Trips()
     thread = threading.get_ident()
-
-    def on_statement(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
-        if threading.get_ident() == thread:
-            if _begins(conn.connection.dbapi_connection):
-                counted.trips.append("BEGIN")
-            counted.sql.append(" ".join(statement.split()))
-            counted.trips.append(statement.split(None, 1)[0].upper())
-
-    def on_end(name: str):  # noqa: ANN202
-        def ended(conn) -> None:  # noqa: ANN001
-            if threading.get_ident() == thread and _in_transaction(conn.connection.dbapi_connection):
-                counted.trips.append(name)
-
-        return ended
-
-    on_commit, on_rollback = on_end("COMMIT"), on_end("ROLLBACK")
-
-    def on_reset(dbapi_connection, record, state) -> None:  # noqa: ANN001
-        if threading.get_ident() == thread and _in_transaction(dbapi_connection):
-            counted.trips.append("ROLLBACK")
-
     connection_class = app.extensions["authsvc.redis"].connection_pool.connection_class
     send = connection_class.send_packed_command
 
@@ -141,17 +121,52 @@ def trips(app: Flask, monkeypatch: pytest.MonkeyPatch) -> Iterator[Trips]:
     monkeypatch.setattr(roundtrip.Session, "fetch_one", counted_fetch_one)
     with app.app_context():
         engines = list(db.engines.values())
-    listeners = [("before_cursor_execute", on_statement), ("commit", on_commit), ("rollback", on_rollback)]
-    for engine in engines:
-        for name, listener in listeners:
-            event.listen(engine, name, listener)
-        event.listen(engine.pool, "reset", on_reset)
     try:
-        yield counted
+        with _sql_events(engines, thread, counted):
+            yield counted
     finally:
-        for engine in engines:
-            for name, listener in listeners:
-                event.remove(engine, name, listener)
-            event.remove(engine.pool, "reset", on_reset)
         monkeypatch.setattr(connection_class, "send_packed_command", send)
         monkeypatch.setattr(roundtrip.Session, "fetch_one", fetch_one)
+
+
+@contextmanager
+def _sql_events(engines: list, thread: int, counted: Trips) -> Iterator[None]:
+    """Count the statements that SQLAlchemy runs for ``thread`` on ``engines``, with their BEGIN, COMMIT and
+    ROLLBACK round trips."""
+
+    def on_statement(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
+        if threading.get_ident() == thread:
+            if _begins(conn.connection.dbapi_connection):
+                counted.trips.append("BEGIN")
+            counted.sql.append(" ".join(statement.split()))
+            counted.trips.append(statement.split(None, 1)[0].upper())
+
+    def on_end(name: str):  # noqa: ANN202
+        def ended(conn) -> None:  # noqa: ANN001
+            if threading.get_ident() == thread and _in_transaction(conn.connection.dbapi_connection):
+                counted.trips.append(name)
+
+        return ended
+
+    def on_reset(dbapi_connection, record, state) -> None:  # noqa: ANN001
+        if threading.get_ident() == thread and _in_transaction(dbapi_connection):
+            counted.trips.append("ROLLBACK")
+
+    commit, rollback = on_end("COMMIT"), on_end("ROLLBACK")
+    listeners = [
+        listener
+        for engine in engines
+        for listener in (
+            (engine, "before_cursor_execute", on_statement),
+            (engine, "commit", commit),
+            (engine, "rollback", rollback),
+            (engine.pool, "reset", on_reset),
+        )
+    ]
+    for target, name, function in listeners:
+        event.listen(target, name, function)
+    try:
+        yield
+    finally:
+        for target, name, function in listeners:
+            event.remove(target, name, function)
