@@ -21,7 +21,7 @@ from sqlalchemy.exc import DBAPIError
 
 from authsvc.api import roundtrip
 from authsvc.core import budget
-from authsvc.core.database import client_deadline, connect_settings, db, holds_connection
+from authsvc.core.database import client_deadline, connect_settings, db, in_transaction
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -82,8 +82,8 @@ def read_one(statement: Select[Any], params: dict[str, str | None], readers: Rea
     if any(value is not None and "\x00" in value for value in params.values()):
         return None
     if readers is None:
-        if holds_connection():
-            # The request holds a connection already: use it, not a second one.
+        if in_transaction():
+            # The request is in a transaction: read in it (a session in autocommit has none to join).
             return db.session.connection().execute(statement, params).one_or_none()
         readers = current_app.extensions.get(READERS)
         if readers is None:

@@ -115,6 +115,8 @@ def ping_after_idle(engine: Engine, idle: float = PING_AFTER_IDLE, deadline: flo
 
 
 _CONNECTED = "authsvc.connected"
+AUTOCOMMIT = "autocommit"
+TRANSACTION = "transaction"
 
 
 @event.listens_for(Session, "after_begin")
@@ -122,21 +124,29 @@ def _note_connected(session: Session, transaction: SessionTransaction, connectio
     root = transaction
     while root.parent is not None:
         root = root.parent
-    session.info[_CONNECTED] = weakref.ref(root)
+    mode = AUTOCOMMIT if connection.get_execution_options().get("isolation_level") == "AUTOCOMMIT" else TRANSACTION
+    session.info[_CONNECTED] = (weakref.ref(root), mode)
 
 
-def holds_connection() -> bool:
-    """Whether this request's session has a connection in its transaction: where its next statement would run.
+def session_connection() -> str | None:
+    """How this request's session runs its next statement: None when it has no connection yet (it may still
+    choose autocommit), ``AUTOCOMMIT``, or ``TRANSACTION`` (in a database transaction of its own).
 
     Not ``Session.in_transaction()``: adding an entity begins the session's
     transaction (autobegin) without a connection, and nothing has been sent to
-    the database (authsvc.oauth.clients adds the client it read on a reader
-    so). Such a session can still choose autocommit for what follows.
+    the database (authsvc.api.entities adds the rows it read on a reader so).
     """
     session = db.session()
     transaction = session.get_transaction()
     connected = session.info.get(_CONNECTED)
-    return transaction is not None and connected is not None and connected() is transaction
+    if transaction is None or connected is None or connected[0]() is not transaction:
+        return None
+    return cast(str, connected[1])
+
+
+def in_transaction() -> bool:
+    """Whether this request's session is in a database transaction: a read must join it, to see its writes."""
+    return session_connection() == TRANSACTION
 
 
 def without_transaction() -> None:
@@ -147,7 +157,7 @@ def without_transaction() -> None:
     it drops at every ROLLBACK. Only before the session's first statement; a
     session already in a transaction keeps it.
     """
-    if not holds_connection():
+    if session_connection() is None:
         db.session.connection(execution_options={"isolation_level": "AUTOCOMMIT"})
 
 

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, NoReturn, cast
 
+import sqlalchemy.exc
 from authlib.oauth2.rfc6749 import (
     InvalidGrantError,
     InvalidRequestError,
@@ -41,6 +42,13 @@ _REFRESH_TOKEN = (
     .select_from(_TOKENS.outerjoin(_USERS, _USERS.c.id == _TOKENS.c.user_id))
     .where(_TOKENS.c.refresh_token_digest == bindparam("digest"))
 )
+
+
+class ClaimLost(InvalidGrantError):
+    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing."""
+
+    def __init__(self) -> None:
+        super().__init__("The refresh token has already been used.")
 
 
 def resolve_scope(client: Application, requested: str | None) -> str:
@@ -282,6 +290,22 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         # Claimed by the statement that saves its successor (token_rows.insert_token_and_record): of two
         # concurrent exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
         self.request.claim = token.id
+
+    def save_token(self, token: dict[str, Any]) -> None:
+        try:
+            super().save_token(token)
+        except ClaimLost:
+            # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
+            # judged as one found at the read is (a race between two tabs falls within the grace).
+            token = self.request.refresh_token
+            try:
+                db.session.refresh(token)  # as the claim found it
+            except sqlalchemy.exc.InvalidRequestError:
+                raise ClaimLost() from None  # gone with its application meanwhile
+            spent = token.refreshed_at is not None
+            if spent:
+                self._spent_token_reused(token)
+            raise
 
     def _keep(self, token: Token) -> None:
         """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting

@@ -13,7 +13,7 @@ from typing import Any
 
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
-from authlib.oauth2.rfc6749 import InvalidClientError, InvalidGrantError, OAuth2Error
+from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
@@ -36,6 +36,7 @@ from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.oauth.grants import (
     PKCE,
     AuthorizationCodeGrant,
+    ClaimLost,
     ClientCredentialsGrant,
     PasswordGrant,
     RefreshTokenGrant,
@@ -212,7 +213,7 @@ class AuthorizationServer(_AuthorizationServer):
                 raise
             refuse_spent_code(client, spent["spent_digest"])  # noted spent by an earlier exchange: a replay
         if not saved:
-            raise InvalidGrantError("The refresh token has already been used.")
+            raise ClaimLost()
         # The client and the user stay loaded: an ID token and the replay check read them next.
         commit_keeping_loaded()
         metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()

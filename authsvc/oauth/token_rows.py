@@ -22,7 +22,7 @@ from sqlalchemy import Insert, String, Table, bindparam, insert, literal, select
 from sqlalchemy import cast as sql_cast
 
 from authsvc.core import audit
-from authsvc.core.database import db, holds_connection
+from authsvc.core.database import AUTOCOMMIT, db, session_connection
 from authsvc.core.models import AuditRecord, SpentCode, Token
 
 _token, _record = cast(Table, Token.__table__), cast(Table, AuditRecord.__table__)
@@ -108,6 +108,19 @@ CLAIM_AND_INSERT = _with_record(
 )
 
 
+def one_statement(
+    row: dict[str, Any], record: dict[str, Any], spent_code: dict[str, Any] | None, claimed: dict[str, Any] | None
+) -> tuple[Insert, dict[str, Any]]:
+    """PostgreSQL's one statement for a grant's writes, and its parameters: the token ``row``, its audit
+    ``record``'s values, and the spent code's or the claim's when there is one."""
+    if claimed is not None:
+        successor = {name: row[column] for name, column in _SUCCESSOR.items()}
+        return CLAIM_AND_INSERT, {**successor, **record, **claimed}
+    if spent_code is not None:
+        return SPEND_CODE_AND_INSERT, {**row, **record, **spent_code}
+    return INSERT_TOKEN_AND_RECORD, {**row, **record}
+
+
 def insert_token_and_record(
     row: dict[str, Any],
     event: str,
@@ -147,19 +160,17 @@ def insert_token_and_record(
             event, domain_id=domain_id, actor=actor, target=f"{TARGET_PREFIX}{token_id}", details=details
         )
         return True
-    # Nothing of the request in a transaction (its rows came from the readers): the one statement is a
-    # transaction of its own, without BEGIN and COMMIT, and its record is published at once (a failure after
-    # it cannot take back what it committed).
-    autocommit = not holds_connection()
-    connection = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"} if autocommit else None)
-    values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
-    if claim is not None:
-        successor = {name: row[column] for name, column in _SUCCESSOR.items()}
-        statement, parameters = CLAIM_AND_INSERT, {**successor, **values, **claimed}
-    elif spent_code is not None:
-        statement, parameters = SPEND_CODE_AND_INSERT, {**row, **values, **spent_code}
+    # Nothing of the request in a transaction (its rows came from the readers) and nothing of it waiting to be
+    # flushed: the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
+    # published at once (a failure after it cannot take back what it committed). Changes waiting to be flushed
+    # go in one transaction with the token instead.
+    connected = session_connection()
+    if connected is None and not (session.new or session.dirty or session.deleted):
+        connection, autocommit = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"}), True
     else:
-        statement, parameters = INSERT_TOKEN_AND_RECORD, {**row, **values}
+        connection, autocommit = session.connection(), connected == AUTOCOMMIT
+    values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
+    statement, parameters = one_statement(row, values, spent_code, claimed if claim is not None else None)
     inserted = connection.execute(statement, parameters).one_or_none()
     if inserted is None:  # the claim lost
         if not autocommit:

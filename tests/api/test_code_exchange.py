@@ -5,11 +5,11 @@ import threading
 import time
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import create_engine, select, text
 
 from authsvc.core import security
 from authsvc.core.models import AuditRecord, Token
-from tests.helpers import REDIRECT_URI, get_code, headers, pkce_pair, signin
+from tests.helpers import BACKEND, DATABASE_URL, REDIRECT_URI, HttpsClient, get_code, headers, pkce_pair, signin
 
 
 def exchange(client, client_id, code, *, where="query", **extra):
@@ -197,27 +197,80 @@ def test_refresh_rotates_the_refresh_token(client, setup):
     assert refresh(client, setup.public_app.client_id, body["refresh_token"]).status_code == 200
 
 
-def test_of_concurrent_refreshes_with_one_refresh_token_exactly_one_succeeds(app, client, setup, world):
-    first = tokens_for(client, setup)
-    start = threading.Barrier(4)
+WAITING_ON_LOCKS = text(
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+)
+
+
+def _refresh_at_once(apps, client_id, refresh_token):
+    """A refresh with ``refresh_token`` through each of ``apps``, each in a thread of its own, started together."""
+    start = threading.Barrier(len(apps))
     answers = []
 
-    def run():
-        start.wait()
-        answers.append(refresh(app.test_client(), setup.public_app.client_id, first["refresh_token"]))
+    def run(app):
+        app.test_client_class = HttpsClient
+        start.wait(timeout=10)
+        answers.append(refresh(app.test_client(), client_id, refresh_token))
 
-    threads = [threading.Thread(target=run) for _ in range(4)]
+    threads = [threading.Thread(target=run, args=(app,)) for app in apps]
     for thread in threads:
         thread.start()
+    return threads, answers
+
+
+def _family_and_records(world, access_token):
+    [original] = world.query(select(Token).where(Token.access_token_digest == security.digest(access_token)))
+    family = world.query(select(Token).where(Token.family == original.family))
+    records = world.query(select(AuditRecord).where(AuditRecord.event.in_(["token.refreshed", "refresh_token.reused"])))
+    return original, family, records
+
+
+def test_of_concurrent_refreshes_with_one_refresh_token_exactly_one_succeeds(app, client, setup, world):
+    first = tokens_for(client, setup)
+    threads, answers = _refresh_at_once([app] * 4, setup.public_app.client_id, first["refresh_token"])
     for thread in threads:
-        thread.join()
+        thread.join(timeout=30)
     assert sorted(a.status_code for a in answers) == [200, 400, 400, 400]
     assert {a.get_json()["error"] for a in answers if a.status_code == 400} == {"invalid_grant"}
-    # The claim and the successor are one write: one successor, and one record of it.
-    [original] = world.query(select(Token).where(Token.access_token_digest == security.digest(first["access_token"])))
-    family = world.query(select(Token).where(Token.family == original.family))
+    # One successor and one record of it; each refused exchange is a reuse within the grace, recorded, that
+    # keeps the family (whether it read the token spent, or lost the claim to the first).
+    original, family, records = _family_and_records(world, first["access_token"])
+    assert original.refreshed_at is not None and original.revoked_at is None
     assert len(family) == 2
-    assert len(world.query(select(AuditRecord).where(AuditRecord.event == "token.refreshed"))) == 1
+    assert sorted(r.event for r in records) == ["refresh_token.reused"] * 3 + ["token.refreshed"]
+    assert all(r.details == {"within_grace": True, "revoked": 0} for r in records if r.event != "token.refreshed")
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="holds the token's row in a PostgreSQL transaction of its own")
+def test_refreshes_that_read_the_token_before_one_claims_it_write_nothing_but_a_reuse_record(
+    make_app, client, setup, world
+):
+    first = tokens_for(client, setup)
+    # Three apps, as three workers: each waits at its claim on a connection of its own.
+    apps = [make_app() for _ in range(3)]
+    digest = security.digest(first["access_token"])
+    engine = create_engine(DATABASE_URL)
+    try:
+        # The watching connection in autocommit: pg_stat_activity stays as first read within a transaction.
+        with engine.connect() as lock, engine.connect().execution_options(isolation_level="AUTOCOMMIT") as watch:
+            # The token's row held: the three exchanges read it unclaimed, then each waits at its claim.
+            lock.execute(text("SELECT id FROM token WHERE access_token_digest = :d FOR UPDATE"), {"d": digest})
+            threads, answers = _refresh_at_once(apps, setup.public_app.client_id, first["refresh_token"])
+            deadline = time.monotonic() + 10
+            while watch.execute(WAITING_ON_LOCKS).scalar() < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert watch.execute(WAITING_ON_LOCKS).scalar() == 3, [a.get_json() for a in answers]
+            lock.rollback()
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        engine.dispose()
+    assert sorted(a.status_code for a in answers) == [200, 400, 400]
+    assert {a.get_json()["error"] for a in answers if a.status_code == 400} == {"invalid_grant"}
+    original, family, records = _family_and_records(world, first["access_token"])
+    assert len(family) == 2  # the two that lost the claim wrote no token, and no record of one
+    assert sorted(r.event for r in records) == ["refresh_token.reused"] * 2 + ["token.refreshed"]
+    assert inspect(client, first["access_token"]).status_code == 200  # within the grace: the family is kept
 
 
 def test_reuse_inside_the_grace_window_is_refused_but_keeps_the_family(client, setup):

@@ -8,6 +8,9 @@ too (``sql_trips``): the BEGIN that psycopg sends before a statement when
 its connection is neither in autocommit nor in a transaction, and the COMMIT
 or ROLLBACK that a connection in a transaction sends (SQLAlchemy's ``commit``
 and ``rollback`` events, and the pool's ``reset`` of a returned connection).
+Not counted: a statement's preparation the first time a connection runs it
+(the readers' PREPARE, psycopg's own) and the ping of a connection idle for
+a while; the counted request is the second of its kind, on warm connections.
 Redis round trips are counted on the app's own client: each
 ``send_packed_command`` of its connection class is one trip to the server
 (a pipeline or a transaction's ``EXEC`` is one; each ``WATCH`` is one). The
