@@ -13,9 +13,11 @@ from flask import current_app, g
 from joserfc.errors import JoseError
 from sqlalchemy.exc import IntegrityError
 
+from authsvc.api.readers import read_one
 from authsvc.core import audit, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
+from authsvc.core.models.keys import CURRENT_KID
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
@@ -77,7 +79,9 @@ def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
     memo = g.setdefault("authsvc_current_keys", {})
     key: PrivateKey | None = memo.get((domain.id, alg))
     if key is None:
-        kid = SigningKey.current_kid(domain.id, alg)
+        # On a reader (a request with no transaction of its own writes its token in autocommit afterwards).
+        row = read_one(CURRENT_KID, {"domain_id": str(domain.id), "alg": alg})
+        kid = None if row is None else row.kid
         key = current_app.extensions.setdefault(EXTENSION, {}).get(kid) if kid is not None else None
         if key is None:
             # The key is new to this process (or the domain has none yet: made and committed now).

@@ -51,12 +51,6 @@ class SigningKey(Model):
         return db.session.scalar(_CURRENT, {"domain_id": domain_id, "alg": alg})
 
     @staticmethod
-    def current_kid(domain_id: int, alg: str) -> str | None:
-        """The ``kid`` of the domain's current key of ``alg``: one column, where the parsed key is kept by kid."""
-        # A Core statement on the session's connection (in its transaction): a scalar needs no ORM.
-        return db.session.connection().execute(_CURRENT_KID, {"domain_id": domain_id, "alg": alg}).scalar()
-
-    @staticmethod
     def of_domain(domain_id: int) -> list[SigningKey]:
         """The domain's keys, newest first."""
         return list(
@@ -76,4 +70,6 @@ _IS_CURRENT = (
     SigningKey.retired_at.is_(None),
 )
 _CURRENT = select(SigningKey).where(*_IS_CURRENT)
-_CURRENT_KID = select(SigningKey.kid).where(*_IS_CURRENT)
+# The ``kid`` of the domain's current key of ``alg``: one column, where the parsed key is kept by kid
+# (authsvc.oauth.keys.request_key reads it on the readers).
+CURRENT_KID = select(SigningKey.kid).where(*_IS_CURRENT)
