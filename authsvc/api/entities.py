@@ -55,9 +55,9 @@ def entity(model: type[Any], row: Any, prefix: str, names: tuple[str, ...]) -> t
     if kept is not None:
         return kept, False
     made = model()
-    # The row's values go in as a query's loading puts them (InstanceState.dict), not through each attribute's
-    # set events (history, validators: a third of the client read's CPU); then, as if loaded: no change to
-    # flush, and in the session's identity map.
+    # The row's values go in as a query's loading puts them (InstanceState.dict), not through each
+    # attribute's set events (history, validators); then, as if loaded: no change to flush, and in the
+    # session's identity map.
     inspect(made).dict.update({name: getattr(row, prefix + name) for name in names})
     make_transient_to_detached(made)
     db.session().add(made)

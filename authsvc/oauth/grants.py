@@ -297,14 +297,13 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         except ClaimLost:
             # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
             # judged as one found at the read is (a race between two tabs falls within the grace).
-            token = self.request.refresh_token
+            old: Token = self.request.refresh_token
             try:
-                db.session.refresh(token)  # as the claim found it
+                db.session.refresh(old)  # as the claim found it
             except sqlalchemy.exc.InvalidRequestError:
                 raise ClaimLost() from None  # gone with its application meanwhile
-            spent = token.refreshed_at is not None
-            if spent:
-                self._spent_token_reused(token)
+            if old.refreshed_at is not None:
+                self._spent_token_reused(old)
             raise
 
     def _keep(self, token: Token) -> None:
