@@ -45,7 +45,7 @@ UPKEEP = frozenset({"CLIENT", "AUTH", "SELECT", "HELLO", "PING"})
 class Trips:
     sql: list[str] = field(default_factory=list)
     redis: list[str] = field(default_factory=list)
-    # Every SQL round trip in order: the statements' first words, with BEGIN, COMMIT and ROLLBACK (PostgreSQL).
+    # The statements' first words in order, with BEGIN, COMMIT and ROLLBACK on PostgreSQL (see above).
     trips: list[str] = field(default_factory=list)
 
     def sql_verbs(self) -> list[str]:
@@ -53,7 +53,7 @@ class Trips:
         return [statement.split(None, 1)[0].upper() for statement in self.sql]
 
     def sql_trips(self) -> list[str]:
-        """Every round trip to the database, e.g. ``["SELECT", "BEGIN", "UPDATE", "COMMIT"]`` (PostgreSQL)."""
+        """The statements with their transaction control, in order: ``["SELECT", "BEGIN", "UPDATE", "COMMIT"]``."""
         return list(self.trips)
 
     def store(self) -> list[str]:
