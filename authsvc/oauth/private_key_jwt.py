@@ -2,7 +2,7 @@
 
 The keys, the jwks_uri fetch and the algorithms are authsvc.oauth.assertions'.
 This module is imported at the first request that carries a client assertion
-(authsvc.oauth.server.authenticate_private_key_jwt): Authlib's RFC 7523 and
+(authsvc.oauth.clients.authenticate_private_key_jwt): Authlib's RFC 7523 and
 joserfc load cryptography, about 10 MB a worker that never sees one does
 without (docs/performance.md, "Memory").
 """

@@ -14,7 +14,6 @@ from typing import Any
 from authlib.common.urls import add_params_to_uri
 from authlib.integrations.flask_oauth2 import AuthorizationServer as _AuthorizationServer
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
-from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, current_app
 from flask import request as flask_request
 from sqlalchemy.exc import IntegrityError
@@ -28,7 +27,10 @@ from authsvc.oauth import access_tokens, backchannel, codes, dpop, keys, oidc_re
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
+    authenticate_private_key_jwt,
+    basic_client_id,
     client_of_request_domain,
+    presented_auth_methods,
     refresh_token_ttl,
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
@@ -36,16 +38,15 @@ from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.oauth.grants import (
     PKCE,
     AuthorizationCodeGrant,
-    ClaimLost,
     ClientCredentialsGrant,
     PasswordGrant,
-    RefreshTokenGrant,
     refuse_spent_code,
     revoke_replayed,
     spent_code,
 )
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
+from authsvc.oauth.refresh_grant import ClaimLost, RefreshTokenGrant
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,7 @@ class AuthorizationServer(_AuthorizationServer):
                 description="The request uses more than one client authentication method; use one (RFC 6749 2.3).",
             )
         body_client_id = request.payload.data.get("client_id")
-        if body_client_id and _basic_client_id(request) not in (None, body_client_id):
+        if body_client_id and basic_client_id(request) not in (None, body_client_id):
             # Two clients named: a failed Basic would be skipped and the body's public client ("none") win.
             raise InvalidClientError(
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
@@ -149,10 +150,9 @@ class AuthorizationServer(_AuthorizationServer):
             # token names its key (cnf.jkt, RFC 9449 6).
             token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
         if request.payload.grant_type in ID_TOKEN_GRANTS and _names_openid(token["scope"]):
-            # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here in the
-            # token's transaction rather than in a transaction of its own after the commit (a pooled
-            # connection checked out again, BEGIN, ROLLBACK). Before any write: a domain's first key is
-            # made and committed on first need.
+            # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here, before
+            # the token's write (its kid on a reader; the parsed key is kept per process), rather than after
+            # the commit. Before any write: a domain's first key is made and committed on first need.
             keys.request_key(current_domain(), profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM))
         issued = token["created_at"]
         access_expires_at = issued + token["expires_in"]
@@ -220,15 +220,6 @@ class AuthorizationServer(_AuthorizationServer):
         if request.spent_code and codes.replayed(request.spent_code):
             # A replay raced this exchange and may have revoked before these tokens were committed.
             revoke_replayed(client, family)
-
-
-def _basic_client_id(request: Any) -> str | None:
-    """The client_id of the request's Basic credentials; None without them (or when they cannot be read:
-    the Basic method refuses those itself)."""
-    try:
-        return extract_basic_authorization(request.headers)[0] or None
-    except (ValueError, TypeError):  # UnicodeDecodeError, bad base64
-        return None
 
 
 def id_tokens_in_code_grant(grant: Any) -> None:
@@ -312,43 +303,6 @@ class DeferredEndpoint:
 
     def __call__(self, request: Any) -> Any:
         return self.endpoint(request)
-
-
-# RFC 7523 2.2's client_assertion_type, as Authlib's JWTBearerClientAssertion checks it.
-CLIENT_ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-
-
-def authenticate_private_key_jwt(query_client: Any, request: Any) -> Application | None:
-    """private_key_jwt (authsvc.oauth.private_key_jwt), loaded at the first request that carries an assertion.
-
-    Authlib's RFC 7523 and joserfc load cryptography: about 10 MB that a worker
-    which never sees an assertion does without. A request without one passes
-    on (None), as Authlib's own method answers it.
-    """
-    data = request.form
-    if data.get("client_assertion_type") != CLIENT_ASSERTION_TYPE or not data.get("client_assertion"):
-        return None
-    return _private_key_jwt()(query_client, request)
-
-
-@functools.cache
-def _private_key_jwt() -> Any:
-    from authsvc.oauth.private_key_jwt import PrivateKeyJWT
-
-    return PrivateKeyJWT()
-
-
-def presented_auth_methods(request: Any) -> list[str]:
-    """The client authentication methods a request carries credentials for (RFC 7591 names)."""
-    data = request.payload.data
-    found = []
-    if request.headers.get("Authorization", "").lower().startswith("basic"):
-        found.append("client_secret_basic")
-    if "client_secret" in data:
-        found.append("client_secret_post")
-    if "client_assertion" in data or "client_assertion_type" in data:
-        found.append("private_key_jwt")
-    return found
 
 
 def generate_token(

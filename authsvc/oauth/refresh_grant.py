@@ -1,0 +1,167 @@
+"""The refresh grant (RFC 6749 6) with rotation and reuse detection (RFC 9700 4.14).
+
+Every refresh token is good for one exchange: the statement that writes its
+successor claims it (authsvc.oauth.token_rows), so of two exchanges at once
+exactly one writes. A spent token presented again inside
+``AUTHSVC_REFRESH_REUSE_GRACE`` is refused and its family kept; later, the
+family is revoked. Under FAPI 2.0 the refresh token does not rotate.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, cast
+
+import sqlalchemy.exc
+from authlib.oauth2.rfc6749 import InvalidGrantError, grants
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.orm.attributes import set_committed_value
+
+from authsvc.api import entities
+from authsvc.api.readers import read_one
+from authsvc.auth import sessions
+from authsvc.core import actors, audit, security
+from authsvc.core.database import db, now, rows_affected
+from authsvc.core.models import Application, Token, User
+from authsvc.core.settings import settings
+from authsvc.core.tenancy import current_domain
+from authsvc.oauth import dpop, profile, resources
+from authsvc.oauth.clients import AUTH_METHODS
+
+log = logging.getLogger(__name__)
+
+# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.api.entities). Its
+# application is the client's, which the session holds (query_client ran first): not joined again.
+_TOKENS, _USERS = cast(Table, Token.__table__), cast(Table, User.__table__)
+_TOKEN_KEYS = entities.keys(_TOKENS)
+_REFRESH_TOKEN = (
+    select(*entities.columns(_TOKENS, "t_"), *entities.USER_COLUMNS)
+    .select_from(_TOKENS.outerjoin(_USERS, _USERS.c.id == _TOKENS.c.user_id))
+    .where(_TOKENS.c.refresh_token_digest == bindparam("digest"))
+)
+
+
+class ClaimLost(InvalidGrantError):
+    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing."""
+
+    def __init__(self) -> None:
+        super().__init__("The refresh token has already been used.")
+
+
+class RefreshTokenGrant(grants.RefreshTokenGrant):
+    """Refresh with rotation: every refresh token is good for one exchange."""
+
+    TOKEN_ENDPOINT_AUTH_METHODS = AUTH_METHODS
+    INCLUDE_NEW_REFRESH_TOKEN = True
+
+    def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
+        token = _refresh_token(security.digest(refresh_token))
+        if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
+            return None
+        if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
+            return None
+        if token.refreshed_at is not None:
+            self._spent_token_reused(token, token.refreshed_at)
+            return None
+        # Before the token is claimed: a refresh by another key spends nothing.
+        dpop.check_refresh_binding(token, self.request.dpop)
+        return token
+
+    def _spent_token_reused(self, token: Token, spent_at: int) -> None:
+        # Inside the grace window a retry or a race between two tabs is the
+        # likely cause: refuse it but keep the family. Outside, assume theft.
+        within_grace = now() - spent_at <= settings().refresh_reuse_grace
+        revoked = 0 if within_grace else Token.revoke_family(token.family)
+        audit.record(
+            "refresh_token.reused",
+            domain_id=token.application.domain_id,
+            actor=actors.of_client(token.application.client_id),
+            target=f"token:{token.id}",
+            details={"within_grace": within_grace, "revoked": revoked},
+            commit=False,
+        )
+        db.session.commit()
+        if not within_grace:
+            log.warning("spent refresh token reused; revoked %d token(s) of its family", revoked)
+
+    def validate_token_request(self) -> None:
+        super().validate_token_request()
+        token: Token = self.request.refresh_token
+        # Before the claim: a refused resource leaves the refresh token as it was.
+        resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
+        self.request.family = token.family
+        self.request.grant_expires_at = token.grant_expires_at
+        if profile.fapi2(self.request.client):
+            self._keep(token)
+            return
+        # Claimed by the statement that saves its successor (token_rows.insert_token_and_record): of two
+        # concurrent exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
+        self.request.claim = token.id
+
+    def save_token(self, token: dict[str, Any]) -> None:
+        try:
+            super().save_token(token)
+        except ClaimLost:
+            # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
+            # judged as one found at the read is (a race between two tabs falls within the grace).
+            old: Token = self.request.refresh_token
+            try:
+                db.session.refresh(old)  # as the claim found it
+            except sqlalchemy.exc.InvalidRequestError:
+                raise ClaimLost() from None  # gone with its application meanwhile
+            if old.refreshed_at is not None:
+                self._spent_token_reused(old, old.refreshed_at)
+            raise
+
+    def _keep(self, token: Token) -> None:
+        """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
+        again; a client that lost the answer retries with it (docs/fapi.md#refresh-tokens)."""
+        moment = now()
+        idle = settings().refresh_idle_ttl
+        # A refresh token has an end: authenticate_refresh_token refused one without.
+        grant_end = cast(int, token.grant_expires_at or token.refresh_expires_at)
+        expires_at = min(grant_end, moment + idle) if idle > 0 else grant_end
+        kept = rows_affected(
+            db.session.execute(
+                update(Token)
+                .where(Token.id == token.id, Token.revoked_at.is_(None))
+                .values(refresh_expires_at=expires_at, purgeable_at=max(token.issued_at + token.expires_in, expires_at))
+            )
+        )
+        if kept != 1:
+            db.session.rollback()
+            raise InvalidGrantError("The refresh token was revoked.")
+
+    def issue_token(self, user: User, refresh_token: Token) -> dict:
+        # Under the profile the client keeps the refresh token it has: none new (RFC 6749 6 allows either).
+        return self.generate_token(
+            user=user,
+            scope=self.request.payload.scope or refresh_token.get_scope(),
+            include_refresh_token=not profile.fapi2(self.request.client),
+        )
+
+    def authenticate_user(self, refresh_token: Token) -> User | None:
+        user = refresh_token.user
+        # A directory user's refresh asks the directory again, as a session does (deprovisioning).
+        return None if user is None or user.disabled or not sessions.directory_allows(user) else user
+
+    def revoke_old_credential(self, refresh_token: Token) -> None:
+        # Claimed by the statement that saved its successor (save_token).
+        return None
+
+
+def _refresh_token(digest: str) -> Token | None:
+    """The token of refresh token digest ``digest``, with its user, as the session's entities; None if unknown."""
+    row = read_one(_REFRESH_TOKEN, {"digest": digest})
+    if row is None:
+        return None
+    token, made = entities.entity(Token, row, "t_", _TOKEN_KEYS)
+    if made:
+        # Its relationships loaded, as the ORM's joined load leaves them. Another client's application is
+        # not held: it loads when first read (and the token fails check_client).
+        user = entities.entity(User, row, "u_", entities.USER_KEYS)[0] if row.u_id is not None else None
+        set_committed_value(token, "user", user)
+        application = entities.held(Application, token.application_id)
+        if application is not None:
+            set_committed_value(token, "application", application)
+    return cast(Token, token)
