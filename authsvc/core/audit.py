@@ -100,21 +100,14 @@ def record(
     return entry
 
 
-def record_in_transaction(
-    event: str,
-    *,
-    domain_id: int | None,
-    actor: str,
-    target: str | None = None,
-    details: dict[str, Any] | None = None,
-) -> int:
+def record_in_transaction(values: dict[str, Any]) -> int:
     """``record(..., commit=False)`` as one Core INSERT on the session's connection; the record's id.
 
-    For the token endpoint, which saves a record with every token: the same
-    row in the same transaction, published after the same commit, without the
-    ORM's unit of work (a tenth of a token request's CPU, docs/performance.md).
+    ``values``: the record's columns, from ``record_values``. For the token
+    endpoint, which saves a record with every token: the same row in the same
+    transaction, published after the same commit, without the ORM's unit of
+    work (a tenth of a token request's CPU, docs/performance.md).
     """
-    values = record_values(event, domain_id=domain_id, actor=actor, target=target, details=details)
     result = db.session().connection().execute(_INSERT, values)
     ident = int(result.inserted_primary_key[0])  # type: ignore[index]  # an INSERT of one row has its key
     note_inserted(ident, values)
@@ -129,7 +122,7 @@ def record_values(
     target: str | None = None,
     details: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """A record's columns as record_in_transaction inserts them, for a statement of the caller's own."""
+    """A record's columns, for record_in_transaction or a statement of the caller's own."""
     return {
         "at": now(),
         "domain_id": domain_id,

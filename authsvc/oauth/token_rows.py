@@ -140,6 +140,7 @@ def insert_token_and_record(
     ``audit.record_in_transaction`` does.
     """
     session = db.session()
+    values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
     claimed = {"claim_id": claim, "claimed_at": row["issued_at"]}
     if session.get_bind().dialect.name != "postgresql":
         connection = session.connection()
@@ -156,9 +157,7 @@ def insert_token_and_record(
                 },
             )
         token_id = connection.execute(INSERT_TOKEN, row).inserted_primary_key[0]  # type: ignore[index]  # one row
-        audit.record_in_transaction(
-            event, domain_id=domain_id, actor=actor, target=f"{TARGET_PREFIX}{token_id}", details=details
-        )
+        audit.record_in_transaction({**values, "target": f"{TARGET_PREFIX}{token_id}"})
         return True
     # Nothing of the request in a transaction (its rows came from the readers) and nothing of it waiting to be
     # flushed: the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
@@ -169,7 +168,6 @@ def insert_token_and_record(
         connection, autocommit = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"}), True
     else:
         connection, autocommit = session.connection(), connected == AUTOCOMMIT
-    values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
     statement, parameters = one_statement(row, values, spent_code, claimed if claim is not None else None)
     inserted = connection.execute(statement, parameters).one_or_none()
     if inserted is None:  # the claim lost

@@ -51,7 +51,9 @@ def test_a_record_inserted_in_the_transaction_is_stored_and_published_as_the_orm
         pubsub.subscribe(audit.CHANNEL)
         pubsub.get_message(timeout=1)
         ident = audit.record_in_transaction(
-            "token.issued", domain_id=7, actor="client:abc", target="token:1", details={"refresh_token": "r"}
+            audit.record_values(
+                "token.issued", domain_id=7, actor="client:abc", target="token:1", details={"refresh_token": "r"}
+            )
         )
         assert pubsub.get_message(timeout=0.5) is None  # not before the commit
         db.session.commit()
@@ -68,7 +70,7 @@ def test_a_record_inserted_in_a_rolled_back_transaction_is_neither_stored_nor_pu
         pubsub = store.client().pubsub()
         pubsub.subscribe(audit.CHANNEL)
         pubsub.get_message(timeout=1)
-        audit.record_in_transaction("token.issued", domain_id=None, actor="cli")
+        audit.record_in_transaction(audit.record_values("token.issued", domain_id=None, actor="cli"))
         db.session.rollback()
         assert pubsub.get_message(timeout=0.5) is None
         pubsub.close()

@@ -98,6 +98,14 @@ def redis_url() -> str | None:
     return os.environ.get("TEST_REDIS_URL") if BACKEND == "postgresql" else None
 
 
+def clear_of_a_boundary(period: float, margin: float) -> None:
+    """When the clock's current ``period`` (seconds since the epoch, in whole periods) ends within ``margin``
+    seconds, wait for the next one to begin."""
+    left = period - time.time() % period
+    if left < margin:
+        time.sleep(left + 0.05)
+
+
 def clear_of_a_minute_boundary(margin: float = 5.0) -> None:
     """When the clock's minute ends within ``margin`` seconds, wait for the next one to begin.
 
@@ -105,9 +113,7 @@ def clear_of_a_minute_boundary(margin: float = 5.0) -> None:
     is left and rounds the sum down: a request just after a window's boundary may pass one over the rate.
     A test that counts requests up to a small per-minute rate must run inside one window.
     """
-    left = 60 - time.time() % 60
-    if left < margin:
-        time.sleep(left + 0.05)
+    clear_of_a_boundary(60, margin)
 
 
 def base_config() -> dict:

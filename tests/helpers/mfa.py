@@ -13,7 +13,7 @@ import time
 import pyotp
 import pytest
 
-from tests.helpers import HOST, PASSWORD, headers
+from tests.helpers import HOST, PASSWORD, clear_of_a_boundary, headers
 from tests.helpers.pages import csrf_token
 
 
@@ -31,13 +31,6 @@ def totp_code(secret: str, offset: int = 0) -> str:
     return pyotp.TOTP(secret).at(time.time() + offset)
 
 
-def clear_of_a_step_boundary(margin: float = 2.0) -> None:
-    """Wait out the last ``margin`` seconds of a 30-second TOTP step."""
-    left = 30 - time.time() % 30
-    if left < margin:
-        time.sleep(left + 0.05)
-
-
 def signin_password(client, email="person@example.com", password=PASSWORD):
     return client.post("/auth/signin", json={"email": email, "password": password}, headers=headers())
 
@@ -51,7 +44,7 @@ def enrol(client, email="person@example.com") -> tuple[str, list[str]]:
     secret = totp_secret(page)
     # The previous step's code (still accepted, RFC 6238's window): the current and next stay fresh for the test.
     # Not in a step's last seconds: past the boundary it would be two steps old when the server checks it.
-    clear_of_a_step_boundary()
+    clear_of_a_boundary(30, margin=2.0)  # a TOTP step
     done = client.post(
         "/auth/mfa/totp", data={"csrf_token": csrf_token(page), "code": totp_code(secret, -30)}, headers=headers()
     )
