@@ -17,6 +17,7 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc7636 import CodeChallenge
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.api import entities
 from authsvc.auth import sessions, signin
@@ -286,10 +287,20 @@ def spent_code(code: str, family: str) -> dict[str, Any]:
     }
 
 
-def refuse_spent_code(client: Application, digest: str) -> NoReturn:
-    """The code was noted spent before: revoke what its first exchange produced, and refuse this one."""
+def refuse_spent_code(client: Application, digest: str, failure: IntegrityError) -> NoReturn:
+    """The exchange's write failed on a constraint: refuse it.
+
+    The code noted spent by an earlier exchange is a replay: what that
+    exchange produced is revoked. Any other constraint (the code's user or
+    application deleted since they were read: the token's foreign keys) is
+    not: nothing is revoked, and the error says what happened.
+    """
     db.session.rollback()
     earlier = db.session.get(SpentCode, digest)
-    if earlier is not None:
-        revoke_replayed(client, earlier.family)
+    if earlier is None:
+        constraint = getattr(getattr(failure.orig, "diag", None), "constraint_name", None)
+        failed = constraint or type(failure.orig).__name__
+        log.warning("code exchange refused: its write failed on %s, not on the code's single use", failed)
+        raise InvalidGrantError("The user or application of this authorization code no longer exists.")
+    revoke_replayed(client, earlier.family)
     raise InvalidGrantError("The authorization code was already used.")

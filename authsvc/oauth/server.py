@@ -208,10 +208,10 @@ class AuthorizationServer(_AuthorizationServer):
                 spent_code=spent,
                 claim=request.claim,
             )
-        except IntegrityError:
+        except IntegrityError as failure:
             if spent is None:
                 raise
-            refuse_spent_code(client, spent["spent_digest"])  # noted spent by an earlier exchange: a replay
+            refuse_spent_code(client, spent["spent_digest"], failure)  # a replay, or the user or application gone
         if not saved:
             raise ClaimLost()
         # The client and the user stay loaded: an ID token and the replay check read them next.

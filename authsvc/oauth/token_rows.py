@@ -171,8 +171,9 @@ def insert_token_and_record(
     statement, parameters = one_statement(row, values, spent_code, claimed if claim is not None else None)
     inserted = connection.execute(statement, parameters).one_or_none()
     if inserted is None:  # the claim lost
-        if not autocommit:
-            session.rollback()
+        # Also in autocommit: the session lets the connection go, so what the caller writes next (a reuse's
+        # revocation and its audit record) is one transaction again, not two statements committed apart.
+        session.rollback()
         return False
     ident, values["target"] = inserted
     (audit.note_committed if autocommit else audit.note_inserted)(ident, values)
