@@ -159,7 +159,8 @@ def test_an_unsigned_id_token_hint_is_refused(client, oidc):
 
 
 def test_a_request_uri_to_fetch_is_refused_by_redirect(client, oidc):
-    # Request objects by value and pushed requests are tests/test_request_objects.py and tests/test_pushed_requests.py.
+    # Request objects by value and pushed requests are tests/api/test_request_objects.py and
+    # tests/api/test_pushed_requests*.py.
     for signed_in in (False, True):
         if signed_in:
             signin(client)
