@@ -17,10 +17,10 @@ from tests.helpers.fapi import (
     assertion,
     authorize_request,
     code_for,
+    exchange_code,
     push,
     refused,
     refused_at_push,
-    token_request,
 )
 from tests.helpers.fapi import fapi as fapi  # noqa: F401 - a fixture
 
@@ -29,14 +29,7 @@ from tests.helpers.fapi import fapi as fapi  # noqa: F401 - a fixture
 
 def test_a_compliant_code_flow_works_and_names_the_issuer(client, fapi):
     code, verifier = code_for(client, fapi.strict, state="s1")
-    response = token_request(
-        client,
-        fapi.strict.keyed,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT_URI,
-        code_verifier=verifier,
-    )
+    response = exchange_code(client, fapi.strict, code, verifier)
     assert response.status_code == 200, response.get_json()
     assert response.get_json()["refresh_token"]
 

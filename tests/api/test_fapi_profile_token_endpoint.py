@@ -20,6 +20,7 @@ from tests.helpers.fapi import (
     INSPECT,
     assertion,
     code_for,
+    exchange_code,
     refused,
     token_post,
     token_request,
@@ -120,14 +121,7 @@ def test_client_assertions_are_signed_with_ps256_or_es256(client, fapi):
 
 def test_id_tokens_are_signed_with_es256(client, fapi):
     code, verifier = code_for(client, fapi.strict, scope="openid")
-    response = token_request(
-        client,
-        fapi.strict.keyed,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT_URI,
-        code_verifier=verifier,
-    )
+    response = exchange_code(client, fapi.strict, code, verifier)
     assert response.status_code == 200, response.get_json()
     header = response.get_json()["id_token"].split(".")[0]
     assert json.loads(base64.urlsafe_b64decode(header + "=" * (-len(header) % 4)))["alg"] == "ES256"
@@ -149,15 +143,7 @@ def test_the_device_grant_is_refused(client, world, fapi):
 
 def _refresh_token(client, tenant) -> str:
     code, verifier = code_for(client, tenant)
-    response = token_request(
-        client,
-        tenant.keyed,
-        tenant.host,
-        grant_type="authorization_code",
-        code=code,
-        redirect_uri=REDIRECT_URI,
-        code_verifier=verifier,
-    )
+    response = exchange_code(client, tenant, code, verifier)
     assert response.status_code == 200, response.get_json()
     return response.get_json()["refresh_token"]
 

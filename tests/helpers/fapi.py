@@ -144,6 +144,19 @@ def code_for(client, tenant, **params) -> tuple[str, str]:
     return location_params(response)["code"], verifier
 
 
+def exchange_code(client, tenant, code: str, verifier: str):
+    """``tenant``'s keyed application exchanges ``code`` (from ``code_for``) with its PKCE ``verifier``."""
+    return token_request(
+        client,
+        tenant.keyed,
+        tenant.host,
+        grant_type="authorization_code",
+        code=code,
+        redirect_uri=REDIRECT_URI,
+        code_verifier=verifier,
+    )
+
+
 def refused_at_push(response, error: str, anchor: str, status: int = 400) -> None:
     """A refusal of a pushed request: to the application that pushed, as JSON (RFC 9126 2.3), naming the rule."""
     assert "Location" not in response.headers
