@@ -54,7 +54,11 @@ TARGET_PREFIX = "token:"
 
 # Built once: a statement made per request costs its construction and cache key each time.
 INSERT_TOKEN = insert(_token)
-INSERT_SPENT_CODE = insert(_spent)
+# The spent code's row, in parameters of their own (the token's ``family`` is the same value, by another name):
+# SQLite's statement, and PostgreSQL's CTE.
+SPEND_CODE = insert(_spent).values(
+    digest=bindparam("spent_digest"), family=bindparam("spent_family"), expires_at=bindparam("spent_until")
+)
 # A refresh token claimed: of two concurrent exchanges of it exactly one updates the row.
 CLAIM_REFRESH = (
     update(_token)
@@ -63,13 +67,7 @@ CLAIM_REFRESH = (
 )
 _CLAIMED = CLAIM_REFRESH.returning(_token.c.id).cte("claimed")
 _TOKEN_VALUES = {c: bindparam(c, type_=_token.c[c].type) for c in TOKEN_COLUMNS}
-# The spent code's row, in parameters of their own (the token's ``family`` is the same value, by another name).
-_SPENT_CODE = (
-    insert(_spent)
-    .values(digest=bindparam("spent_digest"), family=bindparam("spent_family"), expires_at=bindparam("spent_until"))
-    .returning(_spent.c.digest)
-    .cte("spent_code")
-)
+_SPENT_CODE = SPEND_CODE.returning(_spent.c.digest).cte("spent_code")
 
 
 def _with_record(new_token: Any) -> Insert:
@@ -135,8 +133,8 @@ def insert_token_and_record(
 
     ``spent_code``: the code exchanged (``spent_digest``, ``spent_family``, ``spent_until``), noted in the
     same statement; one noted before raises IntegrityError. ``claim``: the id of the refresh token this one
-    succeeds, claimed first; False when another exchange claimed it (nothing is written, and a transaction
-    of the request is rolled back). The record is published once the transaction commits, as
+    succeeds, claimed first; False when another exchange claimed it (nothing is written, and the session is
+    rolled back: in autocommit, its connection let go). The record is published once the transaction commits, as
     ``audit.record_in_transaction`` does.
     """
     session = db.session()
@@ -148,14 +146,7 @@ def insert_token_and_record(
             session.rollback()
             return False
         if spent_code is not None:
-            connection.execute(
-                INSERT_SPENT_CODE,
-                {
-                    "digest": spent_code["spent_digest"],
-                    "family": spent_code["spent_family"],
-                    "expires_at": spent_code["spent_until"],
-                },
-            )
+            connection.execute(SPEND_CODE, spent_code)
         token_id = connection.execute(INSERT_TOKEN, row).inserted_primary_key[0]  # type: ignore[index]  # one row
         audit.record_in_transaction({**values, "target": f"{TARGET_PREFIX}{token_id}"})
         return True
