@@ -117,8 +117,10 @@ def prometheus_metrics() -> Response:
     """Prometheus text exposition, summed over every worker; behind a bearer token when one is configured."""
     expected = settings().metrics_token
     if expected:
-        header = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(header.encode(), f"Bearer {expected}".encode()):
+        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        # The scheme is case-insensitive (RFC 9110 11.1), spaces may follow it (RFC 6750 2.1), as
+        # authsvc.api.lookup reads any token; the token is compared in constant time.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected.encode()):
             return json_error(
                 401, "invalid_token", "A valid metrics token is needed.", {"WWW-Authenticate": 'Bearer realm="metrics"'}
             )

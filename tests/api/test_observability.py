@@ -148,3 +148,38 @@ def test_metrics_can_be_kept_behind_a_token(make_app):
     answer = client.get("/metrics", headers={"Authorization": "Bearer metrics-secret"})
     assert answer.status_code == 200
     assert answer.mimetype == "text/plain"
+
+
+# Every other Authorization header, or none, with the token in the query string as well (not a place it is read).
+NOT_THE_METRICS_TOKEN = [
+    None,
+    "",
+    "Bearer",
+    "Bearer ",
+    "Bearer wrong",
+    "Bearer metrics-secre",
+    "Bearer metrics-secretx",
+    "Bearer metrics-secret x",
+    "Basic bWV0cmljczptZXRyaWNzLXNlY3JldA==",
+    "metrics-secret",
+    "Bearer m\u00e9trics-secret",
+    "DPoP metrics-secret",
+]
+
+
+def test_metrics_behind_a_token_refuse_every_other_authorization(make_app):
+    client = make_app(AUTHSVC_METRICS_TOKEN="metrics-secret").test_client()
+    for authorization in NOT_THE_METRICS_TOKEN:
+        sent = {} if authorization is None else {"Authorization": authorization}
+        refused = client.get("/metrics", headers=sent, query_string={"bearer_token": "metrics-secret"})
+        assert refused.status_code == 401, authorization
+        assert refused.get_json()["error"] == "invalid_token"
+        assert refused.headers["WWW-Authenticate"] == 'Bearer realm="metrics"'
+
+
+def test_the_metrics_tokens_scheme_is_case_insensitive(make_app):
+    """RFC 9110 11.1: an authentication scheme is case-insensitive, and RFC 6750 2.1 lets spaces follow it;
+    scrapers differ in how they write it."""
+    client = make_app(AUTHSVC_METRICS_TOKEN="metrics-secret").test_client()
+    for authorization in ("Bearer metrics-secret", "bearer metrics-secret", "BEARER  metrics-secret"):
+        assert client.get("/metrics", headers={"Authorization": authorization}).status_code == 200, authorization
