@@ -373,7 +373,7 @@ def test_oversized_header_and_request_lines_are_refused_before_the_app(service):
 
 # Headers a client on a loopback peer (a process on the same machine, or a proxy that passes them on)
 # may send to claim https or another path: gunicorn's defaults believed the first three from
-# 127.0.0.1; SCRIPT_NAME is a header gunicorn can map into the WSGI environment.
+# 127.0.0.1; SCRIPT_NAME and PATH_INFO are headers gunicorn can map into the WSGI environment.
 CLAIMED_BY_THE_PEER = [
     {"X-Forwarded-Proto": "https"},
     {"X-Forwarded-Protocol": "ssl"},
@@ -381,7 +381,12 @@ CLAIMED_BY_THE_PEER = [
     {"X-Forwarded-Proto": "https", "X-Forwarded-Protocol": "ssl", "X-Forwarded-Ssl": "on"},
     {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example", "X-Forwarded-Port": "443"},
     {"Forwarded": "proto=https;host=evil.example"},
+    {"X-Forwarded-Scheme": "https"},
+    {"X-Scheme": "https"},
+    {"X-Url-Scheme": "https"},
+    {"Front-End-Https": "on"},
     {"SCRIPT_NAME": "/.well-known"},
+    {"PATH_INFO": "/healthz"},
 ]
 
 
