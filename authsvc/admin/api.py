@@ -52,11 +52,8 @@ def current_actor(*scopes: str) -> admin.Actor:
 
 
 def system_admin_presented() -> bool:
-    """Whether the request carries a system admin's valid credential with the ``admin`` scope.
-
-    For public answers that show the service's operators more (readiness: the servers in use). Any
-    other credential, valid or not, counts as none there: the answer is the public one, never an error.
-    """
+    """Whether the request carries a system admin's valid credential with the ``admin`` scope: for a public
+    answer that shows operators more (readyz's servers). Any other credential counts as none, never an error."""
     if not lookup.presented():
         return False
     try:

@@ -1,4 +1,8 @@
-"""Operations: liveness, readiness and metrics. None of them needs a domain."""
+"""Operations: liveness, readiness and metrics. None of them needs a domain.
+
+Readiness names the servers in use to a system admin's credential only; ``/metrics`` may be kept
+behind ``AUTHSVC_METRICS_TOKEN`` (docs/operations.md#logs-health-and-metrics).
+"""
 
 from __future__ import annotations
 
@@ -17,10 +21,10 @@ from authsvc.core.settings import settings
 from authsvc.web import metrics
 
 bp = Blueprint("health", __name__)
-# app.extensions' key of the rule show_servers_to sets.
-_SERVERS_SHOWN_TO = "authsvc.readyz_servers_shown_to"
 # Health and metrics describe this moment: nothing on the way may keep them.
 bp.after_request(uncached)
+# app.extensions' key of the rule show_servers_to sets.
+_SERVERS_SHOWN_TO = "authsvc.readyz_servers_shown_to"
 
 log = logging.getLogger(__name__)
 
