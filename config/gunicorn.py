@@ -28,6 +28,15 @@ limit_request_line = int(os.environ.get("AUTHSVC_MAX_REQUEST_LINE", "8190"))
 limit_request_fields = int(os.environ.get("AUTHSVC_MAX_HEADERS", "100"))
 limit_request_field_size = int(os.environ.get("AUTHSVC_MAX_HEADER_BYTES", "8190"))
 
+# Forwarded headers: one setting, one rule. AUTHSVC_PROXY_HOPS says whose X-Forwarded-* the service
+# believes, and the app applies it (werkzeug's ProxyFix, authsvc/web/deployment.py). gunicorn's
+# defaults would also believe X-Forwarded-Proto, -Protocol and -Ssl, and map SCRIPT_NAME and PATH_INFO
+# headers, from any loopback peer (FORWARDED_ALLOW_IPS), whatever the setting says: with 0 hops anyone
+# reaching the port would be https. gunicorn reads none of them, for any number of hops.
+forwarded_allow_ips = ""  # no peer
+secure_scheme_headers: dict[str, str] = {}
+forwarder_headers = ""
+
 # Logs: JSON lines on stdout, through the app's formatter. The access log is
 # built from chosen fields only (authsvc.web.logs): never the query string (the
 # spec's code exchange carries the code there, and bearer_token / api-key may

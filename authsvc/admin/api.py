@@ -10,6 +10,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from authlib.oauth2 import OAuth2Error
 from flask import Blueprint, Response, jsonify, request
 from sqlalchemy import func, select
 
@@ -48,6 +49,17 @@ def current_actor(*scopes: str) -> admin.Actor:
         raise ApiError(403, "forbidden", "An admin or support credential is needed.")
     lookup.require_scopes(credential, "admin", *scopes)
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
+
+
+def system_admin_presented() -> bool:
+    """Whether the request carries a system admin's valid credential with the ``admin`` scope: for a public
+    answer that shows operators more (readyz's servers). Any other credential counts as none, never an error."""
+    if not lookup.presented():
+        return False
+    try:
+        return current_actor().system_admin
+    except (ApiError, OAuth2Error):
+        return False
 
 
 def _actor_name(credential: credentials.Credential) -> str:

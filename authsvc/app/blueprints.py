@@ -40,4 +40,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(admin_api.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(health.bp)
+    health.show_servers_to(app, admin_api.system_admin_presented)
     app.register_blueprint(scim.bp)

@@ -1,11 +1,16 @@
-"""Operations: liveness, readiness and metrics. None of them needs a domain."""
+"""Operations: liveness, readiness and metrics. None of them needs a domain.
+
+Readiness names the servers in use to a system admin's credential only; ``/metrics`` may be kept
+behind ``AUTHSVC_METRICS_TOKEN`` (docs/operations.md#logs-health-and-metrics).
+"""
 
 from __future__ import annotations
 
 import hmac
 import logging
+from collections.abc import Callable
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Flask, Response, current_app, jsonify, request
 from sqlalchemy import text
 
 from authsvc.core import redis_connection, store
@@ -18,6 +23,8 @@ from authsvc.web import metrics
 bp = Blueprint("health", __name__)
 # Health and metrics describe this moment: nothing on the way may keep them.
 bp.after_request(uncached)
+# app.extensions' key of the rule show_servers_to sets.
+_SERVERS_SHOWN_TO = "authsvc.readyz_servers_shown_to"
 
 log = logging.getLogger(__name__)
 
@@ -69,18 +76,40 @@ def _real_redis() -> bool:
     return bool(settings().redis_url or settings().redis_sentinels)
 
 
+def show_servers_to(app: Flask, caller_qualifies: Callable[[], bool]) -> None:
+    """Who sees readyz's ``servers``: the request's caller when ``caller_qualifies()`` (a system admin).
+
+    That rule is the admin package's, above this one: authsvc.app.blueprints passes it in.
+    """
+    app.extensions[_SERVERS_SHOWN_TO] = caller_qualifies
+
+
+def _servers_shown(database_ok: bool) -> bool:
+    caller_qualifies = current_app.extensions.get(_SERVERS_SHOWN_TO)
+    # The caller's credential is read from the database: without one that answers, nobody qualifies.
+    if not database_ok or caller_qualifies is None:
+        return False
+    try:
+        return bool(caller_qualifies())
+    except REDIS_DOWN:  # a DPoP proof's replay check needs Redis: the caller is then unknown, not an error
+        return False
+
+
 @bp.get("/readyz")
 def readyz() -> Response:
     """Ready for traffic: the database (a primary) and Redis both answer; else 503, saying which does not.
 
-    ``servers`` names the PostgreSQL and Redis server (host:port) in use: after a failover, the new primaries.
+    For a system admin's credential, ``servers`` names the PostgreSQL and Redis server (host:port) in use:
+    after a failover, the new primaries. Anyone else learns no host: where the servers are helps an attack.
     """
     database_ok, database_server = _check_database()
     redis_ok, redis_server = _check_redis()
     checks = {"database": "ok" if database_ok else "unreachable", "redis": "ok" if redis_ok else "unreachable"}
     ready = database_ok and redis_ok
-    servers = {"database": database_server, "redis": redis_server}
-    response = jsonify(status="ready" if ready else "unavailable", checks=checks, servers=servers)
+    body: dict[str, object] = {"status": "ready" if ready else "unavailable", "checks": checks}
+    if _servers_shown(database_ok):
+        body["servers"] = {"database": database_server, "redis": redis_server}
+    response = jsonify(body)
     if not ready:
         response.status_code = 503
         response.headers["Retry-After"] = str(settings().retry_after)
@@ -92,8 +121,10 @@ def prometheus_metrics() -> Response:
     """Prometheus text exposition, summed over every worker; behind a bearer token when one is configured."""
     expected = settings().metrics_token
     if expected:
-        header = request.headers.get("Authorization", "")
-        if not hmac.compare_digest(header.encode(), f"Bearer {expected}".encode()):
+        scheme, _, presented = request.headers.get("Authorization", "").partition(" ")
+        # The scheme is case-insensitive (RFC 9110 11.1), spaces may follow it (RFC 6750 2.1), as
+        # authsvc.api.lookup reads any token; the token is compared in constant time.
+        if scheme.lower() != "bearer" or not hmac.compare_digest(presented.strip().encode(), expected.encode()):
             return json_error(
                 401, "invalid_token", "A valid metrics token is needed.", {"WWW-Authenticate": 'Bearer realm="metrics"'}
             )

@@ -130,6 +130,17 @@ def test_gunicorn_logs_json_and_keeps_request_limits():
     assert settings["limit_request_line"] == 8190
 
 
+def test_gunicorn_believes_no_forwarded_header_whatever_the_hops_or_its_own_variable():
+    """AUTHSVC_PROXY_HOPS, applied by the app (ProxyFix), is the one rule: a second reader of the same headers,
+    with its own list of trusted peers, could disagree with it (docs/deployment.md#behind-a-proxy)."""
+    settings = gunicorn_settings(AUTHSVC_PROXY_HOPS="2", FORWARDED_ALLOW_IPS="*")
+    assert (settings["forwarded_allow_ips"], settings["secure_scheme_headers"], settings["forwarder_headers"]) == (
+        "",
+        {},
+        "",
+    )
+
+
 def test_the_procfile_migrates_in_the_release_phase():
     lines = (ROOT / "Procfile").read_text().splitlines()
     assert "release: flask --app app db upgrade" in lines

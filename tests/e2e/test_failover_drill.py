@@ -155,14 +155,15 @@ def healthy_again(load: Load, since: float, timeout: float) -> float:
     raise AssertionError(f"the service did not recover within {timeout:.0f} s of the promotion: {tried}")
 
 
-def _seed(env: dict[str, str]) -> str:
-    """Migrate and create the domain, the application and two users, in this process (the CLI is slower)."""
+def _seed(env: dict[str, str]) -> tuple[str, str]:
+    """Migrate and create the domain, the application, two users and a system admin's API key (readyz shows
+    it the servers), in this process (the CLI is slower). Answers the client_id and the key."""
     from flask_migrate import upgrade
 
     from authsvc import create_app
     from authsvc.core import security
     from authsvc.core.database import db
-    from authsvc.core.models import Application, Domain, User
+    from authsvc.core.models import ApiKey, Application, Domain, User
     from config.settings import database_url
 
     app = create_app(
@@ -194,9 +195,24 @@ def _seed(env: dict[str, str]) -> str:
             user = User(domain_id=domain.id, email=email, name=email, service_account=service, email_verified=True)
             user.set_password(PASSWORD)
             db.session.add(user)
+        root = User(domain_id=domain.id, email="root@example.com", name="Root", admin=True, system_admin=True)
+        db.session.add(root)
+        db.session.flush()
+        key_id, key_secret = secrets.token_hex(8), security.new_secret()
+        db.session.add(
+            ApiKey(
+                id=key_id,
+                domain_id=domain.id,
+                user_id=root.id,
+                name="drill",
+                secret_digest=security.digest(key_secret),
+                scopes="admin",
+                permission="admin",
+            )
+        )
         db.session.commit()
         db.engine.dispose()
-    return client_id
+    return client_id, f"{key_id}.{key_secret}"
 
 
 def test_failover_drill():
@@ -239,7 +255,7 @@ def _drill(workdir: Path, redis_cluster: RedisSentinels, pg: PostgresPair) -> No
         "WEB_CONCURRENCY": "2",
         "AUTHSVC_ACCESS_LOG": "1",
     }
-    client_id = _seed(env)
+    client_id, admin_key = _seed(env)
     instances = []
     for number in (0, 1):
         port = free_port()
@@ -248,7 +264,7 @@ def _drill(workdir: Path, redis_cluster: RedisSentinels, pg: PostgresPair) -> No
         instances.append(server)
     try:
         urls = [f"http://127.0.0.1:{server.port}" for server in instances]
-        _under_load(urls, client_id, redis_cluster, pg)
+        _under_load(urls, client_id, admin_key, redis_cluster, pg)
     except BaseException:
         for server in instances:
             log(f"{server.name} log tail:\n{server.process.log_tail(40) if server.process else ''}")
@@ -264,7 +280,9 @@ def _drill(workdir: Path, redis_cluster: RedisSentinels, pg: PostgresPair) -> No
                     log(f"authsvc-{number}: {line[:6000]}")
 
 
-def _under_load(urls: list[str], client_id: str, redis_cluster: RedisSentinels, pg: PostgresPair) -> None:
+def _under_load(
+    urls: list[str], client_id: str, admin_key: str, redis_cluster: RedisSentinels, pg: PostgresPair
+) -> None:
     # A confidential-less service client for the password grant: the same public application serves.
     load = Load(urls, client_id, client_id, revoked=[])
     _wait_ready(urls)
@@ -298,7 +316,7 @@ def _under_load(urls: list[str], client_id: str, redis_cluster: RedisSentinels, 
         log(f"Redis failover: 127.0.0.1:{redis_cluster.primary()} promoted {promoted - killed:.1f} s after the kill")
         took = healthy_again(load, promoted, RECOVER_WITHIN)
         log(f"Redis: service recovered {took:.1f} s after promotion, {promoted - killed + took:.1f} s after the kill")
-        _assert_ready(urls, redis=f"127.0.0.1:{redis_cluster.primary()}")
+        _assert_ready(urls, admin_key, redis=f"127.0.0.1:{redis_cluster.primary()}")
 
         # ---- PostgreSQL: a revocation acknowledged just before the crash must survive it (synchronous commit).
         last = _password_token(urls[0], client_id)
@@ -314,7 +332,7 @@ def _under_load(urls: list[str], client_id: str, redis_cluster: RedisSentinels, 
         log(f"PostgreSQL failover: 127.0.0.1:{pg.ports[1]} promoted {promoted - killed:.1f} s after the kill")
         took = healthy_again(load, promoted, RECOVER_WITHIN)
         log(f"PostgreSQL: service recovered {took:.1f} s after the promotion")
-        _assert_ready(urls, database=f"127.0.0.1:{pg.ports[1]}")
+        _assert_ready(urls, admin_key, database=f"127.0.0.1:{pg.ports[1]}")
         time.sleep(1)
     finally:
         load.stop.set()
@@ -367,11 +385,12 @@ def _wait_ready(urls: list[str]) -> None:
             time.sleep(0.2)
 
 
-def _assert_ready(urls: list[str], **servers: str) -> None:
+def _assert_ready(urls: list[str], admin_key: str, **servers: str) -> None:
+    """Every instance is ready and names ``servers`` to a system admin."""
     for url in urls:
         deadline = time.monotonic() + 10
         while True:
-            answer = requests.get(url + "/readyz", timeout=10)
+            answer = requests.get(url + "/readyz", headers={"X-API-Key": admin_key}, timeout=10)
             named = answer.json().get("servers", {})
             if answer.status_code == 200 and all(named.get(kind) == where for kind, where in servers.items()):
                 break

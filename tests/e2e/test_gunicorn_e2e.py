@@ -369,3 +369,47 @@ def test_oversized_header_and_request_lines_are_refused_before_the_app(service):
     assert long_line.status_code in (400, 414)
     for response in (big_header, many_headers, long_line):
         assert "Traceback" not in response.text
+
+
+# Headers a client on a loopback peer (a process on the same machine, or a proxy that passes them on)
+# may send to claim https or another path: gunicorn's defaults believed the first three from
+# 127.0.0.1; SCRIPT_NAME and PATH_INFO are headers gunicorn can map into the WSGI environment.
+CLAIMED_BY_THE_PEER = [
+    {"X-Forwarded-Proto": "https"},
+    {"X-Forwarded-Protocol": "ssl"},
+    {"X-Forwarded-Ssl": "on"},
+    {"X-Forwarded-Proto": "https", "X-Forwarded-Protocol": "ssl", "X-Forwarded-Ssl": "on"},
+    {"X-Forwarded-Proto": "https", "X-Forwarded-Host": "evil.example", "X-Forwarded-Port": "443"},
+    {"Forwarded": "proto=https;host=evil.example"},
+    {"X-Forwarded-Scheme": "https"},
+    {"X-Scheme": "https"},
+    {"X-Url-Scheme": "https"},
+    {"Front-End-Https": "on"},
+    {"SCRIPT_NAME": "/.well-known"},
+    {"PATH_INFO": "/healthz"},
+]
+
+
+def test_without_proxy_hops_no_forwarded_header_changes_scheme_or_urls(service):
+    """AUTHSVC_PROXY_HOPS=0 (the fixture's): the headers are believed from no peer, loopback included.
+
+    Otherwise anyone who reaches the port directly is https: the issuer and every URL in the metadata
+    turn https, and a token request over plain http passes the transport check (docs/deployment.md).
+    """
+    host = "proxy-e2e.example"
+    service.cli("domains", "create", "--name", "Proxy", "--host", host)
+    metadata_url = service.url + "/.well-known/oauth-authorization-server"
+    plain = requests.get(metadata_url, timeout=10).json()
+    assert plain["issuer"] == service.url
+    token_request = {"grant_type": "client_credentials", "client_id": "nobody", "client_secret": "x"}
+    refused = requests.post(service.url + "/auth/oauth/token", data=token_request, headers={"Host": host}, timeout=10)
+    assert refused.json()["error"] == "insecure_transport"
+    for claimed in CLAIMED_BY_THE_PEER:
+        metadata = requests.get(metadata_url, headers=claimed, timeout=10)
+        assert metadata.status_code == 200, (claimed, metadata.text)
+        assert metadata.json() == plain, claimed
+        assert "Strict-Transport-Security" not in metadata.headers, claimed
+        token = requests.post(
+            service.url + "/auth/oauth/token", data=token_request, headers={"Host": host, **claimed}, timeout=10
+        )
+        assert token.json()["error"] == "insecure_transport", (claimed, token.text)

@@ -22,6 +22,7 @@ from authsvc.core import security, store
 from config.settings import ConfigError, database_url, from_environment
 from devtools.ha_cluster import RedisSentinels, missing_binaries
 from tests.helpers import BACKEND, DATABASE_URL, HttpsClient, get_code
+from tests.helpers.admin_api import system_admin_key
 from tests.helpers.outages import assert_unavailable, exchange, inspect, password_grant, signin
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,7 +94,7 @@ def test_a_multi_host_database_url_skips_a_dead_host_and_readyz_names_the_server
     key = world.api_key(setup.person)
     assert inspect(client, headers={"X-API-Key": key}).status_code == 200
     assert signin(client).status_code == 202
-    ready = client.get("/readyz")
+    ready = client.get("/readyz", headers={"X-API-Key": system_admin_key(world, setup.domain)})
     assert ready.status_code == 200, ready.get_json()
     assert ready.get_json()["servers"]["database"] == host
     assert "p@ss" not in ready.get_data(as_text=True)
@@ -173,7 +174,7 @@ class HungSentinel:
             conn.close()
 
 
-def test_with_sentinels_every_redis_use_goes_to_the_primary_they_name(make_app, setup, sentinels):
+def test_with_sentinels_every_redis_use_goes_to_the_primary_they_name(make_app, setup, world, sentinels):
     app = make_app(
         REDIS_URL=None,
         REDIS_SENTINELS=[("127.0.0.1", port) for port in sentinels.sentinel_nodes],
@@ -193,7 +194,7 @@ def test_with_sentinels_every_redis_use_goes_to_the_primary_they_name(make_app, 
     assert any(key.startswith("authsvc:session:") for key in keys)
     assert f"authsvc:spent-code:{security.digest(code)}" in keys
     assert any("LIMITS" in key or "limits" in key for key in keys), sorted(keys)
-    ready = client.get("/readyz")
+    ready = client.get("/readyz", headers={"X-API-Key": system_admin_key(world, setup.domain)})
     assert ready.status_code == 200
     assert ready.get_json()["servers"]["redis"] == f"127.0.0.1:{sentinels.primary()}"
 

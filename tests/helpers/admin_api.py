@@ -34,3 +34,9 @@ def keys(world, setup):
 
 def call(client, method, path, key, json=None, host=HOST, **kwargs):
     return getattr(client, method)(API + path, json=json, headers=headers(host, **{"X-API-Key": key}), **kwargs)
+
+
+def system_admin_key(world, domain, email="root@example.com") -> str:
+    """An API key of a new system admin of ``domain``, with the admin scope: what readyz shows its servers to."""
+    root = world.user(domain, email, admin=True, system_admin=True)
+    return world.api_key(root, scopes="admin", permission="admin")
