@@ -176,6 +176,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             dpop_jkt=data.get("dpop_jkt"),
             resources=request.resources,
             issued_ms=clock.now_ms(),
+            fapi2=profile.fapi2(request.client),
         )
         codes.save(code, issued, profile.code_ttl(request.client, settings().code_ttl))
 
@@ -200,6 +201,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             return None
         if issued.client != client.id:
             return None
+        if profile.fapi2(client) and not issued.fapi2:
+            raise InvalidGrantError(profile.ISSUED_BEFORE_SWITCH)
         self.request.family = family
         self.request.spent_code = code
         return AuthorizationCode(
