@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import REDIRECT_URI, get_code, headers, signin
+from tests.helpers import PASSWORD, REDIRECT_URI, get_code, headers, signin
 from tests.helpers.admin_api import call
 from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 from tests.helpers.device import answer, poll, start
@@ -118,3 +118,22 @@ def test_what_is_granted_after_the_event_is_honoured(client, setup, keys):
     signin(client, password=NEW_PASSWORD)
     response = _exchange(client, setup.public_app.client_id, get_code(client, setup.public_app.client_id))
     assert response.status_code == 200, response.get_json()
+
+
+def test_the_password_grant_asks_again_and_its_refresh_token_ends_with_the_rest(client, setup, keys):
+    """The password grant holds no grant between requests: each asks for the password, which the event may
+    have changed; the refresh token it gave ends like any other."""
+    client_id = setup.confidential_app.client_id
+    auth = (client_id, setup.client_secret)
+
+    def password_grant(password: str):
+        data = {"grant_type": "password", "username": setup.service.email, "password": password}
+        return client.post("/auth/oauth/token", data=data, headers=headers(), auth=auth)
+
+    issued = password_grant(PASSWORD)
+    assert issued.status_code == 200, issued.get_json()
+    _admin(client, keys, "patch", f"/users/{setup.service.id}", {"password": NEW_PASSWORD})
+    data = {"grant_type": "refresh_token", "refresh_token": issued.get_json()["refresh_token"]}
+    _invalid_grant(client.post("/auth/oauth/token", data=data, headers=headers(), auth=auth))
+    _invalid_grant(password_grant(PASSWORD))
+    assert password_grant(NEW_PASSWORD).status_code == 200
