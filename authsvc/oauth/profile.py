@@ -198,10 +198,11 @@ def revoke_at_switch(domain: Domain, actor: str) -> int:
     """Revoke what ``domain``'s applications hold that the profile would not have issued, as the domain switches
     to it; return how many tokens were live. The caller commits, with the audit record.
 
-    Every token from a user's authorisation (its refresh token outlives any check, and its request was never
-    held to the profile: not pushed, perhaps without PKCE S256), and every token not DPoP-bound. A DPoP-bound
-    client-credentials token of a private_key_jwt client (every application complies by now) is what the
-    profile issues itself: it stays.
+    Every token not DPoP-bound, and every token of a grant other than client credentials: a user's
+    authorisation was never held to the profile (not pushed, perhaps without PKCE S256) and its refresh token
+    would carry it on; the password and device grants are refused under it. A DPoP-bound client-credentials
+    token of a private_key_jwt client (every application complies by now) is what the profile issues
+    itself: it stays.
     """
     applications = select(Application.id).where(Application.domain_id == domain.id)
     revoked = Token.revoke_where(
