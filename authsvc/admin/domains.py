@@ -74,6 +74,7 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
         raise ValidationFailed(problems)
     if changes.get("profile") == FAPI2_PROFILE and not domain.fapi2:
         _require_compliant_applications(domain)
+        profile.revoke_at_switch(domain, actor.name)
     for attr, value in changes.items():
         setattr(domain, attr, value)
     audit_change(actor, "domain.updated", domain.id, f"domain:{domain.id}", before, domain.as_json())

@@ -91,8 +91,8 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
         revoked += sessions.change_password(user, password)
     if disabled is True and not user.disabled:
         revoked += sessions.disable(user)
-    elif disabled is False:
-        user.disabled = False
+    elif disabled is False and user.disabled:
+        sessions.enable(user)
     after = (
         user.as_json()
         | ({"password_changed": True} if password else {})

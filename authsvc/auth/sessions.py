@@ -1,4 +1,10 @@
-"""Sign-in sessions (the ``user`` cookie, kept in Redis) and ending a user's sessions and tokens.
+"""Sign-in sessions (the ``user`` cookie, kept in Redis) and ending a user's sessions, grants and tokens.
+
+A user's ``sessions_valid_after`` is the watermark of everything granted through
+a session: the sessions themselves, authorisation codes not yet exchanged and
+device approvals not yet polled. ``invalidate_sessions`` moves it, and
+``granted_since_invalidation`` is the one comparison every reader makes
+(docs/security.md#ending-what-a-user-holds).
 
 Whenever sessions end, ``sessions_ended`` is sent with their sids (the names ID
 tokens carry), so that the applications signed in through them can be told
@@ -152,7 +158,7 @@ def session_user(domain: Domain) -> User | None:
             candidate is not None
             and not candidate.disabled
             and candidate.domain_id == domain.id
-            and session.created >= candidate.sessions_valid_after
+            and granted_since_invalidation(candidate, session.created)
             and directory_allows(candidate)
         ):
             user = candidate
@@ -175,8 +181,16 @@ def directory_allows(user: User) -> bool:
     return False
 
 
+def granted_since_invalidation(user: User, granted_ms: int) -> bool:
+    """Whether what ``user`` was granted at ``granted_ms`` (a session's start, a code's issue, a device
+    approval; milliseconds, clock.now_ms) came after the last ``invalidate_sessions`` of the user."""
+    return granted_ms >= user.sessions_valid_after
+
+
 def invalidate_sessions(user: User) -> None:
-    """Refuse every session ``user`` has now (password change, disable); announced once the caller commits."""
+    """Refuse every session ``user`` has now, and every grant made through one that is not yet a token (a
+    code not yet exchanged, a device approval not yet polled); the sessions' ends are announced once the
+    caller commits. Every event that ends what a user holds comes here (``end_everything``, ``enable``)."""
     user.sessions_valid_after = clock.now_ms() + 1
     try:
         # The sids now, not after the commit: a session started meanwhile is not ended.
@@ -217,3 +231,10 @@ def change_password(user: User, password: str, actor: str | None = None) -> int:
 def disable(user: User, actor: str | None = None) -> int:
     user.disabled = True
     return end_everything(user, "user_disabled", actor)
+
+
+def enable(user: User) -> None:
+    """Let a disabled ``user`` in again. Nothing granted before counts again: the watermark moves once
+    more, in case the account was disabled by a path that did not move it (a row changed by hand)."""
+    user.disabled = False
+    invalidate_sessions(user)

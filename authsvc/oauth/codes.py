@@ -37,6 +37,12 @@ class IssuedCode:
     dpop_jkt: str | None = None
     # RFC 8707: the resources the authorisation request named; None when it named none.
     resources: list[str] | None = None
+    # When the code was issued (clock.now_ms): refused once the user's sessions are invalidated after it
+    # (sessions.granted_since_invalidation). A record without it (written before it was kept) counts as
+    # older than any invalidation.
+    issued_ms: int = 0
+    # Whether the code was issued under the FAPI 2.0 profile: one of a domain that switched since is refused.
+    fapi2: bool = False
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> IssuedCode:
@@ -53,6 +59,8 @@ class IssuedCode:
             sid=data.get("sid"),
             dpop_jkt=data.get("dpop_jkt"),
             resources=data.get("resources"),
+            issued_ms=data.get("issued_ms", 0),
+            fapi2=data.get("fapi2", False),
         )
 
 

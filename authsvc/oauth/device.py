@@ -9,7 +9,8 @@ Redis keys, each named by a digest of the secret it stands for:
   ``expires_at`` by ``GRACE`` seconds, so that a late poll is answered
   ``expired_token`` rather than as an unknown code.
 - ``device_poll:<d>``: the last poll's time and the interval the device must keep.
-- ``device_decision:<d>``: the person's answer, written once.
+- ``device_decision:<d>``: the person's answer, written once, with when it was given (milliseconds): an
+  approval is void once the user's sessions are invalidated after it (sessions.granted_since_invalidation).
 - ``device_user:<u>``: the user code (normalised) to the device code's digest, until expiry.
 A successful poll deletes ``device:<d>`` with GETDEL: a device code gives tokens once.
 """
@@ -30,6 +31,7 @@ from authlib.oauth2.rfc8628 import (
 )
 from flask import g
 
+from authsvc.auth import sessions
 from authsvc.core import clock, security, store
 from authsvc.core.database import db
 from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, User
@@ -37,7 +39,7 @@ from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import resources
 from authsvc.oauth.clients import AUTH_METHODS
-from authsvc.oauth.grants import resolve_scope
+from authsvc.oauth.grants import WITHDRAWN, resolve_scope
 
 # How long past its expiry a device code is still known, to be answered expired_token.
 GRACE = 300
@@ -87,7 +89,7 @@ def decide(pending: DevicePending, user: User, approved: bool) -> bool:
     ttl = redis.ttl(_key("device", pending.digest))
     if ttl <= 0:
         return False
-    answer = json.dumps({"user": user.id, "approved": approved})
+    answer = json.dumps({"user": user.id, "approved": approved, "at": clock.now_ms()})
     return bool(redis.set(_key("device_decision", pending.digest), answer, nx=True, ex=ttl))
 
 
@@ -223,15 +225,8 @@ class DeviceGrant(DeviceCodeGrant):
 
     def query_user_grant(self, user_code: str) -> tuple[User | None, bool] | None:
         # Called with get_user_code(), which is the device code's digest.
-        raw = store.client().get(_key("device_decision", user_code))
-        return self._user_grant(raw)
-
-    @staticmethod
-    def _user_grant(raw: str | None) -> tuple[User | None, bool] | None:
-        if raw is None:
-            return None
-        answer = json.loads(raw)
-        return db.session.get(User, answer["user"]), answer["approved"]
+        answer = _answer(store.client().get(_key("device_decision", user_code)))
+        return None if answer is None else (answer.user, answer.approved)
 
     def should_slow_down(self, credential: DeviceCredential) -> bool:
         """RFC 8628 3.5: a poll sooner than the interval gets slow_down, and the interval grows by 5 s."""
@@ -249,17 +244,38 @@ class DeviceGrant(DeviceCodeGrant):
     def validate_device_credential(self, credential: DeviceCredential) -> User:
         if credential.is_expired():
             raise ExpiredTokenError("The device code expired; start again at the device authorisation endpoint.")
-        grant = self._user_grant(credential.decision)
-        if grant is None:
+        answer = _answer(credential.decision)
+        if answer is None:
             if self.should_slow_down(credential):
                 raise _SlowDown()
             raise _Pending()
-        user, approved = grant
-        if not approved:
+        user = answer.user
+        if not answer.approved:
             raise AccessDeniedError("The user denied the request.")
         if user is None or user.disabled or user.domain_id != credential.domain_id:
             raise InvalidGrantError("The account that approved the request is disabled or gone.")
+        # As for a code: a new password, a revocation, a disable or the end of every session since the
+        # approval voids it (docs/security.md#ending-what-a-user-holds).
+        if not sessions.granted_since_invalidation(user, answer.at):
+            raise InvalidGrantError(WITHDRAWN)
         # Single use: of two polls that raced here, only one deletes the record and gets tokens.
         if store.client().getdel(_key("device", credential.digest)) is None:
             raise InvalidGrantError("The device code has already been used.")
         return user
+
+
+@dataclass
+class _Answer:
+    """The person's answer to a device code, as ``decide`` stored it."""
+
+    user: User | None
+    approved: bool
+    # When it was given (milliseconds); an answer stored without it counts as older than any invalidation.
+    at: int
+
+
+def _answer(raw: str | None) -> _Answer | None:
+    if raw is None:
+        return None
+    answer = json.loads(raw)
+    return _Answer(db.session.get(User, answer["user"]), answer["approved"], answer.get("at", 0))

@@ -21,7 +21,7 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.api import entities
 from authsvc.auth import sessions, signin
-from authsvc.core import actors, audit, security
+from authsvc.core import actors, audit, clock, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
@@ -32,6 +32,9 @@ from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
 
 log = logging.getLogger(__name__)
+
+# The answer to a code or device approval granted before the user's sessions were invalidated.
+WITHDRAWN = "The user's sessions ended after this was granted (a new password, a revocation); authorise again."
 
 
 def resolve_scope(client: Application, requested: str | None) -> str:
@@ -62,6 +65,8 @@ class AuthorizationCode(SignInClaims):
     dpop_jkt: str | None = None
     # RFC 8707: the resources the authorisation request named; None when it named none.
     resources: list[str] | None = None
+    # When the code was issued (milliseconds), for sessions.granted_since_invalidation.
+    issued_ms: int = 0
 
     def get_redirect_uri(self) -> str | None:
         return self.redirect_uri
@@ -170,6 +175,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             sid=session.sid if session else None,
             dpop_jkt=data.get("dpop_jkt"),
             resources=request.resources,
+            issued_ms=clock.now_ms(),
+            fapi2=profile.fapi2(request.client),
         )
         codes.save(code, issued, profile.code_ttl(request.client, settings().code_ttl))
 
@@ -194,6 +201,8 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             return None
         if issued.client != client.id:
             return None
+        if profile.fapi2(client) and not issued.fapi2:
+            raise InvalidGrantError(profile.ISSUED_BEFORE_SWITCH)
         self.request.family = family
         self.request.spent_code = code
         return AuthorizationCode(
@@ -210,6 +219,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             sid=issued.sid,
             dpop_jkt=issued.dpop_jkt,
             resources=issued.resources,
+            issued_ms=issued.issued_ms,
         )
 
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
@@ -221,6 +231,10 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         user = entities.user(authorization_code.user_id)
         if user is None or user.disabled or user.domain_id != current_domain().id:
             return None
+        # A password change, a revocation, a disable or the end of every session since the code was
+        # issued voids it, as it ended the session that granted it (docs/security.md#ending-what-a-user-holds).
+        if not sessions.granted_since_invalidation(user, authorization_code.issued_ms):
+            raise InvalidGrantError(WITHDRAWN)
         return user
 
 

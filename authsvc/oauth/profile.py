@@ -12,6 +12,12 @@ each refusal naming the rule and its section of docs/fapi.md:
 
 ``requires_par`` and ``requires_dpop`` say what the pushed-request and DPoP
 code asks of a client of such a domain.
+
+What a domain issued before it switched to the profile does not outlive the
+switch (docs/fapi.md#switching-a-domain): ``revoke_at_switch`` revokes its
+tokens then, once, so that inspect's fast path and UserInfo need no rule of
+their own; a code still in the store says whether it was issued under the
+profile (``ISSUED_BEFORE_SWITCH`` refuses it at the exchange).
 """
 
 from __future__ import annotations
@@ -20,9 +26,11 @@ from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, UnauthorizedClientError
 from flask import request as flask_request
+from sqlalchemy import or_, select
 
 from authsvc.api.proofs import FAPI2_ALGORITHMS as DPOP_ALGORITHMS
-from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain
+from authsvc.core import audit
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain, Token
 
 # FAPI 2.0 Security Profile 5.3.2.1 item 11.
 MAX_CODE_TTL = 60
@@ -73,6 +81,9 @@ DPOP_REQUIRED = rule(
     "tokens are DPoP-bound: send a DPoP proof (RFC 9449) with every token request", "sender-constrained-tokens"
 )
 ASSERTION_AUDIENCE = rule("a client assertion's aud must be the issuer, as one string", "client-authentication")
+ISSUED_BEFORE_SWITCH = rule(
+    "a code issued before the domain switched to the profile is refused; authorise again", "switching-a-domain"
+)
 
 
 def configuration_problems(
@@ -181,3 +192,24 @@ def id_token_algorithm(client: Application, default: str) -> str:
 def code_ttl(client: Application, configured: int) -> int:
     """Seconds an authorisation code of ``client`` lives: AUTHSVC_CODE_TTL, at most 60 under the profile."""
     return min(configured, MAX_CODE_TTL) if fapi2(client) else configured
+
+
+def revoke_at_switch(domain: Domain, actor: str) -> int:
+    """Revoke what ``domain``'s applications hold that the profile would not have issued, as the domain switches
+    to it; return how many tokens were live. The caller commits, with the audit record.
+
+    Every token not DPoP-bound, and every token of a grant other than client credentials: a user's
+    authorisation was never held to the profile (not pushed, perhaps without PKCE S256) and its refresh token
+    would carry it on; the password and device grants are refused under it. A DPoP-bound client-credentials
+    token of a private_key_jwt client (every application complies by now) is what the profile issues
+    itself: it stays.
+    """
+    applications = select(Application.id).where(Application.domain_id == domain.id)
+    revoked = Token.revoke_where(
+        Token.application_id.in_(applications),
+        or_(Token.dpop_jkt.is_(None), Token.grant_type != "client_credentials"),
+    )
+    if revoked:
+        details = {"count": revoked, "via": "fapi2_profile"}
+        audit.record("token.revoked", domain_id=domain.id, actor=actor, details=details, commit=False)
+    return revoked

@@ -192,7 +192,7 @@ def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
     if not active and not user.disabled:
         deprovisioning.deactivate(user, provisioner.actor)
     elif active and user.disabled:
-        user.disabled = False
+        sessions.enable(user)
 
 
 def _audit(provisioner: Provisioner, event: str, user: User, **details: Any) -> None:

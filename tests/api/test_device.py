@@ -12,9 +12,9 @@ from authsvc.core import security, store
 from authsvc.core.models import Application, AuditRecord, Token
 from tests.helpers import HOST, HttpsClient, headers, signin
 from tests.helpers.console import as_admin, new_application
+from tests.helpers.device import DEVICE_GRANT, answer, poll, start
 from tests.helpers.pages import csrf_token
 
-DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 USER_CODE = re.compile(r"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$")
 
 
@@ -22,29 +22,6 @@ USER_CODE = re.compile(r"^[BCDFGHJKLMNPQRSTVWXZ]{4}-[BCDFGHJKLMNPQRSTVWXZ]{4}$")
 def device_app(world, setup):
     application, _ = world.application(setup.domain, name="Lobby screen", device=True)
     return application
-
-
-def start(client, client_id: str, **params) -> object:
-    return client.post("/auth/oauth/device_authorization", data={"client_id": client_id, **params}, headers=headers())
-
-
-def poll(client, client_id: str, device_code: str) -> object:
-    return client.post(
-        "/auth/oauth/token",
-        data={"grant_type": DEVICE_GRANT, "device_code": device_code, "client_id": client_id},
-        headers=headers(),
-    )
-
-
-def answer(client, user_code: str, decision: str) -> object:
-    """Open the verification page with the code (as verification_uri_complete does) and press a button."""
-    page = client.get("/auth/device", query_string={"user_code": user_code}, headers=headers())
-    assert page.status_code == 200, page.get_data(as_text=True)
-    return client.post(
-        "/auth/device/decision",
-        data={"csrf_token": csrf_token(page), "user_code": user_code, decision: "1"},
-        headers=headers(),
-    )
 
 
 def enter(client, user_code: str) -> object:

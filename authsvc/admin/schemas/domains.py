@@ -36,7 +36,8 @@ class DomainCreate(Schema):
 
 class DomainChange(Schema):
     """Only the fields given change. Only a system admin may change `host`; `scopes` must keep every scope the
-    domain's applications and live API keys use; `profile` `fapi2` needs every application to comply."""
+    domain's applications and live API keys use; `profile` `fapi2` needs every application to comply, and revokes
+    the tokens the profile would not have issued (docs/fapi.md#switching-a-domain)."""
 
     name: Name() = None
     host: Host = None
