@@ -30,6 +30,7 @@ from authsvc.oauth.clients import (
     authenticate_private_key_jwt,
     basic_client_id,
     client_of_request_domain,
+    note_authentication,
     presented_auth_methods,
     refresh_token_ttl,
 )
@@ -90,6 +91,21 @@ class AuthorizationServer(_AuthorizationServer):
         return super().handle_response(status, body, headers)
 
     def authenticate_client(self, request: Any, methods: list[str], endpoint: str = "token") -> Application:
+        try:
+            client = self._authenticate_client(request, methods, endpoint)
+        except OAuth2Error:  # invalid_client, or an assertion refused as invalid_request
+            note_authentication(False)
+            raise
+        note_authentication(True)
+        # The client's own settings, checked once it has proved who it is.
+        profile.check_client_request(client, request, endpoint)
+        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
+        dpop.check_algorithm(client, getattr(request, "dpop", None))
+        if endpoint == "token":
+            dpop.refuse_missing_proof(client, request.dpop)
+        return client
+
+    def _authenticate_client(self, request: Any, methods: list[str], endpoint: str) -> Application:
         # RFC 6749 2.3: a client MUST NOT use more than one authentication method in a request. Otherwise a
         # failing method (a wrong Basic secret) is skipped and another (an assertion of another client) wins.
         if len(presented_auth_methods(request)) > 1:
@@ -104,13 +120,7 @@ class AuthorizationServer(_AuthorizationServer):
             raise InvalidClientError(
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
-        client = super().authenticate_client(request, methods, endpoint)
-        profile.check_client_request(client, request, endpoint)
-        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
-        dpop.check_algorithm(client, getattr(request, "dpop", None))
-        if endpoint == "token":
-            dpop.refuse_missing_proof(client, request.dpop)
-        return client
+        return super().authenticate_client(request, methods, endpoint)
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return request if isinstance(request, MergedRequest) else MergedRequest()
