@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +30,7 @@ from flask import request as flask_request
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
 from werkzeug.wrappers import Response
 
-from authsvc.core import clock, security, store
+from authsvc.core import clock, security, store, validation
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
@@ -233,7 +232,7 @@ def _signed_by_its_jwk(
         raise refuse("The DPoP proof's signature does not verify with its jwk.")
     claims = _claims(signed.payload)
     if claims is None:
-        raise refuse("The DPoP proof's payload is not a JSON object.")
+        raise refuse("The DPoP proof's payload is not a JSON object (each member once, every number finite).")
     return key, claims, alg
 
 
@@ -307,6 +306,7 @@ def _extract(proof: str, refuse: Any) -> jws.CompactSignature:
     try:
         signed = jws.extract_compact(proof.encode(), registry=_registry())
         header = signed.headers()
+        validation.jose_header(proof)  # each member once (joserfc's reading keeps the last)
     except (JoseError, ValueError, TypeError, RecursionError):
         raise refuse("The DPoP proof is not a well-formed JWS.") from None
     if not isinstance(header, dict):
@@ -341,7 +341,7 @@ def _public_key(jwk: Any, alg: str, refuse: Any) -> ECKey | RSAKey | OKPKey:
 
 def _claims(payload: bytes) -> dict[str, Any] | None:
     try:
-        claims = json.loads(payload)
+        claims = validation.signed_json(payload)  # each member once, numbers finite
     except (ValueError, RecursionError):
         return None
     return claims if isinstance(claims, dict) else None
