@@ -23,7 +23,18 @@ from authsvc.core.database import commit_keeping_loaded
 from authsvc.core.models import Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, backchannel, codes, dpop, keys, oidc_request, profile, resources, token_rows
+from authsvc.oauth import (
+    access_tokens,
+    backchannel,
+    codes,
+    dpop,
+    keys,
+    oidc_request,
+    profile,
+    pushed,
+    resources,
+    token_rows,
+)
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -73,6 +84,10 @@ class AuthorizationServer(_AuthorizationServer):
         # An unknown host is a 404 whatever else is wrong with the request;
         # the token endpoint does not look its domain up before Authlib does.
         current_domain()
+        if flask_request.endpoint == "oauth.authorize" and error.redirect_uri:
+            # Answered to the client: the request is over, and what stood for it is spent (RFC 9126 4).
+            pushed.spend_opened()
+            oidc_request.spend_sign_in_note_of_request()
         if not error.description:
             error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
         return super().handle_error_response(request, error)
