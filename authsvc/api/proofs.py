@@ -32,6 +32,7 @@ from werkzeug.wrappers import Response
 
 from authsvc.core import clock, security, store, validation
 from authsvc.core.settings import settings
+from authsvc.core.tenancy import request_host
 
 if TYPE_CHECKING:
     from joserfc import jws
@@ -361,7 +362,12 @@ def _claim_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[b
     pipe.set(store.key("dpop-jti", target_jti), "1", nx=True, ex=max(ttl, 1))
     if nonce_lifetime:
         window = clock.now() // nonce_lifetime
-        current_key, previous_key = f"{store.PREFIX}dpop-nonce:{window}", f"{store.PREFIX}dpop-nonce:{window - 1}"
+        # Per domain: a nonce is one issuer's word (RFC 9449 8), and another domain's proves nothing here. Keyed on
+        # the domain's host name, which names it (core.tenancy), rather than its id: the proof is checked before
+        # the client's lookup finds the domain, and a statement more per DPoP request is not worth it. Nonces are
+        # asked for within a request only (the inspect fast path takes none).
+        prefix = f"{store.PREFIX}dpop-nonce:{security.digest(request_host())}:"
+        current_key, previous_key = f"{prefix}{window}", f"{prefix}{window - 1}"
         # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
         pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)
         pipe.mget(current_key, previous_key)
