@@ -42,6 +42,8 @@ SIGN_IN_ASKED = "sign_in_asked"
 # the browser's history, say) cannot stand in for a new sign-in.
 SIGN_IN_WINDOW = 600
 PROMPTS_SUPPORTED = ["none", "login", "consent", "select_account"]
+# How an answer reaches the client (OAuth 2.0 Multiple Response Type Encoding Practices 2.1): in the query only.
+RESPONSE_MODES_SUPPORTED = ["query"]
 _MAX_AGE = re.compile(r"[0-9]{1,10}")
 
 
@@ -113,6 +115,11 @@ def read(grant: Any, _result: None = None) -> None:
         raise RequestURINotSupportedError(
             "Only a request_uri from the pushed authorization request endpoint is taken; send 'request' by value."
         )
+    response_mode = data.get("response_mode")
+    if response_mode and response_mode not in RESPONSE_MODES_SUPPORTED:  # empty: omitted (RFC 6749 3.1)
+        # Ignored, the answer would reach a client that expects it another way (a form post, a JWT): refused, so
+        # that the client learns it, in the one mode it has (response_modes_supported).
+        raise InvalidRequestError(f"'response_mode' must be one of: {' '.join(RESPONSE_MODES_SUPPORTED)}.")
     prompts = frozenset(data.get("prompt", "").split())
     if "none" in prompts and len(prompts) > 1:
         raise InvalidRequestError("'prompt=none' cannot be combined with another value.")
