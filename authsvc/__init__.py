@@ -21,7 +21,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
     from authsvc.api import fastpath, readers
-    from authsvc.app import blueprints, errors, limits
+    from authsvc.app import blueprints, client_failures, errors, limits
     from authsvc.core import budget, database, security, store
     from authsvc.core import settings as typed_settings
     from authsvc.core.database import db
@@ -78,6 +78,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         Migrate(app, db, directory=str(_migrations_dir()), render_as_batch=True)
     store.init_app(app)
     limits.init_app(app)
+    client_failures.init_app(app)
     server.init_app(app)
     errors.init_app(app)
     blueprints.init_app(app)

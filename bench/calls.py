@@ -62,6 +62,8 @@ def count(serve_json: Path, redis_url: str) -> dict[str, float]:
         AUTHSVC_SIGNIN_RATE_LIMIT=unlimited,
         AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT=unlimited,
         AUTHSVC_TOKEN_RATE_LIMIT=unlimited,
+        AUTHSVC_CLIENT_FAILURE_RATE_LIMIT=unlimited,
+        AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT=unlimited,
     )
     from authsvc import create_app
     from bench.bare_app import app as bare_app

@@ -113,6 +113,8 @@ class Servers:
             "AUTHSVC_SIGNIN_RATE_LIMIT": "100000000/minute",
             "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "100000000/minute",
             "AUTHSVC_TOKEN_RATE_LIMIT": "100000000/minute",
+            "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT": "100000000/minute",
+            "AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT": "100000000/minute",
             "AUTHSVC_SCIM_RATE_LIMIT": "100000000/minute",
         }
         env.pop("AUTHSVC_DEFAULT_DOMAIN", None)

@@ -230,7 +230,11 @@ class Settings:
     # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
     signin_rate_limit: str = _setting("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute", _rate)
     signin_account_rate_limit: str = _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute", _rate)
+    # Per authenticated client: a request whose client did not authenticate counts per address instead,
+    # and a failed authentication also against the client_id it named (refusing failures only).
     token_rate_limit: str = _setting("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute", _rate)
+    client_failure_rate_limit: str = _setting("AUTHSVC_CLIENT_FAILURE_RATE_LIMIT", "60/minute", _rate)
+    client_failure_client_rate_limit: str = _setting("AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT", "300/minute", _rate)
     sso_start_rate_limit: str = _setting("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute", _rate)
     # User codes entered at /auth/device, per client address (wrong ones also count towards lockouts).
     device_verify_rate_limit: str = _setting("AUTHSVC_DEVICE_VERIFY_RATE_LIMIT", "30/minute", _rate)

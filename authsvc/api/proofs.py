@@ -19,7 +19,6 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,8 +30,9 @@ from flask import request as flask_request
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
 from werkzeug.wrappers import Response
 
-from authsvc.core import clock, security, store
+from authsvc.core import clock, security, store, validation
 from authsvc.core.settings import settings
+from authsvc.core.tenancy import request_host
 
 if TYPE_CHECKING:
     from joserfc import jws
@@ -233,7 +233,7 @@ def _signed_by_its_jwk(
         raise refuse("The DPoP proof's signature does not verify with its jwk.")
     claims = _claims(signed.payload)
     if claims is None:
-        raise refuse("The DPoP proof's payload is not a JSON object.")
+        raise refuse("The DPoP proof's payload is not a JSON object (each member once, every number finite).")
     return key, claims, alg
 
 
@@ -307,6 +307,7 @@ def _extract(proof: str, refuse: Any) -> jws.CompactSignature:
     try:
         signed = jws.extract_compact(proof.encode(), registry=_registry())
         header = signed.headers()
+        validation.jose_header(proof)  # each member once (joserfc's reading keeps the last)
     except (JoseError, ValueError, TypeError, RecursionError):
         raise refuse("The DPoP proof is not a well-formed JWS.") from None
     if not isinstance(header, dict):
@@ -341,7 +342,7 @@ def _public_key(jwk: Any, alg: str, refuse: Any) -> ECKey | RSAKey | OKPKey:
 
 def _claims(payload: bytes) -> dict[str, Any] | None:
     try:
-        claims = json.loads(payload)
+        claims = validation.signed_json(payload)  # each member once, numbers finite
     except (ValueError, RecursionError):
         return None
     return claims if isinstance(claims, dict) else None
@@ -361,7 +362,12 @@ def _claim_jti(target_jti: str, ttl: int, nonce_lifetime: int | None) -> tuple[b
     pipe.set(store.key("dpop-jti", target_jti), "1", nx=True, ex=max(ttl, 1))
     if nonce_lifetime:
         window = clock.now() // nonce_lifetime
-        current_key, previous_key = f"{store.PREFIX}dpop-nonce:{window}", f"{store.PREFIX}dpop-nonce:{window - 1}"
+        # Per domain: a nonce is one issuer's word (RFC 9449 8), and another domain's proves nothing here. Keyed on
+        # the domain's host name, which names it (core.tenancy), rather than its id: the proof is checked before
+        # the client's lookup finds the domain, and a statement more per DPoP request is not worth it. Nonces are
+        # asked for within a request only (the inspect fast path takes none).
+        prefix = f"{store.PREFIX}dpop-nonce:{security.digest(request_host())}:"
+        current_key, previous_key = f"{prefix}{window}", f"{prefix}{window - 1}"
         # Of two instances starting a window at once, the first SET NX wins and both read its nonce.
         pipe.set(current_key, security.new_secret(), nx=True, ex=2 * nonce_lifetime + 5)
         pipe.mget(current_key, previous_key)

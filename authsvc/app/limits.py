@@ -9,6 +9,10 @@ the bound on unfinished SSO flows: authsvc.sso.flow.)
   429 before any password is checked. Accounts are keyed on the domain's id,
   not on the Host header, so another port or host name for the domain counts
   against the same account.
+- Client authentication: a token, PAR or device authorisation request counts against its client
+  only once the client has authenticated, so that nobody locks a client out by naming it. A request
+  that did not authenticate its client counts against its address; a failed authentication also
+  against the client_id it named, in a higher rate past which failures (only) are refused.
 - SSO flows: an address may hold at most ``AUTHSVC_SSO_FLOWS_PER_ADDRESS``
   unfinished flows in the store; past that, a start gets 429.
 - Lockouts: each failed password attempt counts against the account and the
@@ -33,6 +37,7 @@ from flask_limiter import Limit, Limiter
 from authsvc.core import security, store
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
+from authsvc.oauth import clients
 from authsvc.oauth.parameters import QUERY_PARAMETERS
 from authsvc.scim.views import ENDPOINTS as SCIM_ENDPOINTS
 from authsvc.web.deployment import client_address
@@ -63,6 +68,8 @@ LIMITED_ENDPOINTS = (
     | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
 )
 TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
+# Where the client authenticates (the authorisation server's authenticate_client).
+CLIENT_AUTHENTICATION_ENDPOINTS = {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
 
 PREFIX = f"{store.PREFIX}limits"
 
@@ -142,7 +149,24 @@ def _refused(response: Response) -> bool:
     return 400 <= response.status_code < 500 and response.status_code != 429
 
 
-def _requesting_client() -> str:
+def _counts_for_the_client(response: Response) -> bool:
+    """Whether a request counts against the client it names: where the client authenticates, only once it has.
+
+    Otherwise anyone could spend a client's rate with its client_id and a wrong secret. A
+    registration (RFC 7591) or its management (RFC 7592) counts whatever its answer, as it did.
+    """
+    return request.endpoint not in CLIENT_AUTHENTICATION_ENDPOINTS or clients.client_authenticated() is True
+
+
+def _unauthenticated(response: Response) -> bool:
+    """Whether a request refused without an authenticated client counts against its address.
+
+    A 429 checked nothing, and a 5xx is our fault, not the client's.
+    """
+    return clients.client_authenticated() is not True and _refused(response)
+
+
+def requesting_client() -> str:
     if request.endpoint == "oauth.register":
         return f"address:{client_address()}"
     if request.endpoint == "oauth.client_configuration":
@@ -203,7 +227,18 @@ def _limits(app: Flask) -> dict[str, Limit]:
             deduct_when=_refused,
         ),
         "token-client": Limit(
-            rates.token_rate_limit, key_function=_requesting_client, scope="token-client", shared=True
+            rates.token_rate_limit,
+            key_function=requesting_client,
+            scope="token-client",
+            shared=True,
+            deduct_when=_counts_for_the_client,
+        ),
+        "client-failure-address": Limit(
+            rates.client_failure_rate_limit,
+            key_function=client_address,
+            scope="client-failure-address",
+            shared=True,
+            deduct_when=_unauthenticated,
         ),
         "sso-start-address": Limit(
             rates.sso_start_rate_limit, key_function=client_address, scope="sso-start-address", shared=True
@@ -235,6 +270,8 @@ def _endpoint_limits() -> dict[str, tuple[str, ...]]:
             scopes += ["signin-address", "signin-account"]
         if endpoint in TOKEN_RATE_ENDPOINTS:
             scopes.append("token-client")
+        if endpoint in CLIENT_AUTHENTICATION_ENDPOINTS:
+            scopes.append("client-failure-address")
         if endpoint == SSO_START_ENDPOINT:
             scopes.append("sso-start-address")
         if endpoint in MFA_ENDPOINTS:

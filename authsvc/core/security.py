@@ -176,14 +176,17 @@ CROSS_SITE_ENDPOINTS = {"oauth.token", "oauth.revoke", "oauth.introspect", "saml
 UNSAFE_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-def forged_cross_site_request(method: str, endpoint: str | None, headers: Any, host: str) -> bool:
+def forged_cross_site_request(method: str, endpoint: str | None, headers: Any, origin: str) -> bool:
     """Whether a state-changing request comes from another site's page, riding on cookies.
 
     A browser sends ``Sec-Fetch-Site`` (and ``Origin`` on POST) with what a
     page of another site makes it send: a form posted to /auth/signin (login
     CSRF) or to an endpoint that trusts the ``bearer_token`` or ``api-key``
     cookie. Programmatic clients send neither header, and a request carrying
-    its credential in a header was not forged by a page.
+    its credential in a header was not forged by a page. ``Origin`` must be
+    the request's own ``origin`` (``scheme://host[:port]``) as ``safe_continue``
+    compares them: the same host name on plain http or another port is
+    another origin (RFC 6454), whose page may not post here.
     """
     if method not in UNSAFE_METHODS or endpoint in CROSS_SITE_ENDPOINTS:
         return False
@@ -191,16 +194,16 @@ def forged_cross_site_request(method: str, endpoint: str | None, headers: Any, h
         return False
     if headers.get("Sec-Fetch-Site") == "cross-site":
         return True
-    origin = headers.get("Origin")
-    if origin is None:
+    sent = headers.get("Origin")
+    if sent is None:
         return False
-    if origin == "null":  # sandboxed frames and data: URLs: never our own pages
+    if sent == "null":  # sandboxed frames and data: URLs: never our own pages
         return True
     try:
-        origin_host = (urlsplit(origin).hostname or "").lower()
-    except ValueError:
+        theirs, ours = urlsplit(sent), urlsplit(origin)
+        return _origin(theirs.scheme, theirs.hostname, theirs.port) != _origin(ours.scheme, ours.hostname, ours.port)
+    except ValueError:  # a malformed host or port
         return True
-    return origin_host != host
 
 
 def embedded_cross_site_request(headers: Any) -> bool:

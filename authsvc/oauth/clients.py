@@ -94,6 +94,24 @@ def client_of_request_domain(client_id: str) -> Application | None:
     return cast(Application, application)
 
 
+_AUTHENTICATED = "authsvc_client_authenticated"
+
+
+def note_authentication(succeeded: bool) -> None:
+    """Keep whether this request authenticated its client (a failure stays a failure: the request's answer)."""
+    if not succeeded or g.get(_AUTHENTICATED) is None:
+        setattr(g, _AUTHENTICATED, succeeded)
+
+
+def client_authenticated() -> bool | None:
+    """Whether this request authenticated its client: True, False (it tried and failed) or None (it did not try).
+
+    The request rates read it after the view (authsvc.app.limits): only an authenticated client's
+    requests count against that client, so that nobody locks a client out by naming it.
+    """
+    return g.get(_AUTHENTICATED)
+
+
 def access_token_ttl(client: Application) -> int:
     """An application's own access token lifetime, else the global one."""
     return client.access_token_ttl or settings().access_token_ttl

@@ -26,7 +26,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import clients, codes, profile, pushed, resources
+from authsvc.oauth import clients, codes, oidc_request, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
@@ -158,8 +158,9 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         resources.at_token_endpoint(self.request, self.request.client, code.resources)
 
     def save_authorization_code(self, code: str, request: MergedRequest) -> None:
-        # A pushed request gives one code (RFC 9126 4): spent before the code exists.
+        # A pushed request gives one code (RFC 9126 4), and a sign-in note one answer: spent before the code exists.
         pushed.spend(request)
+        oidc_request.spend_sign_in_note(self)
         data = request.payload.data
         session = sessions.current_session(current_domain())
         issued = codes.IssuedCode(

@@ -38,7 +38,11 @@ class IDTokenClaims(OpenIDToken):
 
     def get_encode_header(self, client: Application) -> dict[str, str | None]:
         # Authlib leaves kid out; the same current key signs, so the kid matches.
-        return {"alg": self.get_client_algorithm(client), "kid": self._current_key(client).kid, "typ": "JWT"}
+        return {
+            "alg": self.get_client_algorithm(client),
+            "kid": self._current_key(client).kid,
+            "typ": keys.ID_TOKEN_TYPE,
+        }
 
     def get_client_claims(self, client: Application) -> dict[str, Any]:
         return {

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
 ALGORITHMS = ("RS256", "ES256")
 DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
+# The typ of our ID tokens (RFC 7519 5.1): what tells them from the other JWTs signed with the same keys.
+ID_TOKEN_TYPE = "JWT"
 EXTENSION = "authsvc.signing_keys"
 # joserfc's keys and JWTs load cryptography (about 10 MB), which a worker serving opaque
 # tokens never needs: imported where a key is first used (docs/performance.md, "Memory").
@@ -156,8 +158,10 @@ def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, An
     claims, sub = decoded.claims, decoded.claims.get("sub")
     if claims.get("iss") != issuer or not isinstance(sub, str) or not sub:
         return None
-    # A Logout Token (Back-Channel Logout 2.4) is signed with the same keys and names a subject too.
-    if decoded.header.get("typ") == "logout+jwt" or "events" in claims:
+    # Every JWT of the domain is signed with the same keys and names a subject: an access token (RFC 9068,
+    # at+jwt), which any resource server holds, a Logout Token (logout+jwt)... Our ID tokens say typ JWT
+    # (authsvc.oauth.id_tokens); nothing else is one.
+    if decoded.header.get("typ", ID_TOKEN_TYPE) != ID_TOKEN_TYPE or "events" in claims:
         return None
     return claims
 

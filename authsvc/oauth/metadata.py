@@ -14,7 +14,7 @@ from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS, REGISTER_PATH
 from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
-from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED
+from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED, RESPONSE_MODES_SUPPORTED
 from authsvc.oauth.pushed import PAR_PATH
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
@@ -38,7 +38,7 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "registration_endpoint": f"{base}{REGISTER_PATH}",
             "scopes_supported": domain.scope_list,
             "response_types_supported": ["code"],
-            "response_modes_supported": ["query"],
+            "response_modes_supported": RESPONSE_MODES_SUPPORTED,
             "grant_types_supported": [
                 "authorization_code",
                 "refresh_token",

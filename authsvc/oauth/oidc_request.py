@@ -11,7 +11,10 @@ redirect, with ``state`` (Core 3.1.2.6).
 A sign-in this module asks for must not be asked for again when the browser
 comes back: the sign-in page returns to the same request with a signed note
 of when the sign-in was asked for, and a session started after that satisfies
-``prompt=login``, ``max_age`` and a differing ``id_token_hint`` once.
+``prompt=login``, ``max_age`` and a differing ``id_token_hint`` once. The note
+names the request it was made for (a digest of its query) and is spent by the
+request's answer, a code or an error (``spend_sign_in_note``): it stands for no
+other request, of this application or another, and for this one only once.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ from itsdangerous import BadData, URLSafeTimedSerializer
 
 from authsvc.auth.mfa import factors
 from authsvc.auth.session_record import SignInSession
-from authsvc.core import clock
+from authsvc.core import clock, security, store
 from authsvc.core.models import User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -39,6 +42,8 @@ SIGN_IN_ASKED = "sign_in_asked"
 # the browser's history, say) cannot stand in for a new sign-in.
 SIGN_IN_WINDOW = 600
 PROMPTS_SUPPORTED = ["none", "login", "consent", "select_account"]
+# How an answer reaches the client (OAuth 2.0 Multiple Response Type Encoding Practices 2.1): in the query only.
+RESPONSE_MODES_SUPPORTED = ["query"]
 _MAX_AGE = re.compile(r"[0-9]{1,10}")
 
 
@@ -66,8 +71,9 @@ class AuthenticationRequest:
     login_hint: str | None
     # The ``sub`` of a valid id_token_hint.
     hinted_sub: str | None
-    # When this request sent the user to sign in (ms), from a valid note.
+    # When this request sent the user to sign in (ms), from a valid note, and the note's id (to spend it).
     sign_in_asked_at: int | None
+    sign_in_note: str | None = None
     # ``acr_values`` asks for a multi-factor sign-in (step-up).
     wants_mfa: bool = False
 
@@ -109,6 +115,11 @@ def read(grant: Any, _result: None = None) -> None:
         raise RequestURINotSupportedError(
             "Only a request_uri from the pushed authorization request endpoint is taken; send 'request' by value."
         )
+    response_mode = data.get("response_mode")
+    if response_mode and response_mode not in RESPONSE_MODES_SUPPORTED:  # empty: omitted (RFC 6749 3.1)
+        # Ignored, the answer would reach a client that expects it another way (a form post, a JWT): refused, so
+        # that the client learns it, in the one mode it has (response_modes_supported).
+        raise InvalidRequestError(f"'response_mode' must be one of: {' '.join(RESPONSE_MODES_SUPPORTED)}.")
     prompts = frozenset(data.get("prompt", "").split())
     if "none" in prompts and len(prompts) > 1:
         raise InvalidRequestError("'prompt=none' cannot be combined with another value.")
@@ -116,13 +127,15 @@ def read(grant: Any, _result: None = None) -> None:
     if max_age is not None and not _MAX_AGE.fullmatch(max_age):
         raise InvalidRequestError("'max_age' must be a number of seconds.")
     hint = data.get("id_token_hint")
+    note = _note(data.get(SIGN_IN_ASKED))
     grant.authentication = AuthenticationRequest(
         prompts=prompts,
         max_age=int(max_age) if max_age is not None else None,
         # The sign-in page decides whether it is an address its form takes.
         login_hint=data.get("login_hint") or None,
         hinted_sub=_subject_of(hint) if hint is not None else None,
-        sign_in_asked_at=_asked_at(data.get(SIGN_IN_ASKED)),
+        sign_in_asked_at=note.asked_at if note else None,
+        sign_in_note=note.id if note else None,
         wants_mfa=factors.asks_for_mfa(data.get("acr_values")),
     )
 
@@ -139,14 +152,56 @@ def _serializer() -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(settings().secret_key, salt="authsvc.oauth.sign-in-asked")
 
 
-def _asked_at(note: str | None) -> int | None:
-    if not note:
+@dataclass(frozen=True)
+class SignInNote:
+    """The sign-in page's note, read back: when the sign-in was asked for (ms) and the note's own id."""
+
+    asked_at: int
+    id: str
+
+
+def _this_request() -> str:
+    """A digest of the authorisation request the browser is at: its query, but the note (the way back's URL)."""
+    pairs = sorted((name, value) for name, value in request.args.items(multi=True) if name != SIGN_IN_ASKED)
+    return security.digest(urlencode(pairs))
+
+
+def _spent_key(note_id: str) -> str:
+    return f"sign-in-asked:{note_id}"
+
+
+def _note(text: str | None) -> SignInNote | None:
+    """The note of a sign-in this very request asked for, within SIGN_IN_WINDOW and not yet spent; else None."""
+    if not text:
         return None
     try:
-        asked_at = _serializer().loads(note, max_age=SIGN_IN_WINDOW)
+        note = _serializer().loads(text, max_age=SIGN_IN_WINDOW)
     except BadData:
         return None
-    return asked_at if isinstance(asked_at, int) else None
+    if not isinstance(note, dict) or not isinstance(note.get("at"), int) or not isinstance(note.get("id"), str):
+        return None
+    if note.get("for") != _this_request() or store.client().exists(store.PREFIX + _spent_key(note["id"])):
+        return None
+    return SignInNote(asked_at=note["at"], id=note["id"])
+
+
+def spend_sign_in_note(grant: Any) -> None:
+    """Spend the note this request came back with, as its answer is made: once (SET NX, across workers).
+
+    Called before a code is issued: a second answer from one note (two tabs at once) gets ``login_required``.
+    """
+    auth: AuthenticationRequest | None = getattr(grant, "authentication", None)
+    if auth is None or auth.sign_in_note is None:
+        return
+    if not store.claim_once(_spent_key(auth.sign_in_note), SIGN_IN_WINDOW):
+        raise _error(LoginRequiredError, grant, "The sign-in this request asked for has answered another already.")
+
+
+def spend_sign_in_note_of_request() -> None:
+    """Spend the note of this request, answered with an error: the grant, and what it read, may not exist."""
+    note = _note(request.args.get(SIGN_IN_ASKED))
+    if note is not None:
+        store.claim_once(_spent_key(note.id), SIGN_IN_WINDOW)
 
 
 def needs_sign_in(grant: Any, user: User | None, session: SignInSession | None) -> bool:
@@ -181,7 +236,7 @@ def refuse_consent_page(grant: Any) -> None:
 def sign_in_url(grant: Any, user: User | None) -> str:
     """The sign-in page, returning to this request with a note of when the sign-in was asked for."""
     auth: AuthenticationRequest = grant.authentication
-    note = _serializer().dumps(clock.now_ms())
+    note = _serializer().dumps({"at": clock.now_ms(), "id": security.new_secret(), "for": _this_request()})
     parts = urlsplit(request.full_path)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SIGN_IN_ASKED]
     params = {"continue": f"{parts.path}?{urlencode([*query, (SIGN_IN_ASKED, note)])}"}

@@ -94,7 +94,10 @@ def _read_json_body(values: dict[str, list[str]]) -> None:
     for name, value in body.items():
         if value is None:  # null is missing (validation.json_body)
             continue
-        if name in REPEATABLE_PARAMETERS and isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if name in REPEATABLE_PARAMETERS and isinstance(value, list):
+            # Each value as if sent once more (RFC 8707 2); an empty list names none and is no value at all.
+            if not value or not all(isinstance(v, str) for v in value):
+                raise InvalidRequestError(f"{_quoted(name)} must be a string or a non-empty list of strings.")
             values[name].extend(value)
             continue
         if not isinstance(value, str):

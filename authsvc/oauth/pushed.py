@@ -11,7 +11,7 @@ The browser then carries only ``client_id`` and ``request_uri`` to
 query. A request_uri must reach the authorisation endpoint within
 AUTHSVC_PAR_TTL (60 s); once opened there it lasts while the user signs in and
 approves (the sign-in page returns to the same request_uri), and it is spent
-when the authorisation is answered with a code, as node-oidc-provider does.
+by the authorisation's answer to the client, a code or an error redirect (RFC 9126 4: one use).
 
 A ``DPoP`` proof sent to PAR binds the code to its key (RFC 9449 10.1): the
 pushed request keeps its thumbprint as ``dpop_jkt``.
@@ -28,6 +28,7 @@ from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from authlib.oauth2.rfc6749.endpoint import Endpoint, EndpointRequest
+from flask import g
 from flask import request as flask_request
 
 from authsvc.core import clock, security, store
@@ -175,6 +176,8 @@ def resolve_authorization_request(server: Any, request: MergedRequest) -> None:
     if request_uri is not None and request_uri.startswith(URN_PREFIX):
         params = _open(request_uri, client)
         request.pushed_request_uri = request_uri
+        # An error answered by the app's handler has no MergedRequest to read it from (spend_opened).
+        g.authsvc_opened_request_uri = request_uri
     elif profile.requires_par(client):
         raise InvalidRequestError(profile.PAR_REQUIRED)
     elif par_required(client):
@@ -205,6 +208,13 @@ def _open(request_uri: str, client: Application) -> Parameters:
         # back a request_uri that was spent meanwhile.
         redis.set(_key(request_uri), json.dumps({**record, "opened": True}), ex=SIGN_IN_WINDOW, xx=True)
     return dict(record["params"])
+
+
+def spend_opened() -> None:
+    """Spend the request_uri this request opened, if any: its answer is an error sent to the client."""
+    request_uri = g.get("authsvc_opened_request_uri")
+    if request_uri is not None:
+        store.client().delete(_key(request_uri))
 
 
 def spend(request: MergedRequest) -> None:

@@ -23,13 +23,25 @@ from authsvc.core.database import commit_keeping_loaded
 from authsvc.core.models import Application, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, backchannel, codes, dpop, keys, oidc_request, profile, resources, token_rows
+from authsvc.oauth import (
+    access_tokens,
+    backchannel,
+    codes,
+    dpop,
+    keys,
+    oidc_request,
+    profile,
+    pushed,
+    resources,
+    token_rows,
+)
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
     authenticate_private_key_jwt,
     basic_client_id,
     client_of_request_domain,
+    note_authentication,
     presented_auth_methods,
     refresh_token_ttl,
 )
@@ -72,6 +84,10 @@ class AuthorizationServer(_AuthorizationServer):
         # An unknown host is a 404 whatever else is wrong with the request;
         # the token endpoint does not look its domain up before Authlib does.
         current_domain()
+        if flask_request.endpoint == "oauth.authorize" and error.redirect_uri:
+            # Answered to the client: the request is over, and what stood for it is spent (RFC 9126 4).
+            pushed.spend_opened()
+            oidc_request.spend_sign_in_note_of_request()
         if not error.description:
             error.description = DEFAULT_DESCRIPTIONS.get(error.error, "The request was refused.")
         return super().handle_error_response(request, error)
@@ -90,6 +106,21 @@ class AuthorizationServer(_AuthorizationServer):
         return super().handle_response(status, body, headers)
 
     def authenticate_client(self, request: Any, methods: list[str], endpoint: str = "token") -> Application:
+        try:
+            client = self._authenticate_client(request, methods, endpoint)
+        except OAuth2Error:  # invalid_client, or an assertion refused as invalid_request
+            note_authentication(False)
+            raise
+        note_authentication(True)
+        # The client's own settings, checked once it has proved who it is.
+        profile.check_client_request(client, request, endpoint)
+        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
+        dpop.check_algorithm(client, getattr(request, "dpop", None))
+        if endpoint == "token":
+            dpop.refuse_missing_proof(client, request.dpop)
+        return client
+
+    def _authenticate_client(self, request: Any, methods: list[str], endpoint: str) -> Application:
         # RFC 6749 2.3: a client MUST NOT use more than one authentication method in a request. Otherwise a
         # failing method (a wrong Basic secret) is skipped and another (an assertion of another client) wins.
         if len(presented_auth_methods(request)) > 1:
@@ -104,13 +135,7 @@ class AuthorizationServer(_AuthorizationServer):
             raise InvalidClientError(
                 status_code=401, description="The client_id in the body is not the one the Authorization header names."
             )
-        client = super().authenticate_client(request, methods, endpoint)
-        profile.check_client_request(client, request, endpoint)
-        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
-        dpop.check_algorithm(client, getattr(request, "dpop", None))
-        if endpoint == "token":
-            dpop.refuse_missing_proof(client, request.dpop)
-        return client
+        return super().authenticate_client(request, methods, endpoint)
 
     def create_oauth2_request(self, request: Any) -> MergedRequest:
         return request if isinstance(request, MergedRequest) else MergedRequest()

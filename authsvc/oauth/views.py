@@ -15,7 +15,7 @@ from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
 from authsvc.core.tenancy import current_domain
-from authsvc.oauth import dpop, keys, oidc, oidc_request, pushed
+from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
@@ -67,7 +67,7 @@ def authorize() -> Response:
                 action=request.full_path,
             )
         if not form.approve.data:
-            pushed.spend(grant.request)  # the answer ends the request
+            # An error answered by redirect: its handler spends the request's request_uri and sign-in note.
             raise AccessDeniedError(redirect_uri=grant.redirect_uri, state=grant.request.payload.state)
         _remember_approval(user, application, scope)
     response = authorization_server().create_authorization_response(grant.request, grant=grant, grant_user=user)

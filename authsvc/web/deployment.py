@@ -16,7 +16,6 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 from authsvc.core.errors import ApiError
 from authsvc.core.security import UNSAFE_METHODS, forged_cross_site_request
 from authsvc.core.settings import settings
-from authsvc.core.tenancy import request_host
 from authsvc.web.pages import PAGE_HEADERS
 
 
@@ -38,7 +37,7 @@ def init_app(app: Flask) -> None:
     @app.before_request
     def refuse_forged_cross_site_requests() -> None:
         if request.method in UNSAFE_METHODS and forged_cross_site_request(
-            request.method, request.endpoint, request.headers, request_host()
+            request.method, request.endpoint, request.headers, f"{request.scheme}://{request.host}"
         ):
             raise ApiError(403, "cross_site_request", "State-changing requests from another site's pages are refused.")
 

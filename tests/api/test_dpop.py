@@ -12,7 +12,17 @@ from sqlalchemy import select
 from authsvc.core import security
 from authsvc.core.models import Token
 from tests.api.test_client_credentials import basic, bound_app
-from tests.helpers import PASSWORD, REDIRECT_URI, HttpsClient, authorize, get_code, headers, location_params, signin
+from tests.helpers import (
+    OTHER_HOST,
+    PASSWORD,
+    REDIRECT_URI,
+    HttpsClient,
+    authorize,
+    get_code,
+    headers,
+    location_params,
+    signin,
+)
 from tests.helpers.dpop import TOKEN_URL, Holder
 
 pytestmark = pytest.mark.usefixtures("setup")
@@ -152,6 +162,18 @@ def test_nonces_are_shared_between_instances_through_redis(client, make_app):
     token_request(client, holder, grant_type="x")  # this instance gives the nonce
     answered = token_request(other, holder, grant_type="x")  # the other accepts it
     assert answered.get_json()["error"] == "unsupported_grant_type"
+
+
+def test_nonces_are_per_domain(client, setup, world):
+    """A nonce is the server's word to one issuer (RFC 9449 8): another domain's is no nonce here."""
+    world.domain(OTHER_HOST)
+    holder = Holder()
+    token_request(client, holder, grant_type="x")  # this domain's nonce
+    assert holder.nonce
+    proof = holder.proof(f"https://{OTHER_HOST}/auth/oauth/token")
+    refused = client.post("/auth/oauth/token", data={"grant_type": "x"}, headers=headers(OTHER_HOST, DPoP=proof))
+    assert refused.get_json()["error"] == "use_dpop_nonce", refused.get_json()
+    assert refused.headers["DPoP-Nonce"] != holder.nonce
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,10 @@ LONE_SURROGATE = st.sampled_from(["\ud800", "\udbff", "\udc00", "\udfff"])
 # Lone surrogates appear in st.text() too, but rarely; half the time one is added.
 ANY_TEXT = st.text(max_size=30) | st.tuples(st.text(max_size=15), LONE_SURROGATE).map("".join)
 FORM_TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=30)
-LEAVES = st.none() | st.booleans() | st.integers() | ANY_TEXT
+# The values a JSON parser hands over that a reader may not expect: NUL, integers no column holds,
+# NaN and Infinity (json.dumps writes them, Python's json.loads reads them back), empty lists.
+ODD_LEAVES = st.sampled_from(["\x00", "a\x00b", 2**64, -(2**63) - 1, 10**400, float("nan"), float("inf"), []])
+LEAVES = st.none() | st.booleans() | st.integers() | st.floats() | ANY_TEXT | ODD_LEAVES
 ANY_JSON = st.recursive(
     LEAVES, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(ANY_TEXT, inner, max_size=3), max_leaves=5
 )
@@ -53,6 +56,7 @@ VALID = {
     "expires_at": 2**31 - 1,
     "access_token_ttl": 60,
     "session_ttl": 60,
+    "resource": ["https://api.example.com/"],
 }
 SIGNIN = ["email", "password", "continue"]
 TOKEN = [
@@ -66,8 +70,10 @@ TOKEN = [
     "refresh_token",
     "username",
     "password",
+    "resource",
 ]
-REVOKE = ["token", "token_type_hint", "client_id", "client_secret"]
+REVOKE = ["token", "token_type_hint", "client_id", "client_secret", "resource"]
+DEVICE_AUTHORIZATION = ["client_id", "client_secret", "scope", "resource"]
 ADMIN_FIELDS = {
     "domains": ["name", "host", "scopes", "session_ttl"],
     "oauth_apps": [
@@ -197,6 +203,7 @@ OAUTH_ENTRY_POINTS = [
     ("/auth/oauth/token", TOKEN),
     ("/auth/oauth/revoke", REVOKE),
     ("/auth/oauth/introspect", REVOKE),
+    ("/auth/oauth/device_authorization", DEVICE_AUTHORIZATION),
 ]
 
 
@@ -209,6 +216,33 @@ def test_unauthenticated_entry_points_answer_generated_bodies_without_a_500(entr
         return entry_points.client.post(path, data=body, headers={"Host": HOST})
 
     _sweep(send, _json_bodies(names) if kind == "json" else _form_bodies(names))
+
+
+@pytest.mark.parametrize("path,names", OAUTH_ENTRY_POINTS[1:])
+def test_an_empty_resource_list_is_invalid_request(hostile_client, path, names):
+    """RFC 8707 2: a JSON body names resources as a list of strings; an empty one names none and is refused."""
+    body = {name: VALID.get(name, "x") for name in names} | {"resource": []}
+    response = hostile_client.post(path, json=body, headers={"Host": HOST})
+    assert response.status_code == 400, response.get_data(as_text=True)
+    assert response.get_json()["error"] == "invalid_request"
+    assert "resource" in response.get_json()["error_description"]
+
+
+# Each odd value alone, in each parameter: a generated body rarely puts one where a reader trips on it.
+ODD_VALUES = ODD_LEAVES | LONE_SURROGATE | st.lists(ODD_LEAVES | LONE_SURROGATE, max_size=2)
+
+
+@pytest.mark.parametrize("path,names", OAUTH_ENTRY_POINTS)
+def test_odd_json_values_in_any_parameter_are_a_4xx(hostile_client, path, names):
+    @given(name=st.sampled_from(names), value=ODD_VALUES)
+    @settings(max_examples=SWEEP_EXAMPLES, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    def refused(name, value):
+        body = json.dumps({name: value} | ({} if name == "client_id" else {"client_id": "generated-client"}))
+        response = hostile_client.post(path, data=body, content_type="application/json", headers={"Host": HOST})
+        assert 400 <= response.status_code < 500, (name, value, response.get_data(as_text=True)[:300])
+        assert "error" in response.get_json()
+
+    refused()
 
 
 @pytest.mark.parametrize("resource", sorted(ADMIN_FIELDS))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from urllib.parse import parse_qs, urlsplit
 
 from joserfc import jwt
 from joserfc.jwk import KeySet
@@ -171,3 +172,33 @@ def test_opaque_stays_the_default(client, world, setup):
     body = code_flow(client, app, secret)
     assert "." not in body["access_token"]
     assert inspect(client, body["access_token"]).get_json()["aud"] == HOST
+
+
+def test_a_jwt_access_token_is_no_id_token_hint(client, oidc, world):
+    """Any resource server holds the user's access tokens: one taken as an ID token hint would sign the user out
+    without asking, or stand for the user at the authorisation endpoint. Signed by the same keys, it is told
+    apart by its ``typ`` (RFC 9068 2.1, at+jwt)."""
+    app, secret = world.application(oidc.domain, confidential=True, access_token_format="jwt", scopes="public openid")
+    body = code_flow(client, app, secret, scope="openid")
+    access_token = body["access_token"]
+    assert verified(client, access_token).header["typ"] == "at+jwt"
+    logout = client.get("/auth/oauth/end_session", query_string={"id_token_hint": access_token}, headers=headers())
+    assert logout.status_code == 400, logout.get_data(as_text=True)
+    assert logout.get_json()["error"] == "invalid_request"
+    assert client.get_cookie("user", domain=HOST) is not None
+    query = {
+        "client_id": app.client_id,
+        "response_type": "code",
+        "redirect_uri": REDIRECT_URI,
+        "scope": "openid",
+        "state": "s",
+        "id_token_hint": access_token,
+    }
+    refused = client.get("/auth/oauth/authorize", query_string=query, headers=headers())
+    assert refused.status_code == 302
+    assert parse_qs(urlsplit(refused.headers["Location"]).query)["error"] == ["invalid_request"]
+    # The ID token of the same exchange is still a hint.
+    signed_out = client.get(
+        "/auth/oauth/end_session", query_string={"id_token_hint": body["id_token"]}, headers=headers()
+    )
+    assert signed_out.status_code in (200, 303), signed_out.get_data(as_text=True)

@@ -224,3 +224,20 @@ def test_any_value_of_the_parameters_gets_a_page_a_sign_in_or_a_redirect_to_the_
     elif response.status_code == 400:
         # A request object that is not one is refused before its redirect_uri could be trusted.
         assert response.get_json()["error"] in ("invalid_request", "invalid_request_object")
+
+
+# response_mode -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["form_post", "fragment", "query.jwt", "jwt", "web_message", "QUERY"])
+def test_a_response_mode_not_served_is_refused_not_ignored(client, oidc, mode):
+    """The client expects its answer another way (a form post, a fragment, a JWT) than the query it would get."""
+    signin(client)
+    response = authorize(client, oidc.app.client_id, scope="openid", response_mode=mode, state="s")
+    params = redirected_error(response, "invalid_request")
+    assert "response_mode" in params["error_description"]
+
+
+def test_response_mode_query_is_served(client, oidc):
+    signin(client)
+    assert "code" in location_params(authorize(client, oidc.app.client_id, scope="openid", response_mode="query"))

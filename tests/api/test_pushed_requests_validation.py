@@ -36,6 +36,7 @@ def test_a_wrong_secret_or_none_is_invalid_client(client, setup):
         ({"request_uri": URN + "abc"}, "invalid_request"),
         ({"code_challenge": "x" * 43, "code_challenge_method": "plain"}, "invalid_request"),
         ({"prompt": "none login"}, "invalid_request"),
+        ({"response_mode": "form_post"}, "invalid_request"),
     ],
 )
 def test_a_request_authorize_would_refuse_is_refused_at_push_as_json(client, confidential, params, error):

@@ -193,7 +193,15 @@ def test_no_session_redirect_keeps_the_whole_authorise_request(client, setup):
 
 @pytest.mark.parametrize(
     "extra",
-    [{"Origin": "https://evil.example.net"}, {"Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}],
+    [
+        {"Origin": "https://evil.example.net"},
+        {"Sec-Fetch-Site": "cross-site"},
+        {"Origin": "null"},
+        # The same host name is another origin on another scheme or port (a plain-http page, another service).
+        {"Origin": f"http://{HOST}"},
+        {"Origin": f"https://{HOST}:8443"},
+        {"Origin": f"https://{HOST.upper()}:444"},
+    ],
 )
 def test_a_sign_in_posted_by_another_sites_page_is_refused(client, setup, extra):
     # Login CSRF: a form on another site must not sign the browser in as someone else.
@@ -212,6 +220,13 @@ def test_same_site_pages_and_programmatic_clients_are_not_refused(client, setup)
         headers=headers(Origin=f"https://{HOST}", **{"Sec-Fetch-Site": "same-origin"}),
     )
     assert same.status_code == 202
+    # The default port, written out, is the same origin.
+    explicit = client.post(
+        "/auth/signin",
+        data={"email": "person@example.com", "password": PASSWORD},
+        headers=headers(Origin=f"https://{HOST.upper()}:443"),
+    )
+    assert explicit.status_code == 202, explicit.get_json()
     assert (
         client.post(
             "/auth/signin", json={"email": "person@example.com", "password": PASSWORD}, headers=headers()

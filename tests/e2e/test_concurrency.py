@@ -72,7 +72,12 @@ class Flows:
 
 
 def test_many_clients_at_once_through_full_flows(make_app, tmp_path):
-    rates = ("AUTHSVC_SIGNIN_RATE_LIMIT", "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "AUTHSVC_TOKEN_RATE_LIMIT")
+    rates = (
+        "AUTHSVC_SIGNIN_RATE_LIMIT",
+        "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT",
+        "AUTHSVC_TOKEN_RATE_LIMIT",
+        "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT",
+    )
     settings = {name: "100000/minute" for name in rates}
     with running_service(tmp_path, WEB_CONCURRENCY="2", **settings) as service:
         world = World(make_app())
@@ -142,7 +147,12 @@ REPLAY_TRIALS = 25
 
 
 def test_a_code_redeemed_twice_at_once_leaves_no_live_token(make_app, tmp_path):
-    rates = ("AUTHSVC_SIGNIN_RATE_LIMIT", "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "AUTHSVC_TOKEN_RATE_LIMIT")
+    rates = (
+        "AUTHSVC_SIGNIN_RATE_LIMIT",
+        "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT",
+        "AUTHSVC_TOKEN_RATE_LIMIT",
+        "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT",
+    )
     with running_service(tmp_path, WEB_CONCURRENCY="2", **{name: "100000/minute" for name in rates}) as service:
         world = World(make_app())
         domain = world.domain("127.0.0.1")

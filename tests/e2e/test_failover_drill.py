@@ -250,6 +250,8 @@ def _drill(workdir: Path, redis_cluster: RedisSentinels, pg: PostgresPair) -> No
         "AUTHSVC_SIGNIN_RATE_LIMIT": "100000/minute",
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "100000/minute",
         "AUTHSVC_TOKEN_RATE_LIMIT": "100000/minute",
+        "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT": "100000/minute",
+        "AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT": "100000/minute",
         "AUTHSVC_LOCKOUT_THRESHOLD": "100000",
         "AUTHSVC_LOCKOUT_ADDRESS_THRESHOLD": "100000",
         "WEB_CONCURRENCY": "2",

@@ -129,6 +129,8 @@ def base_config() -> dict:
         "AUTHSVC_SIGNIN_RATE_LIMIT": "10000/minute",
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "10000/minute",
         "AUTHSVC_TOKEN_RATE_LIMIT": "10000/minute",
+        "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT": "10000/minute",
+        "AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT": "10000/minute",
         "AUTHSVC_SSO_START_RATE_LIMIT": "10000/minute",
         # The peers the tests call are threads of this process, slow on a loaded machine (a SAML IdP's
         # first metadata loads XML schemas); the deadline's own tests set it to 1 s.

@@ -1,0 +1,92 @@
+"""The token endpoint's rates and client authentication: nobody locks a client out by naming it.
+
+The per-client rate counts only requests whose client authentication succeeded. A failed one
+counts against the address it came from, and against the client_id it named only in a separate,
+higher rate that refuses failures, never the client's correctly authenticated requests
+(docs/security.md, "Rate limits").
+"""
+
+import base64
+
+import pytest
+
+from tests.helpers import HttpsClient, headers
+
+TOKEN = "/auth/oauth/token"
+
+
+def basic(client_id: str, secret: str) -> str:
+    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
+
+
+@pytest.fixture
+def limited(make_app, setup):
+    def make(**config):
+        app = make_app(
+            **{
+                "AUTHSVC_TOKEN_RATE_LIMIT": "1000/minute",
+                "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT": "1000/minute",
+                "AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT": "1000/minute",
+                **config,
+            }
+        )
+        app.test_client_class = HttpsClient
+        return app.test_client()
+
+    return make
+
+
+@pytest.fixture
+def robot(world, setup):
+    """A confidential application with a service account: the client_credentials grant."""
+    return world.application(setup.domain, confidential=True, service_account_id=setup.service.id, redirect_uris=[])
+
+
+def credentials(client, client_id, secret, address="192.0.2.1"):
+    return client.post(
+        TOKEN,
+        data={"grant_type": "client_credentials"},
+        headers=headers(Authorization=basic(client_id, secret)),
+        environ_base={"REMOTE_ADDR": address},
+    )
+
+
+def test_wrong_secrets_from_many_addresses_do_not_lock_the_client_out(limited, robot):
+    application, secret = robot
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="3/minute")
+    for n in range(22):
+        assert credentials(client, application.client_id, "wrong", address=f"198.51.100.{n}").status_code == 401
+    assert credentials(client, application.client_id, secret).status_code == 200
+
+
+def test_wrong_secrets_from_one_address_are_refused_there_only(limited, robot):
+    application, secret = robot
+    client = limited(AUTHSVC_CLIENT_FAILURE_RATE_LIMIT="3/minute")
+    for _ in range(3):
+        assert credentials(client, application.client_id, "wrong", address="198.51.100.7").status_code == 401
+    refused = credentials(client, application.client_id, secret, address="198.51.100.7")
+    assert refused.status_code == 429, refused.get_json()
+    assert refused.get_json()["error"] == "rate_limited"
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert credentials(client, application.client_id, secret).status_code == 200
+
+
+def test_failures_naming_a_client_past_its_rate_are_refused_but_its_own_requests_are_not(limited, robot):
+    """Failures spread over many addresses meet the client_id's own failure rate; the client does not."""
+    application, secret = robot
+    client = limited(AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT="3/minute", AUTHSVC_TOKEN_RATE_LIMIT="10/minute")
+    for n in range(3):
+        assert credentials(client, application.client_id, "wrong", address=f"198.51.100.{n}").status_code == 401
+    refused = credentials(client, application.client_id, "wrong", address="198.51.100.99")
+    assert refused.status_code == 429, refused.get_json()
+    assert refused.get_json()["error"] == "rate_limited"
+    for _ in range(3):
+        assert credentials(client, application.client_id, secret).status_code == 200
+
+
+def test_authenticated_requests_still_count_per_client(limited, robot):
+    application, secret = robot
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="2/minute")
+    for n in range(2):
+        assert credentials(client, application.client_id, secret, address=f"198.51.100.{n}").status_code == 200
+    assert credentials(client, application.client_id, secret, address="198.51.100.50").status_code == 429
