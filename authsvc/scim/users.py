@@ -28,7 +28,7 @@ from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, clock
+from authsvc.core import actors, audit, clock, validation
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.core.settings import settings
@@ -113,6 +113,10 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
     if user.scim_profile is None:
         # A user SCIM has not written yet: their sign-in address is their e-mail.
         payload["emails"] = [{"value": user.email, "primary": True, "type": "work"}]
+    if payload.get("emails"):
+        # An address an older rule let in is left out of ``emails`` (whose values are e-mail addresses by
+        # scim2-models' schema), not made a 400 for the whole page: every user stays readable and deprovisionable.
+        payload["emails"] = [entry for entry in payload["emails"] if _is_address(entry)]
     payload.update(
         {
             "schemas": [str(ScimUser.__schema__)],
@@ -141,6 +145,16 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
     return resource
 
 
+def _is_address(entry: Any) -> bool:
+    if not isinstance(entry, dict) or entry.get("value") is None:
+        return isinstance(entry, dict)
+    try:
+        validation.email(str(entry["value"]))
+    except validation.Invalid:
+        return False
+    return True
+
+
 def _group_url(group_id: int) -> str:
     return url_for("scim.get_group", group_id=group_id, _external=True)
 
@@ -166,9 +180,7 @@ def _validated(payload: dict[str, Any], ctx: Context) -> ScimUser:
 
 def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
     """Store ``resource`` on ``user``: the sign-in address, name, profile; active false deprovisions."""
-    email = (resource.user_name or "").strip().lower()
-    if "@" not in email or len(email) > 320:
-        raise InvalidValueException(detail="userName must be the user's e-mail address.")
+    email = _user_name(resource, user.email)
     if email != user.email:
         taken = db.session.scalar(
             select(User.id).where(User.domain_id == provisioner.domain.id, User.email == email, User.id != user.id)
@@ -206,9 +218,23 @@ def _audit(provisioner: Provisioner, event: str, user: User, **details: Any) -> 
     )
 
 
+def _user_name(resource: ScimUser, current: str | None = None) -> str:
+    """The sign-in address ``userName`` holds, by the service's one e-mail rule; else 400 invalidValue.
+
+    The ``current`` address is kept as it is even if an older, looser rule let it in.
+    """
+    if current is not None and (resource.user_name or "").strip().lower() == current:
+        return current
+    try:
+        return validation.email(resource.user_name or "")
+    except validation.Invalid:
+        raise InvalidValueException(detail="userName must be the user's e-mail address.") from None
+
+
 def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimUser:
     resource = _validated(payload, Context.RESOURCE_CREATION_REQUEST)
-    email = (resource.user_name or "").strip().lower()
+    # Checked before the row is written: a database refuses an over-long address with a fault, not an answer.
+    email = _user_name(resource)
     existing = db.session.scalar(select(User).where(User.domain_id == provisioner.domain.id, User.email == email))
     if existing is not None and (existing.scim_deleted_at is None or existing.privileged):
         # Privileged accounts included: SCIM cannot tell them from any other taken address.
