@@ -269,12 +269,14 @@ def text_id(value: str | None) -> bool:
     return value is not None and 0 < len(value) <= 32 and value.isascii() and value.isalnum()
 
 
-def json_body(data: bytes, empty: object = None) -> object:
+def json_body(data: bytes, empty: object = None, *, allow_nul: bool = True) -> object:
     """The JSON document a request body holds; ``empty`` when the body is empty.
 
     Every JSON entry point reads its body here, so the shared rules hold for all:
     text that cannot be encoded as UTF-8 is refused, and a member whose value is
-    ``null`` counts as missing (the readers of fields test for None).
+    ``null`` counts as missing (the readers of fields test for None). Without
+    ``allow_nul``, text holding NUL is refused too: an entry point that stores
+    strings as they come (SCIM) needs that, as no PostgreSQL text or JSON can hold one.
     """
     if not data:
         return empty
@@ -284,14 +286,22 @@ def json_body(data: bytes, empty: object = None) -> object:
         raise Invalid("The body is not valid JSON.") from None
     except RecursionError:  # "[[[[..." a few thousand deep fits in any body size limit
         raise Invalid("The JSON body is nested too deeply.") from None
-    _require_utf8(body)
+    _require_storable(body, allow_nul)
     return body
 
 
-def _require_utf8(document: object) -> None:
-    # JSON's "\ud800" escape decodes to a lone surrogate, which no UTF-8 database,
-    # digest or log line can take. Walked with a list, not recursion: json.loads
-    # accepts nesting deeper than a recursive walk could follow.
+def storable_text(value: str, *, allow_nul: bool = False) -> bool:
+    """Whether a UTF-8 database can hold ``value``: no lone surrogate (JSON's "\\ud800" escape decodes
+    to one, which no UTF-8 database, digest or log line can take) and, unless ``allow_nul``, no NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return allow_nul or "\x00" not in value
+
+
+def _require_storable(document: object, allow_nul: bool) -> None:
+    # Walked with a list, not recursion: json.loads accepts nesting deeper than a recursive walk could follow.
     pending = [document]
     while pending:
         value = pending.pop()
@@ -300,11 +310,10 @@ def _require_utf8(document: object) -> None:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).") from None
+        elif isinstance(value, str) and not storable_text(value, allow_nul=allow_nul):
+            if storable_text(value, allow_nul=True):
+                raise Invalid("The JSON body holds text with a NUL character.")
+            raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).")
 
 
 def json_object(data: bytes) -> dict[str, Any]:

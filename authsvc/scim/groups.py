@@ -24,9 +24,9 @@ from scim2_models import (
 )
 from scim2_models import Group as ScimGroupResource
 from scim2_models.path import CompareOperator
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, false, func, select
 
-from authsvc.core import audit, clock
+from authsvc.core import audit, clock, validation
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.scim import protocol, queries
@@ -36,9 +36,12 @@ from authsvc.scim.auth import Provisioner
 def _member_is(op: CompareOperator, value: Any) -> Any:
     if value is None:  # "members pr"
         return exists().where(ScimGroupMember.group_id == ScimGroup.id)
-    if op != CompareOperator.eq or not str(value).isdigit():
+    if op != CompareOperator.eq:
         raise queries.Untranslatable(value)
-    return exists().where(ScimGroupMember.group_id == ScimGroup.id, ScimGroupMember.user_id == int(value))
+    user_id = validation.record_id(str(value))
+    if user_id is None:  # no user has it
+        return false()
+    return exists().where(ScimGroupMember.group_id == ScimGroup.id, ScimGroupMember.user_id == user_id)
 
 
 COLUMNS = {
@@ -57,7 +60,8 @@ def _now_ms() -> int:
 
 
 def find(provisioner: Provisioner, group_id: str) -> ScimGroup:
-    group = db.session.get(ScimGroup, int(group_id)) if group_id.isdigit() else None
+    number = validation.record_id(group_id)
+    group = db.session.get(ScimGroup, number) if number is not None else None
     if group is None or group.domain_id != provisioner.domain.id:
         raise NotFoundException(detail=f"No group {group_id}.")
     return group
@@ -153,10 +157,10 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
         raise UniquenessException(detail=f"displayName {name} is taken.")
     displays: dict[int, str | None] = {}
     for member in resource.members or []:
-        value = str(member.value or "")
-        if not value.isdigit():
-            raise InvalidValueException(detail=f"Member {value!r} is not a user of this domain.")
-        displays[int(value)] = (member.display or None) and member.display[:255]
+        user_id = validation.record_id(str(member.value or ""))
+        if user_id is None:
+            raise InvalidValueException(detail=f"Member {member.value!r} is not a user of this domain.")
+        displays[user_id] = (member.display or None) and member.display[:255]
     wanted = set(displays)
     current = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
     # Members being added must be users SCIM sees; those already in stay (one promoted since is left alone).

@@ -17,6 +17,7 @@ from scim2_models import (
     ScimPolicy,
 )
 
+from authsvc.core import validation
 from authsvc.core.headers import uncached
 from authsvc.core.settings import settings
 
@@ -52,7 +53,8 @@ def exception_answer(exc: SCIMException) -> Response:
 
 
 def body() -> dict[str, Any]:
-    """The request's JSON object; larger than AUTHSVC_SCIM_MAX_BODY: 413; not a JSON object: 400 invalidSyntax."""
+    """The request's JSON object; larger than AUTHSVC_SCIM_MAX_BODY: 413; not a JSON object, or holding
+    text no database can store (NUL, a lone surrogate): 400 invalidSyntax."""
     limit = settings().scim_max_body
     if (request.content_length or 0) > limit:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
@@ -60,9 +62,10 @@ def body() -> dict[str, Any]:
     if len(raw) > limit:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
     try:
-        payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise InvalidSyntaxException(detail="The request body is not JSON (or nested too deeply).") from None
+        # The service's JSON rules, and no NUL: SCIM stores the strings it is given as they are.
+        payload = validation.json_body(raw, allow_nul=False)
+    except validation.Invalid as exc:
+        raise InvalidSyntaxException(detail=str(exc)) from None
     if not isinstance(payload, dict):
         raise InvalidSyntaxException(detail="The request body is not a JSON object.")
     return payload

@@ -82,7 +82,8 @@ def seen(domain_id: int) -> Select:
 
 def find(provisioner: Provisioner, user_id: str, writing: bool = False) -> User:
     """The domain's user ``user_id`` that SCIM sees: else 404, or 403 to a write on a privileged account."""
-    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    number = validation.record_id(user_id)
+    user = db.session.get(User, number) if number is not None else None
     if user is None or user.domain_id != provisioner.domain.id or user.scim_deleted_at is not None:
         raise NotFoundException(detail=f"No user {user_id}.")
     if user.privileged:
