@@ -214,7 +214,7 @@ def validated(model: Any, payload: Any, ctx: Any) -> Any:
 def patched(patch_op: Any, current: Any, payload: Any) -> Any:
     """``current`` with the ``payload`` of a ``patch_op`` (``PatchOp[Model]``) applied (RFC 7644 3.5.2),
     under the service's policy."""
-    operations = validated(patch_op, payload, Context.RESOURCE_PATCH_REQUEST)
+    operations = validated(patch_op, protocol.without_null_members(payload), Context.RESOURCE_PATCH_REQUEST)
     with protocol.POLICY:
         operations.patch(current)
     return current

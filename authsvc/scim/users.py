@@ -28,7 +28,7 @@ from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, clock, validation
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.core.settings import settings
@@ -70,10 +70,6 @@ def _active(op: Any, value: Any) -> Any:
         raise queries.Untranslatable(value)
     wanted = value if op.value == "eq" else not value
     return User.disabled.is_(not wanted)
-
-
-def _now_ms() -> int:
-    return clock.now_ms()
 
 
 def seen(domain_id: int) -> Select:
@@ -179,8 +175,12 @@ def _validated(payload: dict[str, Any], ctx: Context) -> ScimUser:
     return resource
 
 
-def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
-    """Store ``resource`` on ``user``: the sign-in address, name, profile; active false deprovisions."""
+def _write(provisioner: Provisioner, user: User, resource: ScimUser, stamp: int, derive_name: bool = True) -> None:
+    """Store ``resource`` on ``user``: the sign-in address, name, profile; active false deprovisions.
+
+    ``stamp`` is the write's modification stamp (protocol.claim). The name is ``displayName``; without
+    one, create and PUT (``derive_name``) take it from ``name``, while a PATCH that removed it leaves none.
+    """
     email = _user_name(resource, user.email)
     if email != user.email:
         taken = db.session.scalar(
@@ -190,17 +190,17 @@ def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
             raise UniquenessException(detail=f"userName {email} is taken.")
         user.email = email
     name = resource.display_name
-    if not name and resource.name is not None:
+    if not name and derive_name and resource.name is not None:
         parts = (resource.name.given_name, resource.name.family_name)
         name = resource.name.formatted or " ".join(part for part in parts if part)
-    user.name = (name or user.name or "")[:200]
+    user.name = (name or "")[:200]
     user.external_id = (resource.external_id or None) and resource.external_id[:255]
     profile = resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
     user.scim_profile = {key: value for key, value in profile.items() if key not in _NOT_IN_PROFILE}
     if resource.password and settings().scim_passwords:
         sessions.change_password(user, resource.password, provisioner.actor)
     user.provisioned_by = PROVISIONED_BY
-    user.scim_modified_at = _now_ms()
+    user.scim_modified_at = stamp
     active = resource.active is not False
     if not active and not user.disabled:
         deprovisioning.deactivate(user, provisioner.actor)
@@ -245,16 +245,20 @@ def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimUser:
     if existing is None:
         db.session.add(user)
         db.session.flush()
-    _write(provisioner, user, resource)
+    _write(provisioner, user, resource, protocol.next_stamp(user.scim_modified_at))
     _audit(provisioner, "scim.user.created", user, revived=existing is not None)
     db.session.commit()
     return read(user)
 
 
+def _claim(user: User) -> int:
+    return protocol.claim(User, User.scim_modified_at, user.id, user.scim_modified_at)
+
+
 def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     protocol.check_if_match(read(user).meta.version)
     resource = _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST)
-    _write(provisioner, user, resource)
+    _write(provisioner, user, resource, _claim(user))
     _audit(provisioner, "scim.user.replaced", user, active=not user.disabled)
     db.session.commit()
     return read(user)
@@ -263,7 +267,8 @@ def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Sc
 def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     current = read(user)
     protocol.check_if_match(current.meta.version)
-    _write(provisioner, user, queries.patched(PatchOp[ScimUser], current, payload))
+    resource = queries.patched(PatchOp[ScimUser], current, payload)
+    _write(provisioner, user, resource, _claim(user), derive_name=False)
     _audit(provisioner, "scim.user.patched", user, active=not user.disabled)
     db.session.commit()
     return read(user)
@@ -271,6 +276,7 @@ def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Scim
 
 def delete(provisioner: Provisioner, user: User) -> None:
     protocol.check_if_match(read(user).meta.version)
+    user.scim_modified_at = _claim(user)
     _audit(provisioner, "scim.user.deleted", user, hard=settings().scim_hard_delete)
     deprovisioning.remove(user, provisioner.actor, hard=settings().scim_hard_delete)
     db.session.commit()
