@@ -143,8 +143,11 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
 
 
 def _is_address(entry: Any) -> bool:
-    if not isinstance(entry, dict) or entry.get("value") is None:
-        return isinstance(entry, dict)
+    """Whether an ``emails`` entry can be served: an object whose value, if it has one, is an address."""
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("value") is None:
+        return True
     try:
         validation.email(str(entry["value"]))
     except validation.Invalid:
