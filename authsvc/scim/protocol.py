@@ -108,6 +108,9 @@ def version_of(resource: dict[str, Any]) -> str:
     return f'W/"{digest}"'
 
 
+_CHANGED = "The resource changed since the version named in If-Match."
+
+
 def _if_match() -> list[str] | None:
     """The versions ``If-Match`` names; None without one, or with ``*`` (any version)."""
     wanted = request.headers.get("If-Match")
@@ -124,7 +127,7 @@ def check_if_match(current: str) -> None:
         return
     bare = current.removeprefix("W/")
     if not any(tag.removeprefix("W/") == bare for tag in tags):
-        raise PreconditionFailedException(detail="The resource changed since the version named in If-Match.")
+        raise PreconditionFailedException(detail=_CHANGED)
 
 
 def invalid_value(detail: str) -> InvalidValueException:
@@ -159,5 +162,5 @@ def claim(entity: Any, stamp: Any, row_id: int, seen: int | None) -> int:
     )
     if rows_affected(result) == 0:
         db.session.rollback()
-        raise PreconditionFailedException(detail="The resource changed since the version named in If-Match.")
+        raise PreconditionFailedException(detail=_CHANGED)
     return new
