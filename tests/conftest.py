@@ -121,6 +121,7 @@ SPREAD = {
     "tests/api/test_openapi_schemathesis.py",
     "tests/api/test_hostile_input.py",
     "tests/api/test_hostile_input_bodies.py",
+    "tests/api/test_hostile_input_scim.py",
 }
 
 

@@ -14,7 +14,16 @@ from werkzeug.exceptions import HTTPException, MethodNotAllowed
 
 from authsvc.app import limits
 from authsvc.core.database import db
-from authsvc.core.errors import ANSWERS, REDIS_DOWN, ApiError, answer, json_error, too_many_requests, unavailable
+from authsvc.core.errors import (
+    ANSWERS,
+    REDIS_DOWN,
+    ApiError,
+    answer,
+    json_error,
+    outage,
+    too_many_requests,
+    unavailable,
+)
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.settings import settings
 from authsvc.oauth.server import authorization_server
@@ -100,26 +109,19 @@ def handle_http_error(exc: HTTPException) -> Response:
     return response
 
 
-def handle_redis_down(exc: Exception) -> Response:
-    # Sessions, codes and SSO state live in Redis: without it these
-    # requests cannot be answered, but nothing was half-done either.
-    log.warning("Redis unreachable on %s %s: %s", request.method, request.path, exc.__class__.__name__)
-    _forget_failed_transaction()
-    return unavailable("The session store is unreachable. Try again shortly.")
+def handle_outage(exc: Exception) -> Response:
+    """Redis or the database down (authsvc.core.errors.outage): 503 with Retry-After.
 
-
-def handle_database_error(exc: sql.DBAPIError) -> Response:
-    if isinstance(exc, sql.OperationalError) or exc.connection_invalidated:
-        log.warning("database unreachable on %s %s: %s", request.method, request.path, exc.orig.__class__.__name__)
+    Any other database error (a constraint, a value it refuses) is a fault.
+    """
+    description = outage(exc)
+    if description is None:
+        return handle_unexpected(exc)
+    cause = exc.orig if isinstance(exc, sql.DBAPIError) else exc
+    log.warning("outage on %s %s: %s (%s)", request.method, request.path, cause.__class__.__name__, description)
+    if not isinstance(exc, sql.TimeoutError):  # no connection was had: nothing to roll back
         _forget_failed_transaction()
-        return unavailable("The database is unreachable. Try again shortly.")
-    return handle_unexpected(exc)
-
-
-def handle_database_busy(exc: sql.TimeoutError) -> Response:
-    # Every pooled connection is in use (or hanging on a dead server).
-    log.warning("no database connection free on %s %s", request.method, request.path)
-    return unavailable("The database is busy or unreachable. Try again shortly.")
+    return unavailable(description)
 
 
 def handle_unexpected(exc: Exception) -> Response:
@@ -136,9 +138,7 @@ HANDLERS: dict[type[Exception], Callable[[Any], Response]] = {
     OAuth2Error: handle_oauth2_error,
     RateLimitExceeded: handle_rate_limited,
     HTTPException: handle_http_error,
-    **dict.fromkeys(REDIS_DOWN, handle_redis_down),
-    sql.DBAPIError: handle_database_error,
-    sql.TimeoutError: handle_database_busy,
+    **dict.fromkeys((*REDIS_DOWN, sql.DBAPIError, sql.TimeoutError), handle_outage),
     Exception: handle_unexpected,
 }
 

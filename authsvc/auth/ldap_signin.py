@@ -27,7 +27,7 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.auth import ldap_client
 from authsvc.auth.ldap_client import Entry
-from authsvc.core import actors, audit, clock
+from authsvc.core import actors, audit, clock, validation
 from authsvc.core.database import db
 from authsvc.core.errors import DirectoryUnavailable
 from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, User
@@ -167,6 +167,11 @@ def _link_refusal(user: User) -> str | None:
 
 
 def _provision(directory: LdapDirectory, entry: Entry, email: str) -> Outcome:
+    try:
+        # The service's one e-mail rule: an address no other surface would take makes no account here either.
+        email = validation.email(email)
+    except validation.Invalid:
+        return Outcome(None, "invalid_email", directory.id)
     # A directory entry's mail attribute is whatever was typed into it: nobody verified it.
     user = User(domain_id=directory.domain_id, email=email, name=entry.name, groups=entry.groups, email_verified=False)
     db.session.add(user)

@@ -81,6 +81,7 @@ SSO_MESSAGES = {
     "identity_in_use": "That account at your organisation is already linked to another user here.",
     "account_disabled": "Your account is disabled.",
     "no_email": "The provider did not tell us your e-mail address.",
+    "invalid_email": "The e-mail address the provider gave for you is not one this service can use.",
 }
 SSO_DEFAULT_MESSAGE = "Sign-in with your organisation did not succeed. Please try again."
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import redis.exceptions
 from flask import Response, jsonify
+from sqlalchemy import exc as sql
 
 from authsvc.core import clock
 from authsvc.core.headers import uncached
@@ -61,6 +62,23 @@ def too_many_requests(error: str, description: str, retry_after: int) -> Respons
     """429 with the wait in ``Retry-After`` and in the body, for clients that read only one."""
     retry_after = max(1, int(retry_after))
     return json_error(429, error, description, {"Retry-After": str(retry_after)}, {"retry_after": retry_after})
+
+
+def outage(exc: BaseException) -> str | None:
+    """What to tell a client when ``exc`` says Redis or the database is down (503: it may retry), else None.
+
+    Every surface answers an outage by this rule, each in its own format: authsvc.app.errors as
+    JSON, SCIM's handlers as a SCIM error.
+    """
+    if isinstance(exc, REDIS_DOWN):
+        # Sessions, codes and SSO state live in Redis: without it these
+        # requests cannot be answered, but nothing was half-done either.
+        return "The session store is unreachable. Try again shortly."
+    if isinstance(exc, sql.TimeoutError):  # every pooled connection is in use, or hanging on a dead server
+        return "The database is busy or unreachable. Try again shortly."
+    if isinstance(exc, sql.OperationalError) or (isinstance(exc, sql.DBAPIError) and exc.connection_invalidated):
+        return "The database is unreachable. Try again shortly."
+    return None
 
 
 def unavailable(description: str) -> Response:

@@ -14,11 +14,12 @@ from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from typing import Any
 from urllib.parse import SplitResult, urlsplit
 
+import email_validator
+
 from authsvc.core import destinations
 
 HOST_PATTERN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
-EMAIL_PATTERN = re.compile(r"^[^@\s\x00-\x1f]+@[^@\s\x00-\x1f]+$")
 MAX_TTL = 10 * 365 * 24 * 3600
 
 
@@ -116,10 +117,29 @@ def backchannel_logout_uri(uri: str) -> str:
     return uri
 
 
+# The one e-mail rule (docs/security.md, "E-mail addresses"): RFC 5321/5322 syntax as email-validator
+# checks it, without asking DNS, and with the namespaces directories give people that are not on the
+# public Internet (Active Directory's "corp.local" UPN suffixes, RFC 6761's ".test", single-label
+# hosts): email-validator refuses those by default, as undeliverable. It reads these module settings,
+# which it documents for its users to change, on every call: pydantic's EmailStr (the ``emails`` of
+# SCIM's scim2-models) calls it too, so SCIM and every other surface hold the same rule.
+email_validator.CHECK_DELIVERABILITY = False
+email_validator.GLOBALLY_DELIVERABLE = False
+email_validator.SPECIAL_USE_DOMAIN_NAMES = []
+# RFC 5321 4.5.3.1.1: at most 64 octets before the "@" (the only check "strict" adds).
+email_validator.STRICT = True
+
+
 def email(value: str) -> str:
+    """An e-mail address, lower-cased: addresses are unique per domain case-insensitively."""
     value = value.strip().lower()
-    if len(value) > 320 or not EMAIL_PATTERN.match(value):
-        raise Invalid(f"{value!r} is not an e-mail address")
+    # Bounded before the parser sees it (RFC 5321 4.5.3.1 allows 254 octets in a path).
+    if len(value) > 320:
+        raise Invalid(f"{value[:40]!r}... is not an e-mail address")
+    try:
+        email_validator.validate_email(value)
+    except email_validator.EmailNotValidError:
+        raise Invalid(f"{value!r} is not an e-mail address") from None
     return value
 
 
@@ -250,12 +270,14 @@ def text_id(value: str | None) -> bool:
     return value is not None and 0 < len(value) <= 32 and value.isascii() and value.isalnum()
 
 
-def json_body(data: bytes, empty: object = None) -> object:
+def json_body(data: bytes, empty: object = None, *, allow_nul: bool = True) -> object:
     """The JSON document a request body holds; ``empty`` when the body is empty.
 
     Every JSON entry point reads its body here, so the shared rules hold for all:
     text that cannot be encoded as UTF-8 is refused, and a member whose value is
-    ``null`` counts as missing (the readers of fields test for None).
+    ``null`` counts as missing (the readers of fields test for None). Without
+    ``allow_nul``, text holding NUL is refused too: an entry point that stores
+    strings as they come (SCIM) needs that, as no PostgreSQL text or JSON can hold one.
     """
     if not data:
         return empty
@@ -265,14 +287,22 @@ def json_body(data: bytes, empty: object = None) -> object:
         raise Invalid("The body is not valid JSON.") from None
     except RecursionError:  # "[[[[..." a few thousand deep fits in any body size limit
         raise Invalid("The JSON body is nested too deeply.") from None
-    _require_utf8(body)
+    _require_storable(body, allow_nul)
     return body
 
 
-def _require_utf8(document: object) -> None:
-    # JSON's "\ud800" escape decodes to a lone surrogate, which no UTF-8 database,
-    # digest or log line can take. Walked with a list, not recursion: json.loads
-    # accepts nesting deeper than a recursive walk could follow.
+def storable_text(value: str, *, allow_nul: bool = False) -> bool:
+    """Whether a UTF-8 database can hold ``value``: no lone surrogate (JSON's "\\ud800" escape decodes
+    to one, which no UTF-8 database, digest or log line can take) and, unless ``allow_nul``, no NUL."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return allow_nul or "\x00" not in value
+
+
+def _require_storable(document: object, allow_nul: bool) -> None:
+    # Walked with a list, not recursion: json.loads accepts nesting deeper than a recursive walk could follow.
     pending = [document]
     while pending:
         value = pending.pop()
@@ -281,11 +311,10 @@ def _require_utf8(document: object) -> None:
             pending.extend(value.values())
         elif isinstance(value, list):
             pending.extend(value)
-        elif isinstance(value, str):
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).") from None
+        elif isinstance(value, str) and not storable_text(value, allow_nul=allow_nul):
+            if storable_text(value, allow_nul=True):
+                raise Invalid("The JSON body holds text with a NUL character.")
+            raise Invalid("The JSON body holds text that is not valid Unicode (a lone surrogate).")
 
 
 def json_object(data: bytes) -> dict[str, Any]:

@@ -24,9 +24,9 @@ from scim2_models import (
 )
 from scim2_models import Group as ScimGroupResource
 from scim2_models.path import CompareOperator
-from sqlalchemy import delete, exists, func, select
+from sqlalchemy import delete, exists, false, func, select
 
-from authsvc.core import audit, clock
+from authsvc.core import audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.scim import protocol, queries
@@ -36,9 +36,12 @@ from authsvc.scim.auth import Provisioner
 def _member_is(op: CompareOperator, value: Any) -> Any:
     if value is None:  # "members pr"
         return exists().where(ScimGroupMember.group_id == ScimGroup.id)
-    if op != CompareOperator.eq or not str(value).isdigit():
+    if op != CompareOperator.eq:
         raise queries.Untranslatable(value)
-    return exists().where(ScimGroupMember.group_id == ScimGroup.id, ScimGroupMember.user_id == int(value))
+    user_id = validation.record_id(str(value))
+    if user_id is None:  # no user has it
+        return false()
+    return exists().where(ScimGroupMember.group_id == ScimGroup.id, ScimGroupMember.user_id == user_id)
 
 
 COLUMNS = {
@@ -52,12 +55,9 @@ COLUMNS = {
 }
 
 
-def _now_ms() -> int:
-    return clock.now_ms()
-
-
 def find(provisioner: Provisioner, group_id: str) -> ScimGroup:
-    group = db.session.get(ScimGroup, int(group_id)) if group_id.isdigit() else None
+    number = validation.record_id(group_id)
+    group = db.session.get(ScimGroup, number) if number is not None else None
     if group is None or group.domain_id != provisioner.domain.id:
         raise NotFoundException(detail=f"No group {group_id}.")
     return group
@@ -140,7 +140,8 @@ def _resync_roles(before: dict[int, list[str]]) -> None:
         user.groups = kept + [name for name in sorted(after[user_id]) if name not in kept]
 
 
-def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResource) -> None:
+def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResource, stamp: int) -> None:
+    """Store ``resource`` on ``group`` (``stamp``: the write's modification stamp, protocol.claim)."""
     name = (resource.display_name or "").strip()
     if not name or len(name) > 255:
         raise InvalidValueException(detail="displayName is required (at most 255 characters).")
@@ -153,10 +154,10 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
         raise UniquenessException(detail=f"displayName {name} is taken.")
     displays: dict[int, str | None] = {}
     for member in resource.members or []:
-        value = str(member.value or "")
-        if not value.isdigit():
-            raise InvalidValueException(detail=f"Member {value!r} is not a user of this domain.")
-        displays[int(value)] = (member.display or None) and member.display[:255]
+        user_id = validation.record_id(str(member.value or ""))
+        if user_id is None:
+            raise InvalidValueException(detail=f"Member {member.value!r} is not a user of this domain.")
+        displays[user_id] = (member.display or None) and member.display[:255]
     wanted = set(displays)
     current = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
     # Members being added must be users SCIM sees; those already in stay (one promoted since is left alone).
@@ -182,7 +183,7 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
     before = _group_names(affected)
     group.display_name = name
     group.external_id = (resource.external_id or None) and resource.external_id[:255]
-    group.modified_at = _now_ms()
+    group.modified_at = stamp
     for user_id in current - wanted:
         db.session.execute(
             delete(ScimGroupMember).where(ScimGroupMember.group_id == group.id, ScimGroupMember.user_id == user_id)
@@ -209,18 +210,24 @@ def _audit(provisioner: Provisioner, event: str, group: ScimGroup, **details: An
 
 def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimGroupResource:
     resource = _validated(payload, Context.RESOURCE_CREATION_REQUEST)
-    group = ScimGroup(domain_id=provisioner.domain.id, display_name="", modified_at=_now_ms())
+    stamp = protocol.next_stamp(None)
+    group = ScimGroup(domain_id=provisioner.domain.id, display_name="", modified_at=stamp)
     db.session.add(group)
     db.session.flush()
-    _write(provisioner, group, resource)
+    _write(provisioner, group, resource, stamp)
     _audit(provisioner, "scim.group.created", group)
     db.session.commit()
     return read(group)
 
 
+def _claim(group: ScimGroup) -> int:
+    return protocol.claim(ScimGroup, ScimGroup.modified_at, group.id, group.modified_at)
+
+
 def replace(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -> ScimGroupResource:
     protocol.check_if_match(read(group).meta.version)
-    _write(provisioner, group, _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST))
+    resource = _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST)
+    _write(provisioner, group, resource, _claim(group))
     _audit(provisioner, "scim.group.replaced", group)
     db.session.commit()
     return read(group)
@@ -229,7 +236,8 @@ def replace(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any])
 def patch(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -> ScimGroupResource:
     current = read(group)
     protocol.check_if_match(current.meta.version)
-    _write(provisioner, group, queries.patched(PatchOp[ScimGroupResource], current, payload))
+    resource = queries.patched(PatchOp[ScimGroupResource], current, payload)
+    _write(provisioner, group, resource, _claim(group))
     _audit(provisioner, "scim.group.patched", group)
     db.session.commit()
     return read(group)
@@ -237,6 +245,7 @@ def patch(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -
 
 def delete_group(provisioner: Provisioner, group: ScimGroup) -> None:
     protocol.check_if_match(read(group).meta.version)
+    _claim(group)
     members = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
     before = _group_names(members)
     _audit(provisioner, "scim.group.deleted", group)

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from scim2_models import Context, ResponseParameters, SCIMException
 from werkzeug.exceptions import HTTPException
 
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ANSWERS, ApiError, answer, outage
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.scim import discovery, groups, protocol, queries, users
@@ -46,16 +46,26 @@ def invalid(exc: ValidationError) -> Response:
 
 
 def api_error(exc: ApiError) -> Response:
-    return protocol.error(exc.status, exc.description)
+    return protocol.error(exc.status, exc.description, headers=exc.headers)
 
 
 def unexpected(exc: Exception) -> Response:
-    """Any exception but ApiError and HTTPException: SCIM's own, a schema's, or a fault."""
+    """Any exception but ApiError and HTTPException: SCIM's own, a schema's, an outage, a feature's, or a fault.
+
+    Flask looks through a blueprint's handlers before the app's, whatever their classes: the
+    blueprint's handler for Exception is found before the app's for a database or Redis outage,
+    so the rules the app's handlers apply are applied here, in SCIM's error format.
+    """
     if isinstance(exc, SCIMException):
         return scim_error(exc)
     if isinstance(exc, ValidationError):
         return invalid(exc)
-    # Only what no more specific handler (the app's for a database or Redis outage) takes.
+    description = outage(exc)
+    if description is not None:
+        log.warning("outage on %s %s: %s", request.method, request.path, description)
+        return protocol.error(503, description, headers={"Retry-After": str(settings().retry_after)})
+    if isinstance(exc, tuple(ANSWERS)):
+        return api_error(answer(exc))
     log.exception("unhandled error on %s %s", request.method, request.path)
     return protocol.error(500, "The server met an unexpected condition.")
 

@@ -16,7 +16,10 @@ from scim2_models import (
     SCIMException,
     ScimPolicy,
 )
+from sqlalchemy import update
 
+from authsvc.core import clock, validation
+from authsvc.core.database import db, rows_affected
 from authsvc.core.headers import uncached
 from authsvc.core.settings import settings
 
@@ -31,6 +34,34 @@ POLICY = ScimPolicy(
     remove_value_as_filter=ScimPolicy.RemoveValue.apply,
     unmatched_path_filter=ScimPolicy.UnmatchedPathFilter.create,
 )
+
+
+def without_null_members(payload: Any) -> Any:
+    """A PATCH body whose operations' value objects drop their ``null`` members.
+
+    RFC 7643 2.5: a null attribute is an unassigned one. Entra ID removes a member with
+    ``{"$ref": null, "value": ID}``; with the null kept, the value filter compares
+    ``$ref`` too and matches no member, and the member stays.
+    """
+    if not isinstance(payload, dict) or not isinstance(payload.get("Operations"), list):
+        return payload
+    operations = []
+    for operation in payload["Operations"]:
+        if isinstance(operation, dict) and "value" in operation:
+            operation = {**operation, "value": _drop_nulls(operation["value"])}
+        operations.append(operation)
+    return {**payload, "Operations": operations}
+
+
+def _drop_nulls(value: Any) -> Any:
+    # A value object, or a list of them (the shapes a PATCH value takes); not deeper, so no recursion.
+    if isinstance(value, list):
+        return [_without_nulls(item) for item in value]
+    return _without_nulls(value)
+
+
+def _without_nulls(value: Any) -> Any:
+    return {key: item for key, item in value.items() if item is not None} if isinstance(value, dict) else value
 
 
 def answer(payload: dict[str, Any], status: int = 200, headers: dict[str, str] | None = None) -> Response:
@@ -52,7 +83,8 @@ def exception_answer(exc: SCIMException) -> Response:
 
 
 def body() -> dict[str, Any]:
-    """The request's JSON object; larger than AUTHSVC_SCIM_MAX_BODY: 413; not a JSON object: 400 invalidSyntax."""
+    """The request's JSON object; larger than AUTHSVC_SCIM_MAX_BODY: 413; not a JSON object, or holding
+    text no database can store (NUL, a lone surrogate): 400 invalidSyntax."""
     limit = settings().scim_max_body
     if (request.content_length or 0) > limit:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
@@ -60,9 +92,10 @@ def body() -> dict[str, Any]:
     if len(raw) > limit:
         raise PayloadTooLargeException(detail=f"The request body is larger than {limit} bytes.")
     try:
-        payload = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise InvalidSyntaxException(detail="The request body is not JSON (or nested too deeply).") from None
+        # The service's JSON rules, and no NUL: SCIM stores the strings it is given as they are.
+        payload = validation.json_body(raw, allow_nul=False)
+    except validation.Invalid as exc:
+        raise InvalidSyntaxException(detail=str(exc)) from None
     if not isinstance(payload, dict):
         raise InvalidSyntaxException(detail="The request body is not a JSON object.")
     return payload
@@ -75,18 +108,59 @@ def version_of(resource: dict[str, Any]) -> str:
     return f'W/"{digest}"'
 
 
-def check_if_match(current: str) -> None:
-    """Refuse a write whose ``If-Match`` names another version: 412 (RFC 7644 3.14)."""
+_CHANGED = "The resource changed since the version named in If-Match."
+
+
+def _if_match() -> list[str] | None:
+    """The versions ``If-Match`` names; None without one, or with ``*`` (any version)."""
     wanted = request.headers.get("If-Match")
     if not wanted:
-        return
+        return None
     tags = [tag.strip() for tag in wanted.split(",")]
-    if "*" in tags:
+    return None if "*" in tags else tags
+
+
+def check_if_match(current: str) -> None:
+    """Refuse a write whose ``If-Match`` names another version: 412 (RFC 7644 3.14)."""
+    tags = _if_match()
+    if tags is None:
         return
     bare = current.removeprefix("W/")
     if not any(tag.removeprefix("W/") == bare for tag in tags):
-        raise PreconditionFailedException(detail="The resource changed since the version named in If-Match.")
+        raise PreconditionFailedException(detail=_CHANGED)
 
 
 def invalid_value(detail: str) -> InvalidValueException:
     return InvalidValueException(detail=detail)
+
+
+def next_stamp(previous: int | None) -> int:
+    """A resource's modification stamp (ms) after a write: now, and always later than ``previous``,
+    so that two writes in one millisecond (or under a test's frozen clock) still differ."""
+    return max(clock.now_ms(), (previous or 0) + 1)
+
+
+def claim(entity: Any, stamp: Any, row_id: int, seen: int | None) -> int:
+    """The stamp of this write; under ``If-Match``, claimed atomically (RFC 7644 3.14).
+
+    ``check_if_match`` compares the version this request read; two writes that read
+    the same one would both pass it and the later would silently undo the earlier.
+    So the row's ``stamp`` column moves from ``seen`` (what this request read) to the
+    new stamp in one conditional UPDATE, which holds the row until the commit: a
+    write that finds it moved meanwhile is 412. Without ``If-Match`` (or with ``*``)
+    a write applies over whatever came before it, and nothing is claimed.
+    """
+    new = next_stamp(seen)
+    if _if_match() is None:
+        return new
+    unchanged = stamp.is_(None) if seen is None else stamp == seen
+    result = db.session.execute(
+        update(entity)
+        .where(entity.id == row_id, unchanged)
+        .values({stamp.key: new})
+        .execution_options(synchronize_session=False)
+    )
+    if rows_affected(result) == 0:
+        db.session.rollback()
+        raise PreconditionFailedException(detail=_CHANGED)
+    return new

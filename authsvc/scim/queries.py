@@ -31,6 +31,7 @@ from scim2_models.path import (
 )
 from sqlalchemy import ColumnElement, and_, false, not_, or_, true
 
+from authsvc.core import validation
 from authsvc.scim import protocol
 
 # Items per page when the client does not say, and the most it may ask for (RFC 7644 3.4.2.4).
@@ -71,8 +72,12 @@ def search_request(model: type, args: dict[str, str]) -> SearchRequest:
 
 
 def page(request: SearchRequest) -> tuple[int, int]:
-    """(offset, limit) of the page asked for: startIndex below 1 is 1, count below 0 is 0 (RFC 7644 3.4.2.4)."""
-    start = max(1, request.start_index or 1)
+    """(offset, limit) of the page asked for: startIndex below 1 is 1, count below 0 is 0 (RFC 7644 3.4.2.4).
+
+    A startIndex past any row a table can number is past the last one: an empty page, not a number
+    the database refuses.
+    """
+    start = min(max(1, request.start_index or 1), validation.MAX_INTEGER + 1)
     count = DEFAULT_COUNT if request.count is None else min(max(0, request.count), MAX_COUNT)
     return start - 1, count
 
@@ -104,6 +109,9 @@ class SqlFilter(FilterVisitor[ColumnElement[bool]]):
         return column
 
     def visit_comparison(self, node: Comparison) -> ColumnElement[bool]:
+        if isinstance(node.value, str) and not validation.storable_text(node.value):
+            # The filter's own escapes ("\u0000", "\ud800") make text no stored value can hold.
+            raise InvalidFilterException(detail="A filter value holds NUL or a lone surrogate.")
         column = self._column(node.attr_path)
         op, value, expression = node.op, node.value, column.expression
         if column.build is not None:
@@ -113,24 +121,11 @@ class SqlFilter(FilterVisitor[ColumnElement[bool]]):
                 raise Untranslatable(op)
             return expression.is_(value) if op == CompareOperator.eq else expression.is_(not value)
         if column.kind == "id":
-            if op not in (CompareOperator.eq, CompareOperator.ne):
-                raise Untranslatable(op)
-            matches = expression == int(value) if str(value).isdigit() else false()
-            return matches if op == CompareOperator.eq else not_(matches)
+            return _id_matches(expression, op, value)
         if column.kind in ("ms", "seconds"):
             number = int(_timestamp(value) * (1000 if column.kind == "ms" else 1))
             return _ordered(expression, op, number)
-        if not isinstance(value, str):
-            raise Untranslatable(value)
-        if column.kind == "text":
-            value = value.lower()
-        if op == CompareOperator.co:
-            return expression.like(f"%{_escape_like(value)}%", escape="\\")
-        if op == CompareOperator.sw:
-            return expression.like(f"{_escape_like(value)}%", escape="\\")
-        if op == CompareOperator.ew:
-            return expression.like(f"%{_escape_like(value)}", escape="\\")
-        return _ordered(expression, op, value)
+        return _text_matches(expression, op, value, column.kind)
 
     def visit_present(self, node: Present) -> ColumnElement[bool]:
         column = self._column(node.attr_path)
@@ -151,6 +146,28 @@ class SqlFilter(FilterVisitor[ColumnElement[bool]]):
 
     def visit_value_path(self, node: ValuePath) -> ColumnElement[bool]:
         raise Untranslatable(str(node))
+
+
+def _id_matches(expression: Any, op: CompareOperator, value: Any) -> ColumnElement[bool]:
+    if op not in (CompareOperator.eq, CompareOperator.ne):
+        raise Untranslatable(op)
+    number = validation.record_id(str(value))  # None: past the column's integers, or no number
+    matches = expression == number if number is not None else false()
+    return matches if op == CompareOperator.eq else not_(matches)
+
+
+def _text_matches(expression: Any, op: CompareOperator, value: Any, kind: str) -> ColumnElement[bool]:
+    if not isinstance(value, str):
+        raise Untranslatable(value)
+    if kind == "text":
+        value = value.lower()
+    if op == CompareOperator.co:
+        return expression.like(f"%{_escape_like(value)}%", escape="\\")
+    if op == CompareOperator.sw:
+        return expression.like(f"{_escape_like(value)}%", escape="\\")
+    if op == CompareOperator.ew:
+        return expression.like(f"%{_escape_like(value)}", escape="\\")
+    return _ordered(expression, op, value)
 
 
 def _ordered(expression: Any, op: CompareOperator, value: Any) -> ColumnElement[bool]:
@@ -197,7 +214,7 @@ def validated(model: Any, payload: Any, ctx: Any) -> Any:
 def patched(patch_op: Any, current: Any, payload: Any) -> Any:
     """``current`` with the ``payload`` of a ``patch_op`` (``PatchOp[Model]``) applied (RFC 7644 3.5.2),
     under the service's policy."""
-    operations = validated(patch_op, payload, Context.RESOURCE_PATCH_REQUEST)
+    operations = validated(patch_op, protocol.without_null_members(payload), Context.RESOURCE_PATCH_REQUEST)
     with protocol.POLICY:
         operations.patch(current)
     return current

@@ -28,7 +28,7 @@ from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, clock
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from authsvc.core.settings import settings
@@ -72,17 +72,14 @@ def _active(op: Any, value: Any) -> Any:
     return User.disabled.is_(not wanted)
 
 
-def _now_ms() -> int:
-    return clock.now_ms()
-
-
 def seen(domain_id: int) -> Select:
     return select(User).where(User.domain_id == domain_id, _SEEN)
 
 
 def find(provisioner: Provisioner, user_id: str, writing: bool = False) -> User:
     """The domain's user ``user_id`` that SCIM sees: else 404, or 403 to a write on a privileged account."""
-    user = db.session.get(User, int(user_id)) if user_id.isdigit() else None
+    number = validation.record_id(user_id)
+    user = db.session.get(User, number) if number is not None else None
     if user is None or user.domain_id != provisioner.domain.id or user.scim_deleted_at is not None:
         raise NotFoundException(detail=f"No user {user_id}.")
     if user.privileged:
@@ -113,6 +110,10 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
     if user.scim_profile is None:
         # A user SCIM has not written yet: their sign-in address is their e-mail.
         payload["emails"] = [{"value": user.email, "primary": True, "type": "work"}]
+    if payload.get("emails"):
+        # An address an older rule let in is left out of ``emails`` (whose values are e-mail addresses by
+        # scim2-models' schema), not made a 400 for the whole page: every user stays readable and deprovisionable.
+        payload["emails"] = [entry for entry in payload["emails"] if _is_address(entry)]
     payload.update(
         {
             "schemas": [str(ScimUser.__schema__)],
@@ -141,6 +142,19 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
     return resource
 
 
+def _is_address(entry: Any) -> bool:
+    """Whether an ``emails`` entry can be served: an object whose value, if it has one, is an address."""
+    if not isinstance(entry, dict):
+        return False
+    if entry.get("value") is None:
+        return True
+    try:
+        validation.email(str(entry["value"]))
+    except validation.Invalid:
+        return False
+    return True
+
+
 def _group_url(group_id: int) -> str:
     return url_for("scim.get_group", group_id=group_id, _external=True)
 
@@ -164,11 +178,13 @@ def _validated(payload: dict[str, Any], ctx: Context) -> ScimUser:
     return resource
 
 
-def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
-    """Store ``resource`` on ``user``: the sign-in address, name, profile; active false deprovisions."""
-    email = (resource.user_name or "").strip().lower()
-    if "@" not in email or len(email) > 320:
-        raise InvalidValueException(detail="userName must be the user's e-mail address.")
+def _write(provisioner: Provisioner, user: User, resource: ScimUser, stamp: int, derive_name: bool = True) -> None:
+    """Store ``resource`` on ``user``: the sign-in address, name, profile; active false deprovisions.
+
+    ``stamp`` is the write's modification stamp (protocol.claim). The name is ``displayName``; without
+    one, create and PUT (``derive_name``) take it from ``name``, while a PATCH that removed it leaves none.
+    """
+    email = _user_name(resource, user.email)
     if email != user.email:
         taken = db.session.scalar(
             select(User.id).where(User.domain_id == provisioner.domain.id, User.email == email, User.id != user.id)
@@ -177,17 +193,17 @@ def _write(provisioner: Provisioner, user: User, resource: ScimUser) -> None:
             raise UniquenessException(detail=f"userName {email} is taken.")
         user.email = email
     name = resource.display_name
-    if not name and resource.name is not None:
+    if not name and derive_name and resource.name is not None:
         parts = (resource.name.given_name, resource.name.family_name)
         name = resource.name.formatted or " ".join(part for part in parts if part)
-    user.name = (name or user.name or "")[:200]
+    user.name = (name or "")[:200]
     user.external_id = (resource.external_id or None) and resource.external_id[:255]
     profile = resource.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
     user.scim_profile = {key: value for key, value in profile.items() if key not in _NOT_IN_PROFILE}
     if resource.password and settings().scim_passwords:
         sessions.change_password(user, resource.password, provisioner.actor)
     user.provisioned_by = PROVISIONED_BY
-    user.scim_modified_at = _now_ms()
+    user.scim_modified_at = stamp
     active = resource.active is not False
     if not active and not user.disabled:
         deprovisioning.deactivate(user, provisioner.actor)
@@ -206,9 +222,23 @@ def _audit(provisioner: Provisioner, event: str, user: User, **details: Any) -> 
     )
 
 
+def _user_name(resource: ScimUser, current: str | None = None) -> str:
+    """The sign-in address ``userName`` holds, by the service's one e-mail rule; else 400 invalidValue.
+
+    The ``current`` address is kept as it is even if an older, looser rule let it in.
+    """
+    if current is not None and (resource.user_name or "").strip().lower() == current:
+        return current
+    try:
+        return validation.email(resource.user_name or "")
+    except validation.Invalid:
+        raise InvalidValueException(detail="userName must be the user's e-mail address.") from None
+
+
 def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimUser:
     resource = _validated(payload, Context.RESOURCE_CREATION_REQUEST)
-    email = (resource.user_name or "").strip().lower()
+    # Checked before the row is written: a database refuses an over-long address with a fault, not an answer.
+    email = _user_name(resource)
     existing = db.session.scalar(select(User).where(User.domain_id == provisioner.domain.id, User.email == email))
     if existing is not None and (existing.scim_deleted_at is None or existing.privileged):
         # Privileged accounts included: SCIM cannot tell them from any other taken address.
@@ -218,16 +248,20 @@ def create(provisioner: Provisioner, payload: dict[str, Any]) -> ScimUser:
     if existing is None:
         db.session.add(user)
         db.session.flush()
-    _write(provisioner, user, resource)
+    _write(provisioner, user, resource, protocol.next_stamp(user.scim_modified_at))
     _audit(provisioner, "scim.user.created", user, revived=existing is not None)
     db.session.commit()
     return read(user)
 
 
+def _claim(user: User) -> int:
+    return protocol.claim(User, User.scim_modified_at, user.id, user.scim_modified_at)
+
+
 def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     protocol.check_if_match(read(user).meta.version)
     resource = _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST)
-    _write(provisioner, user, resource)
+    _write(provisioner, user, resource, _claim(user))
     _audit(provisioner, "scim.user.replaced", user, active=not user.disabled)
     db.session.commit()
     return read(user)
@@ -236,7 +270,8 @@ def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Sc
 def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     current = read(user)
     protocol.check_if_match(current.meta.version)
-    _write(provisioner, user, queries.patched(PatchOp[ScimUser], current, payload))
+    resource = queries.patched(PatchOp[ScimUser], current, payload)
+    _write(provisioner, user, resource, _claim(user), derive_name=False)
     _audit(provisioner, "scim.user.patched", user, active=not user.disabled)
     db.session.commit()
     return read(user)
@@ -244,6 +279,7 @@ def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Scim
 
 def delete(provisioner: Provisioner, user: User) -> None:
     protocol.check_if_match(read(user).meta.version)
+    user.scim_modified_at = _claim(user)
     _audit(provisioner, "scim.user.deleted", user, hard=settings().scim_hard_delete)
     deprovisioning.remove(user, provisioner.actor, hard=settings().scim_hard_delete)
     db.session.commit()

@@ -43,7 +43,7 @@ def http_error(exc: HTTPException) -> Response:
 
 @bp.errorhandler(Exception)
 def unexpected(exc: Exception) -> Response:
-    # SCIM's own exceptions and a schema's ValidationError land here too (the handlers tell them apart).
+    # SCIM's own exceptions, a schema's ValidationError and outages land here too (the handlers tell them apart).
     return _handlers().unexpected(exc)
 
 

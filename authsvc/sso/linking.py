@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ProviderFailed, SsoConflict
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
@@ -97,9 +97,13 @@ def privileged(user: User) -> bool:
 
 
 def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> User:
-    email = profile.get("email")
-    if not email:
+    if not profile.get("email"):
         raise ProviderRefused("no_email")
+    try:
+        # The service's one e-mail rule: an address no other surface would take makes no user here either.
+        email = validation.email(profile["email"])
+    except validation.Invalid:
+        raise ProviderRefused("invalid_email") from None
     user = db.session.scalar(select(User).where(User.domain_id == provider.domain_id, User.email == email))
     if user is not None:
         refusal = _automatic_link_refusal(provider, user, claims)

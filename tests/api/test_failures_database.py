@@ -276,3 +276,40 @@ def test_a_statement_waiting_on_a_lock_past_the_statement_timeout_is_503(make_ap
     assert_unavailable(response)
     assert 0.9 < took < 2
     assert inspect(client, headers={"Authorization": f"Bearer {bearer}"}).status_code == 200
+
+
+@pytest.mark.postgresql
+def test_scim_answers_a_hung_database_with_503_and_retry_after_within_the_bound(make_app, setup, world, database_proxy):
+    """Entra ID and Okta retry a 503 with Retry-After; a 500 they count as a failed provisioning."""
+    proxy = database_proxy
+    app = make_app(SQLALCHEMY_DATABASE_URI=proxy.url_for(DATABASE_URL), **HUNG_DATABASE)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    key = world.api_key(world.user(setup.domain, "it-admin@example.com", admin=True), scopes="scim")
+    scim = headers(Authorization=f"Bearer {key}")
+    user = world.user(setup.domain, "ada@example.com")
+    assert client.get("/scim/v2/Users", headers=scim).status_code == 200
+
+    proxy.freeze()
+    deactivate = {
+        "schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+        "Operations": [{"op": "replace", "path": "active", "value": False}],
+    }
+    calls = [
+        lambda: client.get("/scim/v2/Users", headers=scim),
+        lambda: client.patch(f"/scim/v2/Users/{user.id}", json=deactivate, headers=scim),
+        lambda: client.get("/scim/v2/ServiceProviderConfig", headers=scim),
+    ]
+    for call in calls:
+        response, took = timed(call)
+        assert response.status_code == 503, response.get_data(as_text=True)
+        assert response.mimetype == "application/scim+json"
+        assert response.get_json()["status"] == "503"
+        assert int(response.headers["Retry-After"]) > 0
+        assert took < HUNG_DATABASE_BOUND
+
+    proxy.thaw()
+    deadline = time.monotonic() + 10
+    while client.get("/scim/v2/Users", headers=scim).status_code != 200:
+        assert time.monotonic() < deadline, "SCIM did not recover within 10 s of the database's return"
+        time.sleep(0.2)

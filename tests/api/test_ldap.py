@@ -236,3 +236,18 @@ def test_a_user_promoted_after_the_first_sign_in_must_be_linked_explicitly(clien
     world.update(User, ada.id, support=True)
     assert signin(client, "ada@example.com", "ada-password").status_code == 401
     assert events(world, "ldap.link_refused")[0].details["reason"] == "automatic_link"
+
+
+def test_a_first_sign_in_makes_an_account_only_for_an_address_by_the_e_mail_rule(client, world, directory, setup, corp):
+    """One e-mail rule for every surface (docs/security.md, "E-mail addresses"): a typo in a directory's
+    mail attribute makes no account, and an Active Directory UPN (corp.local) does."""
+    directory.add_person("dots", "dot..dot@example.com", "dots-password", "Dot Dot")
+    directory.add_person("upn", "upn@corp.local", "upn-password", "Upn Local")
+    try:
+        assert signin(client, "dot..dot@example.com", "dots-password").status_code == 401
+        assert world.query(select(User).where(User.email == "dot..dot@example.com")) == []
+        assert signin(client, "UPN@corp.local", "upn-password").status_code == 202
+        assert len(world.query(select(User).where(User.email == "upn@corp.local"))) == 1
+    finally:
+        directory.delete("dots")
+        directory.delete("upn")

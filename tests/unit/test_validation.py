@@ -76,6 +76,54 @@ def test_an_email_address_longer_than_320_characters_is_refused():
         validation.email("a" * 310 + "@example.com")
 
 
+# Directories name people in namespaces that are not on the public Internet: Active Directory's
+# UPN suffixes (corp.local), RFC 6761's .test, single-label hosts. They are real accounts.
+SPECIAL_USE = ["alice@corp.local", "bob@qa.test", "carol@intranet", "dave@host.localhost", "erin@x.invalid"]
+
+
+@pytest.mark.parametrize("given", SPECIAL_USE)
+def test_addresses_under_special_use_names_are_e_mail_addresses(given):
+    assert validation.email(given.upper()) == given
+
+
+@pytest.mark.parametrize(
+    "given",
+    [
+        "a..b@example.com",
+        ".a@example.com",
+        "a.@example.com",
+        "a@-example.com",
+        "a@example..com",
+        "a@exam_ple.com",
+        "a" * 65 + "@example.com",
+        "a" + "\u0301" * 64 + "@example.com",
+        "Ada <ada@example.com>",
+        "ada@[10.0.0.1]",
+    ],
+)
+def test_what_rfc_5321_refuses_is_no_email_address(given):
+    with pytest.raises(Invalid, match="is not an e-mail address"):
+        validation.email(given)
+
+
+@pytest.mark.parametrize("given", [*SPECIAL_USE, "ada@example.com", "a..b@example.com", "ada@[10.0.0.1]", "ada"])
+def test_scims_emails_and_the_sign_in_address_follow_the_same_rule(given):
+    """SCIM's ``emails`` are pydantic's EmailStr (scim2-models): an address is valid on both or on neither."""
+    from pydantic import EmailStr, TypeAdapter, ValidationError
+
+    try:
+        TypeAdapter(EmailStr).validate_python(given)
+        as_scim = True
+    except ValidationError:
+        as_scim = False
+    try:
+        validation.email(given)
+        as_sign_in = True
+    except Invalid:
+        as_sign_in = False
+    assert as_scim == as_sign_in
+
+
 @pytest.mark.parametrize(("given", "fragment"), [("short", "at least 8"), ("x" * 1025, "at most 1024")])
 def test_passwords_between_8_and_1024_characters(given, fragment):
     assert validation.password("x" * 8) == "x" * 8
