@@ -84,7 +84,8 @@ def test_the_machine_application_gets_client_credentials_tokens_as_the_service_a
     )
     assert token.status_code == 200, token.get_json()
     claims = client.get(
-        f"{BASE}/api/engine/v2/api_keys/inspect", headers={"Authorization": f"Bearer {token.get_json()['access_token']}"}
+        f"{BASE}/api/engine/v2/api_keys/inspect",
+        headers={"Authorization": f"Bearer {token.get_json()['access_token']}"},
     ).get_json()
     assert claims["u"]["e"] == demo["username"]
 

@@ -7,10 +7,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import re
 
 import pytest
 
-from authsvc.web.logs import JsonFormatter
+from authsvc.web.logs import JsonFormatter, TextFormatter
 from tests.helpers import headers, redis_url
 
 # Request ids --------------------------------------------------------------
@@ -88,3 +89,30 @@ def test_metrics_can_be_kept_behind_a_token(make_app):
     answer = client.get("/metrics", headers={"Authorization": "Bearer metrics-secret"})
     assert answer.status_code == 200
     assert answer.mimetype == "text/plain"
+
+
+def test_text_log_lines_are_for_a_person_with_the_request_id(make_app):
+    app = make_app()
+
+    @app.get("/test-text-logs")
+    def logs_something():
+        logging.getLogger("authsvc.test").warning("inside %s", "the request")
+        return ""
+
+    lines = io.StringIO()
+    handler = logging.StreamHandler(lines)
+    handler.setFormatter(TextFormatter())
+    logging.getLogger().addHandler(handler)
+    try:
+        app.test_client().get("/test-text-logs", headers={"X-Request-Id": "req-123456789"})
+    finally:
+        logging.getLogger().removeHandler(handler)
+    [line] = [text for text in lines.getvalue().splitlines() if "authsvc.test" in text]
+    assert re.fullmatch(r"\d\d:\d\d:\d\d warning authsvc\.test: inside the request \(request req-123456789\)", line)
+
+
+def test_building_the_app_without_redis_says_nothing_about_it(make_app, caplog):
+    """The warning is the service's, once a start (config/gunicorn.py): every flask command builds the app too."""
+    with caplog.at_level(logging.WARNING):
+        make_app(REDIS_URL=None)
+    assert "REDIS_URL" not in caplog.text

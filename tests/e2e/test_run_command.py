@@ -1,11 +1,16 @@
-"""The README's run command: embedded defaults, a seeded demo, data kept across runs."""
+"""The README's run command: embedded defaults, a seeded demo, data and sessions kept across runs.
+
+What it prints is what a newcomer reads first: readable lines, one line for the migrations, the
+"no Redis" warning once, and the demo block last before "Serving on".
+"""
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
@@ -16,8 +21,29 @@ from tests.helpers.servers import ROOT, free_port
 
 pytestmark = pytest.mark.slow
 
+# "  service account      service@localhost / PASSWORD (password grant)": the demo block's rows.
+ROW = re.compile(r"^  (?P<label>[a-z ]+?)\s{2,}(?P<value>\S.*)$")
 
-def start(instance: Path, port: int) -> tuple[subprocess.Popen, dict]:
+
+class Run:
+    """A running ./scripts/run, its output so far, and the demo block it printed."""
+
+    def __init__(self, process: subprocess.Popen, lines: list[str], demo: dict[str, str]) -> None:
+        self.process, self.lines, self.demo = process, lines, demo
+
+    def credentials(self) -> dict[str, str]:
+        service, _, service_password = self.demo["service account"].split()[:3]
+        person, _, person_password = self.demo["person"].split()[:3]
+        return {
+            "client_id": self.demo["application"].split()[0],
+            "username": service,
+            "password": service_password,
+            "person": person,
+            "person_password": person_password,
+        }
+
+
+def start(instance: Path, port: int) -> Run:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "HOME": os.environ.get("HOME", str(instance)),
@@ -29,31 +55,33 @@ def start(instance: Path, port: int) -> tuple[subprocess.Popen, dict]:
         cwd=ROOT,
         env=env,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
     )
-    credentials = None
+    lines: list[str] = []
     deadline = time.monotonic() + 120
     for line in process.stdout:
-        if line.startswith("{"):
-            credentials = json.loads(line)
+        lines.append(line.rstrip("\n"))
         if line.startswith("Serving on"):
             break
         assert time.monotonic() < deadline
-    assert credentials, "the run command printed no demo credentials"
+    demo = {m["label"]: m["value"] for m in map(ROW.match, lines) if m}
+    assert demo, f"the run command printed no demo block: {lines}"
+    # The rest of the output, read off the pipe so that gunicorn never blocks on it.
+    threading.Thread(target=lambda: lines.extend(line.rstrip("\n") for line in process.stdout), daemon=True).start()
     while True:
         try:
-            requests.get(f"http://127.0.0.1:{port}/", timeout=1)
-            return process, credentials
+            requests.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+            return Run(process, lines, demo)
         except (requests.ConnectionError, requests.Timeout):
-            assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+            assert process.poll() is None and time.monotonic() < deadline, lines
             time.sleep(0.2)
 
 
-def stop(process: subprocess.Popen) -> None:
-    os.killpg(process.pid, signal.SIGTERM)
-    process.wait(timeout=30)
+def stop(run: Run) -> None:
+    os.killpg(run.process.pid, signal.SIGTERM)
+    run.process.wait(timeout=30)
 
 
 def password_grant(port: int, credentials: dict) -> requests.Response:
@@ -69,10 +97,42 @@ def password_grant(port: int, credentials: dict) -> requests.Response:
     )
 
 
-def test_the_run_command_serves_the_seeded_demo_and_keeps_its_data(tmp_path):
+def authorize(port: int, credentials: dict, cookies) -> requests.Response:
+    """The code flow's authorisation request with the session in ``cookies``: 302 with a code while it lives."""
+    return requests.get(
+        f"http://localhost:{port}/auth/oauth/authorize",
+        params={
+            "response_type": "code",
+            "client_id": credentials["client_id"],
+            "redirect_uri": "http://localhost:8080/callback",
+            "scope": "openid",
+        },
+        cookies=cookies,
+        allow_redirects=False,
+        timeout=10,
+    )
+
+
+def assert_a_readable_first_start(lines: list[str], port: int) -> None:
+    """Text, not JSON; the migrations in one line; the demo block last before "Serving on"; one Redis warning."""
+    serving = next(i for i, line in enumerate(lines) if line.startswith("Serving on"))
+    before = lines[:serving]
+    assert not [line for line in lines if line.startswith("{")]
+    assert [line for line in before if "migration" in line] == [before[0]]
+    assert re.fullmatch(
+        r"\d\d:\d\d:\d\d info    authsvc\.migrations: database: \d+ migrations applied, now at \w+", before[0]
+    )
+    assert before[1].startswith("Demo (embedded defaults") and len(before) == 2 + 7
+    # The "no Redis" warning: once, from the service; none from the flask commands before it.
+    assert len([line for line in lines if "REDIS_URL is not set" in line]) == 1
+    assert lines[serving] == f"Serving on http://localhost:{port}"
+
+
+def test_the_run_command_serves_the_seeded_demo_and_keeps_its_data_and_sessions(tmp_path):
     port = free_port()
-    process, first = start(tmp_path, port)
+    run = start(tmp_path, port)
     try:
+        first = run.credentials()
         token = password_grant(port, first)
         assert token.status_code == 200, token.text
         # 127.0.0.1 reaches the demo domain too (it is the default domain).
@@ -82,14 +142,24 @@ def test_the_run_command_serves_the_seeded_demo_and_keeps_its_data(tmp_path):
             timeout=10,
         )
         assert inspect.status_code == 200
+        signed_in = requests.post(
+            f"http://localhost:{port}/auth/signin",
+            data={"email": first["person"], "password": first["person_password"]},
+            timeout=10,
+        )
+        assert signed_in.status_code == 202, signed_in.text
+        assert authorize(port, first, signed_in.cookies).status_code == 302
+        assert requests.get(f"http://localhost:{port}/readyz", timeout=10).json()["checks"]["redis"] == "in-process"
     finally:
-        stop(process)
+        stop(run)
+    assert_a_readable_first_start(run.lines, port)
     assert (tmp_path / "authsvc.sqlite3").exists()
+    assert (tmp_path / "store.json").stat().st_mode & 0o777 == 0o600
 
-    process, second = start(tmp_path, port)
+    run = start(tmp_path, port)
     try:
-        assert second == first
-        assert password_grant(port, second).status_code == 200
+        assert run.credentials() == first
+        assert password_grant(port, first).status_code == 200
         assert (
             requests.get(
                 f"http://localhost:{port}/api/engine/v2/api_keys/inspect",
@@ -98,5 +168,9 @@ def test_the_run_command_serves_the_seeded_demo_and_keeps_its_data(tmp_path):
             ).status_code
             == 200
         ), "the token of the first run is still known"
+        # The person's session of the first run still signs them in: the store was kept too.
+        kept = authorize(port, first, signed_in.cookies)
+        assert kept.status_code == 302 and "code=" in kept.headers["Location"], kept.headers.get("Location")
     finally:
-        stop(process)
+        stop(run)
+    assert any("database: up to date" in line for line in run.lines)
