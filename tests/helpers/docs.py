@@ -13,9 +13,15 @@ Conventions (docs/development.md, "The documentation is tested"):
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import select
+import shutil
+import signal
 import subprocess
+import tempfile
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,10 +176,15 @@ class Report:
 
 
 class Session:
-    """One bash, as a reader's terminal: each block is pasted in turn, its output read back."""
+    """One bash, as a reader's terminal: each block is pasted in turn, its output read back.
 
-    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 60) -> None:
+    A block runs from a file (``source``) with its input from /dev/null, so a command that reads
+    its input cannot swallow the blocks after it; each block has ``timeout`` seconds.
+    """
+
+    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 90) -> None:
         self.timeout = timeout
+        self.files = Path(tempfile.mkdtemp(prefix="doc-blocks-"))
         self.process = subprocess.Popen(
             ["bash", "--norc", "--noprofile"],
             cwd=cwd,
@@ -181,30 +192,47 @@ class Session:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
-            text=True,
+            start_new_session=True,
         )
+        self.pending = b""
         # Any command of a block that fails, even mid-block, is reported (a reader would see it).
         self._send("exec 2>&1; trap 'echo \"__doc_failed__ $? $BASH_COMMAND\"' ERR\n")
 
     def _send(self, text: str) -> None:
         assert self.process.stdin is not None
-        self.process.stdin.write(text)
+        self.process.stdin.write(text.encode())
         self.process.stdin.flush()
+
+    def _lines_until(self, end: str) -> tuple[list[str], bool]:
+        assert self.process.stdout is not None
+        fd, lines = self.process.stdout.fileno(), []
+        deadline = time.monotonic() + self.timeout
+        while True:
+            while b"\n" in self.pending:
+                raw, self.pending = self.pending.split(b"\n", 1)
+                line = raw.decode(errors="replace")
+                if line == end:
+                    return lines, True
+                lines.append(line)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return lines, False
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return lines, False
+            self.pending += chunk
 
     def run(self, text: str) -> tuple[str, list[str]]:
         """The block's output, and the commands of it that failed."""
         end = f"__doc_block_{uuid.uuid4().hex}__"
-        self._send(f"{text}\necho; echo {end}\n")
-        assert self.process.stdout is not None
-        out: list[str] = []
-        for line in self.process.stdout:
-            if line.rstrip("\n") == end:
-                break
-            out.append(line)
-        else:
-            return "".join(out), ["bash ended"]
-        failed = [line.strip() for line in out if line.startswith("__doc_failed__")]
-        output = "".join(line for line in out if not line.startswith("__doc_failed__"))
+        path = self.files / f"{end}.sh"
+        path.write_text(text)
+        self._send(f"source {path} </dev/null; echo; echo {end}\n")
+        lines, finished = self._lines_until(end)
+        failed = [line.strip() for line in lines if line.startswith("__doc_failed__")]
+        if not finished:
+            failed.append(f"no end within {self.timeout:.0f} s")
+        output = "\n".join(line for line in lines if not line.startswith("__doc_failed__"))
         return output.removesuffix("\n"), failed
 
     def close(self) -> None:
@@ -215,12 +243,23 @@ class Session:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        # Whatever a block left running (its session's process group) goes with it.
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+        shutil.rmtree(self.files, ignore_errors=True)
 
 
-def run_page(page: Path, env: dict[str, str], port: int | None = None) -> Report:
-    """Run ``page``'s shell blocks in order in one session; what ran, what was skipped and why, what failed."""
+def reader_environment(**env: str) -> dict[str, str]:
+    """A reader's shell: a PATH and a HOME, none of the test run's settings, and ``env``."""
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(ROOT)), **env}
+
+
+def run_page(page: Path, env: dict[str, str], port: int | None = None, session: Session | None = None) -> Report:
+    """Run ``page``'s shell blocks in order in one session (a new one in environment ``env``, or
+    ``session``, which the page continues); what ran, what was skipped and why, what failed."""
     report = Report()
-    session = Session({**os.environ, **env})
+    own = session is None
+    session = session or Session(env)
     try:
         for block in blocks(page):
             if block.lang not in SHELL:
@@ -230,18 +269,22 @@ def run_page(page: Path, env: dict[str, str], port: int | None = None) -> Report
                 continue
             text, expected = block.text, block.expected
             if port is not None:
-                text = _on_port(text, port)
-                expected = _on_port(expected, port) if expected is not None else None
+                text = on_port(text, port)
+                expected = on_port(expected, port) if expected is not None else None
             output, failed = session.run(text)
             report.ran.append(block.where)
+            if any(line.startswith("no end within") for line in failed):
+                report.failures.append(f"{block.where}: {'; '.join(failed)}\n{output}")
+                break  # the session is stuck in this block
             if failed:
                 report.failures.append(f"{block.where}: {'; '.join(failed)}\n{output}")
             elif expected is not None and not matches(expected, output):
                 report.failures.append(f"{block.where}: the output is not what the page shows:\n{output}")
     finally:
-        session.close()
+        if own:
+            session.close()
     return report
 
 
-def _on_port(text: str, port: int) -> str:
+def on_port(text: str, port: int) -> str:
     return re.sub(r"\b(localhost|127\.0\.0\.1):5000\b", rf"\g<1>:{port}", text)

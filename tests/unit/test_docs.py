@@ -73,7 +73,7 @@ echo "after a failure"
 def test_the_checker_runs_blocks_in_one_session_and_catches_a_broken_example(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(BROKEN)
-    report = docs.run_page(page, {})
+    report = docs.run_page(page, docs.reader_environment())
     assert report.ran == ["page.md:3", "page.md:11", "page.md:23", "page.md:30"]
     assert report.skipped == ["page.md:19 (needs a peer)"]
     # The wrong output shown, and a command that failed mid-block, each fail the page.
