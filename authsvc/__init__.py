@@ -77,6 +77,11 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
 
         Migrate(app, db, directory=str(_migrations_dir()), render_as_batch=True)
     store.init_app(app)
+    if os.environ.get(NO_MIGRATIONS_ENV) and settings.store_snapshot and store.is_embedded(app):
+        # Only a web worker: a flask command beside the running service would write back a stale copy.
+        from authsvc.core import store_snapshot
+
+        store_snapshot.keep(store.client_of(app), Path(settings.store_snapshot))
     limits.init_app(app)
     client_failures.init_app(app)
     server.init_app(app)

@@ -37,22 +37,24 @@ forwarded_allow_ips = ""  # no peer
 secure_scheme_headers: dict[str, str] = {}
 forwarder_headers = ""
 
-# Logs: JSON lines on stdout, through the app's formatter. The access log is
-# built from chosen fields only (authsvc.web.logs): never the query string (the
-# spec's code exchange carries the code there, and bearer_token / api-key may
-# be sent that way too), cookies or the Authorization header.
+# Logs: lines on stdout, through the app's formatter (JSON unless AUTHSVC_LOG_FORMAT=text, as
+# ./scripts/run sets). The access log is built from chosen fields only (authsvc.web.logs):
+# never the query string (the spec's code exchange carries the code there, and
+# bearer_token / api-key may be sent that way too), cookies or the Authorization header.
 accesslog = "-" if os.environ.get("AUTHSVC_ACCESS_LOG", "1") != "0" else None
 access_log_format = '%(h)s "%(m)s %(U)s" %(s)s %(B)s %(M)sms'
 # gunicorn's logger, except that an access record carries only the atoms written (a tenth of inspect's time).
 logger_class = "authsvc.web.access_log.AccessLogger"
 errorlog = "-"
 loglevel = os.environ.get("AUTHSVC_LOG_LEVEL", "info").lower()
+_log_format = os.environ.get("AUTHSVC_LOG_FORMAT", "json").lower()  # checked by the app's settings
+_formatter = "authsvc.web.logs.TextFormatter" if _log_format == "text" else "authsvc.web.logs.JsonFormatter"
 logconfig_dict = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "authsvc.web.logs.JsonFormatter"}},
-    "handlers": {"json": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stdout"}},
-    "root": {"level": loglevel.upper(), "handlers": ["json"]},
+    "formatters": {_log_format: {"()": _formatter}},
+    "handlers": {"out": {"class": "logging.StreamHandler", "formatter": _log_format, "stream": "ext://sys.stdout"}},
+    "root": {"level": loglevel.upper(), "handlers": ["out"]},
     "loggers": {
         "gunicorn.error": {"level": loglevel.upper(), "handlers": [], "propagate": True},
         "gunicorn.access": {"level": "INFO", "handlers": [], "propagate": True},
@@ -71,10 +73,20 @@ if _own_metrics_dir:
     os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="authsvc-metrics-")
 
 
-def on_starting(server: object) -> None:
+def on_starting(server: Any) -> None:
     # Samples of an earlier run in a configured directory would be added to this one's.
     for path in glob.glob(os.path.join(os.environ["PROMETHEUS_MULTIPROC_DIR"], "*.db")):
         os.remove(path)
+    if _embedded_store:
+        # Said once a start, here in the master: the workers and the flask commands build the app
+        # without a word about it (each would repeat it), and only the service serves requests.
+        server.log.warning(
+            "REDIS_URL is not set: sessions, codes and limits live in this process (one worker, %d threads)%s",
+            threads,
+            f"; kept in {os.environ['AUTHSVC_STORE_SNAPSHOT']} across restarts"
+            if os.environ.get("AUTHSVC_STORE_SNAPSHOT")
+            else "; lost when it stops",
+        )
 
 
 def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker

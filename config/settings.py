@@ -126,6 +126,16 @@ def _development_secret_key() -> str:
     return path.read_text().strip()
 
 
+LOG_FORMATS = ("json", "text")
+
+
+def _log_format(name: str, default: str) -> str:
+    value = (os.environ.get(name) or default).lower()
+    if value not in LOG_FORMATS:
+        raise ConfigError(f"{name} must be one of {', '.join(LOG_FORMATS)}, not {value!r}")
+    return value
+
+
 def _text(name: str, default: str | None) -> str | None:
     return os.environ.get(name) or default
 
@@ -148,6 +158,9 @@ class Settings:
     secret_key: str = _setting("SECRET_KEY", None, None)
     database_url: str = _setting("DATABASE_URL", None, None, key="SQLALCHEMY_DATABASE_URI")
     redis_url: str | None = _setting("REDIS_URL", None, _text)
+    # Without Redis: a file the web worker keeps the in-process store in across restarts
+    # (authsvc.core.store_snapshot; ./scripts/run sets instance/store.json). Unset: kept in memory only.
+    store_snapshot: str | None = _setting("AUTHSVC_STORE_SNAPSHOT", None, _text)
     # Redis Sentinel: the primary is the one these name for the service (authsvc.core.redis_connection).
     redis_sentinels: list[tuple[str, int]] | None = _setting("REDIS_SENTINELS", None, None)
     redis_sentinel_service: str | None = _setting("REDIS_SENTINEL_SERVICE", None, None)
@@ -220,6 +233,9 @@ class Settings:
     # Form bodies: no more fields than any of our forms could use.
     max_form_fields: int = _setting("AUTHSVC_MAX_FORM_FIELDS", 100, _int, key="MAX_FORM_PARTS")
     log_level: str = _setting("AUTHSVC_LOG_LEVEL", None, None)
+    # How log records are written: "json" (one object a line, for machines) or "text" (for a person at
+    # a terminal; ./scripts/run's choice). config/gunicorn.py reads the same variable for gunicorn's logs.
+    log_format: str = _setting("AUTHSVC_LOG_FORMAT", "json", _log_format)
     # Dependencies that do not answer fail the request fast (503), not after a long hang.
     redis_timeout: float = _setting("AUTHSVC_REDIS_TIMEOUT", 1.0, _float)
     # Every wait on PostgreSQL ends before gunicorn kills the worker (see _check_waits);

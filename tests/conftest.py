@@ -253,3 +253,19 @@ def oidc(world):
         person = world.user(domain, "person@example.com", name="Person", groups=["staff", "ops"])
 
     return Oidc
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """The documentation test's counts (tests/e2e/test_docs_run.py): blocks run and skipped, per page."""
+    lines = [
+        value
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if report.when == "call"
+        for name, value in getattr(report, "user_properties", [])
+        if name == "docs"
+    ]
+    if lines:
+        terminalreporter.section("documentation")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -13,6 +13,7 @@ from authsvc import openapi
 from authsvc.admin import api as admin_api
 from authsvc.admin.console import views as console
 from authsvc.api import views as api
+from authsvc.app import front_door
 from authsvc.auth import views as auth
 from authsvc.auth.mfa import settings as mfa_settings
 from authsvc.auth.mfa import views as mfa
@@ -41,4 +42,5 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(console.bp)
     app.register_blueprint(health.bp)
     health.show_servers_to(app, admin_api.system_admin_presented)
+    app.register_blueprint(front_door.bp)
     app.register_blueprint(scim.bp)

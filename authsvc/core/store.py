@@ -5,7 +5,8 @@ authsvc.sso.flow_state, authsvc.sso.saml_flow's Handoff, authsvc.oauth.codes...)
 two packages share (JWKS copies: sso and oauth; the back-channel logout index: auth and
 oauth). Every key lives under ``authsvc:`` and has a TTL. Keys are named by a digest of the
 secret they stand for, so a copy of Redis holds no usable session id or code. Without
-``REDIS_URL`` an in-process fakeredis stands in; it serves one process only.
+``REDIS_URL`` an in-process fakeredis stands in; it serves one process only, and
+authsvc.core.store_snapshot may keep it across restarts.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from authsvc.core.settings import settings
 log = logging.getLogger(__name__)
 
 PREFIX = "authsvc:"
+
+
+def is_embedded(app: Flask | None = None) -> bool:
+    """Whether the store is the in-process one: neither ``REDIS_URL`` nor ``REDIS_SENTINELS`` is set."""
+    return not (settings(app).redis_url or settings(app).redis_sentinels)
 
 
 def init_app(app: Flask) -> None:
@@ -51,10 +57,8 @@ def init_app(app: Flask) -> None:
     else:
         import fakeredis
 
-        log.warning(
-            "REDIS_URL is not set: using an in-process store that serves this process only. "
-            "Sessions and codes are lost on restart and not shared between workers."
-        )
+        # No warning here: gunicorn's master gives it once a start (config/gunicorn.py), where
+        # every worker and every flask command building the app would each repeat it.
         client = fakeredis.FakeRedis(decode_responses=True)
     app.extensions["authsvc.redis"] = client
 
@@ -115,7 +119,11 @@ def _fail_fast_class(url: str) -> type:
 
 
 def client() -> redis.Redis:
-    return cast(redis.Redis, current_app.extensions["authsvc.redis"])
+    return client_of(current_app)
+
+
+def client_of(app: Flask) -> redis.Redis:
+    return cast(redis.Redis, app.extensions["authsvc.redis"])
 
 
 def _decoded(raw: Any) -> dict[str, Any] | None:

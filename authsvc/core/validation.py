@@ -50,7 +50,14 @@ def scopes(value: str, known: list[str] | None = None) -> str:
 
 
 def is_loopback(value: str) -> bool:
-    if value == "localhost":
+    """Whether ``value`` (a host name or address) is this machine: the one rule for plain http.
+
+    ``localhost`` and every name under it are loopback (RFC 6761 6.3: resolvers answer them with
+    the loopback address and never ask the network), so ``acme.localhost`` serves a second
+    domain on a developer's machine; so are the loopback addresses.
+    """
+    name = value.lower().rstrip(".")
+    if name == "localhost" or (name.endswith(".localhost") and name != ".localhost" and not name.startswith(".")):
         return True
     try:
         return ip_address(value).is_loopback

@@ -8,6 +8,8 @@ from flask import current_app
 from authsvc.core.database import UNBOUNDED
 
 log = logging.getLogger("alembic.env")
+# One line for the whole upgrade (run_migrations_online) instead of Alembic's line per migration.
+logging.getLogger("alembic.runtime.migration").setLevel(logging.WARNING)
 
 config = context.config
 db = current_app.extensions["migrate"].db
@@ -27,8 +29,14 @@ def run_migrations_online() -> None:
             directives[:] = []
             log.info("No changes in schema detected.")
 
+    applied: list[str] = []
+
+    def note_applied(*, step, **_: object) -> None:  # noqa: ANN001 - Alembic's MigrationInfo
+        applied.append(step.up_revision_id)
+
     conf_args = dict(current_app.extensions["migrate"].configure_args)
     conf_args.setdefault("process_revision_directives", process_revision_directives)
+    conf_args.setdefault("on_version_apply", note_applied)
     # A migration may take long (an index on a large table): neither the
     # service's statement timeout nor its client deadline applies to it.
     with db.engine.connect().execution_options(**{UNBOUNDED: True}) as connection:
@@ -37,6 +45,11 @@ def run_migrations_online() -> None:
             if connection.dialect.name == "postgresql":
                 connection.exec_driver_sql("SET LOCAL statement_timeout = 0")
             context.run_migrations()
+    summary = logging.getLogger("authsvc.migrations")
+    if applied:
+        summary.info("database: %d migrations applied, now at %s", len(applied), applied[-1])
+    elif context.get_context().opts.get("destination_rev") in ("head", "heads"):  # an upgrade, not `db current`
+        summary.info("database: up to date")
 
 
 if context.is_offline_mode():

@@ -6,8 +6,9 @@ import re
 from collections import defaultdict
 from functools import cached_property
 from typing import Any
+from urllib.parse import urlsplit
 
-from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Payload, OAuth2Request
+from authlib.oauth2.rfc6749 import InsecureTransportError, InvalidRequestError, OAuth2Payload, OAuth2Request
 from flask import request as flask_request
 
 from authsvc.core import validation
@@ -118,15 +119,26 @@ class MergedPayload(OAuth2Payload):
         return self._datalist
 
 
+def _request_hostname() -> str:
+    """The request's host name, without port or IPv6 brackets ("" when the Host header is not one)."""
+    try:
+        return urlsplit(f"//{flask_request.host}").hostname or ""
+    except ValueError:
+        return ""
+
+
 class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
     def __init__(self, params: Parameters | None = None) -> None:
-        # Authlib checks the transport (https, or http to a loopback host) on the URI it is given:
-        # scheme and host are all that check reads. The full URL (an IRI, some 200 calls to build)
-        # is made only if something reads ``uri``.
-        origin = f"{flask_request.scheme}://{flask_request.host}/"
-        super().__init__(flask_request.method, origin, headers=flask_request.headers)
+        # OAuth 2.0 needs TLS, except to this machine (RFC 6749 3.1, RFC 8252 7.3). The service's own
+        # rule decides what "this machine" is (validation.is_loopback: *.localhost too, RFC 6761 6.3);
+        # Authlib's check, run on the URI given here, knows only localhost and loopback addresses,
+        # so it is given the origin as https once the rule has allowed it. The full URL (an IRI,
+        # some 200 calls to build) is made only if something reads ``uri``.
+        if flask_request.scheme != "https" and not validation.is_loopback(_request_hostname()):
+            raise InsecureTransportError()
+        super().__init__(flask_request.method, f"https://{flask_request.host}/", headers=flask_request.headers)
         self.payload = MergedPayload(read_parameters())
         if params is not None:
             self.replace_parameters(params)

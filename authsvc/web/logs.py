@@ -1,7 +1,10 @@
-"""Logging: one JSON object per line, each with the request's id; secrets scrubbed before formatting.
+"""Logging: one line per record, each with the request's id; secrets scrubbed before formatting.
 
-The same formatter serves the app and gunicorn (``config/gunicorn.py``), so
-the access log is JSON too, and carries the request id of the response.
+``AUTHSVC_LOG_FORMAT`` chooses the line: a JSON object (``json``, the default, for a
+deployment's log pipeline) or text a person reads at a terminal (``text``, what
+``./scripts/run`` sets). The same formatter serves the app and gunicorn
+(``config/gunicorn.py``), so the access log takes the same form, with the request
+id of the response.
 """
 
 from __future__ import annotations
@@ -54,7 +57,48 @@ def choose_request_id(incoming: str) -> str:
     return incoming if _VALID_REQUEST_ID.fullmatch(incoming) else secrets.token_hex(16)
 
 
-class JsonFormatter(logging.Formatter):
+def _access_fields(record: logging.LogRecord) -> dict[str, Any]:
+    """The safe fields of a gunicorn access record (never the query string, cookies or Authorization)."""
+    fields: dict[str, Any] = {}
+    if isinstance(record.args, dict):
+        for atom, field in _ACCESS_FIELDS.items():
+            value = record.args.get(atom)
+            if value in (None, "-"):
+                continue
+            fields[field] = int(value) if field in _NUMERIC_FIELDS and str(value).isdigit() else value
+    return fields
+
+
+class ServiceFormatter(logging.Formatter):
+    """The service's own formatters (either form): the root logger has one when logging is set up."""
+
+
+class TextFormatter(ServiceFormatter):
+    """``00:35:47 warning authsvc.core.store: message``: what a person reads at a terminal.
+
+    A request's line ends with its id; an access record is ``GET /path 200 512 B 3 ms``.
+    """
+
+    def format(self, record: logging.LogRecord) -> str:
+        when = datetime.fromtimestamp(record.created, UTC).strftime("%H:%M:%S")
+        if record.name == "gunicorn.access":
+            access = _access_fields(record)
+            text = (
+                f"{access.get('method', '-')} {access.get('path', '-')} {access.get('status', '-')} "
+                f"{access.get('bytes', 0)} B {access.get('duration_ms', '-')} ms"
+            )
+        else:
+            text = f"{record.name}: {record.getMessage()}"
+            rid = request_id()
+            if rid:
+                text += f" (request {rid})"
+        line = f"{when} {record.levelname.lower():<7} {text}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JsonFormatter(ServiceFormatter):
     """``{"ts", "level", "logger", "message", "request_id", ...}``, one line per record."""
 
     def format(self, record: logging.LogRecord) -> str:
@@ -66,11 +110,7 @@ class JsonFormatter(logging.Formatter):
         }
         if record.name == "gunicorn.access" and isinstance(record.args, dict):
             entry["message"] = "request"
-            for atom, field in _ACCESS_FIELDS.items():
-                value = record.args.get(atom)
-                if value in (None, "-"):
-                    continue
-                entry[field] = int(value) if field in _NUMERIC_FIELDS and str(value).isdigit() else value
+            entry.update(_access_fields(record))
         else:
             entry["message"] = record.getMessage()
             entry["request_id"] = request_id()
@@ -87,8 +127,11 @@ def _scrub_args(args: Any) -> Any:
     return args
 
 
-def install() -> None:
-    """Scrub secrets from every log record of the process, and write records as JSON if nobody else does.
+FORMATTERS: dict[str, type[ServiceFormatter]] = {"json": JsonFormatter, "text": TextFormatter}
+
+
+def install(log_format: str = "json") -> None:
+    """Scrub secrets from every log record of the process, and write records in ``log_format`` if nobody else does.
 
     Libraries log whole token responses at DEBUG (Authlib: "Issue token %r");
     the record factory redacts secret keys in dict arguments before any
@@ -115,14 +158,14 @@ def install() -> None:
     # seven lines of noise around every CLI command's answer.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
     root = logging.getLogger()
-    if not any(isinstance(h.formatter, JsonFormatter) for h in root.handlers):
+    if not any(isinstance(h.formatter, ServiceFormatter) for h in root.handlers):
         handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(JsonFormatter())
+        handler.setFormatter(FORMATTERS[log_format]())
         root.addHandler(handler)
 
 
 def init_app(app: Flask) -> None:
-    install()
+    install(settings(app).log_format)
     logging.getLogger().setLevel(settings(app).log_level)
 
     @app.after_request

@@ -64,3 +64,15 @@ def test_a_change_to_app_config_after_the_start_reaches_the_settings(make_app):
 def test_a_mistyped_setting_stops_the_start(make_app, override, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         make_app(**override)
+
+
+def test_the_log_format_is_json_or_text(monkeypatch):
+    from config.settings import from_environment
+
+    monkeypatch.setenv("AUTHSVC_LOG_FORMAT", "xml")
+    with pytest.raises(ConfigError, match="AUTHSVC_LOG_FORMAT must be one of json, text, not 'xml'"):
+        from_environment()
+    monkeypatch.setenv("AUTHSVC_LOG_FORMAT", "TEXT")
+    assert from_environment()["AUTHSVC_LOG_FORMAT"] == "text"
+    monkeypatch.delenv("AUTHSVC_LOG_FORMAT")
+    assert from_environment()["AUTHSVC_LOG_FORMAT"] == "json"

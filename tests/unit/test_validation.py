@@ -252,6 +252,22 @@ def test_only_global_unicast_addresses_are_public(address, public):
     assert validation.is_public_address(ip_address(address)) is public
 
 
-@pytest.mark.parametrize(("host", "loopback"), [("localhost", True), ("127.0.0.2", True), ("::1", True), ("a", False)])
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("127.0.0.2", True),
+        ("::1", True),
+        ("a", False),
+        # RFC 6761 6.3: every name under localhost is loopback, so a second tenant can live on this machine.
+        ("acme.localhost", True),
+        ("a.b.localhost", True),
+        ("ACME.LOCALHOST", True),
+        ("localhost.example.com", False),
+        ("notlocalhost", False),
+        ("acme.localhost.evil", False),
+        (".localhost", False),
+    ],
+)
 def test_loopback_hosts(host, loopback):
     assert validation.is_loopback(host) is loopback

@@ -1,0 +1,113 @@
+"""Regenerate the documentation's screenshots from the real pages: ``python -m devtools.screenshots``.
+
+Starts ``./scripts/run`` (a fresh instance directory, a free port), signs in as the demo person
+in headless Chromium (Debian's ``chromium``, driven by Playwright, as the browser tests do) and
+writes each page's picture into docs/. A screenshot made this way cannot drift from the page it
+shows: run this after changing a page. Not part of the test command (a browser costs seconds).
+
+    python -m devtools.screenshots            # every picture below
+    python -m devtools.screenshots console    # only docs/console.png
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from devtools.processes import free_port
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Page
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking", "--disable-sync"]
+
+
+def _start(instance: Path, port: int) -> subprocess.Popen:
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(instance), "PORT": str(port)}
+    process = subprocess.Popen(
+        [str(REPO / "scripts/run")],
+        cwd=REPO,
+        env={**env, "AUTHSVC_INSTANCE_DIR": str(instance), "AUTHSVC_ACCESS_LOG": "0"},
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=1)  # noqa: S310 - our loopback
+            return process
+        except OSError:
+            if process.poll() is not None:
+                raise SystemExit("scripts/run stopped before it served") from None
+            time.sleep(0.3)
+    raise SystemExit("scripts/run did not serve within 180 s")
+
+
+def _sign_in(page: Page, base: str, person: dict) -> None:
+    page.goto(f"{base}/auth/login")
+    page.fill("input[name=email]", person["email"])
+    page.fill("input[name=password]", person["password"])
+    page.click("button[type=submit]")
+
+
+def signin(page: Page, base: str, person: dict) -> None:
+    page.goto(f"{base}/auth/login")
+    page.screenshot(path=str(DOCS / "signin.png"))
+
+
+def console(page: Page, base: str, person: dict) -> None:
+    _sign_in(page, base, person)
+    page.goto(f"{base}/auth/admin/")
+    page.get_by_role("link", name="Demo", exact=True).click()  # the demo domain: its Applications
+    page.wait_for_url("**/applications**")
+    page.screenshot(path=str(DOCS / "console.png"))
+
+
+SHOTS: dict[str, Callable] = {"signin": signin, "console": console}
+
+
+def main(names: list[str]) -> None:
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium")
+    if not chromium:
+        raise SystemExit("needs Debian's chromium (apt-get install chromium)")
+    unknown = set(names) - set(SHOTS)
+    if unknown:
+        raise SystemExit(f"unknown screenshot(s) {', '.join(sorted(unknown))}; known: {', '.join(SHOTS)}")
+    instance = Path(tempfile.mkdtemp(prefix="authsvc-screenshots-"))
+    port = free_port()
+    process = _start(instance, port)
+    try:
+        person = json.loads((instance / "demo.json").read_text())["person"]
+        base = f"http://localhost:{port}"
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS, headless=True)
+            try:
+                for name in names or list(SHOTS):
+                    context = browser.new_context(viewport={"width": 1100, "height": 640})
+                    SHOTS[name](context.new_page(), base, person)
+                    context.close()
+                    print(f"wrote docs/{name}.png")
+            finally:
+                browser.close()
+    finally:
+        os.killpg(process.pid, signal.SIGTERM)
+        process.wait(timeout=30)
+        shutil.rmtree(instance, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,66 @@
+"""The documentation runs as pasted: each page's shell blocks, in order, against ``./scripts/run``'s service.
+
+One service for the module (the README's command, on a free port, with an instance directory of
+its own); one bash session per page, as a reader pasting the blocks into one terminal. The
+conventions (output shown, ``…``, skip markers) are in tests/helpers/docs.py and
+docs/development.md. Each page's counts of blocks run and skipped show in the run's summary.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.helpers import BACKEND, docs
+from tests.helpers.run_command import start, stop
+from tests.helpers.servers import ROOT, free_port
+
+pytestmark = [
+    pytest.mark.slow,
+    # The service is scripts/run's own (SQLite and the in-process store) whatever the pass: run it once a command.
+    pytest.mark.skipif(
+        BACKEND == "sqlite" and "postgresql" in os.environ.get("AUTHSVC_TEST_PASSES", "").split(","),
+        reason="the PostgreSQL pass runs the documentation",
+    ),
+]
+
+# The pages whose shell blocks run, in one session: docs/api.md continues from the README's flows
+# (its examples use the variables they set, as its first paragraph says). The other pages are
+# checked for links and tables only (tests/unit/test_docs.py).
+RUNNABLE = ["README.md", "docs/api.md"]
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory):
+    instance = tmp_path_factory.mktemp("instance")
+    port = free_port()
+    run = start(instance, port)
+    try:
+        yield run, port, instance
+    finally:
+        stop(run)
+
+
+def test_the_first_start_prints_what_the_readme_shows(service):
+    run, port, _ = service
+    [shown] = [block for block in docs.blocks(ROOT / "README.md") if block.marker == "first-start"]
+    printed = run.lines[: next(i for i, line in enumerate(run.lines) if line.startswith("Serving on")) + 1]
+    assert docs.matches(docs.on_port(shown.text, port), "\n".join(printed)), "\n".join(printed)
+
+
+def test_the_pages_run_as_pasted(service, record_property):
+    _, port, instance = service
+    session = docs.Session(docs.reader_environment(AUTHSVC_INSTANCE_DIR=str(instance), PORT=str(port)))
+    failures = []
+    try:
+        for page in RUNNABLE:
+            report = docs.run_page(ROOT / page, {}, port, session=session)
+            record_property("docs", f"{page}: {len(report.ran)} blocks ran, {len(report.skipped)} skipped")
+            for skipped in report.skipped:
+                record_property("docs", f"{page}: skipped {skipped}")
+            assert report.ran, f"{page} has no shell block"
+            failures += report.failures
+    finally:
+        session.close()
+    assert not failures, "\n\n".join(failures)
