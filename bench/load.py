@@ -15,9 +15,11 @@ class Load:
     ``static``    the same request every time (method, path, headers, body)
     ``bearer``    GET ``path`` with ``Authorization: Bearer`` a random token of ``secrets``
     ``code_flow`` GET ``path`` (authorise, with ``headers``' session cookie) -> 302 with a
-                  code, then POST ``exchange_prefix`` + code; both count as requests
-    ``refresh``   POST the refresh grant with one of ``secrets``; each answer's new refresh
-                  token is used next (rotation: every refresh token is good once)
+                  code, then POST ``exchange_prefix`` + code; both count as requests. With
+                  ``exchange_body``, POST ``exchange_prefix`` with the form ``exchange_body`` + code
+                  instead (a server that reads the form only: the floors' twin)
+    ``refresh``   POST the refresh grant to ``token_path`` with one of ``secrets``; each answer's
+                  new refresh token is used next (rotation: every refresh token is good once)
     ``once``      ``method`` ``path`` with ``body`` followed by one of ``secrets``, each sent once
                   (client assertions: a jti is single use); with ``secret_header``, the secret
                   goes in that header instead (DPoP proofs), beside ``headers``
@@ -36,7 +38,9 @@ class Load:
     secrets: list[str] = field(default_factory=list)
     client_id: str = ""
     exchange_prefix: str = ""
+    exchange_body: str = ""
     secret_header: str = ""
+    token_path: str = "/auth/oauth/token"
 
 
 @dataclass

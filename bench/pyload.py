@@ -30,6 +30,9 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         return "GET", load.path, {"Authorization": "Bearer " + rng.choice(load.secrets)}, None
     if load.kind == "code_flow":
         code = state.pop("code", None)
+        if code and load.exchange_body:
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+            return "POST", load.exchange_prefix, form, load.exchange_body + code
         if code:
             return "POST", load.exchange_prefix + code, {"Content-Length": "0"}, ""
         return "GET", load.path, load.headers, None
@@ -41,7 +44,7 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         headers = {"Content-Type": "application/x-www-form-urlencoded", **load.headers}
         return load.method, load.path, headers, load.body + token
     body = f"grant_type=refresh_token&client_id={load.client_id}&refresh_token={token}"
-    return "POST", "/auth/oauth/token", {"Content-Type": "application/x-www-form-urlencoded"}, body
+    return "POST", load.token_path, {"Content-Type": "application/x-www-form-urlencoded"}, body
 
 
 def _after(load: Load, state: dict, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:

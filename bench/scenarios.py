@@ -13,13 +13,14 @@ import http.client
 import json
 from urllib.parse import quote, urlencode
 
-from bench import BenchError, seed
+from bench import BenchError, floors, seed
 from bench.load import Load
 from bench.servers import Servers
 
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
 SCENARIOS = (
     "bare",
+    "roundtrip",
     "inspect_bearer",
     "inspect_api_key",
     "code_flow",
@@ -28,6 +29,9 @@ SCENARIOS = (
     "device_poll",
     "scim_filter",
     "client_credentials",
+    "twin_code_flow",
+    "twin_refresh",
+    "twin_client_credentials",
     "client_credentials_jwt",
     "client_credentials_dpop",
     "inspect_dpop",
@@ -87,6 +91,10 @@ class Scenarios:
         slow = 2 * self.args.workers
         if key == "bare":
             return Load(key, servers.bare.port, connections=fast)
+        if key == "roundtrip":
+            return Load(key, servers.roundtrip.port, connections=fast)
+        if key.startswith("twin_"):
+            return self.twin_load(key)
         if key.endswith("_before"):
             # The same load as the row it shadows, sent to the earlier checkout.
             shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
@@ -240,6 +248,46 @@ class Scenarios:
         if key == "signin":
             path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
             return Load(key, port, method="POST", path=path, ok=(202,), connections=slow, timeout=30)
+        raise KeyError(key)
+
+    def twin_load(self, key: str) -> Load:
+        """The same load as our row ``key[5:]``, sent to Authlib's documented token endpoint (bench/twin.py)."""
+        twin, port, fast = self.servers.twin_seed, self.servers.twin.port, self.args.connections
+        if key == "twin_code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=twin.authorize_path(),
+                headers={"Cookie": self.servers.twin_cookie},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix="/oauth/token",
+                exchange_body=twin.exchange_body(),
+            )
+        if key == "twin_refresh":
+            conn = self.servers.main.conn
+            pool = floors.twin_refresh_tokens(conn, twin, 50 * fast)
+            return Load(
+                key,
+                port,
+                "refresh",
+                connections=fast,
+                secrets=pool,
+                client_id=twin.client_id,
+                token_path="/oauth/token",
+            )
+        if key == "twin_client_credentials":
+            basic = base64.b64encode(f"{twin.machine_client_id}:{twin.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/oauth/token",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
         raise KeyError(key)
 
     def _slice_seconds(self) -> float:

@@ -4,9 +4,10 @@
 2. one database per ``--tokens`` count: the first migrated by the Procfile's
    release command and seeded through the CLI, the others copied from it
    (``CREATE DATABASE ... TEMPLATE``), each grown with COPY to its count;
-3. one authsvc per database and the bare route (and with ``--before`` an
-   earlier checkout on the first database), each under the Procfile's gunicorn
-   command with the same production environment;
+3. one authsvc per database, the bare route and the two floors on the first
+   database (the round-trip floor and Authlib's twin, ``bench/floors.py``; and
+   with ``--before`` an earlier checkout on the first database), each under the
+   Procfile's gunicorn command with the same production environment;
 4. with ``--ha``, a healthy high-availability cluster (devtools.ha_cluster: a
    Redis primary, a replica and three Sentinels; a PostgreSQL primary and its
    synchronous streaming replica) holding a copy of the first database, and one
@@ -32,7 +33,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import BenchError, report, say, seed
+from bench import BenchError, floors, report, say, seed
 from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
@@ -66,6 +67,11 @@ class Servers:
         self.run_dir = run_dir
         self.instances: list[Instance] = []
         self.bare: Gunicorn | None = None
+        # The floors (bench/README.md, "The floors"): one round trip, and Authlib's documented token endpoint.
+        self.roundtrip: Gunicorn | None = None
+        self.twin: Gunicorn | None = None
+        self.twin_seed: floors.TwinSeed | None = None
+        self.twin_cookie = ""
         self.before: Gunicorn | None = None
         self.ha: Gunicorn | None = None
         self.ha_cookie = ""
@@ -125,6 +131,8 @@ class Servers:
         with main.db.connect() as conn:
             self.seed = seed.seed_records({**env, "DATABASE_URL": main.db.url}, conn)
             main.inspect_secrets = self.grow(conn, main)
+            self.twin_seed = floors.seed_twin(main.db.url, conn)
+        self.twin_cookie = floors.twin_session_cookie(env["SECRET_KEY"], self.twin_seed.user_id)
         # The larger databases start as copies of the first: the same records and keys.
         for instance in self.instances[1:]:
             instance.db.create(template=main.db)
@@ -140,7 +148,11 @@ class Servers:
                 self.run_dir / f"authsvc-{instance.db.name}.log",
             )
         self.bare = Gunicorn("bare", free_port(), env, self.run_dir / "bare.log", target="bench.bare_app:app")
-        servers = [i.server for i in self.instances] + [self.bare]
+        main_env = {**env, "DATABASE_URL": main.db.url}
+        log = self.run_dir / "roundtrip.log"
+        self.roundtrip = Gunicorn("roundtrip", free_port(), main_env, log, target="bench.roundtrip_app:app")
+        self.twin = Gunicorn("twin", free_port(), main_env, self.run_dir / "twin.log", target="bench.twin:create_app()")
+        servers = [i.server for i in self.instances] + [self.bare, self.roundtrip, self.twin]
         if args.before:
             self.before = Gunicorn(
                 "authsvc-before",
@@ -158,7 +170,8 @@ class Servers:
             server.start(args.workers)
         say(
             ", ".join(f"{i.server.name} on :{i.server.port}" for i in self.instances)
-            + f", bare route on :{self.bare.port}; {args.workers} workers each; generator {generator}"
+            + f", bare route on :{self.bare.port}, round-trip floor on :{self.roundtrip.port}, Authlib twin on "
+            f":{self.twin.port}; {args.workers} workers each; generator {generator}"
         )
         self.session_cookie = self.sign_in()
         if self.ha is not None:

@@ -71,10 +71,15 @@ function response(status, headers, body) count(status) end
 
 CODE_FLOW = r"""
 local codes = {{}}
+local exchange_body = {exchange_body}
 local authorize_headers = {headers}
 function request()
   local code = table.remove(codes)
   if code then
+    if exchange_body ~= "" then
+      return wrk.format("POST", {exchange_prefix},
+        {{["Content-Type"] = "application/x-www-form-urlencoded"}}, exchange_body .. code)
+    end
     return wrk.format("POST", {exchange_prefix} .. code, {{}}, "")
   end
   local h = {{}}
@@ -111,7 +116,7 @@ function request()
     starved = starved + 1
     t = "none-left"
   end
-  return wrk.format("POST", "/auth/oauth/token",
+  return wrk.format("POST", {token_path},
     {{["Content-Type"] = "application/x-www-form-urlencoded"}},
     "grant_type=refresh_token&client_id=" .. {client_id} .. "&refresh_token=" .. t)
 end
@@ -201,6 +206,7 @@ class Wrk:
             body = CODE_FLOW.format(
                 headers=lua_table(load.headers),
                 exchange_prefix=lua_string(load.exchange_prefix),
+                exchange_body=lua_string(load.exchange_body),
                 path=lua_string(load.path),
             )
         elif load.kind == "refresh":
@@ -208,7 +214,7 @@ class Wrk:
             for t in range(self.threads):
                 Path(f"{prefix}{t}").write_text("\n".join(load.secrets[t :: self.threads]) + "\n")
             args.append(str(prefix))
-            body = REFRESH.format(client_id=lua_string(load.client_id))
+            body = REFRESH.format(client_id=lua_string(load.client_id), token_path=lua_string(load.token_path))
         elif load.kind == "once":
             prefix = self.work_dir / f"{load.name}.once."
             for t in range(self.threads):
