@@ -107,6 +107,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         help="measure only these scenarios, comma-separated, of: " + ",".join(SCENARIOS),
     )
     p.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="leave out django-oauth-toolkit's rows (its virtual environment is made with pip on the first run)",
+    )
+    p.add_argument(
         "--database",
         default="authsvc_bench",
         help="name of the database to create (and drop); larger token counts get a suffix (authsvc_bench)",
@@ -161,6 +166,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--tokens needs at least one count")
     args.rounds = max(1, args.rounds)
     args.scenarios = [k for k in SCENARIOS if args.only is None or k in args.only.split(",")]
+    if args.no_peer:
+        args.scenarios = [k for k in args.scenarios if not k.startswith("dot_")]
     return args
 
 
@@ -207,6 +214,8 @@ class Run:
         memory["bare route"] = checks.worker_memory(servers.bare)
         memory["round-trip floor"] = checks.worker_memory(servers.roundtrip)
         memory["Authlib twin"] = checks.worker_memory(servers.twin)
+        if servers.peer is not None:
+            memory["django-oauth-toolkit"] = checks.worker_memory(servers.peer.server)
         settings = {
             "started": started,
             "commit": _commit(),

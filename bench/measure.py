@@ -47,7 +47,8 @@ class Measurement:
         self.scenarios = scenarios
         self.generator = generator
         # The servers' CPU includes the PostgreSQL backends of the run's databases.
-        self.meter = CpuMeter(servers.main.conn, [i.db.name for i in servers.instances], servers.ha_roots)
+        databases = [i.db.name for i in servers.instances] + ([servers.peer.db.name] if servers.peer else [])
+        self.meter = CpuMeter(servers.main.conn, databases, servers.ha_roots)
         self.rounds: dict[str, list[Result]] = {}
         self.cpu: dict[str, list[CpuUse]] = {}
         self.failed = False

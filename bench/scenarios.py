@@ -32,6 +32,10 @@ SCENARIOS = (
     "twin_code_flow",
     "twin_refresh",
     "twin_client_credentials",
+    "dot_inspect",
+    "dot_code_flow",
+    "dot_refresh",
+    "dot_client_credentials",
     "client_credentials_jwt",
     "client_credentials_dpop",
     "inspect_dpop",
@@ -95,6 +99,8 @@ class Scenarios:
             return Load(key, servers.roundtrip.port, connections=fast)
         if key.startswith("twin_"):
             return self.twin_load(key)
+        if key.startswith("dot_"):
+            return self.peer_load(key)
         if key.endswith("_before"):
             # The same load as the row it shadows, sent to the earlier checkout.
             shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
@@ -286,6 +292,50 @@ class Scenarios:
                 path="/oauth/token",
                 body="grant_type=client_credentials",
                 headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
+        raise KeyError(key)
+
+    def peer_load(self, key: str) -> Load:
+        """The same load as our row, sent to django-oauth-toolkit (bench/peers.py, bench/dot/)."""
+        peer = self.servers.peer
+        dot, port, fast = peer.seed, peer.server.port, self.args.connections
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        redirect = quote(seed.REDIRECT_URI, safe="")
+        if key == "dot_inspect":
+            # Its protected resource view: the toolkit's own check of a bearer token.
+            return Load(key, port, "bearer", path="/api/inspect", secrets=dot.inspect_tokens, connections=fast)
+        if key == "dot_code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=f"/o/authorize/?response_type=code&client_id={dot.client_id}&redirect_uri={redirect}&scope=public",
+                headers={"Cookie": dot.session_cookie},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix="/o/token/",
+                exchange_body=f"grant_type=authorization_code&client_id={dot.client_id}&redirect_uri={redirect}&code=",
+            )
+        if key == "dot_refresh":
+            return Load(
+                key,
+                port,
+                "refresh",
+                connections=fast,
+                secrets=dot.take_refresh_tokens(50 * fast),
+                client_id=dot.client_id,
+                token_path="/o/token/",
+            )
+        if key == "dot_client_credentials":
+            basic = base64.b64encode(f"{dot.machine_client_id}:{dot.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/o/token/",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", **form},
                 connections=fast,
             )
         raise KeyError(key)

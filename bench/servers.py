@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import BenchError, floors, report, say, seed
+from bench import BenchError, floors, peers, report, say, seed
 from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
@@ -72,6 +72,8 @@ class Servers:
         self.twin: Gunicorn | None = None
         self.twin_seed: floors.TwinSeed | None = None
         self.twin_cookie = ""
+        # django-oauth-toolkit (bench/peers.py), when a row of it is measured.
+        self.peer: peers.Peer | None = None
         self.before: Gunicorn | None = None
         self.ha: Gunicorn | None = None
         self.ha_cookie = ""
@@ -165,6 +167,13 @@ class Servers:
         if args.ha:
             self.ha = self.start_ha(env)
             servers.append(self.ha)
+        if any(key.startswith("dot_") for key in args.scenarios):
+            self.peer = peers.Peer(admin, f"{args.database}_dot", env, self.run_dir)
+            self.stack.callback(self.peer.db.drop)
+            say(f"django-oauth-toolkit: database {self.peer.db.name}; migrating and seeding")
+            # Every load of the refresh row takes fresh tokens: the warm-up and each round.
+            refresh = peers.refresh_needed(args.rounds + 1, args.connections)
+            servers.append(self.peer.prepare(INSPECT_SAMPLE, refresh))
         for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)

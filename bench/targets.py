@@ -22,6 +22,9 @@ LATEST = Path(__file__).resolve().parent / "results" / "latest.json"
 
 INSPECT_MIN = 0.9  # of the round-trip floor, bearer header and API key
 GRANT_MIN = 0.8  # of its Authlib twin: code flow (per request), refresh, client credentials
+# Ours over django-oauth-toolkit's, in the same rounds on the same cores (bench/README.md, "Peers").
+PEER_INSPECT_MIN = 4.0
+PEER_GRANT_MIN = 1.5
 # Our grant's row, its twin's, and how --check names it.
 GRANT_TWINS = (
     ("code_flow", "twin_code_flow", "code flow (per request)"),
@@ -81,6 +84,12 @@ def evaluate(result: dict[str, Any]) -> list[Outcome]:
         outcomes.append(Outcome(f"inspect at 1M tokens >= {TOKENS_SCALE_MIN} x 10k", "not measured", False))
     for key, twin, label in GRANT_TWINS:
         outcomes.append(_at_least(rows, label, key, twin, GRANT_MIN))
+    if inspect:
+        outcomes.append(_at_least(rows, "inspect, bearer header", inspect[0], "dot_inspect", PEER_INSPECT_MIN))
+    else:
+        outcomes.append(Outcome(f"inspect, bearer header >= {PEER_INSPECT_MIN} x dot_inspect", "not measured", False))
+    for key, _, label in GRANT_TWINS:
+        outcomes.append(_at_least(rows, label, key, f"dot_{key}", PEER_GRANT_MIN))
     plain, openid = rows.get("code_flow", {}), rows.get("code_flow_openid", {})
     target = f"ID token's extra CPU per request <= {ID_TOKEN_EXTRA_MAX_MS} ms"
     if plain.get("cpu_ms_per_request") is None or openid.get("cpu_ms_per_request") is None:

@@ -24,14 +24,16 @@ def recorded() -> dict:
 
 
 FLOORS = ("roundtrip", "twin_code_flow", "twin_refresh", "twin_client_credentials")
+PEER = ("dot_inspect", "dot_code_flow", "dot_refresh", "dot_client_credentials")
 
 
 def meeting_every_target(result: dict) -> dict:
     result = copy.deepcopy(result)
-    result["table"] += [{"key": key, "scenario": key} for key in FLOORS]
+    result["table"] += [{"key": key, "scenario": key} for key in FLOORS + PEER]
     rps = {"bare": 5000, "roundtrip": 4000, "inspect_bearer_10000": 3700, "inspect_bearer_1000000": 3600}
     rps |= {"inspect_api_key": 3700, "code_flow": 500, "refresh": 480, "client_credentials": 500, "device_poll": 700}
     rps |= {"code_flow_openid": 420, "twin_code_flow": 600, "twin_refresh": 550, "twin_client_credentials": 600}
+    rps |= {"dot_inspect": 900, "dot_code_flow": 300, "dot_refresh": 100, "dot_client_credentials": 300}
     for row in result["table"]:
         row["rps"] = rps[row["key"]]
         row["rounds_rps"] = [rps[row["key"]]] * 3
@@ -49,8 +51,8 @@ def write(tmp_path: Path, result: dict) -> Path:
     return path
 
 
-def test_a_run_without_the_floors_leaves_inspect_and_the_grants_unjudged(tmp_path, recorded, capsys):
-    """The recorded run predates the floors: inspect and the grants have nothing to be held to, so they fail."""
+def test_a_run_without_the_floors_and_the_peer_leaves_inspect_and_the_grants_unjudged(tmp_path, recorded, capsys):
+    """The recorded run predates the floors and the peer: inspect and the grants have nothing to be held to."""
     assert cli.main(["--check", str(write(tmp_path, recorded))]) == 1
     out = capsys.readouterr().out
     missed = {line.strip() for line in out.splitlines() if "NOT MET" in line}
@@ -60,18 +62,22 @@ def test_a_run_without_the_floors_leaves_inspect_and_the_grants_unjudged(tmp_pat
         "NOT MET  code flow (per request) >= 0.8 x twin_code_flow: not measured",
         "NOT MET  refresh grant >= 0.8 x twin_refresh: not measured",
         "NOT MET  client credentials >= 0.8 x twin_client_credentials: not measured",
+        "NOT MET  inspect, bearer header >= 4.0 x dot_inspect: not measured",
+        "NOT MET  code flow (per request) >= 1.5 x dot_code_flow: not measured",
+        "NOT MET  refresh grant >= 1.5 x dot_refresh: not measured",
+        "NOT MET  client credentials >= 1.5 x dot_client_credentials: not measured",
         "NOT MET  ID token's extra CPU per request <= 1.5 ms: 2.67 ms",
         "NOT MET  resident memory per service worker <= 80 MB: 106.1 MB",
     }
     # Met in that run: 1M tokens at 0.99 of 10k, revocation immediate.
     assert "met      inspect at the most tokens >= 0.95 x inspect_bearer_10000: 0.993" in out
     assert "met      revocation immediate on every worker: immediate" in out
-    assert "2 of 9 targets met" in out
+    assert "2 of 13 targets met" in out
 
 
 def test_a_run_meeting_every_target_passes(tmp_path, recorded, capsys):
     assert cli.main(["--check", str(write(tmp_path, meeting_every_target(recorded)))]) == 0
-    assert "9 of 9 targets met" in capsys.readouterr().out
+    assert "13 of 13 targets met" in capsys.readouterr().out
 
 
 def test_inspect_and_the_grants_are_held_to_their_floors_not_to_the_bare_route(tmp_path, recorded, capsys):
@@ -90,6 +96,8 @@ def test_inspect_and_the_grants_are_held_to_their_floors_not_to_the_bare_route(t
         (lambda r: r["table"][6].update(rounds_rps=[439, 439, 439]), "refresh grant"),  # 0.798 of its twin
         (lambda r: r["table"][8].update(rounds_rps=[479, 479, 479]), "client credentials"),  # 0.798 of its twin
         (lambda r: r["table"][3].update(rounds_rps=[3599, 3599, 3599]), "inspect, X-API-Key"),  # 0.8998 of 4000
+        (lambda r: r["table"][-4].update(rounds_rps=[926, 926, 926]), "x dot_inspect"),  # 3.996 x
+        (lambda r: r["table"][-1].update(rounds_rps=[334, 334, 334]), "x dot_client_credentials"),  # 1.497 x
         (lambda r: r["table"][5].update(cpu_ms_per_request=3.51), "ID token's extra CPU"),  # 1.51 ms
         (lambda r: r["memory"]["10k service"][1].update(rss_mb=80.1), "resident memory"),
         (lambda r: r["table"][2].update(rounds_rps=[3500, 3500, 3500]), "inspect at the most tokens"),  # 0.946
