@@ -200,6 +200,7 @@ class Run:
         if args.serve:
             return self.serve()
         measurement.measure_all()
+        measurement.serve_inspect_only()
         self.failed = measurement.failed
         servers = self.servers
         revocations = [checks.check_revocation(i, servers.seed) for i in servers.instances]
@@ -216,6 +217,9 @@ class Run:
         memory["Authlib twin"] = checks.worker_memory(servers.twin)
         if servers.peer is not None:
             memory["django-oauth-toolkit"] = checks.worker_memory(servers.peer.server)
+        # Every row of ours was measured (the peer's rows do not run on our service).
+        every_row = all(k in args.scenarios for k in SCENARIOS if not k.startswith("dot_"))
+        memory_roles = checks.memory_by_role(servers, every_row)
         settings = {
             "started": started,
             "commit": _commit(),
@@ -235,7 +239,9 @@ class Run:
             "waited_for_quiet_s": round(measurement.waited, 1),
             "priority": args.priority,
         }
-        result = report.build(measurement.rounds, measurement.cpu, args.token_counts, memory, revocation, settings)
+        result = report.build(
+            measurement.rounds, measurement.cpu, args.token_counts, memory, memory_roles, revocation, settings
+        )
         path = report.write(result, RESULTS)
         print()
         print(report.render(result))

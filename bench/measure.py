@@ -107,3 +107,14 @@ class Measurement:
                 )
                 if result.ok == 0 or failed > 0.01 * max(1, result.requests):
                     self.failed = True
+
+    def serve_inspect_only(self, seconds: float = 3.0) -> None:
+        """Inspect's two loads (bearer header, API key) on the authsvc that serves nothing else: memory by role."""
+        for key in (f"inspect_bearer_{self.servers.main.tokens}", "inspect_api_key"):
+            load = self.scenarios.load(key)
+            load.name, load.port = f"{key}_inspect_only", self.servers.inspect_only.port
+            result = self.generator.run(load, seconds)
+            say(f"  {load.name:<24} {result.rps:9.1f} req/s (for the inspect-only worker's memory)")
+            if result.ok == 0 or result.failed > 0.01 * max(1, result.requests):
+                say(f"  {load.name}: {result.failed} FAILED {result.statuses}")
+                self.failed = True

@@ -153,6 +153,7 @@ def build(
     cpu: dict[str, list[CpuUse]],
     token_counts: list[int],
     memory: dict[str, list[dict]],
+    memory_roles: dict[str, list[dict]],
     revocation: dict[str, Any],
     settings: dict[str, Any],
 ) -> dict[str, Any]:
@@ -191,7 +192,13 @@ def build(
         if row.key.startswith(("inspect_bearer", "inspect_api_key")) and row.baseline != "bare" and "bare" in rounds:
             entry["ratio_to_bare"] = round(paired_ratio(rounds[row.key], rounds["bare"]) or 0, 3)
         table.append(entry)
-    result = {"settings": settings, "table": table, "memory": memory, "revocation": revocation}
+    result = {
+        "settings": settings,
+        "table": table,
+        "memory": memory,
+        "memory_roles": memory_roles,
+        "revocation": revocation,
+    }
     # The targets are --check's (bench/targets.py), judged on this very result: one list, one rule each.
     result["targets"] = [asdict(outcome) for outcome in evaluate(result)]
     return result
@@ -238,6 +245,9 @@ def render(report: dict[str, Any]) -> str:
     for group, workers in report["memory"].items():
         rss = ", ".join(f"{w['rss_mb']:.1f}" for w in workers if w["rss_mb"] is not None)
         lines.append(f"resident memory per {group} worker after the run (MB): {rss}")
+    for role, workers in report.get("memory_roles", {}).items():
+        rss = ", ".join(f"{w['rss_mb']:.1f}" for w in workers if w["rss_mb"] is not None)
+        lines.append(f"resident memory by role, {role} (MB): {rss}")
     for check in report["revocation"].get("instances", []):
         lines.append(f"revocation, {check['summary']}")
     lines += ["", 'targets (bench/README.md, "Checking the targets"):']

@@ -72,6 +72,8 @@ class Servers:
         self.twin: Gunicorn | None = None
         self.twin_seed: floors.TwinSeed | None = None
         self.twin_cookie = ""
+        # An authsvc on the first database that serves inspect only, after the rounds: memory by role.
+        self.inspect_only: Gunicorn | None = None
         # django-oauth-toolkit (bench/peers.py), when a row of it is measured.
         self.peer: peers.Peer | None = None
         self.before: Gunicorn | None = None
@@ -154,7 +156,9 @@ class Servers:
         log = self.run_dir / "roundtrip.log"
         self.roundtrip = Gunicorn("roundtrip", free_port(), main_env, log, target="bench.roundtrip_app:app")
         self.twin = Gunicorn("twin", free_port(), main_env, self.run_dir / "twin.log", target="bench.twin:create_app()")
-        servers = [i.server for i in self.instances] + [self.bare, self.roundtrip, self.twin]
+        log = self.run_dir / "authsvc-inspect-only.log"
+        self.inspect_only = Gunicorn("authsvc-inspect-only", free_port(), main_env, log)
+        servers = [i.server for i in self.instances] + [self.bare, self.roundtrip, self.twin, self.inspect_only]
         if args.before:
             self.before = Gunicorn(
                 "authsvc-before",
@@ -168,12 +172,7 @@ class Servers:
             self.ha = self.start_ha(env)
             servers.append(self.ha)
         if any(key.startswith("dot_") for key in args.scenarios):
-            self.peer = peers.Peer(admin, f"{args.database}_dot", env, self.run_dir)
-            self.stack.callback(self.peer.db.drop)
-            say(f"django-oauth-toolkit: database {self.peer.db.name}; migrating and seeding")
-            # Every load of the refresh row takes fresh tokens: the warm-up and each round.
-            refresh = peers.refresh_needed(args.rounds + 1, args.connections)
-            servers.append(self.peer.prepare(INSPECT_SAMPLE, refresh))
+            servers.append(self.prepare_peer(admin, env))
         for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)
@@ -185,6 +184,15 @@ class Servers:
         self.session_cookie = self.sign_in()
         if self.ha is not None:
             self.ha_cookie = self.sign_in(self.ha.port)
+
+    def prepare_peer(self, admin: str, env: dict[str, str]) -> Gunicorn:
+        """django-oauth-toolkit's database, records and gunicorn (not yet started)."""
+        self.peer = peers.Peer(admin, f"{self.args.database}_dot", env, self.run_dir)
+        self.stack.callback(self.peer.db.drop)
+        say(f"django-oauth-toolkit: database {self.peer.db.name}; migrating and seeding")
+        # Every load of the refresh row takes fresh tokens: the warm-up and each round.
+        refresh = peers.refresh_needed(self.args.rounds + 1, self.args.connections)
+        return self.peer.prepare(INSPECT_SAMPLE, refresh)
 
     def grow(self, conn: psycopg.Connection, instance: Instance) -> list[str]:
         """COPY tokens in until ``instance``'s database holds its count; returns the inspect rows' sample."""

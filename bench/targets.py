@@ -32,7 +32,8 @@ GRANT_TWINS = (
     ("client_credentials", "twin_client_credentials", "client credentials"),
 )
 ID_TOKEN_EXTRA_MAX_MS = 1.5  # CPU ms per request, code flow with openid over without
-RSS_MAX_MB = 80.0  # per service worker after the run
+INSPECT_ONLY_RSS_MAX_MB = 80.0  # a worker that served inspect only
+EVERY_ROW_OVER_BARE_MAX_MB = 45.0  # a worker that served every row, over the bare route's worker
 TOKENS_SCALE_MIN = 0.95  # the largest token count's inspect over the smallest's
 
 
@@ -97,17 +98,7 @@ def evaluate(result: dict[str, Any]) -> list[Outcome]:
     else:
         extra = openid["cpu_ms_per_request"] - plain["cpu_ms_per_request"]
         outcomes.append(Outcome(target, f"{extra:.2f} ms", extra <= ID_TOKEN_EXTRA_MAX_MS))
-    rss = [
-        w["rss_mb"]
-        for group, workers in result.get("memory", {}).items()
-        if "service" in group
-        for w in workers
-        if w.get("rss_mb") is not None
-    ]
-    target = f"resident memory per service worker <= {RSS_MAX_MB:.0f} MB"
-    outcomes.append(
-        Outcome(target, f"{max(rss):.1f} MB", max(rss) <= RSS_MAX_MB) if rss else Outcome(target, "not measured", False)
-    )
+    outcomes += _memory(result.get("memory_roles", {}))
     revocation = result.get("revocation") or {}
     target = "revocation immediate on every worker"
     if "immediate" in revocation:
@@ -116,6 +107,30 @@ def evaluate(result: dict[str, Any]) -> list[Outcome]:
         )
     else:
         outcomes.append(Outcome(target, "not measured", False))
+    return outcomes
+
+
+def _largest_rss(workers: list[dict[str, Any]]) -> float | None:
+    rss = [w["rss_mb"] for w in workers if w.get("rss_mb") is not None]
+    return max(rss) if rss else None
+
+
+def _memory(roles: dict[str, list[dict[str, Any]]]) -> list[Outcome]:
+    """Memory by role: a worker that served inspect only; one that served every row, over the bare route's."""
+    inspect_only = _largest_rss(roles.get("inspect only", []))
+    target = f"resident memory of a worker that served inspect only <= {INSPECT_ONLY_RSS_MAX_MB:.0f} MB"
+    outcomes = [
+        Outcome(target, f"{inspect_only:.1f} MB", inspect_only <= INSPECT_ONLY_RSS_MAX_MB)
+        if inspect_only is not None
+        else Outcome(target, "not measured", False)
+    ]
+    every_row, bare = _largest_rss(roles.get("every row", [])), _largest_rss(roles.get("bare route", []))
+    target = f"resident memory of a worker that served every row <= bare route's + {EVERY_ROW_OVER_BARE_MAX_MB:.0f} MB"
+    if every_row is None or bare is None:
+        outcomes.append(Outcome(target, "not measured", False))
+    else:
+        value = f"{every_row:.1f} MB against {bare:.1f} MB (+{every_row - bare:.1f})"
+        outcomes.append(Outcome(target, value, every_row - bare <= EVERY_ROW_OVER_BARE_MAX_MB))
     return outcomes
 
 
