@@ -130,3 +130,20 @@ def test_keys_commands_fail_clearly_for_an_unknown_domain_or_algorithm(runner, s
     result = runner.invoke(args=["keys", "rotate", "--domain", HOST, "--alg", "HS256"])
     assert result.exit_code != 0
     assert "HS256" in result.output
+
+
+def test_a_worker_keeps_a_bounded_number_of_parsed_keys_and_still_signs_for_every_domain(client, app, setup, world):
+    """A worker of a service with ten thousand domains would otherwise keep every private key it ever parsed."""
+    hosts = [f"tenant-{i}.example" for i in range(keys.PARSED_KEYS_MAX + 2)]
+    for host in hosts:
+        world.domain(host)
+    signed = {}
+    with app.test_request_context(base_url=f"https://{HOST}"):
+        for host in hosts:
+            signed[host] = keys.sign(Domain.query.filter_by(host=host).one(), {"sub": host}, alg="ES256")
+        assert len(app.extensions[keys.EXTENSION]) == keys.PARSED_KEYS_MAX
+        # The first domain's key was let go: it is read and parsed again, and signs as before.
+        again = keys.sign(Domain.query.filter_by(host=hosts[0]).one(), {"sub": "again"}, alg="ES256")
+    for host, token in [*signed.items(), (hosts[0], again)]:
+        jwks = KeySet.import_key_set(client.get(JWKS, headers=headers(host)).get_json())
+        assert jwt.decode(token, jwks).claims["sub"] in (host, "again")
