@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Literal
 
-Kind = Literal["static", "bearer", "code_flow", "refresh", "once"]
+Kind = Literal["static", "bearer", "code_flow", "refresh", "once", "hosts"]
 
 
 @dataclass
@@ -14,6 +14,7 @@ class Load:
 
     ``static``    the same request every time (method, path, headers, body)
     ``bearer``    GET ``path`` with ``Authorization: Bearer`` a random token of ``secrets``
+    ``hosts``     GET ``path`` with ``Host`` a random one of ``secrets`` (a domain's documents)
     ``code_flow`` GET ``path`` (authorise, with ``headers``' session cookie) -> 302 with a
                   code, then POST ``exchange_prefix`` + code; both count as requests. With
                   ``exchange_body``, POST ``exchange_prefix`` with the form ``exchange_body`` + code

@@ -18,7 +18,7 @@ from bench import BenchError, baselines, say, seed
 from bench.load import Result
 from bench.noise import CpuMeter, CpuUse, wait_quiet
 from bench.pyload import PythonLoad
-from bench.scenarios import BCRYPT_BOUND, Scenarios
+from bench.scenarios import Scenarios, bcrypt_bound
 from bench.servers import Servers
 from bench.wrk import Wrk
 from bench.wrk import find as find_wrk
@@ -94,7 +94,7 @@ class Measurement:
                     waited, _ = wait_quiet(self.meter, args.quiet_below, budget)
                     self.waited += waited
                 self.meter.start()
-                result = self.run_once(key, bcrypt_slice if key in BCRYPT_BOUND else slice_)
+                result = self.run_once(key, bcrypt_slice if bcrypt_bound(key) else slice_)
                 use = self.meter.stop()
                 self.rounds.setdefault(key, []).append(result)
                 self.cpu.setdefault(key, []).append(use)

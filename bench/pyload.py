@@ -28,6 +28,8 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         return load.method, load.path, load.headers, load.body or None
     if load.kind == "bearer":
         return "GET", load.path, {"Authorization": "Bearer " + rng.choice(load.secrets)}, None
+    if load.kind == "hosts":
+        return "GET", load.path, {"Host": rng.choice(load.secrets)}, None
     if load.kind == "code_flow":
         code = state.pop("code", None)
         if code and load.exchange_body:

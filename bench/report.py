@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.load import Result
 from bench.noise import CpuUse
-from bench.targets import GRANT_MIN, INSPECT_MIN, evaluate
+from bench.targets import DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, evaluate
 
 
 def tokens_label(n: int) -> str:
@@ -37,7 +37,9 @@ class Row:
     short: str = ""  # how the row is named in the "vs" column
 
 
-def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[Row]:
+def rows(
+    token_counts: list[int], user_counts: list[int] | None = None, domain_counts: list[int] | None = None
+) -> list[Row]:
     first = f"inspect_bearer_{token_counts[0]}"
     out = [
         Row("bare Flask route (ceiling)", "bare", short="bare route"),
@@ -79,6 +81,8 @@ def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[
         Row("refresh grant (rotating)", "refresh", "twin_refresh", GRANT_MIN, short="refresh grant"),
         # Issue 27: SCIM's userName filter is an index lookup, flat as the domain grows.
         *_scim_rows(user_counts or []),
+        # Ten thousand tenants cost nothing per request: each row at the most domains against the fewest.
+        *_domain_rows(domain_counts or []),
         Row("device grant poll (pending)", "device_poll", "bare"),
         Row("client credentials grant", "client_credentials", "twin_client_credentials", GRANT_MIN, short="cc grant"),
         # A signature check (ES256) and a jti write in Redis instead of a digest compare.
@@ -95,6 +99,28 @@ def rows(token_counts: list[int], user_counts: list[int] | None = None) -> list[
         Row("password grant", "password_grant", "bcrypt", 0.9),
         Row("sign-in", "signin", "bcrypt"),
     ]
+    return out
+
+
+DOMAIN_ROWS = {
+    "inspect": "inspect, bearer header",
+    "signin": "sign-in POST",
+    "code_flow": "code flow",
+    "discovery": "discovery, a random domain",
+    "jwks": "JWKS, a random domain",
+}
+
+
+def _domain_rows(domain_counts: list[int]) -> list[Row]:
+    out = []
+    for kind, label in DOMAIN_ROWS.items():
+        for i, n in enumerate(domain_counts):
+            key, short = f"domains_{kind}_{n}", f"{tokens_label(n)} domains"
+            if i == 0:
+                out.append(Row(f"{label}, {tokens_label(n)} domains", key, short=short))
+            else:
+                first = f"domains_{kind}_{domain_counts[0]}"
+                out.append(Row(f"{label}, {tokens_label(n)} domains", key, first, DOMAINS_SCALE_MIN, short=short))
     return out
 
 
@@ -156,11 +182,13 @@ def build(
     memory_roles: dict[str, list[dict]],
     revocation: dict[str, Any],
     settings: dict[str, Any],
+    domain_sets: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Everything the run found, as the JSON written to bench/results/."""
     table = []
     user_counts = sorted(int(key.rsplit("_", 1)[1]) for key in rounds if key.startswith("scim_filter_"))
-    all_rows = rows(token_counts, user_counts)
+    domain_counts = sorted({int(key.rsplit("_", 1)[1]) for key in rounds if key.startswith("domains_")})
+    all_rows = rows(token_counts, user_counts, domain_counts)
     short = {r.key: r.short or r.label for r in all_rows}
     for row in all_rows:
         if row.key not in rounds:
@@ -198,6 +226,8 @@ def build(
         "memory": memory,
         "memory_roles": memory_roles,
         "revocation": revocation,
+        # Per --domains count: its worker's start (s) and memory after the run.
+        "domain_sets": domain_sets or {},
     }
     # The targets are --check's (bench/targets.py), judged on this very result: one list, one rule each.
     result["targets"] = [asdict(outcome) for outcome in evaluate(result)]
@@ -248,6 +278,9 @@ def render(report: dict[str, Any]) -> str:
     for role, workers in report.get("memory_roles", {}).items():
         rss = ", ".join(f"{w['rss_mb']:.1f}" for w in workers if w["rss_mb"] is not None)
         lines.append(f"resident memory by role, {role} (MB): {rss}")
+    for count, info in report.get("domain_sets", {}).items():
+        rss = ", ".join(f"{w['rss_mb']:.1f}" for w in info["workers"] if w["rss_mb"] is not None)
+        lines.append(f"{count} domains: workers started in {info['start_s']:.2f} s, resident memory (MB): {rss}")
     for check in report["revocation"].get("instances", []):
         lines.append(f"revocation, {check['summary']}")
     lines += ["", 'targets (bench/README.md, "Checking the targets"):']

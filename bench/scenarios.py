@@ -36,15 +36,26 @@ SCENARIOS = (
     "dot_code_flow",
     "dot_refresh",
     "dot_client_credentials",
+    "domains_inspect",
+    "domains_code_flow",
+    "domains_discovery",
+    "domains_jwks",
     "client_credentials_jwt",
     "client_credentials_dpop",
     "inspect_dpop",
     "password_grant",
     "signin",
+    # After the fast rows: a sign-in still in bcrypt when its slice ends would hold up the next row's.
+    "domains_signin",
     "bcrypt",
 )
 # A few requests a second each: they need longer slices for a steady figure.
-BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
+BCRYPT_BOUND = {"bcrypt", "password_grant", "signin", "domains_signin"}
+
+
+def bcrypt_bound(key: str) -> bool:
+    """Whether the row ``key`` (``domains_signin_10000`` is ``domains_signin`` at a count) is bcrypt's."""
+    return key in BCRYPT_BOUND or key.rsplit("_", 1)[0] in BCRYPT_BOUND
 
 
 # The rows that ``--before`` also measures on the earlier checkout.
@@ -77,6 +88,8 @@ class Scenarios:
                 out += [f"inspect_bearer_{i.tokens}" for i in self.servers.instances]
             elif key == "scim_filter":
                 out += [f"scim_filter_{i.users}" for i in self.servers.instances]
+            elif key.startswith("domains_"):
+                out += [f"{key}_{d.count}" for d in self.servers.domain_sets]
             else:
                 out.append(key)
             if self.servers.before is not None and key in BEFORE:
@@ -101,6 +114,8 @@ class Scenarios:
             return self.twin_load(key)
         if key.startswith("dot_"):
             return self.peer_load(key)
+        if key.startswith("domains_"):
+            return self.domains_load(key)
         if key.endswith("_before"):
             # The same load as the row it shadows, sent to the earlier checkout.
             shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
@@ -339,6 +354,32 @@ class Scenarios:
                 connections=fast,
             )
         raise KeyError(key)
+
+    def domains_load(self, key: str) -> Load:
+        """A tenancy row at one domain count: the bench domain's requests, or a random seeded domain's documents."""
+        kind, count = key.removeprefix("domains_").rsplit("_", 1)
+        domain_set = next(d for d in self.servers.domain_sets if d.count == int(count))
+        port, fast, s = domain_set.server.port, self.args.connections, self.servers.seed
+        if kind == "inspect":
+            secrets = self.servers.main.inspect_secrets  # the copy holds the first database's tokens
+            return Load(key, port, "bearer", path=INSPECT_PATH, secrets=secrets, connections=fast)
+        if kind == "signin":
+            path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+            return Load(key, port, method="POST", path=path, ok=(202,), connections=2 * self.args.workers, timeout=30)
+        if kind == "code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=s.authorize_path(),
+                headers={"Cookie": f"user={domain_set.cookie}"},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix=s.exchange_path_prefix(),
+            )
+        # Discovery and the JWKS of a random one of the seeded domains: a cache per domain would show here.
+        path = "/.well-known/openid-configuration" if kind == "discovery" else "/auth/oauth/jwks"
+        return Load(key, port, "hosts", path=path, secrets=domain_set.hosts, connections=fast)
 
     def _slice_seconds(self) -> float:
         return max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)

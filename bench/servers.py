@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import BenchError, floors, peers, report, say, seed
+from bench import BenchError, domains, floors, peers, report, say, seed
 from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
@@ -74,6 +74,8 @@ class Servers:
         self.twin_cookie = ""
         # An authsvc on the first database that serves inspect only, after the rounds: memory by role.
         self.inspect_only: Gunicorn | None = None
+        # Copies of the first database grown to each --domains count (bench/domains.py), when a row of them runs.
+        self.domain_sets: list[domains.DomainSet] = []
         # django-oauth-toolkit (bench/peers.py), when a row of it is measured.
         self.peer: peers.Peer | None = None
         self.before: Gunicorn | None = None
@@ -143,6 +145,8 @@ class Servers:
             self.stack.callback(instance.db.drop)
             with instance.db.connect() as conn:
                 instance.inspect_secrets = self.grow(conn, instance)
+        # So are the tenancy rows' databases (before any connection to the first holds it: a template must be idle).
+        self.prepare_domain_sets(env)
         for instance in self.instances:
             instance.conn = self.stack.enter_context(instance.db.connect())
             instance.server = Gunicorn(
@@ -176,6 +180,7 @@ class Servers:
         for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)
+        self.start_domain_sets()
         say(
             ", ".join(f"{i.server.name} on :{i.server.port}" for i in self.instances)
             + f", bare route on :{self.bare.port}, round-trip floor on :{self.roundtrip.port}, Authlib twin on "
@@ -184,6 +189,25 @@ class Servers:
         self.session_cookie = self.sign_in()
         if self.ha is not None:
             self.ha_cookie = self.sign_in(self.ha.port)
+
+    def prepare_domain_sets(self, env: dict[str, str]) -> None:
+        """The tenancy rows' databases: copies of the first grown to each ``--domains`` count (not yet served)."""
+        if not any(key.startswith("domains_") for key in self.args.scenarios):
+            return
+        for count in self.args.domain_counts:
+            name = f"{self.args.database}_{report.tokens_label(count).lower()}_domains"
+            domain_set = domains.prepare(self.main.db, name, count, env, self.run_dir / f"authsvc-{name}.log")
+            self.stack.callback(domain_set.db.drop)
+            self.domain_sets.append(domain_set)
+
+    def start_domain_sets(self) -> None:
+        """Serve each domain set, timing its start on its own: a worker's start at 10,000 domains against 10."""
+        for domain_set in self.domain_sets:
+            self.stack.callback(domain_set.server.stop)
+            began = time.monotonic()
+            domain_set.server.start(self.args.workers)
+            domain_set.start_s = time.monotonic() - began
+            domain_set.cookie = self.sign_in(domain_set.server.port)
 
     def prepare_peer(self, admin: str, env: dict[str, str]) -> Gunicorn:
         """django-oauth-toolkit's database, records and gunicorn (not yet started)."""

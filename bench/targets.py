@@ -22,6 +22,16 @@ LATEST = Path(__file__).resolve().parent / "results" / "latest.json"
 
 INSPECT_MIN = 0.9  # of the round-trip floor, bearer header and API key
 GRANT_MIN = 0.8  # of its Authlib twin: code flow (per request), refresh, client credentials
+# Each tenancy row, its worker's start and memory, at the most domains over the fewest (10,000 within 5 % of 10).
+DOMAINS_SCALE_MIN = 0.95
+DOMAINS_COST_MAX = 1.05  # a worker's start time and memory
+DOMAIN_KINDS = {
+    "inspect": "inspect",
+    "signin": "sign-in POST",
+    "code_flow": "code flow",
+    "discovery": "discovery",
+    "jwks": "JWKS",
+}
 # Ours over django-oauth-toolkit's, in the same rounds on the same cores (bench/README.md, "Peers").
 PEER_INSPECT_MIN = 4.0
 PEER_GRANT_MIN = 1.5
@@ -99,6 +109,7 @@ def evaluate(result: dict[str, Any]) -> list[Outcome]:
         extra = openid["cpu_ms_per_request"] - plain["cpu_ms_per_request"]
         outcomes.append(Outcome(target, f"{extra:.2f} ms", extra <= ID_TOKEN_EXTRA_MAX_MS))
     outcomes += _memory(result.get("memory_roles", {}))
+    outcomes += _domains(rows, result.get("domain_sets", {}))
     revocation = result.get("revocation") or {}
     target = "revocation immediate on every worker"
     if "immediate" in revocation:
@@ -132,6 +143,39 @@ def _memory(roles: dict[str, list[dict[str, Any]]]) -> list[Outcome]:
         value = f"{every_row:.1f} MB against {bare:.1f} MB (+{every_row - bare:.1f})"
         outcomes.append(Outcome(target, value, every_row - bare <= EVERY_ROW_OVER_BARE_MAX_MB))
     return outcomes
+
+
+def _domains(rows: dict[str, dict[str, Any]], sets: dict[str, dict[str, Any]]) -> list[Outcome]:
+    """Every tenancy row, the workers' start and their memory at the most domains, within 5 % of the fewest."""
+    outcomes = []
+    for kind, label in DOMAIN_KINDS.items():
+        counts = sorted(int(k.rsplit("_", 1)[1]) for k in rows if k.startswith(f"domains_{kind}_"))
+        if len(counts) < 2:
+            target = f"{label} at the most domains >= {DOMAINS_SCALE_MIN} x the fewest"
+            outcomes.append(Outcome(target, "not measured", False))
+            continue
+        first, last = f"domains_{kind}_{counts[0]}", f"domains_{kind}_{counts[-1]}"
+        outcomes.append(_at_least(rows, f"{label} at {counts[-1]:,} domains", last, first, DOMAINS_SCALE_MIN))
+    counts = sorted(sets, key=int)
+    most = DOMAINS_COST_MAX
+    for what, label in (("start_s", "a worker's start"), ("rss_mb", "a worker's memory")):
+        target = f"{label} at the most domains <= {most:.2f} x the fewest"
+        if len(counts) < 2:
+            outcomes.append(Outcome(target, "not measured", False))
+            continue
+        first, last = (_cost(sets[c], what) for c in (counts[0], counts[-1]))
+        if not first or last is None:
+            outcomes.append(Outcome(target, "not measured", False))
+        else:
+            value = f"{last / first:.3f} ({last:.2f} against {first:.2f})"
+            outcomes.append(Outcome(target, value, last <= most * first))
+    return outcomes
+
+
+def _cost(domain_set: dict[str, Any], what: str) -> float | None:
+    if what == "start_s":
+        return domain_set.get("start_s")
+    return _largest_rss(domain_set.get("workers", []))
 
 
 def check(path: Path = LATEST) -> int:

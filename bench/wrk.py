@@ -69,6 +69,20 @@ end
 function response(status, headers, body) count(status) end
 """
 
+HOSTS = r"""
+local hosts = {}
+function init(args)
+  for line in io.lines(args[1]) do
+    if #line > 0 then hosts[#hosts + 1] = line end
+  end
+  math.randomseed(os.time() * 1000 + tid)
+end
+function request()
+  return wrk.format("GET", nil, {["Host"] = hosts[math.random(#hosts)]})
+end
+function response(status, headers, body) count(status) end
+"""
+
 CODE_FLOW = r"""
 local codes = {{}}
 local exchange_body = {exchange_body}
@@ -202,6 +216,11 @@ class Wrk:
             tokens.write_text("\n".join(load.secrets) + "\n")
             args.append(str(tokens))
             body = BEARER
+        elif load.kind == "hosts":
+            hosts = self.work_dir / f"{load.name}.hosts"
+            hosts.write_text("\n".join(load.secrets) + "\n")
+            args.append(str(hosts))
+            body = HOSTS
         elif load.kind == "code_flow":
             body = CODE_FLOW.format(
                 headers=lua_table(load.headers),
