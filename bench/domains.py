@@ -111,6 +111,7 @@ class DomainSet:
     server: Gunicorn
     start_s: float = 0.0  # from gunicorn's start to every worker running
     cookie: str = ""  # the bench person's session on it, for the code flow
+    admin_cookie: str = ""  # the system admin's, for the console's domain page
 
     @property
     def hosts(self) -> list[str]:

@@ -56,6 +56,7 @@ class Result:
     statuses: dict[str, int] = field(default_factory=dict)
     socket_errors: int = 0
     connections: int = 0
+    p95_ms: float = 0.0
 
     @property
     def rps(self) -> float:

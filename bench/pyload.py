@@ -133,6 +133,7 @@ class PythonLoad:
             ok=sum(n for s, n in statuses.items() if int(s) in load.ok),
             p50_ms=_percentile(latencies, 0.50) * 1000,
             p99_ms=_percentile(latencies, 0.99) * 1000,
+            p95_ms=_percentile(latencies, 0.95) * 1000,
             statuses=dict(statuses),
             socket_errors=errors,
             connections=load.connections,

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.load import Result
 from bench.noise import CpuUse
-from bench.targets import DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, evaluate
+from bench.targets import DOMAIN_KINDS, DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, evaluate
 
 
 def tokens_label(n: int) -> str:
@@ -108,6 +108,8 @@ DOMAIN_ROWS = {
     "code_flow": "code flow",
     "discovery": "discovery, a random domain",
     "jwks": "JWKS, a random domain",
+    "admin_list": "admin API, domain list",
+    "console": "console, a domain's page",
 }
 
 
@@ -119,8 +121,10 @@ def _domain_rows(domain_counts: list[int]) -> list[Row]:
             if i == 0:
                 out.append(Row(f"{label}, {tokens_label(n)} domains", key, short=short))
             else:
+                # The admin pages are held to a p95 (--check), not to their figure at the fewest domains.
+                minimum = DOMAINS_SCALE_MIN if kind in DOMAIN_KINDS else None
                 first = f"domains_{kind}_{domain_counts[0]}"
-                out.append(Row(f"{label}, {tokens_label(n)} domains", key, first, DOMAINS_SCALE_MIN, short=short))
+                out.append(Row(f"{label}, {tokens_label(n)} domains", key, first, minimum, short=short))
     return out
 
 
@@ -149,6 +153,7 @@ def summarise(results: list[Result]) -> dict[str, Any]:
         "spread_pct": round(50 * (max(per_round) - min(per_round)) / rps, 1) if rps else None,
         "p50_ms": round(statistics.median(r.p50_ms for r in results), 2),
         "p99_ms": round(statistics.median(r.p99_ms for r in results), 2),
+        "p95_ms": round(statistics.median(r.p95_ms for r in results), 2),
         "requests": sum(r.requests for r in results),
         "ok": ok,
         "socket_errors": sum(r.socket_errors for r in results),

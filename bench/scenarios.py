@@ -40,6 +40,8 @@ SCENARIOS = (
     "domains_code_flow",
     "domains_discovery",
     "domains_jwks",
+    "domains_admin_list",
+    "domains_console",
     "client_credentials_jwt",
     "client_credentials_dpop",
     "inspect_dpop",
@@ -377,6 +379,16 @@ class Scenarios:
                 connections=fast,
                 exchange_prefix=s.exchange_path_prefix(),
             )
+        # The admin pages are held to a latency (p95), a request's and not a queue's: one connection per worker.
+        if kind == "admin_list":
+            # A system admin's first page of every domain (50 a page, with the total).
+            headers = {"X-API-Key": s.admin_key}
+            return Load(key, port, path="/api/engine/v2/domains", headers=headers, connections=self.args.workers)
+        if kind == "console":
+            cookie = {"Cookie": f"user={domain_set.admin_cookie}"}
+            # A domain's first page: /domains/<id>/ redirects here.
+            path = f"/auth/admin/domains/{s.domain_id}/applications"
+            return Load(key, port, path=path, headers=cookie, connections=self.args.workers)
         # Discovery and the JWKS of a random one of the seeded domains: a cache per domain would show here.
         path = "/.well-known/openid-configuration" if kind == "discovery" else "/auth/oauth/jwks"
         return Load(key, port, "hosts", path=path, secrets=domain_set.hosts, connections=fast)

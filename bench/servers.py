@@ -208,6 +208,7 @@ class Servers:
             domain_set.server.start(self.args.workers)
             domain_set.start_s = time.monotonic() - began
             domain_set.cookie = self.sign_in(domain_set.server.port)
+            domain_set.admin_cookie = self.sign_in(domain_set.server.port, seed.SYSTEM_ADMIN_EMAIL)
 
     def prepare_peer(self, admin: str, env: dict[str, str]) -> Gunicorn:
         """django-oauth-toolkit's database, records and gunicorn (not yet started)."""
@@ -271,10 +272,10 @@ class Servers:
         )
         return Gunicorn("authsvc-ha", free_port(), ha_env, self.run_dir / "authsvc-ha.log")
 
-    def sign_in(self, port: int | None = None) -> str:
-        """The seeded person's session cookie (its value) on ``port`` (the first database's authsvc by default)."""
+    def sign_in(self, port: int | None = None, email: str = seed.PERSON_EMAIL) -> str:
+        """A seeded user's session cookie (its value) on ``port``: the person on the first database's by default."""
         conn = http.client.HTTPConnection("127.0.0.1", port or self.main.server.port, timeout=30)
-        query = f"email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+        query = f"email={quote(email)}&password={quote(seed.PASSWORD)}"
         conn.request("POST", f"/auth/signin?{query}")
         response = conn.getresponse()
         response.read()

@@ -41,9 +41,9 @@ function done(summary, latency, requests)
   for k, v in pairs(merged) do parts[#parts + 1] = string.format('"%s":%d', k, v) end
   local e = summary.errors
   io.write(string.format(
-    'BENCH-RESULT {"requests":%d,"duration_us":%d,"p50_us":%.0f,"p99_us":%.0f,' ..
+    'BENCH-RESULT {"requests":%d,"duration_us":%d,"p50_us":%.0f,"p95_us":%.0f,"p99_us":%.0f,' ..
     '"socket_errors":%d,"statuses":{%s}}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(95), latency:percentile(99),
     e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))
 end
 """
@@ -282,6 +282,7 @@ class Wrk:
             ok=sum(n for s, n in statuses.items() if int(s) in load.ok),
             p50_ms=data["p50_us"] / 1000,
             p99_ms=data["p99_us"] / 1000,
+            p95_ms=data["p95_us"] / 1000,
             statuses=statuses,
             socket_errors=data["socket_errors"],
             connections=connections,
