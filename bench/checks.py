@@ -1,4 +1,4 @@
-"""What the benchmark checks beside the table: immediate revocation, and memory per worker.
+"""What the benchmark checks beside the table: immediate revocation, and memory per worker and by role.
 
 Revocation must stay immediate on every worker of every instance (issue 8: no
 cache may let a revoked token pass): warm every worker with a token and an API
@@ -15,7 +15,7 @@ from typing import Any
 
 from bench import seed
 from bench.scenarios import INSPECT_PATH
-from bench.servers import Instance
+from bench.servers import Instance, Servers
 from devtools.services import Gunicorn
 
 
@@ -33,6 +33,20 @@ def rss_mb(pid: int) -> float | None:
 def worker_memory(server: Gunicorn) -> list[dict]:
     """Each worker's pid and resident memory in MB."""
     return [{"pid": pid, "rss_mb": rss_mb(pid)} for pid in server.workers()]
+
+
+def memory_by_role(servers: Servers, every_row: bool) -> dict[str, list[dict]]:
+    """Workers' memory by what they served: inspect only, every row (when the run measured every row), nothing.
+
+    The inspect-only authsvc served the two inspect loads and nothing else; the
+    first database's served every row but the larger counts' inspect and SCIM
+    rows, which run the same code on larger tables; the bare route is what a
+    worker of the same stack holds with none of authsvc.
+    """
+    roles = {"inspect only": worker_memory(servers.inspect_only), "bare route": worker_memory(servers.bare)}
+    if every_row:
+        roles["every row"] = worker_memory(servers.main.server)
+    return roles
 
 
 def _burst(port: int, headers: dict[str, str], count: int, concurrency: int) -> dict[str, int]:

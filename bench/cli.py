@@ -78,7 +78,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default="auto",
         help="load generator: wrk when installed (auto), or the Python one",
     )
-    p.add_argument("--quick", action="store_true", help="smoke run: 1000,20000 tokens, 3 s per scenario, 1 round")
+    p.add_argument(
+        "--quick", action="store_true", help="smoke run: 1000,20000 tokens, 10,1000 domains, 3 s per scenario, 1 round"
+    )
     p.add_argument(
         "--quiet-below",
         type=float,
@@ -105,6 +107,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="KEYS",
         help="measure only these scenarios, comma-separated, of: " + ",".join(SCENARIOS),
+    )
+    p.add_argument(
+        "--domains",
+        default="10,10000",
+        help="domain counts for the tenancy rows, each a copy of the first database grown with bulk INSERTs "
+        "(python -m bench.domains); the first is the baseline (10,10000)",
+    )
+    p.add_argument(
+        "--no-peer",
+        action="store_true",
+        help="leave out django-oauth-toolkit's rows (its virtual environment is made with pip on the first run)",
     )
     p.add_argument(
         "--database",
@@ -146,8 +159,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         const=targets.LATEST,
         default=None,
         metavar="JSON",
-        help="measure nothing: read the latest run's results (or JSON) and exit 1 if any target of issue 24 "
-        "is missed (inspect, every grant, the ID token, memory, 1M tokens, revocation); see bench/README.md",
+        help="measure nothing: read the latest run's results (or JSON) and exit 1 if any target is missed "
+        "(inspect against the round-trip floor, every grant against its Authlib twin, the ID token, memory, "
+        "1M tokens, revocation); see bench/README.md",
     )
     args = p.parse_args(argv)
     if args.quick:
@@ -155,11 +169,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.bcrypt_duration = min(args.bcrypt_duration, 3.0)
         if args.tokens == p.get_default("tokens"):
             args.tokens = "1000,20000"
+    if args.quick and args.domains == p.get_default("domains"):
+        args.domains = "10,1000"
+    args.domain_counts = sorted({int(x.replace("_", "")) for x in args.domains.split(",") if x.strip()})
     args.token_counts = sorted({int(x.replace("_", "")) for x in args.tokens.split(",") if x.strip()})
     if not args.token_counts:
         p.error("--tokens needs at least one count")
     args.rounds = max(1, args.rounds)
     args.scenarios = [k for k in SCENARIOS if args.only is None or k in args.only.split(",")]
+    if args.no_peer:
+        args.scenarios = [k for k in args.scenarios if not k.startswith("dot_")]
+    if not args.domain_counts:
+        args.scenarios = [k for k in args.scenarios if not k.startswith("domains_")]
     return args
 
 
@@ -192,6 +213,7 @@ class Run:
         if args.serve:
             return self.serve()
         measurement.measure_all()
+        measurement.serve_inspect_only()
         self.failed = measurement.failed
         servers = self.servers
         revocations = [checks.check_revocation(i, servers.seed) for i in servers.instances]
@@ -204,6 +226,13 @@ class Run:
         }
         memory = {f"{i.server.name} service": checks.worker_memory(i.server) for i in servers.instances}
         memory["bare route"] = checks.worker_memory(servers.bare)
+        memory["round-trip floor"] = checks.worker_memory(servers.roundtrip)
+        memory["Authlib twin"] = checks.worker_memory(servers.twin)
+        if servers.peer is not None:
+            memory["django-oauth-toolkit"] = checks.worker_memory(servers.peer.server)
+        # Every row of the first database's authsvc was measured (the peer's and the tenancy rows run elsewhere).
+        every_row = all(k in args.scenarios for k in SCENARIOS if not k.startswith(("dot_", "domains_")))
+        memory_roles = checks.memory_by_role(servers, every_row)
         settings = {
             "started": started,
             "commit": _commit(),
@@ -223,7 +252,12 @@ class Run:
             "waited_for_quiet_s": round(measurement.waited, 1),
             "priority": args.priority,
         }
-        result = report.build(measurement.rounds, measurement.cpu, args.token_counts, memory, revocation, settings)
+        domain_sets = {
+            str(d.count): {"start_s": round(d.start_s, 3), "workers": checks.worker_memory(d.server)}
+            for d in servers.domain_sets
+        }
+        rounds, cpu = measurement.rounds, measurement.cpu
+        result = report.build(rounds, cpu, args.token_counts, memory, memory_roles, revocation, settings, domain_sets)
         path = report.write(result, RESULTS)
         print()
         print(report.render(result))

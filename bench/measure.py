@@ -18,7 +18,7 @@ from bench import BenchError, baselines, say, seed
 from bench.load import Result
 from bench.noise import CpuMeter, CpuUse, wait_quiet
 from bench.pyload import PythonLoad
-from bench.scenarios import BCRYPT_BOUND, Scenarios
+from bench.scenarios import Scenarios, bcrypt_bound
 from bench.servers import Servers
 from bench.wrk import Wrk
 from bench.wrk import find as find_wrk
@@ -47,7 +47,8 @@ class Measurement:
         self.scenarios = scenarios
         self.generator = generator
         # The servers' CPU includes the PostgreSQL backends of the run's databases.
-        self.meter = CpuMeter(servers.main.conn, [i.db.name for i in servers.instances], servers.ha_roots)
+        databases = [i.db.name for i in servers.instances] + ([servers.peer.db.name] if servers.peer else [])
+        self.meter = CpuMeter(servers.main.conn, databases, servers.ha_roots)
         self.rounds: dict[str, list[Result]] = {}
         self.cpu: dict[str, list[CpuUse]] = {}
         self.failed = False
@@ -93,7 +94,7 @@ class Measurement:
                     waited, _ = wait_quiet(self.meter, args.quiet_below, budget)
                     self.waited += waited
                 self.meter.start()
-                result = self.run_once(key, bcrypt_slice if key in BCRYPT_BOUND else slice_)
+                result = self.run_once(key, bcrypt_slice if bcrypt_bound(key) else slice_)
                 use = self.meter.stop()
                 self.rounds.setdefault(key, []).append(result)
                 self.cpu.setdefault(key, []).append(use)
@@ -106,3 +107,14 @@ class Measurement:
                 )
                 if result.ok == 0 or failed > 0.01 * max(1, result.requests):
                     self.failed = True
+
+    def serve_inspect_only(self, seconds: float = 3.0) -> None:
+        """Inspect's two loads (bearer header, API key) on the authsvc that serves nothing else: memory by role."""
+        for key in (f"inspect_bearer_{self.servers.main.tokens}", "inspect_api_key"):
+            load = self.scenarios.load(key)
+            load.name, load.port = f"{key}_inspect_only", self.servers.inspect_only.port
+            result = self.generator.run(load, seconds)
+            say(f"  {load.name:<24} {result.rps:9.1f} req/s (for the inspect-only worker's memory)")
+            if result.ok == 0 or result.failed > 0.01 * max(1, result.requests):
+                say(f"  {load.name}: {result.failed} FAILED {result.statuses}")
+                self.failed = True

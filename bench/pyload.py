@@ -28,8 +28,13 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         return load.method, load.path, load.headers, load.body or None
     if load.kind == "bearer":
         return "GET", load.path, {"Authorization": "Bearer " + rng.choice(load.secrets)}, None
+    if load.kind == "hosts":
+        return "GET", load.path, {"Host": rng.choice(load.secrets)}, None
     if load.kind == "code_flow":
         code = state.pop("code", None)
+        if code and load.exchange_body:
+            form = {"Content-Type": "application/x-www-form-urlencoded"}
+            return "POST", load.exchange_prefix, form, load.exchange_body + code
         if code:
             return "POST", load.exchange_prefix + code, {"Content-Length": "0"}, ""
         return "GET", load.path, load.headers, None
@@ -41,7 +46,7 @@ def _next_request(load: Load, state: dict, rng: random.Random) -> tuple[str, str
         headers = {"Content-Type": "application/x-www-form-urlencoded", **load.headers}
         return load.method, load.path, headers, load.body + token
     body = f"grant_type=refresh_token&client_id={load.client_id}&refresh_token={token}"
-    return "POST", "/auth/oauth/token", {"Content-Type": "application/x-www-form-urlencoded"}, body
+    return "POST", load.token_path, {"Content-Type": "application/x-www-form-urlencoded"}, body
 
 
 def _after(load: Load, state: dict, status: int, headers: http.client.HTTPMessage, body: bytes) -> None:
@@ -128,6 +133,7 @@ class PythonLoad:
             ok=sum(n for s, n in statuses.items() if int(s) in load.ok),
             p50_ms=_percentile(latencies, 0.50) * 1000,
             p99_ms=_percentile(latencies, 0.99) * 1000,
+            p95_ms=_percentile(latencies, 0.95) * 1000,
             statuses=dict(statuses),
             socket_errors=errors,
             connections=load.connections,

@@ -13,13 +13,14 @@ import http.client
 import json
 from urllib.parse import quote, urlencode
 
-from bench import BenchError, seed
+from bench import BenchError, floors, seed
 from bench.load import Load
 from bench.servers import Servers
 
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
 SCENARIOS = (
     "bare",
+    "roundtrip",
     "inspect_bearer",
     "inspect_api_key",
     "code_flow",
@@ -28,15 +29,35 @@ SCENARIOS = (
     "device_poll",
     "scim_filter",
     "client_credentials",
+    "twin_code_flow",
+    "twin_refresh",
+    "twin_client_credentials",
+    "dot_inspect",
+    "dot_code_flow",
+    "dot_refresh",
+    "dot_client_credentials",
+    "domains_inspect",
+    "domains_code_flow",
+    "domains_discovery",
+    "domains_jwks",
+    "domains_admin_list",
+    "domains_console",
     "client_credentials_jwt",
     "client_credentials_dpop",
     "inspect_dpop",
     "password_grant",
     "signin",
+    # After the fast rows: a sign-in still in bcrypt when its slice ends would hold up the next row's.
+    "domains_signin",
     "bcrypt",
 )
 # A few requests a second each: they need longer slices for a steady figure.
-BCRYPT_BOUND = {"bcrypt", "password_grant", "signin"}
+BCRYPT_BOUND = {"bcrypt", "password_grant", "signin", "domains_signin"}
+
+
+def bcrypt_bound(key: str) -> bool:
+    """Whether the row ``key`` (``domains_signin_10000`` is ``domains_signin`` at a count) is bcrypt's."""
+    return key in BCRYPT_BOUND or key.rsplit("_", 1)[0] in BCRYPT_BOUND
 
 
 # The rows that ``--before`` also measures on the earlier checkout.
@@ -69,6 +90,8 @@ class Scenarios:
                 out += [f"inspect_bearer_{i.tokens}" for i in self.servers.instances]
             elif key == "scim_filter":
                 out += [f"scim_filter_{i.users}" for i in self.servers.instances]
+            elif key.startswith("domains_"):
+                out += [f"{key}_{d.count}" for d in self.servers.domain_sets]
             else:
                 out.append(key)
             if self.servers.before is not None and key in BEFORE:
@@ -87,6 +110,14 @@ class Scenarios:
         slow = 2 * self.args.workers
         if key == "bare":
             return Load(key, servers.bare.port, connections=fast)
+        if key == "roundtrip":
+            return Load(key, servers.roundtrip.port, connections=fast)
+        if key.startswith("twin_"):
+            return self.twin_load(key)
+        if key.startswith("dot_"):
+            return self.peer_load(key)
+        if key.startswith("domains_"):
+            return self.domains_load(key)
         if key.endswith("_before"):
             # The same load as the row it shadows, sent to the earlier checkout.
             shadowed = self.load(f"inspect_bearer_{main.tokens}" if key.startswith("inspect_bearer") else key[:-7])
@@ -241,6 +272,126 @@ class Scenarios:
             path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
             return Load(key, port, method="POST", path=path, ok=(202,), connections=slow, timeout=30)
         raise KeyError(key)
+
+    def twin_load(self, key: str) -> Load:
+        """The same load as our row ``key[5:]``, sent to Authlib's documented token endpoint (bench/twin.py)."""
+        twin, port, fast = self.servers.twin_seed, self.servers.twin.port, self.args.connections
+        if key == "twin_code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=twin.authorize_path(),
+                headers={"Cookie": self.servers.twin_cookie},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix="/oauth/token",
+                exchange_body=twin.exchange_body(),
+            )
+        if key == "twin_refresh":
+            conn = self.servers.main.conn
+            pool = floors.twin_refresh_tokens(conn, twin, 50 * fast)
+            return Load(
+                key,
+                port,
+                "refresh",
+                connections=fast,
+                secrets=pool,
+                client_id=twin.client_id,
+                token_path="/oauth/token",
+            )
+        if key == "twin_client_credentials":
+            basic = base64.b64encode(f"{twin.machine_client_id}:{twin.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/oauth/token",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
+                connections=fast,
+            )
+        raise KeyError(key)
+
+    def peer_load(self, key: str) -> Load:
+        """The same load as our row, sent to django-oauth-toolkit (bench/peers.py, bench/dot/)."""
+        peer = self.servers.peer
+        dot, port, fast = peer.seed, peer.server.port, self.args.connections
+        form = {"Content-Type": "application/x-www-form-urlencoded"}
+        redirect = quote(seed.REDIRECT_URI, safe="")
+        if key == "dot_inspect":
+            # Its protected resource view: the toolkit's own check of a bearer token.
+            return Load(key, port, "bearer", path="/api/inspect", secrets=dot.inspect_tokens, connections=fast)
+        if key == "dot_code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=f"/o/authorize/?response_type=code&client_id={dot.client_id}&redirect_uri={redirect}&scope=public",
+                headers={"Cookie": dot.session_cookie},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix="/o/token/",
+                exchange_body=f"grant_type=authorization_code&client_id={dot.client_id}&redirect_uri={redirect}&code=",
+            )
+        if key == "dot_refresh":
+            return Load(
+                key,
+                port,
+                "refresh",
+                connections=fast,
+                secrets=dot.take_refresh_tokens(50 * fast),
+                client_id=dot.client_id,
+                token_path="/o/token/",
+            )
+        if key == "dot_client_credentials":
+            basic = base64.b64encode(f"{dot.machine_client_id}:{dot.machine_client_secret}".encode()).decode()
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/o/token/",
+                body="grant_type=client_credentials",
+                headers={"Authorization": f"Basic {basic}", **form},
+                connections=fast,
+            )
+        raise KeyError(key)
+
+    def domains_load(self, key: str) -> Load:
+        """A tenancy row at one domain count: the bench domain's requests, or a random seeded domain's documents."""
+        kind, count = key.removeprefix("domains_").rsplit("_", 1)
+        domain_set = next(d for d in self.servers.domain_sets if d.count == int(count))
+        port, fast, s = domain_set.server.port, self.args.connections, self.servers.seed
+        if kind == "inspect":
+            secrets = self.servers.main.inspect_secrets  # the copy holds the first database's tokens
+            return Load(key, port, "bearer", path=INSPECT_PATH, secrets=secrets, connections=fast)
+        if kind == "signin":
+            path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+            return Load(key, port, method="POST", path=path, ok=(202,), connections=2 * self.args.workers, timeout=30)
+        if kind == "code_flow":
+            return Load(
+                key,
+                port,
+                "code_flow",
+                path=s.authorize_path(),
+                headers={"Cookie": f"user={domain_set.cookie}"},
+                ok=(200, 302),
+                connections=fast,
+                exchange_prefix=s.exchange_path_prefix(),
+            )
+        # The admin pages are held to a latency (p95), a request's and not a queue's: one connection per worker.
+        if kind == "admin_list":
+            # A system admin's first page of every domain (50 a page, with the total).
+            headers = {"X-API-Key": s.admin_key}
+            return Load(key, port, path="/api/engine/v2/domains", headers=headers, connections=self.args.workers)
+        if kind == "console":
+            cookie = {"Cookie": f"user={domain_set.admin_cookie}"}
+            # A domain's first page: /domains/<id>/ redirects here.
+            path = f"/auth/admin/domains/{s.domain_id}/applications"
+            return Load(key, port, path=path, headers=cookie, connections=self.args.workers)
+        # Discovery and the JWKS of a random one of the seeded domains: a cache per domain would show here.
+        path = "/.well-known/openid-configuration" if kind == "discovery" else "/auth/oauth/jwks"
+        return Load(key, port, "hosts", path=path, secrets=domain_set.hosts, connections=fast)
 
     def _slice_seconds(self) -> float:
         return max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)

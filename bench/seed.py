@@ -28,6 +28,8 @@ HOST = "127.0.0.1"
 REDIRECT_URI = "http://127.0.0.1/callback"
 SERVICE_EMAIL = "service@bench.test"
 PERSON_EMAIL = "person@bench.test"
+# A system admin: the admin API's domain list and the console's domain page (the tenancy rows).
+SYSTEM_ADMIN_EMAIL = "sysadmin@bench.test"
 PASSWORD = "bench-password-1234"
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 # Bulk tokens stay valid for the whole run.
@@ -60,6 +62,9 @@ class Seed:
     keyed_private_jwk: dict
     # A domain admin's API key with the scim scope: the SCIM rows.
     scim_key: str = ""
+    # A system admin's API key with the admin scope, and the bench domain's id: the tenancy rows' admin pages.
+    admin_key: str = ""
+    domain_id: str = ""
 
     @property
     def bcrypt_rounds(self) -> int:
@@ -158,6 +163,17 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     scim_key = flask(
         env, "api-keys", "create", "--domain", HOST, "--user", scim_admin, "--name", "scim", "--scopes", "scim"
     )
+    system_admin = SYSTEM_ADMIN_EMAIL
+    flask(
+        env, "users", "create", "--domain", HOST, "--email", system_admin, "--password", PASSWORD, "--admin",
+        "--system-admin",
+    )  # fmt: skip
+    # An API key acts with its user's admin permission only when created with --permission admin.
+    admin_key = flask(
+        env, "api-keys", "create", "--domain", HOST, "--user", system_admin, "--name", "admin", "--scopes", "admin",
+        "--permission", "admin",
+    )  # fmt: skip
+    domain_id = db.execute("SELECT id FROM domain WHERE host = %s", (HOST,)).fetchone()[0]
     password_hash = db.execute('SELECT password_hash FROM "user" WHERE id = %s', (int(service["id"]),)).fetchone()[0]
     return Seed(
         client_id=application["client_id"],
@@ -172,6 +188,8 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         keyed_client_id=keyed["client_id"],
         keyed_private_jwk=private_jwk,
         scim_key=scim_key["key"],
+        admin_key=admin_key["key"],
+        domain_id=str(domain_id),
     )
 
 

@@ -4,9 +4,10 @@
 2. one database per ``--tokens`` count: the first migrated by the Procfile's
    release command and seeded through the CLI, the others copied from it
    (``CREATE DATABASE ... TEMPLATE``), each grown with COPY to its count;
-3. one authsvc per database and the bare route (and with ``--before`` an
-   earlier checkout on the first database), each under the Procfile's gunicorn
-   command with the same production environment;
+3. one authsvc per database, the bare route and the two floors on the first
+   database (the round-trip floor and Authlib's twin, ``bench/floors.py``; and
+   with ``--before`` an earlier checkout on the first database), each under the
+   Procfile's gunicorn command with the same production environment;
 4. with ``--ha``, a healthy high-availability cluster (devtools.ha_cluster: a
    Redis primary, a replica and three Sentinels; a PostgreSQL primary and its
    synchronous streaming replica) holding a copy of the first database, and one
@@ -32,7 +33,7 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import BenchError, report, say, seed
+from bench import BenchError, domains, floors, peers, report, say, seed
 from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
@@ -66,6 +67,17 @@ class Servers:
         self.run_dir = run_dir
         self.instances: list[Instance] = []
         self.bare: Gunicorn | None = None
+        # The floors (bench/README.md, "The floors"): one round trip, and Authlib's documented token endpoint.
+        self.roundtrip: Gunicorn | None = None
+        self.twin: Gunicorn | None = None
+        self.twin_seed: floors.TwinSeed | None = None
+        self.twin_cookie = ""
+        # An authsvc on the first database that serves inspect only, after the rounds: memory by role.
+        self.inspect_only: Gunicorn | None = None
+        # Copies of the first database grown to each --domains count (bench/domains.py), when a row of them runs.
+        self.domain_sets: list[domains.DomainSet] = []
+        # django-oauth-toolkit (bench/peers.py), when a row of it is measured.
+        self.peer: peers.Peer | None = None
         self.before: Gunicorn | None = None
         self.ha: Gunicorn | None = None
         self.ha_cookie = ""
@@ -127,12 +139,16 @@ class Servers:
         with main.db.connect() as conn:
             self.seed = seed.seed_records({**env, "DATABASE_URL": main.db.url}, conn)
             main.inspect_secrets = self.grow(conn, main)
+            self.twin_seed = floors.seed_twin(main.db.url, conn)
+        self.twin_cookie = floors.twin_session_cookie(env["SECRET_KEY"], self.twin_seed.user_id)
         # The larger databases start as copies of the first: the same records and keys.
         for instance in self.instances[1:]:
             instance.db.create(template=main.db)
             self.stack.callback(instance.db.drop)
             with instance.db.connect() as conn:
                 instance.inspect_secrets = self.grow(conn, instance)
+        # So are the tenancy rows' databases (before any connection to the first holds it: a template must be idle).
+        self.prepare_domain_sets(env)
         for instance in self.instances:
             instance.conn = self.stack.enter_context(instance.db.connect())
             instance.server = Gunicorn(
@@ -142,7 +158,13 @@ class Servers:
                 self.run_dir / f"authsvc-{instance.db.name}.log",
             )
         self.bare = Gunicorn("bare", free_port(), env, self.run_dir / "bare.log", target="bench.bare_app:app")
-        servers = [i.server for i in self.instances] + [self.bare]
+        main_env = {**env, "DATABASE_URL": main.db.url}
+        log = self.run_dir / "roundtrip.log"
+        self.roundtrip = Gunicorn("roundtrip", free_port(), main_env, log, target="bench.roundtrip_app:app")
+        self.twin = Gunicorn("twin", free_port(), main_env, self.run_dir / "twin.log", target="bench.twin:create_app()")
+        log = self.run_dir / "authsvc-inspect-only.log"
+        self.inspect_only = Gunicorn("authsvc-inspect-only", free_port(), main_env, log)
+        servers = [i.server for i in self.instances] + [self.bare, self.roundtrip, self.twin, self.inspect_only]
         if args.before:
             self.before = Gunicorn(
                 "authsvc-before",
@@ -155,16 +177,49 @@ class Servers:
         if args.ha:
             self.ha = self.start_ha(env)
             servers.append(self.ha)
+        if any(key.startswith("dot_") for key in args.scenarios):
+            servers.append(self.prepare_peer(admin, env))
         for server in servers:
             self.stack.callback(server.stop)
             server.start(args.workers)
+        self.start_domain_sets()
         say(
             ", ".join(f"{i.server.name} on :{i.server.port}" for i in self.instances)
-            + f", bare route on :{self.bare.port}; {args.workers} workers each; generator {generator}"
+            + f", bare route on :{self.bare.port}, round-trip floor on :{self.roundtrip.port}, Authlib twin on "
+            f":{self.twin.port}; {args.workers} workers each; generator {generator}"
         )
         self.session_cookie = self.sign_in()
         if self.ha is not None:
             self.ha_cookie = self.sign_in(self.ha.port)
+
+    def prepare_domain_sets(self, env: dict[str, str]) -> None:
+        """The tenancy rows' databases: copies of the first grown to each ``--domains`` count (not yet served)."""
+        if not any(key.startswith("domains_") for key in self.args.scenarios):
+            return
+        for count in self.args.domain_counts:
+            name = f"{self.args.database}_{report.tokens_label(count).lower()}_domains"
+            domain_set = domains.prepare(self.main.db, name, count, env, self.run_dir / f"authsvc-{name}.log")
+            self.stack.callback(domain_set.db.drop)
+            self.domain_sets.append(domain_set)
+
+    def start_domain_sets(self) -> None:
+        """Serve each domain set, timing its start on its own: a worker's start at 10,000 domains against 10."""
+        for domain_set in self.domain_sets:
+            self.stack.callback(domain_set.server.stop)
+            began = time.monotonic()
+            domain_set.server.start(self.args.workers)
+            domain_set.start_s = time.monotonic() - began
+            domain_set.cookie = self.sign_in(domain_set.server.port)
+            domain_set.admin_cookie = self.sign_in(domain_set.server.port, seed.SYSTEM_ADMIN_EMAIL)
+
+    def prepare_peer(self, admin: str, env: dict[str, str]) -> Gunicorn:
+        """django-oauth-toolkit's database, records and gunicorn (not yet started)."""
+        self.peer = peers.Peer(admin, f"{self.args.database}_dot", env, self.run_dir)
+        self.stack.callback(self.peer.db.drop)
+        say(f"django-oauth-toolkit: database {self.peer.db.name}; migrating and seeding")
+        # Every load of the refresh row takes fresh tokens: the warm-up and each round.
+        refresh = peers.refresh_needed(self.args.rounds + 1, self.args.connections)
+        return self.peer.prepare(INSPECT_SAMPLE, refresh)
 
     def grow(self, conn: psycopg.Connection, instance: Instance) -> list[str]:
         """COPY tokens in until ``instance``'s database holds its count; returns the inspect rows' sample."""
@@ -219,10 +274,10 @@ class Servers:
         )
         return Gunicorn("authsvc-ha", free_port(), ha_env, self.run_dir / "authsvc-ha.log")
 
-    def sign_in(self, port: int | None = None) -> str:
-        """The seeded person's session cookie (its value) on ``port`` (the first database's authsvc by default)."""
+    def sign_in(self, port: int | None = None, email: str = seed.PERSON_EMAIL) -> str:
+        """A seeded user's session cookie (its value) on ``port``: the person on the first database's by default."""
         conn = http.client.HTTPConnection("127.0.0.1", port or self.main.server.port, timeout=30)
-        query = f"email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
+        query = f"email={quote(email)}&password={quote(seed.PASSWORD)}"
         conn.request("POST", f"/auth/signin?{query}")
         response = conn.getresponse()
         response.read()

@@ -41,9 +41,9 @@ function done(summary, latency, requests)
   for k, v in pairs(merged) do parts[#parts + 1] = string.format('"%s":%d', k, v) end
   local e = summary.errors
   io.write(string.format(
-    'BENCH-RESULT {"requests":%d,"duration_us":%d,"p50_us":%.0f,"p99_us":%.0f,' ..
+    'BENCH-RESULT {"requests":%d,"duration_us":%d,"p50_us":%.0f,"p95_us":%.0f,"p99_us":%.0f,' ..
     '"socket_errors":%d,"statuses":{%s}}\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99),
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(95), latency:percentile(99),
     e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))
 end
 """
@@ -69,12 +69,31 @@ end
 function response(status, headers, body) count(status) end
 """
 
+HOSTS = r"""
+local hosts = {}
+function init(args)
+  for line in io.lines(args[1]) do
+    if #line > 0 then hosts[#hosts + 1] = line end
+  end
+  math.randomseed(os.time() * 1000 + tid)
+end
+function request()
+  return wrk.format("GET", nil, {["Host"] = hosts[math.random(#hosts)]})
+end
+function response(status, headers, body) count(status) end
+"""
+
 CODE_FLOW = r"""
 local codes = {{}}
+local exchange_body = {exchange_body}
 local authorize_headers = {headers}
 function request()
   local code = table.remove(codes)
   if code then
+    if exchange_body ~= "" then
+      return wrk.format("POST", {exchange_prefix},
+        {{["Content-Type"] = "application/x-www-form-urlencoded"}}, exchange_body .. code)
+    end
     return wrk.format("POST", {exchange_prefix} .. code, {{}}, "")
   end
   local h = {{}}
@@ -111,7 +130,7 @@ function request()
     starved = starved + 1
     t = "none-left"
   end
-  return wrk.format("POST", "/auth/oauth/token",
+  return wrk.format("POST", {token_path},
     {{["Content-Type"] = "application/x-www-form-urlencoded"}},
     "grant_type=refresh_token&client_id=" .. {client_id} .. "&refresh_token=" .. t)
 end
@@ -197,10 +216,16 @@ class Wrk:
             tokens.write_text("\n".join(load.secrets) + "\n")
             args.append(str(tokens))
             body = BEARER
+        elif load.kind == "hosts":
+            hosts = self.work_dir / f"{load.name}.hosts"
+            hosts.write_text("\n".join(load.secrets) + "\n")
+            args.append(str(hosts))
+            body = HOSTS
         elif load.kind == "code_flow":
             body = CODE_FLOW.format(
                 headers=lua_table(load.headers),
                 exchange_prefix=lua_string(load.exchange_prefix),
+                exchange_body=lua_string(load.exchange_body),
                 path=lua_string(load.path),
             )
         elif load.kind == "refresh":
@@ -208,7 +233,7 @@ class Wrk:
             for t in range(self.threads):
                 Path(f"{prefix}{t}").write_text("\n".join(load.secrets[t :: self.threads]) + "\n")
             args.append(str(prefix))
-            body = REFRESH.format(client_id=lua_string(load.client_id))
+            body = REFRESH.format(client_id=lua_string(load.client_id), token_path=lua_string(load.token_path))
         elif load.kind == "once":
             prefix = self.work_dir / f"{load.name}.once."
             for t in range(self.threads):
@@ -257,6 +282,7 @@ class Wrk:
             ok=sum(n for s, n in statuses.items() if int(s) in load.ok),
             p50_ms=data["p50_us"] / 1000,
             p99_ms=data["p99_us"] / 1000,
+            p95_ms=data["p95_us"] / 1000,
             statuses=statuses,
             socket_errors=data["socket_errors"],
             connections=connections,

@@ -165,12 +165,16 @@ class Gunicorn:
     target: str = "app:app"
     process: Process | None = None
     cwd: Path = REPO  # the checkout served (bench --before: an earlier one)
+    # A gunicorn command other than the Procfile's, binding 127.0.0.1:$PORT itself (bench's peer, in
+    # a virtual environment of its own that has neither authsvc's logger nor config/gunicorn.py's imports).
+    command: list[str] | None = None
 
     def start(self, workers: int = 0, timeout: float = 60.0) -> None:
         """Start it and wait until it listens and, if ``workers``, until that many workers run."""
         argv = procfile_command("web")
         # The Procfile binds 0.0.0.0:$PORT; here it listens on loopback only.
         argv = [argv[0], "-b", f"127.0.0.1:{self.port}", *[self.target if a == "app:app" else a for a in argv[1:]]]
+        argv = self.command or argv
         env = {**self.env, "PORT": str(self.port)}
         # The log is appended to: only what this start writes says whether it bound (below).
         offset = self.log_path.stat().st_size if self.log_path.exists() else 0

@@ -7,6 +7,7 @@ JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from flask import current_app, g
@@ -30,6 +31,9 @@ DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports
 # The typ of our ID tokens (RFC 7519 5.1): what tells them from the other JWTs signed with the same keys.
 ID_TOKEN_TYPE = "JWT"
 EXTENSION = "authsvc.signing_keys"
+# Parsed private keys a worker keeps, the most recently used: a worker of a service with ten thousand
+# domains would otherwise keep every key it ever signed with (docs/performance.md, "Ten thousand domains").
+PARSED_KEYS_MAX = 64
 # joserfc's keys and JWTs load cryptography (about 10 MB), which a worker serving opaque
 # tokens never needs: imported where a key is first used (docs/performance.md, "Memory").
 
@@ -84,19 +88,30 @@ def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
         # On a reader (a request with no transaction of its own writes its token in autocommit afterwards).
         row = read_one(CURRENT_KID, {"domain_id": str(domain.id), "alg": alg})
         kid = None if row is None else row.kid
-        key = current_app.extensions.setdefault(EXTENSION, {}).get(kid) if kid is not None else None
-        if key is None:
-            # The key is new to this process (or the domain has none yet: made and committed now).
+        cache = _parsed_keys()
+        key = cache.get(kid) if kid is not None else None
+        if kid is not None and key is not None:
+            cache.move_to_end(kid)
+        else:
+            # The key is new to this process, or was let go (or the domain has none yet: made and committed now).
             key = private_key(current_key(domain, alg))
         memo[domain.id, alg] = key
     return key
 
 
+def _parsed_keys() -> OrderedDict[str, PrivateKey]:
+    """This process's parsed keys by ``kid``, least recently used first."""
+    return current_app.extensions.setdefault(EXTENSION, OrderedDict())
+
+
 def private_key(row: SigningKey) -> PrivateKey:
-    """The decrypted key of ``row``, kept per process by ``kid`` (decrypting and parsing costs ms)."""
-    cache: dict[str, PrivateKey] = current_app.extensions.setdefault(EXTENSION, {})
+    """The decrypted key of ``row``, kept per process by ``kid`` (decrypting and parsing costs ms), at most
+    ``PARSED_KEYS_MAX`` of them: the least recently used goes first."""
+    cache = _parsed_keys()
     key = cache.get(row.kid)
-    if key is None:
+    if key is not None:
+        cache.move_to_end(row.kid)
+    else:
         pem = security.decrypt(row.private_key_encrypted)
         from joserfc.jwk import ECKey, RSAKey
 
@@ -104,6 +119,8 @@ def private_key(row: SigningKey) -> PrivateKey:
         # The PEM holds no kid or alg: they come from the row.
         key = key_class.import_key(pem, parameters={"kid": row.kid, "alg": row.alg, "use": "sig"})
         cache[row.kid] = key
+        if len(cache) > PARSED_KEYS_MAX:
+            cache.popitem(last=False)
     return key
 
 

@@ -7,6 +7,7 @@ from joserfc.jwk import KeySet
 from sqlalchemy import select
 
 from authsvc.core import security
+from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Domain, SigningKey
 from authsvc.oauth import keys
 from tests.helpers import HOST, OTHER_HOST, headers
@@ -130,3 +131,21 @@ def test_keys_commands_fail_clearly_for_an_unknown_domain_or_algorithm(runner, s
     result = runner.invoke(args=["keys", "rotate", "--domain", HOST, "--alg", "HS256"])
     assert result.exit_code != 0
     assert "HS256" in result.output
+
+
+def test_a_worker_keeps_a_bounded_number_of_parsed_keys_and_still_signs_for_every_domain(app, setup, world):
+    """A worker of a service with ten thousand domains would otherwise keep every private key it ever parsed."""
+    hosts = [f"tenant-{i}.example" for i in range(keys.PARSED_KEYS_MAX + 2)]
+    signed = []
+    with app.test_request_context(base_url=f"https://{HOST}"):
+        domains = [Domain(name=host, host=host) for host in hosts]
+        db.session.add_all(domains)
+        db.session.commit()
+        for domain in domains:
+            signed.append(keys.sign(domain, {"sub": domain.host}, alg="ES256"))
+        assert len(app.extensions[keys.EXTENSION]) == keys.PARSED_KEYS_MAX
+        # The first domain's key was let go: it is read and parsed again, and signs as before.
+        signed.append(keys.sign(domains[0], {"sub": hosts[0]}, alg="ES256"))
+    # Checked against the published keys (the rows' public JWKs; the JWKS endpoint would add an RS256 key each).
+    published = KeySet.import_key_set({"keys": [row.public_jwk for row in world.query(select(SigningKey))]})
+    assert [jwt.decode(token, published).claims["sub"] for token in signed] == [*hosts, hosts[0]]
