@@ -10,7 +10,8 @@ the bound on unfinished SSO flows: authsvc.sso.flow.)
   not on the Host header, so another port or host name for the domain counts
   against the same account.
 - Client authentication: a token, PAR or device authorisation request counts against its client
-  only once the client has authenticated, so that nobody locks a client out by naming it. A request
+  only once the client has authenticated (a public client: once it was answered), so that nobody
+  locks a client out by naming it. A request
   that did not authenticate its client counts against its address; a failed authentication also
   against the client_id it named, in a higher rate past which failures (only) are refused.
 - SSO flows: an address may hold at most ``AUTHSVC_SSO_FLOWS_PER_ADDRESS``
@@ -150,12 +151,18 @@ def _refused(response: Response) -> bool:
 
 
 def _counts_for_the_client(response: Response) -> bool:
-    """Whether a request counts against the client it names: where the client authenticates, only once it has.
+    """Whether a request counts against the client it names: where the client authenticates, only once it has,
+    or, for a public client (which has nothing to prove), once it was answered rather than refused.
 
-    Otherwise anyone could spend a client's rate with its client_id and a wrong secret. A
-    registration (RFC 7591) or its management (RFC 7592) counts whatever its answer, as it did.
+    Otherwise anyone could spend a client's rate with its client_id and a wrong secret, or a public
+    client's with made-up codes. A registration (RFC 7591) or its management (RFC 7592) counts
+    whatever its answer, as it did.
     """
-    return request.endpoint not in CLIENT_AUTHENTICATION_ENDPOINTS or clients.client_authenticated() is True
+    return (
+        request.endpoint not in CLIENT_AUTHENTICATION_ENDPOINTS
+        or clients.client_authenticated() is True
+        or response.status_code < 400
+    )
 
 
 def _unauthenticated(response: Response) -> bool:

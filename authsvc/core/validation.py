@@ -138,16 +138,18 @@ email_validator.STRICT = True
 
 
 def email(value: str) -> str:
-    """An e-mail address, lower-cased: addresses are unique per domain case-insensitively."""
+    """An e-mail address in its one stored form: lower-cased (addresses are unique per domain
+    case-insensitively) and normalised as email-validator does, so that one mailbox written two ways
+    is one address: Unicode NFC (RFC 6531 3.3), the domain in its Unicode form (an ``xn--`` label
+    decoded, IDNA 2008)."""
     value = value.strip().lower()
     # Bounded before the parser sees it (RFC 5321 4.5.3.1 allows 254 octets in a path).
     if len(value) > 320:
         raise Invalid(f"{value[:40]!r}... is not an e-mail address")
     try:
-        email_validator.validate_email(value)
+        return email_validator.validate_email(value).normalized.lower()
     except email_validator.EmailNotValidError:
         raise Invalid(f"{value!r} is not an e-mail address") from None
-    return value
 
 
 def password(value: str) -> str:

@@ -111,7 +111,10 @@ class AuthorizationServer(_AuthorizationServer):
         except OAuth2Error:  # invalid_client, or an assertion refused as invalid_request
             note_authentication(False)
             raise
-        note_authentication(True)
+        # A public client (RFC 6749 2.1) proves nothing by naming itself, so it is not "authenticated" for
+        # the request rates: anyone could spend its rate with made-up codes (authsvc.app.limits).
+        if client.confidential:
+            note_authentication(True)
         # The client's own settings, checked once it has proved who it is.
         profile.check_client_request(client, request, endpoint)
         # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import PASSWORD, REDIRECT_URI, get_code, headers, signin
+from tests.helpers import PASSWORD, REDIRECT_URI, authorize, get_code, headers, location_params, signin
 from tests.helpers.admin_api import call
 from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 from tests.helpers.device import answer, poll, start
@@ -137,3 +137,26 @@ def test_the_password_grant_asks_again_and_its_refresh_token_ends_with_the_rest(
     _invalid_grant(client.post("/auth/oauth/token", data=data, headers=headers(), auth=auth))
     _invalid_grant(password_grant(PASSWORD))
     assert password_grant(NEW_PASSWORD).status_code == 200
+
+
+def test_what_a_deleted_user_was_granted_is_no_grant_of_a_user_made_after(client, world, setup, keys):
+    """A user's id can come back: SQLite gives a new row the id after the largest, so the next user made
+    after the newest one is deleted gets its id. The deleted user's session, code and device approval name
+    that id, and must not become the new user's sign-in or tokens."""
+    device_app, _ = world.application(setup.domain, name="Lobby screen", device=True)
+    leaving = call(client, "post", "/users", keys.admin_key, {"email": "leaving@example.com", "password": PASSWORD})
+    assert leaving.status_code in (200, 201), leaving.get_json()
+    leaving_id = leaving.get_json()["id"]
+    signin(client, "leaving@example.com")
+    code = get_code(client, setup.public_app.client_id)
+    started = start(client, device_app.client_id).get_json()
+    assert answer(client, started["user_code"], "approve").status_code == 200
+    assert call(client, "delete", f"/users/{leaving_id}", keys.admin_key).status_code in (200, 204)
+
+    arriving = call(client, "post", "/users", keys.admin_key, {"email": "arriving@example.com", "password": PASSWORD})
+    assert arriving.status_code in (200, 201), arriving.get_json()
+    _invalid_grant(_exchange(client, setup.public_app.client_id, code))
+    _invalid_grant(poll(client, device_app.client_id, started["device_code"]))
+    # The deleted user's cookie signs nobody in: the authorisation endpoint asks for a sign-in.
+    asked = authorize(client, setup.public_app.client_id)
+    assert "code" not in location_params(asked), asked.headers.get("Location")

@@ -10,7 +10,7 @@ import base64
 
 import pytest
 
-from tests.helpers import HttpsClient, headers
+from tests.helpers import REDIRECT_URI, HttpsClient, get_code, headers, signin
 
 TOKEN = "/auth/oauth/token"
 
@@ -90,3 +90,19 @@ def test_authenticated_requests_still_count_per_client(limited, robot):
     for n in range(2):
         assert credentials(client, application.client_id, secret, address=f"198.51.100.{n}").status_code == 200
     assert credentials(client, application.client_id, secret, address="198.51.100.50").status_code == 429
+
+
+def test_bad_grants_naming_a_public_client_do_not_lock_it_out(limited, setup):
+    """A public client (RFC 6749 2.1) proves nothing by its client_id: anyone may send it with a made-up code
+    or refresh token. Such requests count against their address, or the whole application's users would
+    share the lock-out one sender caused."""
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="3/minute")
+    data = {"grant_type": "refresh_token", "refresh_token": "made-up", "client_id": setup.public_app.client_id}
+    for n in range(6):
+        answer = client.post(TOKEN, data=data, headers=headers(), environ_base={"REMOTE_ADDR": f"198.51.100.{n}"})
+        assert answer.status_code == 400, answer.get_json()
+    signin(client)
+    code = get_code(client, setup.public_app.client_id)
+    data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
+    exchanged = client.post(TOKEN, data={**data, "client_id": setup.public_app.client_id}, headers=headers())
+    assert exchanged.status_code == 200, exchanged.get_json()

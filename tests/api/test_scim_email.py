@@ -65,3 +65,29 @@ def test_an_address_stored_before_the_rule_still_reads_and_deprovisions(scim, wo
     assert patched.status_code == 200, patched.get_json()
     assert patched.get_json()["userName"] == "a..b@example.com"
     assert scim.delete(f"/Users/{user.id}").status_code == 204
+
+
+# One mailbox written two ways: a composed and a decomposed accent (Unicode NFC and NFD), and an
+# internationalised domain in Unicode and in its ASCII (punycode) form.
+SAME_MAILBOX = [("jos\u00e9@example.com", "jose\u0301@example.com"), ("ana@b\u00fccher.de", "ana@xn--bcher-kva.de")]
+
+
+@pytest.mark.parametrize(("first", "second"), SAME_MAILBOX)
+def test_one_mailbox_written_another_way_is_the_same_user(scim, world, client, first, second):
+    """Two spellings of one address that look alike would be two accounts, one passing for the other:
+    addresses are kept in one normal form (RFC 6531's NFC, the domain as IDNA 2008's Unicode form)."""
+    key = world.api_key(scim.admin, scopes="public admin", permission="admin")
+    made = client.post(
+        "/api/engine/v2/users",
+        json={"email": first, "password": "a long password"},
+        headers=headers(**{"X-API-Key": key}),
+    )
+    assert made.status_code == 201, made.get_json()
+    again = client.post(
+        "/api/engine/v2/users",
+        json={"email": second, "password": "a long password"},
+        headers=headers(**{"X-API-Key": key}),
+    )
+    assert again.status_code == 422, again.get_json()
+    assert "already exists" in again.get_json()["fields"]["email"]
+    assert_scim_error(scim.post("/Users", {"schemas": [USER_SCHEMA], "userName": second}), 409, "uniqueness")

@@ -18,7 +18,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.core import security
+from authsvc.core import clock, security
 from authsvc.core.database import Model, now
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
@@ -48,8 +48,10 @@ class User(Model):
     # An admin who administers every domain of the service, not only their own.
     system_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Sessions started before this moment (milliseconds) are refused: set on
-    # a password change or when the user is disabled.
-    sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=0)
+    # a password change or when the user is disabled. It starts at the row's
+    # creation: an id can come back (SQLite gives a new row the id after the
+    # largest), and what a deleted user was granted under it is not the new one's.
+    sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=clock.now_ms)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # SCIM provisioning (RFC 7643): "scim" once a provisioning client created or adopted the user;
     # the client's id for the user; the SCIM attributes we keep as given (name, emails, ...);
