@@ -14,11 +14,11 @@ from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Select, bindparam, or_, select, update
 
-from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.models import STANDARD_PROFILE, ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.permissions import Permission
+from authsvc.core.readers.pool import Readers, read_one
 from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST
 
 # An API key's last_used_at moves at most once per this many seconds: a busy

@@ -36,9 +36,9 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
 from authsvc.api import credentials, lookup, proofs
-from authsvc.api.readers import READERS, Readers
 from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.models import FAPI2_PROFILE
+from authsvc.core.readers.pool import READERS, Readers
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics

@@ -19,11 +19,11 @@ from authlib.oauth2.rfc6749 import (
 from authlib.oauth2.rfc7636 import CodeChallenge
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.api import entities
 from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, clock, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, SpentCode, Token, User
+from authsvc.core.readers import entities
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients, codes, oidc_request, profile, pushed, resources

@@ -17,12 +17,12 @@ from authlib.oauth2.rfc6749 import InvalidGrantError, grants
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 
-from authsvc.api import entities
-from authsvc.api.readers import read_one
 from authsvc.auth import sessions
 from authsvc.core import actors, audit, security
 from authsvc.core.database import db, now, rows_affected
 from authsvc.core.models import Application, Token, User
+from authsvc.core.readers import entities
+from authsvc.core.readers.pool import read_one
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
@@ -30,7 +30,7 @@ from authsvc.oauth.clients import AUTH_METHODS
 
 log = logging.getLogger(__name__)
 
-# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.api.entities). Its
+# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.core.readers.entities). Its
 # application is the client's, which the session holds (query_client ran first): not joined again.
 _TOKENS, _USERS = cast(Table, Token.__table__), cast(Table, User.__table__)
 _TOKEN_KEYS = entities.keys(_TOKENS)

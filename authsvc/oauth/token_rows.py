@@ -9,7 +9,7 @@ a grant's writes go in one statement, a data-modifying ``WITH`` whose
 statement for the server to run) for what took two to four, the largest part
 of whose cost is the round trip itself (docs/performance.md); and when
 nothing else of the request is in a transaction (its rows were read on the
-readers: authsvc.api.entities), no BEGIN and COMMIT around it either.
+readers: authsvc.core.readers.entities), no BEGIN and COMMIT around it either.
 SQLite has no INSERT inside a ``WITH``: there the statements run one after
 the other, in the same transaction.
 """
