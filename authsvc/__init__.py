@@ -1,4 +1,4 @@
-"""authsvc: an OAuth 2.0 authorisation service issuing opaque bearer tokens."""
+"""authsvc: an OAuth 2.0 and OpenID Connect authorisation service; access tokens opaque or JWTs (RFC 9068)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The refresh grant (RFC 6749 6) with rotation and reuse detection (RFC 9700 4.14).
 
 Every refresh token is good for one exchange: the statement that writes its
-successor claims it (authsvc.oauth.token_rows), so of two exchanges at once
+successor claims it (authsvc.tokens.rows), so of two exchanges at once
 exactly one writes. A spent token presented again inside
 ``AUTHSVC_REFRESH_REUSE_GRACE`` is refused and its family kept; later, the
 family is revoked. Under FAPI 2.0 the refresh token does not rotate.
@@ -27,6 +27,7 @@ from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.tokens.issue import Issued, Lineage, Outcome, from_stored
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,10 @@ _REFRESH_TOKEN = (
 
 
 class ClaimLost(InvalidGrantError):
-    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing."""
+    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing.
+
+    Raised by this grant only (save_token), from the outcome the tokens package answered with.
+    """
 
     def __init__(self) -> None:
         super().__init__("The refresh token has already been used.")
@@ -88,30 +92,35 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         super().validate_token_request()
         token: Token = self.request.refresh_token
         # Before the claim: a refused resource leaves the refresh token as it was.
-        resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
-        self.request.family = token.family
-        self.request.grant_expires_at = token.grant_expires_at
-        if profile.fapi2(self.request.client):
+        resources.at_token_endpoint(self.request, self.request.client, from_stored(token.resources))
+        keep = profile.fapi2(self.request.client)
+        if keep:
             self._keep(token)
-            return
-        # Claimed by the statement that saves its successor (token_rows.insert_token_and_record): of two
-        # concurrent exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
-        self.request.claim = token.id
+        self.request.lineage = Lineage(
+            family=token.family,
+            grant_expires_at=token.grant_expires_at,
+            # Claimed by the statement that saves its successor (authsvc.tokens.rows): of two concurrent
+            # exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
+            claim=None if keep else token.id,
+            auth_time=token.auth_time,
+            amr=token.amr,
+            sid=token.sid,
+        )
 
-    def save_token(self, token: dict[str, Any]) -> None:
+    def save_token(self, token: dict[str, Any]) -> Issued:
+        issued: Issued = super().save_token(token)
+        if issued.outcome is not Outcome.CLAIM_LOST:
+            return issued
+        # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
+        # judged as one found at the read is (a race between two tabs falls within the grace).
+        old: Token = self.request.refresh_token
         try:
-            super().save_token(token)
-        except ClaimLost:
-            # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
-            # judged as one found at the read is (a race between two tabs falls within the grace).
-            old: Token = self.request.refresh_token
-            try:
-                db.session.refresh(old)  # as the claim found it
-            except sqlalchemy.exc.InvalidRequestError:
-                raise ClaimLost() from None  # gone with its application meanwhile
-            if old.refreshed_at is not None:
-                self._spent_token_reused(old, old.refreshed_at)
-            raise
+            db.session.refresh(old)  # as the claim found it
+        except sqlalchemy.exc.InvalidRequestError:
+            raise ClaimLost() from None  # gone with its application meanwhile
+        if old.refreshed_at is not None:
+            self._spent_token_reused(old, old.refreshed_at)
+        raise ClaimLost()
 
     def _keep(self, token: Token) -> None:
         """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting

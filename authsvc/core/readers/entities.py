@@ -4,7 +4,7 @@ Used by the grants (a row or two per request: the client with its domain,
 the code's user, the refresh token with its user) and by a session's user. ``read_one``
 (authsvc.core.readers.pool) runs each as a prepared statement in autocommit: one
 round trip, no SQLAlchemy execution around it, and no transaction, so the
-grant's one write can run in autocommit as well (authsvc.oauth.token_rows):
+grant's one write can run in autocommit as well (authsvc.tokens.rows):
 no BEGIN and COMMIT round trips. The row's columns become the session's
 entities as if the ORM had loaded them (``make_transient_to_detached``);
 an entity the session holds already is kept, as a query would keep it.
