@@ -43,7 +43,11 @@ from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
 
-PATH = "/api/engine/v2/api_keys/inspect"
+# The platform API's prefix, where the blueprint (authsvc.api.views) is mounted, and inspect's rule under it:
+# the view's route and the fast path's match are this one path.
+PREFIX = "/api/engine/v2"
+RULE = "/api_keys/inspect"
+PATH = PREFIX + RULE
 ENDPOINT = "api.inspect"
 # Where the fast path leaves a database error for Flask's view to raise.
 DATABASE_ERROR = "authsvc.fastpath.database_error"

@@ -14,32 +14,20 @@ from typing import Any, cast
 
 import sqlalchemy.exc
 from authlib.oauth2.rfc6749 import InvalidGrantError, grants
-from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import update
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, security
+from authsvc.core import actors, audit
 from authsvc.core.database import db, now, rows_affected
-from authsvc.core.models import Application, Token, User
-from authsvc.core.readers import entities
-from authsvc.core.readers.pool import read_one
+from authsvc.core.models import Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.tokens import lookups
 from authsvc.tokens.issue import Issued, Lineage, Outcome, from_stored
 
 log = logging.getLogger(__name__)
-
-# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.core.readers.entities). Its
-# application is the client's, which the session holds (query_client ran first): not joined again.
-_TOKENS, _USERS = cast(Table, Token.__table__), cast(Table, User.__table__)
-_TOKEN_KEYS = entities.keys(_TOKENS)
-_REFRESH_TOKEN = (
-    select(*entities.columns(_TOKENS, "t_"), *entities.USER_COLUMNS)
-    .select_from(_TOKENS.outerjoin(_USERS, _USERS.c.id == _TOKENS.c.user_id))
-    .where(_TOKENS.c.refresh_token_digest == bindparam("digest"))
-)
 
 
 class ClaimLost(InvalidGrantError):
@@ -59,7 +47,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
-        token = _refresh_token(security.digest(refresh_token))
+        token = lookups.refresh_token_with_user(refresh_token)
         if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
             return None
         if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
@@ -157,20 +145,3 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def revoke_old_credential(self, refresh_token: Token) -> None:
         # Claimed by the statement that saved its successor (save_token).
         return None
-
-
-def _refresh_token(digest: str) -> Token | None:
-    """The token of refresh token digest ``digest``, with its user, as the session's entities; None if unknown."""
-    row = read_one(_REFRESH_TOKEN, {"digest": digest})
-    if row is None:
-        return None
-    token, made = entities.entity(Token, row, "t_", _TOKEN_KEYS)
-    if made:
-        # Its relationships loaded, as the ORM's joined load leaves them. Another client's application is
-        # not held: it loads when first read (and the token fails check_client).
-        user = entities.entity(User, row, "u_", entities.USER_KEYS)[0] if row.u_id is not None else None
-        set_committed_value(token, "user", user)
-        application = entities.held(Application, token.application_id)
-        if application is not None:
-            set_committed_value(token, "application", application)
-    return cast(Token, token)
