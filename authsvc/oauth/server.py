@@ -34,11 +34,11 @@ from authsvc.oauth.clients import (
     refresh_token_ttl,
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
-from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, ClientCredentialsGrant, PasswordGrant
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
 from authsvc.oauth.refresh_grant import RefreshTokenGrant
+from authsvc.oauth.revocation_introspection import IntrospectionEndpoint, RevocationEndpoint
 from authsvc.tokens import issue as tokens
 from authsvc.tokens.issue import Issued
 from authsvc.web import metrics
