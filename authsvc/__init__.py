@@ -1,4 +1,4 @@
-"""authsvc: an OAuth 2.0 authorisation service issuing opaque bearer tokens."""
+"""authsvc: an OAuth 2.0 and OpenID Connect authorisation service; access tokens opaque or JWTs (RFC 9068)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
-    from authsvc.api import fastpath, readers
+    from authsvc.api import fastpath
     from authsvc.app import blueprints, client_failures, errors, limits
     from authsvc.core import budget, database, security, store
     from authsvc.core import settings as typed_settings
     from authsvc.core.database import db
+    from authsvc.core.readers import pool as readers
     from authsvc.oauth import server
     from authsvc.web import deployment, logs, metrics
     from config.settings import from_environment

@@ -126,8 +126,8 @@ def _print_plans(app: Any, token: str, api_key: str) -> None:
     from psycopg import sql
 
     from authsvc.api import credentials
-    from authsvc.api.readers import READERS, _Prepared
     from authsvc.core import security
+    from authsvc.core.readers.pool import READERS, _Prepared
 
     readers = app.extensions[READERS]
     values = {"digest": security.digest(token), "key_id": api_key.split(".")[0], "host": HOST, "default_host": None}

@@ -14,12 +14,13 @@ from typing import Any, cast
 
 from sqlalchemy import ColumnElement, Select, bindparam, or_, select, update
 
-from authsvc.api.readers import Readers, read_one
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
 from authsvc.core.models import STANDARD_PROFILE, ApiKey, Application, Domain, Token, User, capped_permissions
 from authsvc.core.permissions import Permission
+from authsvc.core.readers.pool import Readers, read_one
 from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST
+from authsvc.tokens import lookups
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -99,7 +100,7 @@ def _token_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
             .join(_user, _user.c.id == _token.c.user_id)
         )
         .where(
-            _token.c.access_token_digest == bindparam("digest"),
+            lookups.ACCESS_TOKEN,
             _token.c.revoked_at.is_(None),
             domain_rule,
             _user.c.disabled.is_(False),

@@ -36,14 +36,18 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
 from authsvc.api import credentials, lookup, proofs
-from authsvc.api.readers import READERS, Readers
 from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.models import FAPI2_PROFILE
+from authsvc.core.readers.pool import READERS, Readers
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
 
-PATH = "/api/engine/v2/api_keys/inspect"
+# The platform API's prefix, where the blueprint (authsvc.api.views) is mounted, and inspect's rule under it:
+# the view's route and the fast path's match are this one path.
+PREFIX = "/api/engine/v2"
+RULE = "/api_keys/inspect"
+PATH = PREFIX + RULE
 ENDPOINT = "api.inspect"
 # Where the fast path leaves a database error for Flask's view to raise.
 DATABASE_ERROR = "authsvc.fastpath.database_error"

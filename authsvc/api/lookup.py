@@ -23,6 +23,7 @@ from authsvc.core.models import (
     Token,
 )
 from authsvc.core.tenancy import current_domain, request_domain_parameters, request_host
+from authsvc.tokens import lookups
 
 
 def _invalid(description: str) -> InvalidTokenError:
@@ -88,7 +89,7 @@ def presented_token(domain: Domain) -> Token | None:
     if presented is None:
         return None
     scheme, value = presented
-    token = Token.find_by_access_token(value)
+    token = lookups.access_token(value)
     if token is None or not token.is_active() or token.application.domain_id != domain.id:
         return None
     try:

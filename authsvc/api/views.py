@@ -8,10 +8,10 @@ from authsvc.api import fastpath, lookup
 from authsvc.core.headers import no_store
 from authsvc.core.tenancy import current_domain, issuer
 
-bp = Blueprint("api", __name__, url_prefix="/api/engine/v2")
+bp = Blueprint("api", __name__, url_prefix=fastpath.PREFIX)
 
 
-@bp.get("/api_keys/inspect")
+@bp.get(fastpath.RULE)
 @no_store
 def inspect() -> Response:
     """Describe the credential presented, in the claims shape PlaceOS clients read."""

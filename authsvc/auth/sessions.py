@@ -22,12 +22,12 @@ from flask import Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from authsvc.api import entities
 from authsvc.auth import ldap_signin, session_record
 from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, clock, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, Token, User
+from authsvc.core.readers import entities
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def session_user(domain: Domain) -> User | None:
     session_id = request.cookies.get(SESSION_COOKIE)
     session = session_record.get(session_id) if session_id else None
     if session and session.domain == domain.id:
-        # On a reader (authsvc.api.entities): a request that goes on to write one row can do it in autocommit.
+        # On a reader (authsvc.core.readers.entities): a request that goes on to write one row can do it in autocommit.
         candidate = entities.user(session.user)
         if (
             candidate is not None

@@ -14,7 +14,7 @@ per statement. The admin API, the console and the listings keep the longer
 
 ``DatabaseBudget`` (WSGI, in front of inspect's fast path and of Flask) opens
 the budget of a request; ``current()`` gives it to the waits in
-authsvc.core.database and authsvc.api.readers.
+authsvc.core.database and authsvc.core.readers.pool.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 ``db`` is Flask-SQLAlchemy's handle (the models are in authsvc.core.models).
 The lookups on every API request (inspect) run as prepared statements in
 autocommit, on connections of their own: ``read_one`` and ``Readers`` (a
-psycopg_pool pool) in authsvc.api.readers. ``ping_after_idle``
+psycopg_pool pool) in authsvc.core.readers.pool. ``ping_after_idle``
 replaces pool_pre_ping's round trip on every checkout with a ping only after
 idleness. ``connect_settings`` and
 ``bound_waits`` keep every wait on PostgreSQL below gunicorn's worker timeout:
@@ -134,7 +134,7 @@ def session_connection() -> str | None:
 
     Not ``Session.in_transaction()``: adding an entity begins the session's
     transaction (autobegin) without a connection, and nothing has been sent to
-    the database (authsvc.api.entities adds the rows it read on a reader so).
+    the database (authsvc.core.readers.entities adds the rows it read on a reader so).
     """
     session = db.session()
     transaction = session.get_transaction()

@@ -16,8 +16,9 @@ from authsvc.api import credentials
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import keys, profile, resources
+from authsvc.oauth import keys, profile
 from authsvc.oauth.parameters import MergedRequest
+from authsvc.tokens.issue import stored
 
 TYP = "at+jwt"  # RFC 9068 2.1
 
@@ -89,19 +90,19 @@ def issue(request: MergedRequest, token: dict[str, Any], jkt: str | None = None)
     client: Application = request.client
     domain = current_domain()
     # The sign-in behind the grant: the code's, or the refreshed token's (carried from its code).
-    origin = request.authorization_code or request.refresh_token
+    lineage = request.lineage
     issued = token["created_at"]
     token_claims = claims(
         issuer=issuer(),
-        audience=credentials.audience_claim(resources.stored(request.audience), domain.host),
+        audience=credentials.audience_claim(stored(request.audience), domain.host),
         subject=subject(client, request.user, request.payload.grant_type),
         client_id=client.client_id,
         scope=token["scope"],
         issued_at=issued,
         expires_at=issued + token["expires_in"],
         jti=new_jti(),
-        auth_time=getattr(origin, "auth_time", None),
-        acr=acr_of(getattr(origin, "amr", None)),
+        auth_time=lineage.auth_time,
+        acr=acr_of(lineage.amr),
         jkt=jkt,
     )
     return encode(domain, client, token_claims)

@@ -12,10 +12,10 @@ from flask import g
 from sqlalchemy import FromClause, Integer, Select, Table, bindparam, delete, select
 from sqlalchemy.orm.attributes import set_committed_value
 
-from authsvc.api import entities
-from authsvc.api.readers import read_one
 from authsvc.core.database import db
 from authsvc.core.models import Application, Consent, Domain, Token, User
+from authsvc.core.readers import entities
+from authsvc.core.readers.pool import read_one
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 
@@ -28,7 +28,7 @@ CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "priva
 
 
 # The client is read as one row (its domain, and its service account when asked for) on
-# inspect's readers and made into the session's entities (authsvc.api.entities): the ORM's
+# inspect's readers and made into the session's entities (authsvc.core.readers.entities): the ORM's
 # execution of the same statement was a third of a token request's CPU (docs/performance.md,
 # "Third pass"). Nothing is cached: every request reads the client.
 _client, _domain, _user = (cast(Table, m.__table__) for m in (Application, Domain, User))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any
 
 from authlib.oauth2.rfc6749 import (
     InvalidGrantError,
@@ -17,19 +17,19 @@ from authlib.oauth2.rfc6749 import (
     grants,
 )
 from authlib.oauth2.rfc7636 import CodeChallenge
-from sqlalchemy.exc import IntegrityError
 
-from authsvc.api import entities
 from authsvc.auth import sessions, signin
-from authsvc.core import actors, audit, clock, security
-from authsvc.core.database import db, now
-from authsvc.core.models import Application, SpentCode, Token, User
+from authsvc.core import clock, security
+from authsvc.core.models import Application, User
+from authsvc.core.readers import entities
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients, codes, oidc_request, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest
+from authsvc.tokens import spent_codes
+from authsvc.tokens.issue import Issued, Lineage, Outcome
 
 log = logging.getLogger(__name__)
 
@@ -198,14 +198,15 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             spent_family = codes.spent_family(code)
             if spent_family:
                 codes.record_replay(code, spent_ttl)
-                revoke_replayed(client, spent_family)
+                spent_codes.revoke_replayed(client, spent_family)
             return None
         if issued.client != client.id:
             return None
         if profile.fapi2(client) and not issued.fapi2:
             raise InvalidGrantError(profile.ISSUED_BEFORE_SWITCH)
-        self.request.family = family
-        self.request.spent_code = code
+        self.request.lineage = Lineage(
+            family=family, spent_code=code, auth_time=issued.auth_time, amr=issued.amr, sid=issued.sid
+        )
         return AuthorizationCode(
             user_id=issued.user,
             client_id=issued.client,
@@ -223,12 +224,24 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             issued_ms=issued.issued_ms,
         )
 
+    def save_token(self, token: dict[str, Any]) -> Issued:
+        issued: Issued = super().save_token(token)
+        if issued.outcome is Outcome.CODE_SPENT:  # a replay: what the earlier exchange produced is revoked
+            raise InvalidGrantError("The authorization code was already used.")
+        if issued.outcome is Outcome.GONE:
+            raise InvalidGrantError("The user or application of this authorization code no longer exists.")
+        code = self.request.lineage.spent_code
+        if code is not None and codes.replayed(code):
+            # A replay raced this exchange and may have revoked before these tokens were committed.
+            spent_codes.revoke_replayed(self.request.client, issued.family)
+        return issued
+
     def delete_authorization_code(self, authorization_code: AuthorizationCode) -> None:
         # Already gone: claiming it deleted it.
         return None
 
     def authenticate_user(self, authorization_code: AuthorizationCode) -> User | None:
-        # On a reader: the exchange's one write then runs in autocommit (authsvc.oauth.token_rows).
+        # On a reader: the exchange's one write then runs in autocommit (authsvc.tokens.rows).
         user = entities.user(authorization_code.user_id)
         if user is None or user.disabled or user.domain_id != current_domain().id:
             return None
@@ -272,50 +285,3 @@ def pkce_problem(challenge: str | None, method: str | None, *, require_pkce: boo
     if (method or PKCE.DEFAULT_CODE_CHALLENGE_METHOD) == "plain" and not allow_plain:
         return "'code_challenge_method' must be S256: this application does not allow plain."
     return None
-
-
-def revoke_replayed(client: Application, family: str) -> None:
-    revoked = Token.revoke_family(family)
-    audit.record(
-        "code.replayed",
-        domain_id=client.domain_id,
-        actor=actors.of_client(client.client_id),
-        details={"revoked": revoked},
-        commit=False,
-    )
-    db.session.commit()
-    log.warning("authorization code replayed; revoked %d token(s) of its grant", revoked)
-
-
-def spent_code(code: str, family: str) -> dict[str, Any]:
-    """The row that notes ``code`` spent in SQL, in the statement that saves its tokens (token_rows).
-
-    Redis replicates asynchronously: after a failover a code claimed just
-    before may be there again, unclaimed. The row's primary key is what
-    makes a code single-use whatever Redis lost (fails closed); a second
-    exchange is a replay (``refuse_spent_code``).
-    """
-    return {
-        "spent_digest": security.digest(code),
-        "spent_family": family,
-        "spent_until": now() + settings().spent_code_ttl,
-    }
-
-
-def refuse_spent_code(client: Application, digest: str, failure: IntegrityError) -> NoReturn:
-    """The exchange's write failed on a constraint: refuse it.
-
-    The code noted spent by an earlier exchange is a replay: what that
-    exchange produced is revoked. Any other constraint (the code's user or
-    application deleted since they were read: the token's foreign keys) is
-    not: nothing is revoked, and the error says what happened.
-    """
-    db.session.rollback()
-    earlier = db.session.get(SpentCode, digest)
-    if earlier is None:
-        constraint = getattr(getattr(failure.orig, "diag", None), "constraint_name", None)
-        failed = constraint or type(failure.orig).__name__
-        log.warning("code exchange refused: its write failed on %s, not on the code's single use", failed)
-        raise InvalidGrantError("The user or application of this authorization code no longer exists.")
-    revoke_replayed(client, earlier.family)
-    raise InvalidGrantError("The authorization code was already used.")

@@ -14,11 +14,11 @@ from flask import current_app, g
 from joserfc.errors import JoseError
 from sqlalchemy.exc import IntegrityError
 
-from authsvc.api.readers import read_one
 from authsvc.core import audit, security
 from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
 from authsvc.core.models.keys import CURRENT_KID
+from authsvc.core.readers.pool import read_one
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:

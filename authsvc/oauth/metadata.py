@@ -13,9 +13,9 @@ from authsvc.oauth import profile, request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
 from authsvc.oauth.clients import AUTH_METHODS, REGISTER_PATH
 from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
-from authsvc.oauth.endpoints import INTROSPECTION_AUTH_METHODS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED, RESPONSE_MODES_SUPPORTED
 from authsvc.oauth.pushed import PAR_PATH
+from authsvc.oauth.revocation_introspection import INTROSPECTION_AUTH_METHODS
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 

@@ -12,6 +12,7 @@ from authlib.oauth2.rfc6749 import InsecureTransportError, InvalidRequestError, 
 from flask import request as flask_request
 
 from authsvc.core import validation
+from authsvc.tokens.issue import Lineage
 
 # Clients send the code exchange in the query string (docs/platform.md#code-exchange), so these
 # may come from there; credentials never may (they would land in access logs).
@@ -142,13 +143,8 @@ class MergedRequest(OAuth2Request):
         self.payload = MergedPayload(read_parameters())
         if params is not None:
             self.replace_parameters(params)
-        # Set by the refresh grant: the new tokens join the old one's grant.
-        self.family: str | None = None
-        self.grant_expires_at: int | None = None
-        # ... and the id of the refresh token to claim, in the statement that saves its successor (token_rows).
-        self.claim: int | None = None
-        # Set by the code grant: the code this request spent, checked for a replay once its tokens are saved.
-        self.spent_code: str | None = None
+        # Set by the code and refresh grants: what ties the tokens they issue to the grant before them.
+        self.lineage = Lineage()
         # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.
         self.dpop: Any = None
         # Set at the authorisation endpoint for a pushed request (RFC 9126): its request_uri, spent with the code.

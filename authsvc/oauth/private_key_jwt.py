@@ -1,6 +1,6 @@
 """private_key_jwt's client authentication (RFC 7523 2.2, OIDC Core 9), on Authlib's JWTBearerClientAssertion.
 
-The keys, the jwks_uri fetch and the algorithms are authsvc.oauth.assertions'.
+The keys, the jwks_uri fetch and the algorithms are authsvc.oauth.client_assertion_keys'.
 This module is imported at the first request that carries a client assertion
 (authsvc.oauth.clients.authenticate_private_key_jwt): Authlib's RFC 7523 and
 joserfc load cryptography, about 10 MB a worker that never sees one does
@@ -23,7 +23,7 @@ from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import profile
-from authsvc.oauth.assertions import ALGORITHMS, LEEWAY, client_key
+from authsvc.oauth.client_assertion_keys import ALGORITHMS, LEEWAY, client_key
 
 if TYPE_CHECKING:
     from joserfc.jwk import Key

@@ -79,7 +79,7 @@ class PushedAuthorization(Endpoint):
         # A DPoP proof first, as at the token endpoint: a nonce to retry with spends no client assertion.
         request.dpop = dpop.request_proof()
         # Client authentication as at the token endpoint; a client assertion's aud may name this endpoint too
-        # (authsvc.oauth.assertions takes the request's own URL), as RFC 9126 2 says. Under the FAPI 2.0
+        # (authsvc.oauth.client_assertion_keys takes the request's own URL), as RFC 9126 2 says. Under the FAPI 2.0
         # profile, private_key_jwt only and nothing in the query (profile.check_client_request).
         client: Application = self.server.authenticate_client(request, AUTH_METHODS, self.ENDPOINT_NAME)
         data = request.payload.data

@@ -1,7 +1,7 @@
 """The refresh grant (RFC 6749 6) with rotation and reuse detection (RFC 9700 4.14).
 
 Every refresh token is good for one exchange: the statement that writes its
-successor claims it (authsvc.oauth.token_rows), so of two exchanges at once
+successor claims it (authsvc.tokens.rows), so of two exchanges at once
 exactly one writes. A spent token presented again inside
 ``AUTHSVC_REFRESH_REUSE_GRACE`` is refused and its family kept; later, the
 family is revoked. Under FAPI 2.0 the refresh token does not rotate.
@@ -14,35 +14,27 @@ from typing import Any, cast
 
 import sqlalchemy.exc
 from authlib.oauth2.rfc6749 import InvalidGrantError, grants
-from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy import update
 
-from authsvc.api import entities
-from authsvc.api.readers import read_one
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, security
+from authsvc.core import actors, audit
 from authsvc.core.database import db, now, rows_affected
-from authsvc.core.models import Application, Token, User
+from authsvc.core.models import Token, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.tokens import lookups
+from authsvc.tokens.issue import Issued, Lineage, Outcome, from_stored
 
 log = logging.getLogger(__name__)
 
-# The refresh token with its user (a LEFT JOIN), read on the readers (authsvc.api.entities). Its
-# application is the client's, which the session holds (query_client ran first): not joined again.
-_TOKENS, _USERS = cast(Table, Token.__table__), cast(Table, User.__table__)
-_TOKEN_KEYS = entities.keys(_TOKENS)
-_REFRESH_TOKEN = (
-    select(*entities.columns(_TOKENS, "t_"), *entities.USER_COLUMNS)
-    .select_from(_TOKENS.outerjoin(_USERS, _USERS.c.id == _TOKENS.c.user_id))
-    .where(_TOKENS.c.refresh_token_digest == bindparam("digest"))
-)
-
 
 class ClaimLost(InvalidGrantError):
-    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing."""
+    """Another exchange claimed the refresh token between this one's read and its write, which wrote nothing.
+
+    Raised by this grant only (save_token), from the outcome the tokens package answered with.
+    """
 
     def __init__(self) -> None:
         super().__init__("The refresh token has already been used.")
@@ -55,7 +47,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     INCLUDE_NEW_REFRESH_TOKEN = True
 
     def authenticate_refresh_token(self, refresh_token: str) -> Token | None:
-        token = _refresh_token(security.digest(refresh_token))
+        token = lookups.refresh_token_with_user(refresh_token)
         if token is None or token.revoked_at is not None or token.application.domain_id != current_domain().id:
             return None
         if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
@@ -88,30 +80,35 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         super().validate_token_request()
         token: Token = self.request.refresh_token
         # Before the claim: a refused resource leaves the refresh token as it was.
-        resources.at_token_endpoint(self.request, self.request.client, resources.from_stored(token.resources))
-        self.request.family = token.family
-        self.request.grant_expires_at = token.grant_expires_at
-        if profile.fapi2(self.request.client):
+        resources.at_token_endpoint(self.request, self.request.client, from_stored(token.resources))
+        keep = profile.fapi2(self.request.client)
+        if keep:
             self._keep(token)
-            return
-        # Claimed by the statement that saves its successor (token_rows.insert_token_and_record): of two
-        # concurrent exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
-        self.request.claim = token.id
+        self.request.lineage = Lineage(
+            family=token.family,
+            grant_expires_at=token.grant_expires_at,
+            # Claimed by the statement that saves its successor (authsvc.tokens.rows): of two concurrent
+            # exchanges exactly one updates the row; the other writes nothing (save_token refuses it).
+            claim=None if keep else token.id,
+            auth_time=token.auth_time,
+            amr=token.amr,
+            sid=token.sid,
+        )
 
-    def save_token(self, token: dict[str, Any]) -> None:
+    def save_token(self, token: dict[str, Any]) -> Issued:
+        issued: Issued = super().save_token(token)
+        if issued.outcome is not Outcome.CLAIM_LOST:
+            return issued
+        # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
+        # judged as one found at the read is (a race between two tabs falls within the grace).
+        old: Token = self.request.refresh_token
         try:
-            super().save_token(token)
-        except ClaimLost:
-            # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
-            # judged as one found at the read is (a race between two tabs falls within the grace).
-            old: Token = self.request.refresh_token
-            try:
-                db.session.refresh(old)  # as the claim found it
-            except sqlalchemy.exc.InvalidRequestError:
-                raise ClaimLost() from None  # gone with its application meanwhile
-            if old.refreshed_at is not None:
-                self._spent_token_reused(old, old.refreshed_at)
-            raise
+            db.session.refresh(old)  # as the claim found it
+        except sqlalchemy.exc.InvalidRequestError:
+            raise ClaimLost() from None  # gone with its application meanwhile
+        if old.refreshed_at is not None:
+            self._spent_token_reused(old, old.refreshed_at)
+        raise ClaimLost()
 
     def _keep(self, token: Token) -> None:
         """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
@@ -148,20 +145,3 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
     def revoke_old_credential(self, refresh_token: Token) -> None:
         # Claimed by the statement that saved its successor (save_token).
         return None
-
-
-def _refresh_token(digest: str) -> Token | None:
-    """The token of refresh token digest ``digest``, with its user, as the session's entities; None if unknown."""
-    row = read_one(_REFRESH_TOKEN, {"digest": digest})
-    if row is None:
-        return None
-    token, made = entities.entity(Token, row, "t_", _TOKEN_KEYS)
-    if made:
-        # Its relationships loaded, as the ORM's joined load leaves them. Another client's application is
-        # not held: it loads when first read (and the token fails check_client).
-        user = entities.entity(User, row, "u_", entities.USER_KEYS)[0] if row.u_id is not None else None
-        set_committed_value(token, "user", user)
-        application = entities.held(Application, token.application_id)
-        if application is not None:
-            set_committed_value(token, "application", application)
-    return cast(Token, token)

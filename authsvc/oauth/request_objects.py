@@ -3,7 +3,7 @@
 A request object comes by value, as ``request`` at the authorisation endpoint
 or at the pushed authorisation request endpoint (authsvc.oauth.pushed). It is
 signed with a key the application registered for private_key_jwt (its
-``jwks`` or ``jwks_uri``, resolved as authsvc.oauth.assertions resolves a
+``jwks`` or ``jwks_uri``, resolved as authsvc.oauth.client_assertion_keys resolves a
 client assertion's), by an asymmetric algorithm: an unsigned one (``alg``
 ``none``) proves nothing and is refused. Its claims replace the request's
 parameters; the rules on top of RFC 9101 are FAPI 2.0's: ``typ``
@@ -24,7 +24,7 @@ from authsvc.core import clock, validation
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
-from authsvc.oauth import assertions, client_authentication
+from authsvc.oauth import client_assertion_keys, client_authentication
 from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, Parameters, check_value
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 TYPE = "oauth-authz-req+jwt"
 ALGORITHMS = client_authentication.CLIENT_ASSERTION_ALGORITHMS
-LEEWAY = assertions.LEEWAY
+LEEWAY = client_assertion_keys.LEEWAY
 # The JWT's own claims: about the object, not parameters of the request it carries.
 _JWT_CLAIMS = {"iss", "aud", "exp", "nbf", "iat", "jti"}
 
@@ -129,7 +129,7 @@ def _check_header(request_object: str) -> None:
 def _key_resolver(client: Application) -> Any:
     def resolve(obj: Any) -> Key:
         header = obj.headers()
-        return assertions.client_key(client, header.get("kid"), header["alg"])
+        return client_assertion_keys.client_key(client, header.get("kid"), header["alg"])
 
     return resolve
 

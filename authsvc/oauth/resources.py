@@ -48,12 +48,3 @@ def at_token_endpoint(request: MergedRequest, client: Application, granted: list
     asked = request.requested_resources
     request.resources = granted or None
     request.audience = check(asked, granted or client.resources or []) if asked else request.resources
-
-
-def stored(resources: list[str] | None) -> str | None:
-    """Resources as a token row keeps them: space separated (no resource indicator holds a space)."""
-    return " ".join(resources) if resources else None
-
-
-def from_stored(value: str | None) -> list[str] | None:
-    return value.split() if value else None

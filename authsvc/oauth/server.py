@@ -1,8 +1,10 @@
 """The OAuth 2.0 authorisation server: request parsing, grants, PKCE, tokens.
 
-Authlib does the protocol; this module supplies storage (SQL for clients and
-tokens, Redis for codes), the platform's token response and the rules it adds
-on top of the RFCs (docs/platform.md).
+Authlib does the protocol; this module registers the grants and endpoints,
+shapes the platform's token response and adds the rules the platform puts on
+top of the RFCs (docs/platform.md). Clients are found by authsvc.oauth.clients,
+codes kept by authsvc.oauth.codes, and every token is written by
+authsvc.tokens.issue.
 """
 
 from __future__ import annotations
@@ -16,25 +18,11 @@ from authlib.integrations.flask_oauth2 import AuthorizationServer as _Authorizat
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Error
 from flask import Flask, current_app
 from flask import request as flask_request
-from sqlalchemy.exc import IntegrityError
 
-from authsvc.core import actors, clock, security
-from authsvc.core.database import commit_keeping_loaded
+from authsvc.core import clock, security
 from authsvc.core.models import Application, User
-from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import (
-    access_tokens,
-    backchannel,
-    codes,
-    dpop,
-    keys,
-    oidc_request,
-    profile,
-    pushed,
-    resources,
-    token_rows,
-)
+from authsvc.oauth import access_tokens, backchannel, dpop, keys, oidc_request, profile, pushed
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -46,19 +34,13 @@ from authsvc.oauth.clients import (
     refresh_token_ttl,
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
-from authsvc.oauth.endpoints import IntrospectionEndpoint, RevocationEndpoint
-from authsvc.oauth.grants import (
-    PKCE,
-    AuthorizationCodeGrant,
-    ClientCredentialsGrant,
-    PasswordGrant,
-    refuse_spent_code,
-    revoke_replayed,
-    spent_code,
-)
+from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, ClientCredentialsGrant, PasswordGrant
 from authsvc.oauth.parameters import MergedRequest
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
-from authsvc.oauth.refresh_grant import ClaimLost, RefreshTokenGrant
+from authsvc.oauth.refresh_grant import RefreshTokenGrant
+from authsvc.oauth.revocation_introspection import IntrospectionEndpoint, RevocationEndpoint
+from authsvc.tokens import issue as tokens
+from authsvc.tokens.issue import Issued
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
@@ -69,7 +51,10 @@ ID_TOKEN_GRANTS = ("authorization_code", "refresh_token")
 
 # Authlib raises some errors without a description; every answer carries one.
 DEFAULT_DESCRIPTIONS = {
-    "unsupported_grant_type": "grant_type must be authorization_code, refresh_token, client_credentials or password.",
+    "unsupported_grant_type": (
+        "grant_type must be authorization_code, refresh_token, client_credentials, password"
+        " or urn:ietf:params:oauth:grant-type:device_code."
+    ),
     "unsupported_response_type": "response_type must be code.",
     "invalid_grant": "The grant is invalid, expired, revoked or was issued to another client.",
     "invalid_scope": "The requested scope is not allowed for this application.",
@@ -168,7 +153,12 @@ class AuthorizationServer(_AuthorizationServer):
         # Checked against the client in the grants; nothing server-wide.
         return None
 
-    def save_token(self, token: dict[str, Any], request: MergedRequest) -> None:
+    def save_token(self, token: dict[str, Any], request: MergedRequest) -> Issued:
+        """Shape the token response (a JWT access token, DPoP's token type) and have the tokens issued.
+
+        Every grant's tokens are issued the same way (authsvc.tokens.issue); the answer goes back to the
+        grant, which alone knows what a refusal means to its client.
+        """
         client: Application = request.client
         # RFC 9449 5: a token request with a proof gets tokens bound to its key.
         jkt = request.dpop.jkt if request.dpop is not None else None
@@ -182,72 +172,29 @@ class AuthorizationServer(_AuthorizationServer):
             # the token's write (its kid on a reader; the parsed key is kept per process), rather than after
             # the commit. Before any write: a domain's first key is made and committed on first need.
             keys.request_key(current_domain(), profile.id_token_algorithm(client, keys.DEFAULT_ALGORITHM))
-        issued = token["created_at"]
-        access_expires_at = issued + token["expires_in"]
-        refresh_expires_at = grant_expires_at = None
-        if token.get("refresh_token"):
-            # The grant's end is set once, at the authorisation, and carried
-            # across rotation; each refresh token also ends after the idle time.
-            grant_expires_at = request.grant_expires_at or issued + refresh_token_ttl(client)
-            refresh_expires_at = grant_expires_at
-            idle = settings().refresh_idle_ttl
-            if idle > 0:
-                refresh_expires_at = min(grant_expires_at, issued + idle)
         if jkt:
             token["token_type"] = "DPoP"
-        # The sign-in behind the grant, carried from the code to every refreshed token (OpenID Connect).
-        origin = request.authorization_code or request.refresh_token
-        family = request.family or security.new_secret()
         grant_type = request.payload.grant_type
-        row = dict(
-            application_id=client.id,
-            user_id=request.user.id if request.user else None,
-            access_token_digest=security.digest(token["access_token"]),
-            refresh_token_digest=security.digest(token["refresh_token"]) if grant_expires_at else None,
-            family=family,
-            grant_type=grant_type,
-            scope=token["scope"],
-            issued_at=issued,
-            expires_in=token["expires_in"],
-            refresh_expires_at=refresh_expires_at,
-            grant_expires_at=grant_expires_at,
-            purgeable_at=max(access_expires_at, refresh_expires_at or 0),
-            auth_time=getattr(origin, "auth_time", None),
-            amr=getattr(origin, "amr", None),
-            sid=getattr(origin, "sid", None),
-            dpop_jkt=jkt,
-            audience=resources.stored(request.audience),
-            resources=resources.stored(request.resources),
-        )
-        # Core statements on the session's connection, in its transaction (the ORM's unit of work for two rows
-        # nothing reads back was the largest part of a token request's CPU): a token is never saved without its
-        # audit record, nor the other way round; one statement for both on PostgreSQL (authsvc.oauth.token_rows).
-        spent = spent_code(request.spent_code, family) if request.spent_code else None
-        try:
-            saved = token_rows.insert_token_and_record(
-                row,
-                "token.refreshed" if grant_type == "refresh_token" else "token.issued",
-                domain_id=client.domain_id,
-                # A client_credentials token is the application's doing, though it acts as its service account.
-                actor=actors.of_client(client.client_id)
-                if grant_type == "client_credentials" or not request.user
-                else actors.of_user(request.user.id),
-                details={"grant_type": grant_type, "client_id": client.client_id, "scope": token["scope"]},
-                spent_code=spent,
-                claim=request.claim,
+        issued = tokens.issue(
+            tokens.Issue(
+                client=client,
+                user=request.user,
+                grant_type=grant_type,
+                access_token=token["access_token"],
+                refresh_token=token.get("refresh_token"),
+                scope=token["scope"],
+                issued_at=token["created_at"],
+                expires_in=token["expires_in"],
+                refresh_ttl=refresh_token_ttl(client),
+                lineage=request.lineage,
+                dpop_jkt=jkt,
+                audience=request.audience,
+                resources=request.resources,
             )
-        except IntegrityError as failure:
-            if spent is None:
-                raise
-            refuse_spent_code(client, spent["spent_digest"], failure)  # a replay, or the user or application gone
-        if not saved:
-            raise ClaimLost()
-        # The client and the user stay loaded: an ID token and the replay check read them next.
-        commit_keeping_loaded()
-        metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
-        if request.spent_code and codes.replayed(request.spent_code):
-            # A replay raced this exchange and may have revoked before these tokens were committed.
-            revoke_replayed(client, family)
+        )
+        if issued.outcome is tokens.Outcome.ISSUED:
+            metrics.TOKENS_ISSUED.labels(grant_type=grant_type).inc()
+        return issued
 
 
 def id_tokens_in_code_grant(grant: Any) -> None:

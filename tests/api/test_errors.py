@@ -56,6 +56,24 @@ def test_unsupported_or_hostile_grant_types_are_400(client, setup, grant_type):
     assert_json_error(response, 400)
 
 
+def test_an_unsupported_grant_type_is_told_every_grant_the_endpoint_takes(client, setup):
+    """A client that sent the wrong grant learns the right names from the answer, the device grant's included."""
+    response = client.post(
+        TOKEN, data={"grant_type": "implicit", "client_id": setup.public_app.client_id}, headers=headers()
+    )
+    assert response.status_code == 400
+    body = response.get_json()
+    assert body["error"] == "unsupported_grant_type"
+    for grant_type in (
+        "authorization_code",
+        "refresh_token",
+        "client_credentials",
+        "password",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ):
+        assert grant_type in body["error_description"]
+
+
 def test_missing_grant_type_is_400(client, setup):
     assert_json_error(client.post(TOKEN, data={}, headers=headers()), 400)
 

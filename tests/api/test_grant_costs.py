@@ -20,7 +20,7 @@ from tests.helpers.dpop import Holder
 
 POSTGRESQL = BACKEND == "postgresql"
 # A grant's writes, in one transaction: on PostgreSQL one statement (a data-modifying WITH,
-# authsvc.oauth.token_rows); on SQLite one after the other. The token and its audit record; the code
+# authsvc.tokens.rows); on SQLite one after the other. The token and its audit record; the code
 # exchange notes its code spent first, and a refresh claims its refresh token first.
 TOKEN_WRITES = ["WITH"] if POSTGRESQL else ["INSERT", "INSERT"]
 EXCHANGE_WRITES = ["WITH"] if POSTGRESQL else ["INSERT", "INSERT", "INSERT"]

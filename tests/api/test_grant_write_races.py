@@ -1,4 +1,4 @@
-"""A grant's one write racing another change (authsvc.oauth.token_rows): what the client is told, what is stored.
+"""A grant's one write racing another change (authsvc.tokens.rows): what the client is told, what is stored.
 
 The exchange reads its rows first and writes once; between the two, another
 connection may delete the code's user, or another exchange may claim the
@@ -14,7 +14,7 @@ from sqlalchemy import create_engine, event, select, text
 from authsvc.core import audit, security
 from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Token
-from authsvc.oauth import token_rows
+from authsvc.tokens import rows as token_rows
 from tests.api.test_code_exchange import exchange, refresh, tokens_for
 from tests.helpers import BACKEND, DATABASE_URL, get_code, headers, signin
 from tests.helpers.counting import trips

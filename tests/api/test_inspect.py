@@ -327,8 +327,8 @@ def test_inspect_plans_its_lookup_by_nested_loops_however_skewed_the_tokens(app,
     from psycopg import sql
 
     from authsvc.api import credentials
-    from authsvc.api.readers import READERS, _Prepared
     from authsvc.core import security
+    from authsvc.core.readers.pool import READERS, _Prepared
 
     # As the benchmark's data: a thousand users, and thousands of tokens all of the one user.
     with app.app_context():

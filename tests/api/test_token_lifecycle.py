@@ -8,10 +8,11 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc.api import credentials, readers
+from authsvc.api import credentials
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
+from authsvc.core.readers import pool as readers
 from tests.helpers import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -306,7 +307,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
             connection = db.engine.raw_connection()
             try:
                 cursor = connection.cursor()
-                # The reader keeps the statement as the bytes libpq is sent (authsvc.api.roundtrip).
+                # The reader keeps the statement as the bytes libpq is sent (authsvc.core.readers.roundtrip).
                 statement_text = prepared.sql.decode()
                 cursor.execute(sql.SQL("PREPARE inspect AS {}").format(sql.SQL(statement_text)))
                 # The plan a reader runs after the first few executions: the generic one.

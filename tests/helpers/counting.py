@@ -2,7 +2,7 @@
 
 SQL statements are counted with SQLAlchemy's ``before_cursor_execute`` event
 on every engine of the app, and those of inspect's readers (the prepared
-statements that authsvc.api.roundtrip sends through libpq, past SQLAlchemy)
+statements that authsvc.core.readers.roundtrip sends through libpq, past SQLAlchemy)
 as each is sent. On PostgreSQL the transaction's own round trips are counted
 too (``sql_trips``): the BEGIN that psycopg sends before a statement when
 its connection is neither in autocommit nor in a transaction, and the COMMIT
@@ -32,9 +32,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import event
 
-from authsvc.api import roundtrip
 from authsvc.app.limits import PREFIX as LIMITER_PREFIX
 from authsvc.core.database import db
+from authsvc.core.readers import roundtrip
 
 # A connection's upkeep, not a request's: the handshake of a new pooled connection
 # (CLIENT SETINFO, AUTH, SELECT, HELLO) and redis-py's health check of an idle one (PING).

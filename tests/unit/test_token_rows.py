@@ -1,4 +1,4 @@
-"""The grants' one-statement writes (authsvc.oauth.token_rows): each part writes only its own columns.
+"""The grants' one-statement writes (authsvc.tokens.rows): each part writes only its own columns.
 
 SQLAlchemy compiles an INSERT or UPDATE with a column for every parameter of the execution named as
 one of its table's columns, CTEs included: the parameters of one part must not name a column of
@@ -10,7 +10,7 @@ import re
 from sqlalchemy.dialects import postgresql
 
 from authsvc.core.audit import record_values
-from authsvc.oauth import token_rows
+from authsvc.tokens import rows as token_rows
 
 ROW = dict.fromkeys(token_rows.TOKEN_COLUMNS, 1)
 SPENT_CODE = {"spent_digest": "d", "spent_family": "f", "spent_until": 1}

@@ -117,15 +117,6 @@ class Token(Model):
     def get_client(self) -> Application:
         return self.application
 
-    # Lookups by a presented value go through the unique index on its digest.
-    @staticmethod
-    def find_by_access_token(value: str) -> Token | None:
-        return db.session.scalar(select(Token).where(Token.access_token_digest == security.digest(value)))
-
-    @staticmethod
-    def find_by_refresh_token(value: str) -> Token | None:
-        return db.session.scalar(select(Token).where(Token.refresh_token_digest == security.digest(value)))
-
     @staticmethod
     def revoke_where(*conditions: ColumnElement[bool]) -> int:
         """Revoke every live token that meets ``conditions``; return how many there were.

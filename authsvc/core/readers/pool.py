@@ -1,4 +1,8 @@
-"""Inspect's own PostgreSQL connections (psycopg_pool, prepared statements, autocommit) and read_one."""
+"""The readers: PostgreSQL connections of their own (psycopg_pool, prepared statements, autocommit) and read_one.
+
+Used by every one-row lookup that runs per request: inspect's credentials, the grants' client,
+user and refresh-token reads, the current signing key and a session's user (authsvc.core.readers).
+"""
 
 from __future__ import annotations
 
@@ -19,9 +23,9 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from sqlalchemy import Engine, Select, event
 from sqlalchemy.exc import DBAPIError
 
-from authsvc.api import roundtrip
 from authsvc.core import budget
 from authsvc.core.database import client_deadline, connect_settings, db, in_transaction
+from authsvc.core.readers import roundtrip
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -29,11 +33,13 @@ log = logging.getLogger(__name__)
 
 _NAMES = itertools.count(1)
 
-# The readers' sessions run only inspect's two lookups: one row found by a
-# unique index, joined to its user, client and domain by primary key. Nested
-# loops are the plan for that whatever the statistics say; with many tokens of
-# one user (a service account) PostgreSQL's generic plan was a merge join that
-# sorts the token and walks the user index from its start (docs/performance.md,
+# The readers run one-row lookups: a row found by a unique index (a token's or
+# key's digest, a client_id, a primary key), joined to its user, client or
+# domain by primary key (inspect's lookups, the grants' and the session user's
+# reads), and a domain's current signing key. Nested loops are the plan for
+# the joins whatever the statistics say; with many tokens of one user (a
+# service account) PostgreSQL's generic plan was a merge join that sorts the
+# token and walks the user index from its start (docs/performance.md,
 # "Inspect, counted"). Both are only discouraged: a plan without them is chosen.
 PLANNER_OPTIONS = "-c enable_mergejoin=off -c enable_hashjoin=off"
 
@@ -68,7 +74,8 @@ _PREPARED: dict[Select[Any], _Prepared] = {}
 def read_one(statement: Select[Any], params: dict[str, str | None], readers: Readers | None = None) -> Any:
     """The first row of a read-only ``statement`` (attribute access by column name), or None.
 
-    For the lookups on every API request (inspect); ``params`` are text. On
+    For the one-row lookups of every API request and grant (authsvc.core.readers lists
+    them); ``params`` are text. On
     PostgreSQL the statement runs on one of the app's readers (below): a
     prepared statement in autocommit, one round trip, with no ORM session or
     Core result machinery around it. A failure surfaces as SQLAlchemy's
@@ -102,7 +109,7 @@ class _Disconnected(Exception):
 
 
 class Readers:
-    """Inspect's PostgreSQL connections: a psycopg_pool pool, in autocommit, each statement prepared.
+    """The app's reader connections: a psycopg_pool pool, in autocommit, each statement prepared.
 
     SQLAlchemy's pool checkout and return (with its reset) and switching
     autocommit on and off cost about the round trip of a lookup; connections
@@ -111,7 +118,7 @@ class Readers:
     engine (``engine.dispose()``); recycled as the engine recycles its own.
 
     The statement goes through the connection's libpq wrapper
-    (authsvc.api.roundtrip), which waits at most the client deadline
+    (authsvc.core.readers.roundtrip), which waits at most the client deadline
     or what is left of the request's database budget (authsvc.core.budget),
     as does the wait for a connection. A connection found dead in use (a
     database restart) drains the pool, and the lookup gets one more try on a
@@ -156,7 +163,7 @@ class Readers:
                     raise
 
         self.connection_class = Connection
-        # Each connection's prepared statements and loaders (authsvc.api.roundtrip), gone with it.
+        # Each connection's prepared statements and loaders (authsvc.core.readers.roundtrip), gone with it.
         self._sessions: weakref.WeakKeyDictionary[psycopg.Connection, roundtrip.Session] = weakref.WeakKeyDictionary()
         self._pool: ConnectionPool | None = None
         self._lock = threading.Lock()

@@ -2,14 +2,15 @@
 
 Every grant saves the token it issues with an audit record of it, in one
 transaction, so that neither is ever stored without the other; the code
-exchange also notes its code spent (authsvc.oauth.grants.spent_code
-rule), and a refresh claims the refresh token it spends. On PostgreSQL all of
+exchange also notes its code spent (authsvc.tokens.spent_codes), and a
+refresh claims the refresh token it spends. authsvc.tokens.issue is the one
+caller. On PostgreSQL all of
 a grant's writes go in one statement, a data-modifying ``WITH`` whose
 ``RETURNING`` gives the record's id and target: one round trip (and one
 statement for the server to run) for what took two to four, the largest part
 of whose cost is the round trip itself (docs/performance.md); and when
 nothing else of the request is in a transaction (its rows were read on the
-readers: authsvc.api.entities), no BEGIN and COMMIT around it either.
+readers: authsvc.core.readers.entities), no BEGIN and COMMIT around it either.
 SQLite has no INSERT inside a ``WITH``: there the statements run one after
 the other, in the same transaction.
 """
@@ -28,7 +29,7 @@ from authsvc.core.models import AuditRecord, SpentCode, Token
 _token, _record = cast(Table, Token.__table__), cast(Table, AuditRecord.__table__)
 _spent = cast(Table, SpentCode.__table__)
 
-# The columns save_token fills in; every other one has its default.
+# The columns authsvc.tokens.issue fills in; every other one has its default.
 TOKEN_COLUMNS = (
     "application_id",
     "user_id",

@@ -20,6 +20,7 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
+from authsvc.tokens import lookups
 
 # Resource servers introspect as confidential clients; a public client has
 # nothing to prove who it is, so it may not read other clients' tokens.
@@ -60,7 +61,7 @@ def find_token(value: str, hint: str | None) -> PresentedToken | None:
         kinds.reverse()
     domain = current_domain()
     for kind in kinds:
-        row = Token.find_by_access_token(value) if kind == "access_token" else Token.find_by_refresh_token(value)
+        row = lookups.access_token(value) if kind == "access_token" else lookups.refresh_token(value)
         if row is not None and row.application.domain_id == domain.id:
             return PresentedToken(row, kind)
     return None

@@ -1,6 +1,7 @@
 """One prepared statement's round trip through psycopg's libpq wrapper (``Connection.pgconn``), with a deadline.
 
-Inspect runs one read-only statement per request, and psycopg's
+The readers (authsvc.core.readers.pool) run every statement through it:
+inspect runs one read-only statement per request, and psycopg's
 ``cursor.execute`` around it cost about 54 us of client CPU against 29 us
 for the same round trip through the connection's ``pgconn`` (the public,
 documented libpq wrapper: ``psycopg.pq``): about half of inspect's worker

@@ -1,10 +1,10 @@
-"""Rows read on inspect's readers and made into the session's entities, without a second SELECT.
+"""Rows read on the readers and made into the session's entities, without a second SELECT.
 
-A grant reads a row or two per request: the client with its domain, the
-code's user, the refresh token with its user. ``read_one``
-(authsvc.api.readers) runs each as a prepared statement in autocommit: one
+Used by the grants (a row or two per request: the client with its domain,
+the code's user, the refresh token with its user) and by a session's user. ``read_one``
+(authsvc.core.readers.pool) runs each as a prepared statement in autocommit: one
 round trip, no SQLAlchemy execution around it, and no transaction, so the
-grant's one write can run in autocommit as well (authsvc.oauth.token_rows):
+grant's one write can run in autocommit as well (authsvc.tokens.rows):
 no BEGIN and COMMIT round trips. The row's columns become the session's
 entities as if the ORM had loaded them (``make_transient_to_detached``);
 an entity the session holds already is kept, as a query would keep it.
@@ -18,9 +18,9 @@ from typing import Any, cast
 from sqlalchemy import ColumnElement, Integer, Label, Table, bindparam, inspect, select
 from sqlalchemy.orm import make_transient_to_detached
 
-from authsvc.api.readers import read_one
 from authsvc.core.database import db
 from authsvc.core.models import User
+from authsvc.core.readers.pool import read_one
 
 _user = cast(Table, User.__table__)
 
