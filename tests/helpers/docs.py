@@ -184,7 +184,7 @@ class Session:
     its input cannot swallow the blocks after it; each block has ``timeout`` seconds.
     """
 
-    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 90) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 180) -> None:
         self.timeout = timeout
         self.files = Path(tempfile.mkdtemp(prefix="doc-blocks-"))
         self.process = subprocess.Popen(
