@@ -128,20 +128,22 @@ def blocks(page: Path) -> list[Block]:
     found: list[Block] = []
     i = previous_end = 0
     while i < len(lines):
-        fence = re.match(r"^```(\S*)\s*$", lines[i])
+        # A fence may be indented (a step of a numbered list); its lines lose that indent.
+        fence = re.match(r"^( *)```(\S*)\s*$", lines[i])
         if not fence:
             i += 1
             continue
-        start = i
+        start, indent = i, len(fence.group(1))
         i += 1
         body = []
-        while i < len(lines) and not lines[i].startswith("```"):
-            body.append(lines[i])
+        while i < len(lines) and not lines[i].lstrip().startswith("```"):
+            line = lines[i]
+            body.append(line[indent:] if line[:indent].isspace() else line.lstrip())
             i += 1
         i += 1
         before = next((lines[j].strip() for j in range(start - 1, -1, -1) if lines[j].strip()), "")
         marker = _MARKER.match(before)
-        block = Block(page, start + 1, fence.group(1).lower(), "\n".join(body) + "\n")
+        block = Block(page, start + 1, fence.group(2).lower(), "\n".join(body) + "\n")
         if marker:
             block.marker, block.reason = marker.group("what"), marker.group("why")
         previous = found[-1] if found else None
@@ -182,7 +184,7 @@ class Session:
     its input cannot swallow the blocks after it; each block has ``timeout`` seconds.
     """
 
-    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 90) -> None:
+    def __init__(self, env: dict[str, str], cwd: Path = ROOT, timeout: float = 180) -> None:
         self.timeout = timeout
         self.files = Path(tempfile.mkdtemp(prefix="doc-blocks-"))
         self.process = subprocess.Popen(

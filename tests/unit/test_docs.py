@@ -86,3 +86,11 @@ def test_output_matches_with_placeholders_and_without_regard_to_whitespace():
     assert docs.matches('{"a": "…", "b": 1}', '{"a":"x-y.z","b":1}')
     assert not docs.matches('{"a": "…", "b": 1}', '{"a":"x","b":2}')
     assert docs.matches("http://localhost:5000/x", "http://localhost:5000/x")
+
+
+def test_a_block_in_a_list_step_runs_without_its_indent(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("1. A step:\n\n   ```sh\n   echo 'in a step'\n   ```\n   ```\n   in a step\n   ```\n")
+    [block] = docs.blocks(page)
+    assert (block.lang, block.text, block.expected) == ("sh", "echo 'in a step'\n", "in a step\n")
+    assert docs.run_page(page, docs.reader_environment()) == docs.Report(ran=["page.md:3"])
