@@ -12,7 +12,9 @@ from authsvc.core.database import db
 from authsvc.core.models import ApiKey, Application, Domain, LdapDirectory, RegistrationToken, SsoProvider, User
 
 
-def listing(actor: Actor, model: type, *, text: str | None, page: int, per_page: int, domain_id: int | None) -> dict:
+def listing(
+    actor: Actor, model: type[Any], *, text: str | None, page: int, per_page: int, domain_id: int | None
+) -> dict:
     """One page of ``model`` records the actor may read, filtered by ``text``."""
     query = select(model)
     domain_column = model.id if model is Domain else model.domain_id

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Any, cast
 
 from flask import has_request_context, url_for
 from sqlalchemy import delete, or_, select
@@ -197,8 +197,10 @@ def link_identity(actor: Actor, user: User, data: Any) -> ExternalIdentity:
         linking.link_identity(provider, link.subject, user, actor=actor.name, via="system_admin")
     except providers.ProviderRefused:
         raise Conflict("that account at the provider is already linked to another user") from None
-    return db.session.scalar(
+    # link_identity has just linked it, in this transaction: the row is there.
+    linked = db.session.scalar(
         select(ExternalIdentity).where(
             ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == link.subject
         )
     )
+    return cast(ExternalIdentity, linked)

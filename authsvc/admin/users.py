@@ -137,7 +137,7 @@ def revoke_user_tokens(actor: Actor, user: User) -> int:
     return revoked
 
 
-def user_resource_token(actor: Actor, user: User, provider_id: str | None) -> dict[str, Any]:
+def user_resource_token(actor: Actor, user: User, provider_id: str | None) -> delegated.ResourceToken:
     """Another user's delegated provider token: acting as that user, so only for who may change the user."""
     require_change_of_user(actor, user)
     return delegated.resource_token(user, provider_id)

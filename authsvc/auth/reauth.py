@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from flask import Response, redirect, request, url_for
+from flask import Response, make_response, redirect, request, url_for
 
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
@@ -57,7 +57,7 @@ def required(user: User, domain: Domain, back_to: str | None = None) -> Response
             "This change needs a recent sign-in: sign in again, then repeat it.",
             extra={"reauth_uri": issuer() + login},
         )
-    response = redirect(login, 303)
+    response = make_response(redirect(login, 303))
     uncached(response)
     return response
 

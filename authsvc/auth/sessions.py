@@ -18,7 +18,7 @@ from typing import Any
 
 import redis
 from blinker import Namespace
-from flask import Response, current_app, g, has_request_context, request
+from flask import Flask, Response, current_app, g, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -46,9 +46,16 @@ signing_out = Namespace().signal("signing-out")
 _ENDED = "authsvc_sessions_ended"
 
 
+def _sender() -> Flask:
+    """The app behind ``current_app``: a signal's receivers are connected for the app itself, not its proxy."""
+    # Flask annotates current_app as the app, so the proxy's own method is unknown to the type checker.
+    app: Flask = current_app._get_current_object()  # type: ignore[attr-defined]
+    return app
+
+
 def _announce(sids: list[str]) -> None:
     if sids:
-        sessions_ended.send(current_app._get_current_object(), sids=sids)
+        sessions_ended.send(_sender(), sids=sids)
 
 
 @event.listens_for(Session, "after_commit")
@@ -133,9 +140,7 @@ def signed_out_elsewhere(domain: Domain, record: SignInSession | None, continue_
     """Where the browser goes instead of ``continue_url`` after signing out of ``record`` (see ``signing_out``)."""
     if not record or record.domain != domain.id:
         return None
-    results = signing_out.send(
-        current_app._get_current_object(), domain=domain, record=record, continue_url=continue_url
-    )
+    results = signing_out.send(_sender(), domain=domain, record=record, continue_url=continue_url)
     return next((url for _, url in results if url), None)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, jsonify, make_response, redirect, request, url_for
 
 from authsvc.api import lookup
 from authsvc.auth import sessions
@@ -14,7 +14,7 @@ from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError, DirectoryUnavailable, LockedOut, answer
 from authsvc.core.headers import NO_REFERRER, uncached
-from authsvc.core.models import Domain, SsoProvider, Token
+from authsvc.core.models import Domain, SsoProvider, Token, User
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.web.pages import page
@@ -61,7 +61,7 @@ def signin() -> Response:
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(target)):
         return challenge(user, domain, target, "signin", html=False)
     if target:
-        response = redirect(target, 303)
+        response = make_response(redirect(target, 303))
     else:
         response = jsonify(id=str(user.id), email=user.email, name=user.name, domain=str(domain.id))
         response.status_code = 202
@@ -117,7 +117,7 @@ def login_page() -> Response:
     again = user is not None and request.args.get("prompt") == "login"
     if user is not None and not again:
         if next_url:
-            return redirect(next_url, 303)
+            return make_response(redirect(next_url, 303))
         providers = SsoProvider.of_domain(domain.id)
         return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers)
     sso_error = request.args.get("sso_error")
@@ -155,7 +155,7 @@ def login() -> Response:
         return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(next_url)):
         return challenge(user, domain, next_url, "login_page", html=True)
-    response = redirect(next_url or url_for("auth.login_page"), 303)
+    response = make_response(redirect(next_url or url_for("auth.login_page"), 303))
     sessions.start_session(response, user, domain)
     return response
 
@@ -179,7 +179,7 @@ def logout() -> Response:
         )
         db.session.commit()
     target = safe_continue(request.args.get("continue"), issuer(), url_for("auth.login_page"))
-    response = redirect(target, 303)
+    response = make_response(redirect(target, 303))
     uncached(response)
     record = sessions.end_session(response)
     # A session from a SAML sign-in also signs out at the IdP (Single Logout), which sends the browser back.
@@ -199,6 +199,7 @@ def logout_all() -> Response:
     CSRF token.
     """
     domain = current_domain()
+    user: User | None
     if lookup.presented():
         user = lookup.authenticate(domain).user
     else:
@@ -213,7 +214,9 @@ def logout_all() -> Response:
     if lookup.presented():
         response = jsonify(revoked_tokens=revoked)
     else:
-        response = redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
+        response = make_response(
+            redirect(safe_continue(request.form.get("continue"), issuer(), url_for("auth.login_page")), 303)
+        )
     uncached(response)
     sessions.end_session(response)
     return response

@@ -64,9 +64,10 @@ def authenticate(domain: Domain) -> Provisioner:
             raise ForbiddenException(
                 detail="A token for SCIM must come from client credentials of an application bound to an admin account."
             )
-        actor = actors.of_client(credential.client_id)
+        actor = actors.of_client(application.client_id)
     else:
-        actor = actors.of_api_key(credential.api_key_id)
+        # An API key's credential always carries its public id (credentials.find_api_key).
+        actor = actors.of_api_key(str(credential.api_key_id))
     _note_activity(domain)
     return Provisioner(domain=domain, user_id=user.id, actor=actor)
 

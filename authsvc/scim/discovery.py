@@ -11,12 +11,15 @@ from scim2_models import (
     ChangePassword,
     Context,
     ETag,
+    External,
     Filter,
     Group,
     ListResponse,
     Meta,
     NotFoundException,
     Patch,
+    Reference,
+    Resource,
     ResourceType,
     Schema,
     ServiceProviderConfig,
@@ -27,7 +30,7 @@ from scim2_models import (
 from authsvc.core.settings import settings
 from authsvc.scim import queries
 
-_RESOURCES = {"User": User, "Group": Group}
+_RESOURCES: dict[str, type[Resource[Any]]] = {"User": User, "Group": Group}
 
 
 def _passwords() -> bool:
@@ -36,7 +39,7 @@ def _passwords() -> bool:
 
 def service_provider_config() -> dict[str, Any]:
     config = ServiceProviderConfig(
-        documentation_uri="https://datatracker.ietf.org/doc/html/rfc7644",
+        documentation_uri=Reference[External]("https://datatracker.ietf.org/doc/html/rfc7644"),
         patch=Patch(supported=True),
         bulk=Bulk(supported=False, max_operations=0, max_payload_size=0),
         filter=Filter(supported=True, max_results=queries.MAX_COUNT),
@@ -45,10 +48,10 @@ def service_provider_config() -> dict[str, Any]:
         etag=ETag(supported=True),
         authentication_schemes=[
             AuthenticationScheme(
-                type="oauthbearertoken",
+                type=AuthenticationScheme.Type.oauthbearertoken,
                 name="OAuth Bearer Token",
                 description="An API key of a domain admin, or a client-credentials token, with the scope scim.",
-                spec_uri="https://datatracker.ietf.org/doc/html/rfc6750",
+                spec_uri=Reference[External]("https://datatracker.ietf.org/doc/html/rfc6750"),
                 primary=True,
             )
         ],
@@ -70,18 +73,18 @@ def _schema(name: str) -> Schema:
     schema = _RESOURCES[name].to_schema()
     if name == "User" and not _passwords():
         # Without AUTHSVC_SCIM_PASSWORDS a SCIM client cannot set a password: the schema does not offer one.
-        schema.attributes = [attribute for attribute in schema.attributes if attribute.name != "password"]
+        schema.attributes = [attribute for attribute in schema.attributes or [] if attribute.name != "password"]
     schema.meta = Meta(resource_type="Schema", location=url_for("scim.schema", schema_id=schema.id, _external=True))
     return schema
 
 
-def _listing(model: type, items: list[Any]) -> dict[str, Any]:
-    listing = ListResponse[model](total_results=len(items), start_index=1, items_per_page=len(items), resources=items)
-    return listing.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
+def _listing(listing: type[ListResponse[Any]], items: list[Any]) -> dict[str, Any]:
+    page = listing(total_results=len(items), start_index=1, items_per_page=len(items), resources=items)
+    return page.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
 
 
 def resource_types() -> dict[str, Any]:
-    return _listing(ResourceType, [_resource_type(name) for name in _RESOURCES])
+    return _listing(ListResponse[ResourceType], [_resource_type(name) for name in _RESOURCES])
 
 
 def resource_type(name: str) -> dict[str, Any]:
@@ -91,7 +94,7 @@ def resource_type(name: str) -> dict[str, Any]:
 
 
 def schemas() -> dict[str, Any]:
-    return _listing(Schema, [_schema(name) for name in _RESOURCES])
+    return _listing(ListResponse[Schema], [_schema(name) for name in _RESOURCES])
 
 
 def schema(schema_id: str) -> dict[str, Any]:

@@ -191,9 +191,9 @@ def _write(provisioner: Provisioner, group: ScimGroup, resource: ScimGroupResour
     for user_id in wanted - current:
         db.session.add(ScimGroupMember(group_id=group.id, user_id=user_id, display=displays[user_id]))
     for user_id in wanted & current:
-        member = db.session.get(ScimGroupMember, (group.id, user_id))
-        if member is not None and displays[user_id] and member.display != displays[user_id]:
-            member.display = displays[user_id]
+        row = db.session.get(ScimGroupMember, (group.id, user_id))
+        if row is not None and displays[user_id] and row.display != displays[user_id]:
+            row.display = displays[user_id]
     _resync_roles(before)
 
 
@@ -225,7 +225,7 @@ def _claim(group: ScimGroup) -> int:
 
 
 def replace(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -> ScimGroupResource:
-    protocol.check_if_match(read(group).meta.version)
+    protocol.check_if_match(protocol.version(read(group)))
     resource = _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST)
     _write(provisioner, group, resource, _claim(group))
     _audit(provisioner, "scim.group.replaced", group)
@@ -235,7 +235,7 @@ def replace(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any])
 
 def patch(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -> ScimGroupResource:
     current = read(group)
-    protocol.check_if_match(current.meta.version)
+    protocol.check_if_match(protocol.version(current))
     resource = queries.patched(PatchOp[ScimGroupResource], current, payload)
     _write(provisioner, group, resource, _claim(group))
     _audit(provisioner, "scim.group.patched", group)
@@ -244,7 +244,7 @@ def patch(provisioner: Provisioner, group: ScimGroup, payload: dict[str, Any]) -
 
 
 def delete_group(provisioner: Provisioner, group: ScimGroup) -> None:
-    protocol.check_if_match(read(group).meta.version)
+    protocol.check_if_match(protocol.version(read(group)))
     _claim(group)
     members = set(db.session.scalars(select(ScimGroupMember.user_id).where(ScimGroupMember.group_id == group.id)))
     before = _group_names(members)
@@ -277,7 +277,7 @@ def search(provisioner: Provisioner, request: SearchRequest) -> dict[str, Any]:
     else:
         every = list(db.session.scalars(base.order_by(*ordering)))
         members = _members([group.id for group in every])
-        matched = [r for r in (model(g, members[g.id]) for g in every) if request.filter.match(r)]
+        matched = queries.matching(request, [model(group, members[group.id]) for group in every])
         total, resources = len(matched), matched[offset : offset + limit]
     listing = ListResponse[ScimGroupResource](
         total_results=total, start_index=offset + 1, items_per_page=len(resources), resources=resources

@@ -78,7 +78,7 @@ def http_error(exc: HTTPException) -> Response:
 
 
 def _resource(resource: Any, status: int = 200) -> Response:
-    parameters = ResponseParameters.model_validate(
+    parameters: ResponseParameters[Any] = ResponseParameters.model_validate(
         {k: request.args[k] for k in ("attributes", "excludedAttributes") if request.args.get(k)}
     )
     ctx = Context.RESOURCE_CREATION_RESPONSE if status == 201 else Context.RESOURCE_QUERY_RESPONSE

@@ -13,6 +13,7 @@ from scim2_models import (
     InvalidValueException,
     PayloadTooLargeException,
     PreconditionFailedException,
+    Resource,
     SCIMException,
     ScimPolicy,
 )
@@ -118,6 +119,13 @@ def _if_match() -> list[str] | None:
         return None
     tags = [tag.strip() for tag in wanted.split(",")]
     return None if "*" in tags else tags
+
+
+def version(resource: Resource[Any]) -> str:
+    """The version (ETag) the resource's ``read`` stamped on its meta."""
+    # users.model and groups.model always set meta.version; a resource without one is a fault here.
+    assert resource.meta is not None and resource.meta.version is not None
+    return resource.meta.version
 
 
 def check_if_match(current: str) -> None:

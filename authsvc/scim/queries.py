@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
-from scim2_models import Context, InvalidFilterException, SearchRequest
+from scim2_models import Context, Error, InvalidFilterException, Resource, SCIMException, SearchRequest
 from scim2_models.path import (
     AttrPath,
     CompareOperator,
@@ -35,6 +35,9 @@ from authsvc.core import validation
 from authsvc.scim import protocol
 
 # Items per page when the client does not say, and the most it may ask for (RFC 7644 3.4.2.4).
+# A SCIM resource of one kind (a User, a Group), kept as that kind through a filter.
+R = TypeVar("R", bound=Resource[Any])
+
 DEFAULT_COUNT = 100
 MAX_COUNT = 1000
 
@@ -194,10 +197,14 @@ def condition(request: SearchRequest, columns: dict[str, Column]) -> ColumnEleme
         return None
 
 
-def validation_failure(exc: ValidationError) -> Exception:
-    """A pydantic failure of a SCIM payload or query, as the SCIM exception it stands for."""
-    from scim2_models import Error, SCIMException
+def matching(request: SearchRequest, resources: list[R]) -> list[R]:
+    """The ``resources`` the request's filter keeps, evaluated in Python (where ``condition`` gave None)."""
+    scim_filter = request.filter
+    return resources if scim_filter is None else [resource for resource in resources if scim_filter.match(resource)]
 
+
+def validation_failure(exc: ValidationError) -> SCIMException:
+    """A pydantic failure of a SCIM payload or query, as the SCIM exception it stands for."""
     errors = Error.from_validation_errors(exc)
     found = errors[0] if errors else Error(status=400, scim_type="invalidValue", detail="The request is invalid.")
     return SCIMException.from_error(found)

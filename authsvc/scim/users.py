@@ -26,6 +26,7 @@ from scim2_models import (
 )
 from scim2_models import User as ScimUser
 from sqlalchemy import BigInteger, Select, and_, cast, func, select
+from sqlalchemy.orm import InstrumentedAttribute
 
 from authsvc.auth import sessions
 from authsvc.core import actors, audit, validation
@@ -130,7 +131,7 @@ def model(user: User, groups: list[tuple[int, str]]) -> ScimUser:
         payload["groups"] = [
             {"value": str(group_id), "display": name, "$ref": _group_url(group_id)} for group_id, name in groups
         ]
-    resource = ScimUser.model_validate(payload, scim_policy=protocol.POLICY)
+    resource: ScimUser = ScimUser.model_validate(payload, scim_policy=protocol.POLICY)
     modified = user.scim_modified_at or user.created_at * 1000
     resource.meta = Meta(
         resource_type="User",
@@ -259,7 +260,7 @@ def _claim(user: User) -> int:
 
 
 def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
-    protocol.check_if_match(read(user).meta.version)
+    protocol.check_if_match(protocol.version(read(user)))
     resource = _validated(payload, Context.RESOURCE_REPLACEMENT_REQUEST)
     _write(provisioner, user, resource, _claim(user))
     _audit(provisioner, "scim.user.replaced", user, active=not user.disabled)
@@ -269,7 +270,7 @@ def replace(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Sc
 
 def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> ScimUser:
     current = read(user)
-    protocol.check_if_match(current.meta.version)
+    protocol.check_if_match(protocol.version(current))
     resource = queries.patched(PatchOp[ScimUser], current, payload)
     _write(provisioner, user, resource, _claim(user), derive_name=False)
     _audit(provisioner, "scim.user.patched", user, active=not user.disabled)
@@ -278,7 +279,7 @@ def patch(provisioner: Provisioner, user: User, payload: dict[str, Any]) -> Scim
 
 
 def delete(provisioner: Provisioner, user: User) -> None:
-    protocol.check_if_match(read(user).meta.version)
+    protocol.check_if_match(protocol.version(read(user)))
     user.scim_modified_at = _claim(user)
     _audit(provisioner, "scim.user.deleted", user, hard=settings().scim_hard_delete)
     deprovisioning.remove(user, provisioner.actor, hard=settings().scim_hard_delete)
@@ -296,7 +297,7 @@ def search(provisioner: Provisioner, request: SearchRequest) -> dict[str, Any]:
         resources = _models(users)
     else:
         everyone = _models(list(db.session.scalars(base.order_by(*_order(request)))))
-        matched = [resource for resource in everyone if request.filter.match(resource)]
+        matched = queries.matching(request, everyone)
         total, resources = len(matched), matched[offset : offset + limit]
     listing = ListResponse[ScimUser](
         total_results=total, start_index=offset + 1, items_per_page=len(resources), resources=resources
@@ -321,7 +322,7 @@ _SORTABLE = {
 
 
 def _order(request: SearchRequest) -> list[Any]:
-    column = User.id
+    column: InstrumentedAttribute[Any] = User.id
     if request.sort_by is not None:
         column = _SORTABLE.get(str(request.sort_by).split(":")[-1].lower(), User.id)
     descending = str(request.sort_order or "ascending").endswith("descending")

@@ -7,7 +7,8 @@ encrypted; here they are handed out, refreshed near expiry, and cleared.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
 from sqlalchemy import false, select
 
@@ -32,7 +33,18 @@ class ResourceTokenError(Exception):
         self.description = description
 
 
-def resource_token(user: User, provider_id: str | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ResourceToken:
+    """A provider's access token for its user, in clear, and when it expires (None: the provider did not say)."""
+
+    token: str
+    expires: int | None
+
+    def as_json(self) -> dict[str, Any]:
+        return {"token": self.token, "expires": self.expires}
+
+
+def resource_token(user: User, provider_id: str | None = None) -> ResourceToken:
     """A valid provider access token for ``user``, refreshed when within 5 minutes of expiry."""
     query = select(ExternalIdentity).where(
         ExternalIdentity.user_id == user.id, ExternalIdentity.access_token_encrypted.is_not(None)
@@ -59,13 +71,18 @@ def resource_token(user: User, provider_id: str | None = None) -> dict[str, Any]
             409, "reauthentication_required", "The provider refused a refresh; the user must sign in again."
         )
     if identity.expires_at is None or identity.expires_at - now() > REFRESH_MARGIN:
-        answer = {"token": security.decrypt(identity.access_token_encrypted), "expires": identity.expires_at}
+        answer = ResourceToken(token=_access_token(identity), expires=identity.expires_at)
         db.session.rollback()
         return answer
     _refresh(identity)
-    answer = {"token": security.decrypt(identity.access_token_encrypted), "expires": identity.expires_at}
+    answer = ResourceToken(token=_access_token(identity), expires=identity.expires_at)
     db.session.commit()
     return answer
+
+
+def _access_token(identity: ExternalIdentity) -> str:
+    # resource_token reads only an identity that holds an access token, and a refresh replaces it with another.
+    return security.decrypt(cast(str, identity.access_token_encrypted))
 
 
 def _refresh(identity: ExternalIdentity) -> None:
@@ -130,8 +147,14 @@ def _granted_scopes(provider: SsoProvider, token: dict) -> str:
 
 
 def save_tokens(provider: SsoProvider, user: User, subject: str, token: dict) -> None:
-    identity = db.session.scalar(
-        select(ExternalIdentity).where(ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject)
+    # The sign-in that got ``token`` has just linked ``subject``, in this transaction: the row is there.
+    identity = cast(
+        ExternalIdentity,
+        db.session.scalar(
+            select(ExternalIdentity).where(
+                ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == subject
+            )
+        ),
     )
     store_token(identity, provider, token)
     db.session.commit()
@@ -153,7 +176,8 @@ def store_token(identity: ExternalIdentity, provider: SsoProvider, token: dict) 
 
 def _expiry(token: dict) -> int | None:
     """When the provider's access token expires, if the answer says so in a usable form."""
-    for value, base in ((token.get("expires_in"), now()), (token.get("expires_at"), 0)):
+    candidates: tuple[tuple[Any, int], ...] = ((token.get("expires_in"), now()), (token.get("expires_at"), 0))
+    for value, base in candidates:
         try:
             seconds = int(value)
         except (TypeError, ValueError):

@@ -13,7 +13,7 @@ import logging
 import math
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
@@ -37,7 +37,7 @@ from authsvc.web import metrics
 from authsvc.web.deployment import client_address
 
 if TYPE_CHECKING:
-    pass
+    from joserfc.jwk import KeySet, KeySetSerialization
 
 # requests, Authlib's requests client and joserfc are imported inside the
 # functions that talk to a provider: they cost every web worker about 15 MB,
@@ -143,6 +143,8 @@ def finish(
     linking = flow.link_user
     if linking is not None and (session_user is None or session_user.id != linking):
         raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
+    # The signed-in user the flow links to (checked above to be the one who started it); None for a sign-in.
+    linked_to = session_user if linking is not None else None
     if error or not code:
         raise ProviderRefused(error or "invalid_request")
     try:
@@ -159,8 +161,8 @@ def finish(
         raise _unreachable(provider, exc, "did not answer properly. Try again later.") from None
     profile = map_profile(provider, claims)
     check_match_rules(provider, claims, profile)
-    if linking is not None:
-        user = link_identity(provider, profile["uid"], session_user, actor=actors.of_user(session_user.id), via="user")
+    if linked_to is not None:
+        user = link_identity(provider, profile.uid, linked_to, actor=actors.of_user(linked_to.id), via="user")
     else:
         user = link_user(provider, profile, claims)
     # Stored with the provider's tokens, in their transaction.
@@ -172,7 +174,7 @@ def finish(
         details={"provider": provider.id},
         commit=False,
     )
-    save_tokens(provider, user, profile["uid"], token)
+    save_tokens(provider, user, profile.uid, token)
     return SignedIn(user=user, continue_url=flow.continue_url)
 
 
@@ -206,13 +208,15 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
     if not id_token or not isinstance(id_token, str):
         raise ValueError("no id_token in the token response")
     kid = jws.extract_compact(id_token.encode()).headers().get("kid")
-    keys = _signing_keys(provider, urls.jwks_url, kid)
+    # endpoints() completes an OpenID Connect provider's jwks_uri, and only those send ID tokens.
+    jwks_url = cast(str, urls.jwks_url)
+    keys = _signing_keys(provider, jwks_url, kid)
     try:
         decoded = jwt.decode(id_token, keys, algorithms=UPSTREAM_ID_TOKEN_ALGORITHMS)
     except BadSignatureError:
         # A token without kid names no key to look for: a signature that fails
         # against the cached keys may just as well be the provider's rotation.
-        fresh = _refetched_keys(provider, urls.jwks_url, kid) if kid is None else None
+        fresh = _refetched_keys(provider, jwks_url, kid) if kid is None else None
         if fresh is None:
             raise
         decoded = jwt.decode(id_token, fresh, algorithms=UPSTREAM_ID_TOKEN_ALGORITHMS)
@@ -226,7 +230,8 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
         aud={"essential": True, "value": provider.client_id},
         sub={"essential": True},
         exp={"essential": True},
-        nonce={"essential": True, "value": nonce},
+        # An OpenID Connect flow always has its nonce (start).
+        nonce={"essential": True, "value": cast(str, nonce)},
     ).validate(claims)
     # OIDC Core 3.1.3.7: a token for several audiences names the party it was
     # issued to; it must be us, or another audience's token is replayed here.
@@ -241,11 +246,16 @@ def verify_id_token(provider: SsoProvider, urls: Endpoints, id_token: str | None
 UPSTREAM_ID_TOKEN_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384"]
 
 
-def _signing_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> Any:
-    """The provider's key set, refetched once when the token's kid is not in the cached one."""
+def _key_set(document: dict[str, Any]) -> KeySet:
+    """A provider's JWKS document as a key set (joserfc raises on a document that is none)."""
     from joserfc.jwk import KeySet
 
-    keys = KeySet.import_key_set(fetch_json(provider, jwks_url))
+    return KeySet.import_key_set(cast("KeySetSerialization", document))
+
+
+def _signing_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> Any:
+    """The provider's key set, refetched once when the token's kid is not in the cached one."""
+    keys = _key_set(fetch_json(provider, jwks_url))
     if kid is None or kid in {key.kid for key in keys.keys}:
         return keys
     return _refetched_keys(provider, jwks_url, kid) or keys
@@ -260,18 +270,16 @@ def _refetched_keys(provider: SsoProvider, jwks_url: str, kid: str | None) -> An
     provider; it shares what it fetched, which the other workers read instead
     of their stale copy.
     """
-    from joserfc.jwk import KeySet
-
     shared = store.load_jwks(provider.id, jwks_url)
     if shared is not None:
         shared_kids = {key.get("kid") for key in shared.get("keys", []) if isinstance(key, dict)}
         if kid in shared_kids or (kid is None and shared != fetch_json(provider, jwks_url)):
-            return KeySet.import_key_set(shared)
+            return _key_set(shared)
     if store.claim_jwks_refetch(provider.id, settings().sso_jwks_refetch_interval):
         log.info("SSO provider %s: unknown key, refetching its JWKS", provider.id)
         fresh = fetch_json(provider, jwks_url, fresh=True)
         store.save_jwks(provider.id, jwks_url, fresh, METADATA_TTL)
-        return KeySet.import_key_set(fresh)
+        return _key_set(fresh)
     return None
 
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import cast
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
@@ -13,9 +14,6 @@ from authsvc.core.database import db
 from authsvc.core.errors import ProviderFailed, SsoConflict
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.sso.providers import DEFAULT_MAPPINGS, ProviderRefused
-
-if TYPE_CHECKING:
-    pass
 
 # requests, Authlib's requests client and joserfc are imported inside the
 # functions that talk to a provider: they cost every web worker about 15 MB,
@@ -32,42 +30,52 @@ def _first(claims: dict, names: list[str]) -> str | None:
     return None
 
 
-def map_profile(provider: SsoProvider, claims: dict) -> dict[str, str | None]:
+@dataclass(frozen=True)
+class Profile:
+    """Who signed in at the provider, in our terms: its account's id, the address and name it gave."""
+
+    uid: str
+    email: str | None
+    name: str
+
+
+def map_profile(provider: SsoProvider, claims: dict) -> Profile:
+    """The profile the provider's claims give, by its mappings (DEFAULT_MAPPINGS where it names none)."""
     mappings = {**DEFAULT_MAPPINGS, **provider.profile_mappings}
-    profile = {field: _first(claims, names) for field, names in mappings.items()}
-    if not profile.get("uid"):
+    found = {field: _first(claims, names) for field, names in mappings.items()}
+    uid, email, name = found.get("uid"), found.get("email"), found.get("name")
+    if not uid:
         raise ProviderFailed("Sign-in provider failed", f"{provider.name} did not say who you are.")
-    if profile.get("email"):
-        profile["email"] = profile["email"].lower()
-    if not profile.get("name"):
-        profile["name"] = " ".join(p for p in (profile.get("first_name"), profile.get("last_name")) if p) or ""
-    return profile
+    if not name:
+        name = " ".join(p for p in (found.get("first_name"), found.get("last_name")) if p)
+    return Profile(uid=uid, email=email.lower() if email else email, name=name)
 
 
-def check_match_rules(provider: SsoProvider, claims: dict, profile: dict) -> None:
+def check_match_rules(provider: SsoProvider, claims: dict, profile: Profile) -> None:
     for claim, allowed in provider.match_rules.items():
         allowed = [str(v).lower() for v in (allowed if isinstance(allowed, list) else [allowed])]
         if claim == "email_domain":
-            value = (profile.get("email") or "").rpartition("@")[2]
+            value = (profile.email or "").rpartition("@")[2]
         else:
             value = str(claims.get(claim, "")).lower()
         if value not in allowed:
             raise ProviderRefused("not_allowed")
 
 
-def link_user(provider: SsoProvider, profile: dict, claims: dict) -> User:
+def link_user(provider: SsoProvider, profile: Profile, claims: dict) -> User:
     """The user this external account signs in as: linked, matched by e-mail, or new."""
     for _ in range(2):
         identity = db.session.scalar(
             select(ExternalIdentity).where(
-                ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == profile["uid"]
+                ExternalIdentity.provider_id == provider.id, ExternalIdentity.subject == profile.uid
             )
         )
         if identity is not None:
-            user = db.session.get(User, identity.user_id)
+            # A link's user is there: deleting a user deletes their links first (admin.users).
+            user = cast(User, db.session.get(User, identity.user_id))
             if user.disabled:
                 raise ProviderRefused("account_disabled")
-            if not user.email_verified and profile.get("email") == user.email and email_asserted(provider, claims):
+            if not user.email_verified and profile.email == user.email and email_asserted(provider, claims):
                 # The provider vouches now for the address it did not vouch for before.
                 user.email_verified = True
                 db.session.commit()
@@ -96,12 +104,12 @@ def privileged(user: User) -> bool:
     return user.privileged
 
 
-def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> User:
-    if not profile.get("email"):
+def _link_new_identity(provider: SsoProvider, profile: Profile, claims: dict) -> User:
+    if not profile.email:
         raise ProviderRefused("no_email")
     try:
         # The service's one e-mail rule: an address no other surface would take makes no user here either.
-        email = validation.email(profile["email"])
+        email = validation.email(profile.email)
     except validation.Invalid:
         raise ProviderRefused("invalid_email") from None
     user = db.session.scalar(select(User).where(User.domain_id == provider.domain_id, User.email == email))
@@ -118,13 +126,13 @@ def _link_new_identity(provider: SsoProvider, profile: dict, claims: dict) -> Us
         user = User(
             domain_id=provider.domain_id,
             email=email,
-            name=profile.get("name") or "",
+            name=profile.name or "",
             email_verified=email_asserted(provider, claims),
         )
         db.session.add(user)
         db.session.flush()
         via = "new_user"
-    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=profile["uid"], via=via))
+    db.session.add(ExternalIdentity(provider_id=provider.id, user_id=user.id, subject=profile.uid, via=via))
     _audit_link(provider, "sso.linked", user, actor=f"sso:{provider.id}", via=via)
     db.session.commit()
     return user

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlencode, urlsplit
 
 from sqlalchemy import select
@@ -222,8 +222,8 @@ def fetch_json(provider: SsoProvider, url: str, *, fresh: bool = False) -> dict:
 
 @dataclass
 class Endpoints:
-    authorize_url: str
-    token_url: str
+    authorize_url: str | None
+    token_url: str | None
     userinfo_url: str | None
     jwks_url: str | None
     issuer: str | None
@@ -235,7 +235,9 @@ def endpoints(provider: SsoProvider) -> Endpoints:
         provider.authorize_url, provider.token_url, provider.userinfo_url, provider.jwks_url, provider.issuer
     )
     if provider.kind == "oidc" and not (found.authorize_url and found.token_url and found.jwks_url):
-        meta = fetch_json(provider, provider.issuer.rstrip("/") + "/.well-known/openid-configuration")
+        # An OpenID Connect provider is one made with its issuer (admin.sso_providers).
+        issuer = cast(str, provider.issuer)
+        meta = fetch_json(provider, issuer.rstrip("/") + "/.well-known/openid-configuration")
         found.authorize_url = found.authorize_url or meta["authorization_endpoint"]
         found.token_url = found.token_url or meta["token_endpoint"]
         found.jwks_url = found.jwks_url or meta["jwks_uri"]

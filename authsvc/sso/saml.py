@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from authsvc.core import security
 from authsvc.core.models import SsoProvider
@@ -118,9 +118,10 @@ def sp_client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = Fa
     urls = sp_urls(domain_host, provider.id)
     with tempfile.TemporaryDirectory(prefix="authsvc-saml-") as private:
         key_file, cert_file = os.path.join(private, "sp.key"), os.path.join(private, "sp.crt")
+        # A SAML provider is made with its key pair (saml_setup): both columns hold it.
         for path, text in (
-            (key_file, security.decrypt(provider.saml_sp_key_encrypted)),
-            (cert_file, provider.saml_sp_certificate),
+            (key_file, security.decrypt(cast(str, provider.saml_sp_key_encrypted))),
+            (cert_file, cast(str, provider.saml_sp_certificate)),
         ):
             descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             with os.fdopen(descriptor, "w") as handle:

@@ -23,7 +23,7 @@ from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import flow_state, saml, saml_setup, saml_slo
 from authsvc.sso.flow import SignedIn
-from authsvc.sso.linking import check_match_rules, link_identity, link_user
+from authsvc.sso.linking import Profile, check_match_rules, link_identity, link_user
 from authsvc.sso.providers import ProviderRefused, find_provider
 
 log = logging.getLogger(__name__)
@@ -170,7 +170,7 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         refused(provider, "browser")
         raise SsoExpired("Sign-in expired", "This sign-in was started in another browser.")
     claims = profile_claims(provider, data.subject, data.attributes)
-    profile = {"uid": data.subject, "email": claims.get("email"), "name": claims.get("name") or ""}
+    profile = Profile(uid=data.subject, email=claims.get("email"), name=claims.get("name") or "")
     try:
         check_match_rules(provider, claims, profile)
         linking = data.link_user

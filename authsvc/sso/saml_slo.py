@@ -21,7 +21,7 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-from typing import Any
+from typing import Any, cast
 
 import redis
 from flask import Flask
@@ -83,7 +83,8 @@ def idp_logout(domain: Domain, provider: SsoProvider, binding: str, fields: dict
     if not store.client().set(_seen_key(provider.id, request.id), "1", nx=True, ex=seen_ttl):
         raise SamlError("replayed", "This LogoutRequest was already received.")
     key = _sessions_key(provider.id, request.name_id)
-    indexed = store.client().hgetall(key)
+    # The store is a synchronous client (decode_responses): the hash maps session digests to SessionIndexes.
+    indexed = cast(dict[str, str], store.client().hgetall(key))
     wanted = set(request.session_indexes)
     # Core 3.7.3.2: without SessionIndex, every session of the principal from this IdP ends.
     digests = [digest for digest, index in indexed.items() if not wanted or index in wanted]
@@ -142,7 +143,7 @@ def _signing_out(app: Flask, domain: Domain, record: SignInSession, continue_url
 def idp_answered(domain: Domain, provider: SsoProvider, binding: str, fields: dict[str, str]) -> str:
     """Check the IdP's LogoutResponse to our pending LogoutRequest; where the browser continues."""
     relay_state = fields.get("RelayState") or ""
-    raw = store.client().getdel(_pending_key(relay_state)) if 0 < len(relay_state) <= 200 else None
+    raw = cast(str | None, store.client().getdel(_pending_key(relay_state))) if 0 < len(relay_state) <= 200 else None
     pending = json.loads(raw) if raw else None
     if pending is None or pending["provider"] != provider.id:
         raise SamlError("unsolicited", "This LogoutResponse answers no pending sign-out here.")

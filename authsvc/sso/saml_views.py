@@ -5,7 +5,7 @@ The sign-in starts at GET /auth/oauth2?id= like every other protocol (views.star
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, redirect, request, url_for
+from flask import Blueprint, Response, make_response, redirect, request, url_for
 
 from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
@@ -56,7 +56,7 @@ def acs(provider_id: str) -> Response:
         return page(
             "message.html", status, domain=domain, title=title, message=message, link=url_for("auth.login_page")
         )
-    response = redirect(url_for("saml.finish", handoff=handoff), 303)
+    response = make_response(redirect(url_for("saml.finish", handoff=handoff), 303))
     uncached(response, referrer_policy=NO_REFERRER)
     return response
 
@@ -102,11 +102,11 @@ def slo(provider_id: str) -> Response:
         saml_slo.refused(provider, exc.reason)
         raise ApiError(400, "saml_logout_refused", exc.message) from None
     if "SAMLResponse" in fields:
-        response = redirect(safe_continue(target, issuer(), url_for("auth.login_page")), 303)
+        response = make_response(redirect(safe_continue(target, issuer(), url_for("auth.login_page")), 303))
     elif answer is None:
         return page("message.html", domain=domain, title="Signed out", message="You are signed out.")
     elif answer["binding"] == saml_logout.REDIRECT:
-        response = redirect(answer["url"], 303)
+        response = make_response(redirect(answer["url"], 303))
     else:
         return page("saml_post.html", domain=domain, action=answer["url"], fields=answer["fields"])
     uncached(response, referrer_policy=NO_REFERRER)

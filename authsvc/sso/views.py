@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, jsonify, redirect, request, url_for
+from flask import Blueprint, Response, jsonify, make_response, redirect, request, url_for
 
 from authsvc.api import lookup
 from authsvc.auth import reauth, sessions
@@ -58,7 +58,8 @@ def link() -> Response:
         return _unknown_provider(domain)
     user = sessions.session_user(domain)
     if user is None:
-        return redirect(url_for("auth.login_page", **{"continue": url_for("sso.link", id=provider.id)}), 303)
+        back: dict[str, Any] = {"continue": url_for("sso.link", id=provider.id)}
+        return make_response(redirect(url_for("auth.login_page", **back), 303))
     # Linking adds a way into the account: it needs a recent sign-in, like a new factor.
     stale = reauth.required(user, domain, url_for("sso.link", id=provider.id))
     if stale is not None:
@@ -101,7 +102,7 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
             message=exc.message,
             link=url_for("auth.login_page"),
         )
-    response = redirect(target, 302 if link_user is None else 303)
+    response = make_response(redirect(target, 302 if link_user is None else 303))
     uncached(response, referrer_policy=NO_REFERRER)
     # SameSite=Lax: the provider's redirect back is a top-level GET, which carries it
     # (for SAML, our own redirect after the IdP's cross-site POST: see saml_flow).
@@ -141,7 +142,7 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
         # Back to the sign-in page, which words the message itself: nothing
         # the provider sent is shown to the user.
         code = exc.error if re.fullmatch(r"[a-z_]{1,40}", exc.error) else "provider_error"
-        return redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303)
+        return make_response(redirect(url_for("auth.login_page") + "?" + urlencode({"sso_error": code}), 303))
     except SsoError as exc:
         return page(
             "message.html",
@@ -151,7 +152,7 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
             message=exc.message,
             link=url_for("auth.login_page"),
         )
-    response = redirect(signed_in.continue_url or url_for("auth.login_page"), 303)
+    response = make_response(redirect(signed_in.continue_url or url_for("auth.login_page"), 303))
     uncached(response, referrer_policy=NO_REFERRER)
     session_id = sessions.start_session(response, signed_in.user, domain, amr=["fed"], saml=signed_in.saml or None)
     if signed_in.saml:
@@ -163,12 +164,12 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
 # Delegated provider tokens
 
 
-def resource_token_response(fetch: Callable[[str | None], dict[str, Any]]) -> Response:
+def resource_token_response(fetch: Callable[[str | None], delegated.ResourceToken]) -> Response:
     try:
         answer = fetch(request.args.get("provider"))
     except delegated.ResourceTokenError as exc:
         raise ApiError(exc.status, exc.error, exc.description) from None
-    response = jsonify(answer)
+    response = jsonify(answer.as_json())
     uncached(response)
     return response
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from flask import flash, redirect, request, url_for
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
@@ -69,8 +71,9 @@ def reset_password(actor: admin.Actor, domain: Domain, record_id: str) -> Respon
     record: User = base.record(actor, User, record_id, domain)
     base.require_change(actor, domain)
     # Setting a password hands the account to whoever knows it: the admin signs in again if not recently.
+    # The console's actor is always its signed-in user (console_page), never the command line.
     stale = reauth.required(
-        actor.user, current_domain(), url_for("console.user", domain_id=domain.id, record_id=record.id)
+        cast(User, actor.user), current_domain(), url_for("console.user", domain_id=domain.id, record_id=record.id)
     )
     if stale is not None:
         return stale

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import secrets
 import time
+from typing import cast
 from urllib.parse import parse_qsl, urlsplit
 
 import pyotp
 from sqlalchemy import delete, select, update
 
 from authsvc.core import security
-from authsvc.core.database import db, now
+from authsvc.core.database import db, now, rows_affected
 from authsvc.core.models import Domain, MfaFactor, RecoveryCode, User
 
 RECOVERY_CODES = 10
@@ -114,14 +115,16 @@ def unconfirmed_factor(user: User) -> MfaFactor | None:
 
 def confirm(factor: MfaFactor) -> list[str]:
     """Confirm an enrolment whose first code passed; the first factor comes with recovery codes."""
-    user = db.session.get(User, factor.user_id)
+    # The factor belongs to the signed-in user confirming it in this request: the row is there.
+    user = cast(User, db.session.get(User, factor.user_id))
     first = not enrolled(user)
     factor.confirmed = True
     return new_recovery_codes(user) if first else []
 
 
 def totp_secret(factor: MfaFactor) -> str:
-    return security.decrypt(factor.secret)
+    # A TOTP factor's row always holds its encrypted secret (the column is a passkey's null).
+    return security.decrypt(cast(str, factor.secret))
 
 
 def provisioning_uri(factor: MfaFactor, user: User, domain: Domain) -> str:
@@ -152,7 +155,7 @@ def verify_totp(factor: MfaFactor, code: str) -> bool:
             claimed = db.session.execute(
                 update(MfaFactor).where(MfaFactor.id == factor.id, MfaFactor.last_step < step).values(last_step=step)
             )
-            return claimed.rowcount == 1
+            return rows_affected(claimed) == 1
     return False
 
 
@@ -190,11 +193,11 @@ def use_recovery_code(user: User, code: str) -> bool:
         )
         .values(used_at=now())
     )
-    return spent.rowcount == 1
+    return rows_affected(spent) == 1
 
 
 def reset(user: User) -> int:
     """Remove every factor and recovery code of ``user``; return how many factors there were."""
-    removed = db.session.execute(delete(MfaFactor).where(MfaFactor.user_id == user.id)).rowcount
+    removed = rows_affected(db.session.execute(delete(MfaFactor).where(MfaFactor.user_id == user.id)))
     db.session.execute(delete(RecoveryCode).where(RecoveryCode.user_id == user.id))
     return removed

@@ -11,7 +11,7 @@ signature counter grew; each ceremony's challenge is kept in Redis for one use.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import select
 
@@ -57,7 +57,8 @@ def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
     from webauthn import base64url_to_bytes
     from webauthn.helpers.structs import PublicKeyCredentialDescriptor
 
-    return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(f.credential_id)) for f in passkeys(user)]
+    # A passkey's row always holds its credential id and public key (the columns are a TOTP factor's nulls).
+    return [PublicKeyCredentialDescriptor(id=base64url_to_bytes(cast(str, f.credential_id))) for f in passkeys(user)]
 
 
 def registration_options(user: User, domain: Domain, holder: str) -> str:
@@ -164,7 +165,7 @@ def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor
             expected_challenge=base64url_to_bytes(challenge),
             expected_rp_id=domain.host,
             expected_origin=issuer(),
-            credential_public_key=base64url_to_bytes(factor.public_key),
+            credential_public_key=base64url_to_bytes(cast(str, factor.public_key)),
             credential_current_sign_count=factor.sign_count,
         )
     except (WebAuthnException, ValueError, KeyError, TypeError) as exc:

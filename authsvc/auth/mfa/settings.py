@@ -4,7 +4,9 @@ Every change needs a recent sign-in (authsvc.auth.reauth)."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, redirect, request, url_for
+from typing import Any
+
+from flask import Blueprint, Response, make_response, redirect, request, url_for
 
 from authsvc.auth import reauth, sessions
 from authsvc.auth.mfa import factors, passkeys
@@ -20,21 +22,23 @@ from authsvc.web.pages import page
 bp = Blueprint("mfa_settings", __name__, url_prefix="/auth/mfa")
 
 
-def _signed_in() -> tuple[User | None, Domain, Response | None]:
+def _signed_in() -> Response | tuple[User, Domain]:
+    """The session's user and domain, or the answer that sends the browser to sign in, back here."""
     domain = current_domain()
     user = sessions.session_user(domain)
     if user is None:
-        here = request.full_path if request.query_string else request.path
-        return None, domain, redirect(url_for("auth.login_page", **{"continue": here}), 303)
-    return user, domain, None
+        here: dict[str, Any] = {"continue": request.full_path if request.query_string else request.path}
+        return make_response(redirect(url_for("auth.login_page", **here), 303))
+    return user, domain
 
 
 def _signed_in_recently(return_to: str) -> Response | tuple[User, Domain]:
     """The session's user and domain, if they signed in recently enough to change their second
     factors; otherwise the answer that sends them to sign in (again), back to ``return_to``."""
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     stale = reauth.required(user, domain, return_to)
     return stale if stale is not None else (user, domain)
 
@@ -56,9 +60,10 @@ def _rotate(response: Response, user: User, domain: Domain, amr: list[str]) -> N
 
 @bp.get("")
 def settings() -> Response:
-    user, domain, redirect_to_login = _signed_in()
-    if user is None:
-        return redirect_to_login
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
     next_url = safe_continue(request.args.get("continue"), issuer(), default="")
     return page(
         "mfa_settings.html",
@@ -193,7 +198,7 @@ def remove(factor_id: str) -> Response:
         details={"kind": factor.kind},
         commit=False,
     )
-    response = redirect(url_for(".settings"), 303)
+    response = make_response(redirect(url_for(".settings"), 303))
     amr = _amr(domain)
     _rotate(response, user, domain, amr)
     return response

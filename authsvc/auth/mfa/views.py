@@ -8,7 +8,9 @@ of a session. The session starts only once the second factor passed, with
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, redirect, request, url_for
+from typing import Any
+
+from flask import Blueprint, Response, current_app, jsonify, make_response, redirect, request, url_for
 
 from authsvc.auth import lockouts, sessions
 from authsvc.auth.mfa import factors, passkeys, pending
@@ -190,7 +192,7 @@ def signin_mfa() -> Response:
     method = _check_code(record, user, domain, token, code, webauthn)
     target = record.continue_url
     if target:
-        response = redirect(target, 303)
+        response = make_response(redirect(target, 303))
     else:
         body = {"id": str(user.id), "email": user.email, "name": user.name, "domain": str(domain.id)}
         if method == "recovery_code":
@@ -231,8 +233,9 @@ def login_mfa() -> Response:
     target = safe_continue(record.continue_url, issuer(), default="") or url_for("auth.login_page")
     if method == "recovery_code":
         # A spent recovery code may mean a lost phone: offer a new authenticator first.
-        target = url_for("mfa_settings.settings", recovered=1, **{"continue": target})
-    response = redirect(target, 303)
+        back: dict[str, Any] = {"continue": target}
+        target = url_for("mfa_settings.settings", recovered=1, **back)
+    response = make_response(redirect(target, 303))
     _finish(token, user, domain, method, response)
     return response
 
