@@ -30,7 +30,7 @@ from flask import request as flask_request
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
 from werkzeug.wrappers import Response
 
-from authsvc.core import clock, security, store, validation
+from authsvc.core import clock, security, signed_json, store
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import request_host
 
@@ -307,7 +307,7 @@ def _extract(proof: str, refuse: Any) -> jws.CompactSignature:
     try:
         signed = jws.extract_compact(proof.encode(), registry=_registry())
         header = signed.headers()
-        validation.jose_header(proof)  # each member once (joserfc's reading keeps the last)
+        signed_json.jose_header(proof)  # each member once (joserfc's reading keeps the last)
     except (JoseError, ValueError, TypeError, RecursionError):
         raise refuse("The DPoP proof is not a well-formed JWS.") from None
     if not isinstance(header, dict):
@@ -342,7 +342,7 @@ def _public_key(jwk: Any, alg: str, refuse: Any) -> ECKey | RSAKey | OKPKey:
 
 def _claims(payload: bytes) -> dict[str, Any] | None:
     try:
-        claims = validation.signed_json(payload)  # each member once, numbers finite
+        claims = signed_json.signed_json(payload)  # each member once, numbers finite
     except (ValueError, RecursionError):
         return None
     return claims if isinstance(claims, dict) else None

@@ -18,7 +18,7 @@ from flask import request as flask_request
 from joserfc import jwt
 from joserfc.errors import JoseError
 
-from authsvc.core import clock, security, store, validation
+from authsvc.core import clock, security, signed_json, store
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -60,11 +60,11 @@ class PrivateKeyJWT(JWTBearerClientAssertion):
 
     def process_assertion_claims(self, assertion: str, resolve_key: Any) -> dict:
         try:
-            validation.jose_header(assertion)
+            signed_json.jose_header(assertion)
         except (ValueError, RecursionError):
             raise InvalidClientError(description="The client assertion's header is not JSON as a JWT needs.") from None
         try:
-            token = jwt.decode(assertion, resolve_key, algorithms=ALGORITHMS, decoder_cls=validation.SignedJSONDecoder)
+            token = jwt.decode(assertion, resolve_key, algorithms=ALGORITHMS, decoder_cls=signed_json.SignedJSONDecoder)
         except JoseError as exc:
             raise InvalidClientError(
                 description=f"The client assertion is invalid: {exc.description or exc.error}."

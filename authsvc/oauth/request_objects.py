@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from joserfc.errors import JoseError
 
-from authsvc.core import clock, validation
+from authsvc.core import clock, signed_json
 from authsvc.core.models import Application
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
@@ -68,7 +68,7 @@ def parameters(client: Application, request_object: str, client_id: str | None) 
 
     try:
         token = jwt.decode(
-            request_object, _key_resolver(client), algorithms=ALGORITHMS, decoder_cls=validation.SignedJSONDecoder
+            request_object, _key_resolver(client), algorithms=ALGORITHMS, decoder_cls=signed_json.SignedJSONDecoder
         )
     except InvalidClientError as exc:  # no matching key, or the jwks_uri could not be fetched
         raise _refused((exc.description or "No usable key.").replace("client assertion", "request object")) from None
@@ -109,7 +109,7 @@ def _check_header(request_object: str) -> None:
 
     try:
         header = jws.extract_compact(request_object.encode()).headers()
-        validation.jose_header(request_object)  # each member once (joserfc's reading keeps the last)
+        signed_json.jose_header(request_object)  # each member once (joserfc's reading keeps the last)
     except (JoseError, ValueError, UnicodeError, RecursionError):
         message = "The request object is not a signed JWT in compact form (encrypted ones are not read)."
         raise _refused(message) from None
