@@ -16,7 +16,7 @@ from sqlalchemy import select
 from authsvc.core.models import AuditRecord, Domain
 from tests.helpers import OTHER_HOST, REDIRECT_URI, headers, location_params, pkce_pair, signin
 from tests.helpers.dpop import Holder
-from tests.helpers.fapi import INSPECT, JWKS, authorize_request, token_request, with_proof
+from tests.helpers.fapi import INSPECT, authorize_request, keyed_application, token_request, with_proof
 
 
 @pytest.fixture
@@ -26,15 +26,7 @@ def tenant(world):
     service = world.user(domain, f"service@{OTHER_HOST}", service_account=True)
 
     class Tenant:
-        keyed, _ = world.application(
-            domain,
-            name="Keyed",
-            token_endpoint_auth_method="private_key_jwt",
-            jwks=JWKS,
-            require_pkce=True,
-            service_account_id=service.id,
-            scopes="public mqtt.read openid",
-        )
+        keyed = keyed_application(world, domain, service)
         person = world.user(domain, f"person@{OTHER_HOST}", name="Person")
 
     Tenant.domain = domain

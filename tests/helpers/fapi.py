@@ -14,7 +14,7 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import RSAKey
 
-from authsvc.core.models import Application, Domain
+from authsvc.core.models import Application, Domain, User
 from tests.helpers import HOST, OTHER_HOST, REDIRECT_URI, headers, location_params, pkce_pair, signin
 from tests.helpers.dpop import Holder
 
@@ -36,15 +36,7 @@ def fapi(world):
         service = world.user(domain, f"service@{host}", service_account=True)
 
         class Tenant:
-            keyed, _ = world.application(
-                domain,
-                name="Keyed",
-                token_endpoint_auth_method="private_key_jwt",
-                jwks=JWKS,
-                require_pkce=True,
-                service_account_id=service.id,
-                scopes="public mqtt.read openid",
-            )
+            keyed = keyed_application(world, domain, service)
             secret_app, secret = world.application(domain, confidential=True, name="Secret")
             public_app, _ = world.application(domain, name="Public", require_pkce=True)
             person = world.user(domain, f"person@{host}", name="Person")
@@ -57,6 +49,20 @@ def fapi(world):
         standard = tenant(OTHER_HOST, "standard")
 
     return Fapi
+
+
+def keyed_application(world, domain: Domain, service: User) -> Application:
+    """An application that complies with the FAPI 2.0 profile: private_key_jwt, PKCE, acting as ``service``."""
+    keyed, _ = world.application(
+        domain,
+        name="Keyed",
+        token_endpoint_auth_method="private_key_jwt",
+        jwks=JWKS,
+        require_pkce=True,
+        service_account_id=service.id,
+        scopes="public mqtt.read openid",
+    )
+    return keyed
 
 
 def assertion(client_id: str, host: str = HOST, aud: str | None = None, alg: str = "PS256") -> str:
