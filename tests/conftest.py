@@ -39,7 +39,9 @@ from tests.helpers import (
 # isort: split
 # After tests.helpers, which prepares the environment (no developer settings) first.
 from authsvc import create_app
+from authsvc.core import store
 from authsvc.core.database import db
+from authsvc.core.store import is_embedded as store_is_embedded
 
 _worker_services = None
 
@@ -167,23 +169,83 @@ def schema() -> str:
     return DATABASE_URL
 
 
+class _Apps:
+    """A worker's apps, kept from test to test: building one (its URL map, its engine, whose cache of
+    compiled statements starts cold) was a third of a simple test's CPU. An app is kept only while a
+    test leaves it as it was made: one whose settings, routes, hooks or extensions a test changed is
+    dropped, and the next test that asks gets a new one. The database and the store are emptied
+    before each test (``app`` below), and the rate limits' counters live in the store."""
+
+    def __init__(self) -> None:
+        self.kept: dict[tuple, tuple] = {}
+
+    def get(self, config: dict, handed: set, fresh: bool):
+        """The kept app for these settings; a new one when this test has it already (two instances)."""
+        key = tuple(sorted((name, repr(value)) for name, value in config.items()))
+        if fresh or key in handed:
+            return create_app(config)
+        handed.add(key)
+        if key not in self.kept:
+            app = create_app(config)
+            self.kept[key] = (app, self._shape(app))
+            return app
+        app = self.kept[key][0]
+        if store_is_embedded(app):
+            # A new app's in-process store and rate counters start empty: so do a kept one's.
+            with app.app_context():
+                store.client().flushdb()
+                app.extensions["authsvc.limiter"].reset()
+        return app
+
+    @staticmethod
+    def _shape(app) -> tuple:
+        return (
+            dict(app.config),
+            len(list(app.url_map.iter_rules())),
+            {name: list(funcs) for name, funcs in app.before_request_funcs.items()},
+            {name: list(funcs) for name, funcs in app.after_request_funcs.items()},
+            dict(app.extensions),
+            app.wsgi_app,
+            app.json,
+        )
+
+    def release(self, app) -> None:
+        for key, (kept, shape) in list(self.kept.items()):
+            if kept is app:
+                if self._shape(app) == shape:
+                    with app.app_context():
+                        db.session.remove()
+                    return
+                del self.kept[key]
+        self.dispose(app)
+
+    @staticmethod
+    def dispose(app) -> None:
+        with app.app_context():
+            db.session.remove()
+            db.engine.dispose()
+
+
+_apps = _Apps()
+
+
 @pytest.fixture
 def make_app(schema):
-    """Build an app on the test database with extra settings; cleaned before use."""
+    """An app on the test database with extra settings (a kept one when a test left it as made)."""
     made = []
+    handed: set = set()
 
-    def make(**config):
+    def make(fresh: bool = False, **config):
+        """``fresh``: a new app for a test that adds routes, which Flask allows only before a first request."""
         if any(name.endswith("_RATE_LIMIT") for name in config):
             clear_of_a_minute_boundary()  # a test that counts up to a rate runs inside one window
-        app = create_app({**base_config(), **config})
+        app = _apps.get({**base_config(), **config}, handed, fresh)
         made.append(app)
         return app
 
     yield make
-    for app in made:
-        with app.app_context():
-            db.session.remove()
-            db.engine.dispose()
+    for app in dict.fromkeys(made):
+        _apps.release(app)
 
 
 @pytest.fixture
@@ -191,9 +253,8 @@ def app(make_app):
     app = make_app()
     with app.app_context():
         empty_database(app)
-        from authsvc.core import store
-
         store.client().flushdb()
+        app.extensions["authsvc.limiter"].reset()
     return app
 
 

@@ -42,7 +42,7 @@ def test_a_malformed_incoming_request_id_is_replaced(client, setup, incoming):
 
 
 def test_log_lines_are_json_with_the_request_id(make_app):
-    app = make_app()
+    app = make_app(fresh=True)
 
     @app.get("/test-logs")
     def logs_something():
@@ -191,7 +191,7 @@ def test_the_metrics_tokens_scheme_is_case_insensitive(make_app):
 
 
 def test_text_log_lines_are_for_a_person_with_the_request_id(make_app):
-    app = make_app()
+    app = make_app(fresh=True)
 
     @app.get("/test-text-logs")
     def logs_something():
