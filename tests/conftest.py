@@ -39,6 +39,7 @@ from tests.helpers import (
 # isort: split
 # After tests.helpers, which prepares the environment (no developer settings) first.
 from authsvc import create_app
+from authsvc.cli import migrations
 from authsvc.core.database import db
 
 _worker_services = None
@@ -159,6 +160,7 @@ def schema() -> str:
     if BACKEND == "sqlite":
         Path(DATABASE_URL.removeprefix("sqlite:///")).unlink(missing_ok=True)
     app = create_app(base_config())
+    migrations.install(app)
     with app.app_context():
         from flask_migrate import upgrade
 
