@@ -10,9 +10,8 @@ from flask import Flask
 
 __all__ = ["create_app"]
 
-# Set by config/gunicorn.py: a web worker runs no migrations, so it does not
-# carry Flask-Migrate, Alembic, Mako and Pygments (about 12 MB per worker).
-NO_MIGRATIONS_ENV = "AUTHSVC_WEB_WORKER"
+# Set by config/gunicorn.py: a web worker keeps the in-process store's snapshot (a flask command does not).
+WEB_WORKER_ENV = "AUTHSVC_WEB_WORKER"
 
 
 def create_app(config: dict[str, Any] | None = None) -> Flask:
@@ -73,12 +72,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         for engine in db.engines.values():
             database.init_app(app, engine)
             readers.init_app(app, engine)
-    if not os.environ.get(NO_MIGRATIONS_ENV):
-        from flask_migrate import Migrate
-
-        Migrate(app, db, directory=str(_migrations_dir()), render_as_batch=True)
     store.init_app(app)
-    if os.environ.get(NO_MIGRATIONS_ENV) and settings.store_snapshot and store.is_embedded(app):
+    if os.environ.get(WEB_WORKER_ENV) and settings.store_snapshot and store.is_embedded(app):
         # Only a web worker: a flask command beside the running service would write back a stale copy.
         from authsvc.core import store_snapshot
 
@@ -92,7 +87,3 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     limits.limit_views(app)
     cli.init_app(app)
     return app
-
-
-def _migrations_dir() -> Path:
-    return Path(__file__).resolve().parent / "migrations"

@@ -7,8 +7,7 @@ import shutil
 import tempfile
 from typing import Any
 
-# Web workers run no migrations (the Procfile's release command does): create_app
-# leaves Flask-Migrate and Alembic out of them, which saves memory in every worker.
+# A web worker (not a flask command beside it) keeps the in-process store's snapshot: create_app reads this.
 os.environ["AUTHSVC_WEB_WORKER"] = "1"
 
 bind = f"0.0.0.0:{os.environ.get('PORT', '5000')}"

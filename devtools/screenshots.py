@@ -7,6 +7,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
 
     python -m devtools.screenshots            # every picture below
     python -m devtools.screenshots console    # only docs/console.png
+    python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ def _start(instance: Path, port: int) -> subprocess.Popen:
     raise SystemExit("scripts/run did not serve within 180 s")
 
 
-def _sign_in(page: Page, base: str, person: dict) -> None:
-    page.goto(f"{base}/auth/login")
+def _sign_in(page: Page, base: str, person: dict, then: str = "") -> None:
+    page.goto(f"{base}/auth/login" + (f"?continue={then}" if then else ""))
     page.fill("input[name=email]", person["email"])
     page.fill("input[name=password]", person["password"])
     page.click("button[type=submit]")
@@ -75,7 +76,45 @@ def console(page: Page, base: str, person: dict) -> None:
     page.screenshot(path=str(DOCS / "console.png"))
 
 
-SHOTS: dict[str, Callable] = {"signin": signin, "console": console}
+def _virtual_authenticator(page: Page) -> None:
+    """A passkey in Chromium (the DevTools protocol's virtual authenticator), as the browser tests make one."""
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("WebAuthn.enable")
+    options = {
+        "protocol": "ctap2",
+        "transport": "internal",
+        "hasResidentKey": True,
+        "hasUserVerification": True,
+        "isUserVerified": True,
+        "automaticPresenceSimulation": True,
+    }
+    cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})
+
+
+def mfa(page: Page, base: str, person: dict) -> None:
+    """docs/mfa-totp.png, mfa-recovery-codes.png and mfa-code.png: the demo person adds an authenticator
+    app's page (not confirmed), then a passkey (whose recovery codes come with it), then signs in again."""
+    _virtual_authenticator(page)
+    _sign_in(page, base, person, then="/auth/mfa")
+    page.wait_for_url("**/auth/mfa")
+    page.click("text=Add an authenticator app")
+    page.wait_for_selector(".qr svg")
+    page.screenshot(path=str(DOCS / "mfa-totp.png"), full_page=True)  # taller than the window
+    page.goto(f"{base}/auth/mfa")
+    page.click("text=Add a passkey or security key")
+    page.wait_for_url("**/auth/mfa/passkey")
+    page.fill("input[name=name]", "Laptop")
+    page.click("#webauthn-start")
+    page.wait_for_selector("text=Your recovery codes")
+    page.screenshot(path=str(DOCS / "mfa-recovery-codes.png"))
+    page.goto(f"{base}/auth/logout")
+    _sign_in(page, base, person, then="/auth/mfa")
+    page.wait_for_selector("#webauthn-start")
+    page.screenshot(path=str(DOCS / "mfa-code.png"))
+
+
+# Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
+SHOTS: dict[str, Callable] = {"signin": signin, "console": console, "mfa": mfa}
 
 
 def main(names: list[str]) -> None:
@@ -100,7 +139,7 @@ def main(names: list[str]) -> None:
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
                     SHOTS[name](context.new_page(), base, person)
                     context.close()
-                    print(f"wrote docs/{name}.png")
+                    print(f"wrote docs/{name}.png" if name != "mfa" else "wrote docs/mfa-*.png")
             finally:
                 browser.close()
     finally:

@@ -39,6 +39,7 @@ from tests.helpers import (
 # isort: split
 # After tests.helpers, which prepares the environment (no developer settings) first.
 from authsvc import create_app
+from authsvc.cli import migrations
 from authsvc.core import store
 from authsvc.core.database import db
 from authsvc.core.store import is_embedded as store_is_embedded
@@ -127,6 +128,12 @@ SPREAD = {
 }
 
 
+# Modules that run long in one piece go to the first free workers: loadscope hands out the modules
+# with the most tests first, and a two-test module of minutes (every page of the documentation, one
+# after the other) handed out last would end the pass alone.
+FIRST = ("tests/e2e/test_docs_run.py",)
+
+
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadscope":
         return None
@@ -137,6 +144,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
             if nodeid.split("::", 1)[0] in SPREAD:
                 return nodeid
             return super()._split_scope(nodeid)
+
+        def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+            for scope in FIRST:
+                if scope in self.workqueue:
+                    self.workqueue.move_to_end(scope, last=False)
+            super()._assign_work_unit(node)
 
     return Scheduling(config, log)
 
@@ -161,6 +174,7 @@ def schema() -> str:
     if BACKEND == "sqlite":
         Path(DATABASE_URL.removeprefix("sqlite:///")).unlink(missing_ok=True)
     app = create_app(base_config())
+    migrations.install(app)
     with app.app_context():
         from flask_migrate import upgrade
 

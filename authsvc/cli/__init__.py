@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from authsvc.cli import migrations
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
@@ -18,3 +19,4 @@ from authsvc.cli.users import api_keys, users
 def init_app(app: Flask) -> None:
     for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens):
         app.cli.add_command(command)
+    migrations.init_app(app)

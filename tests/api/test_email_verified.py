@@ -16,6 +16,7 @@ from sqlalchemy import select
 from sqlalchemy import text as sql
 
 from authsvc import create_app
+from authsvc.cli import migrations
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
 from tests.api.test_id_tokens import exchange, verify
@@ -153,6 +154,7 @@ def test_the_console_shows_whether_the_address_is_verified(runner, client, world
 
 def test_the_migration_keeps_admin_made_users_verified_and_not_those_a_sign_in_made(tmp_path):
     app = create_app({**base_config(), "SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'before.sqlite3'}"})
+    migrations.install(app)
     with app.app_context():
         upgrade(revision="b8d2f4a6c1e3")  # the schema before email_verified
         # Rows written in SQL, not through the models: they describe the schema of today's head.

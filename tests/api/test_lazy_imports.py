@@ -20,7 +20,8 @@ from tests.helpers.admin_api import call
 from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[2]
-LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic")  # segno: our QR codes
+# segno: our QR codes; Flask-Migrate (Alembic, Mako, Pygments): a `flask db` command's own (authsvc/cli/migrations.py).
+LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments")
 # Modules (not packages: ``joserfc.errors`` and cryptography's package are light, and loaded).
 JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindings._rust")
 DEFERRED = (
@@ -94,7 +95,7 @@ def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
 
 
 @pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
-def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_or_jose(tmp_path, web_worker):
+def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_or_jose(tmp_path, web_worker):
     assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
 
 

@@ -27,9 +27,11 @@ SCRIPT = """
 import json, sys, time
 from authsvc import create_app
 from authsvc import admin
+from authsvc.cli import migrations
 from flask_migrate import upgrade
 
 app = create_app()
+migrations.install(app)
 with app.app_context():
     upgrade()
     actor = admin.command_line()

@@ -17,6 +17,7 @@ from flask_migrate import upgrade
 from sqlalchemy import text
 
 from authsvc import create_app
+from authsvc.cli import migrations
 from authsvc.core.database import db
 from authsvc.core.models import Application
 from tests.helpers import OTHER_HOST, base_config, headers
@@ -142,6 +143,7 @@ def test_the_cli_refuses_a_system_admin_service_account(runner, setup):
 
 def test_the_upgrade_stops_on_a_system_admin_who_is_a_service_account_and_says_who(tmp_path, caplog):
     app = create_app(base_config() | {"SQLALCHEMY_DATABASE_URI": f"sqlite:///{tmp_path / 'old.sqlite3'}"})
+    migrations.install(app)
     with app.app_context():
         upgrade(revision="b8d2f4a6c1e3")
         with db.engine.begin() as conn:

@@ -27,11 +27,8 @@ pytestmark = [
 
 # Every page, README.md first and then docs/ by name, in one session: a page continues from the
 # README's flows (their variables, as each page says), and docs/api.md's setup and docs/cli.md's
-# domain come before the pages that use them. The test command runs the README and docs/api.md (the
-# first hour's pages); AUTHSVC_TEST_DOCS=all runs every page: their ~35 more CLI calls build the app
-# once each (2-4 s of CPU a call), minutes more than the suite's budget allows.
-EVERY_PAGE = os.environ.get("AUTHSVC_TEST_DOCS", "") == "all"
-PAGES = docs.pages() if EVERY_PAGE else [ROOT / "README.md", ROOT / "docs" / "api.md"]
+# domain come before the pages that use them.
+PAGES = docs.pages()
 
 
 @pytest.fixture(scope="module")

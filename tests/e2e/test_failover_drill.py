@@ -161,6 +161,7 @@ def _seed(env: dict[str, str]) -> tuple[str, str]:
     from flask_migrate import upgrade
 
     from authsvc import create_app
+    from authsvc.cli import migrations
     from authsvc.core import security
     from authsvc.core.database import db
     from authsvc.core.models import ApiKey, Application, Domain, User
@@ -174,6 +175,7 @@ def _seed(env: dict[str, str]) -> tuple[str, str]:
             "AUTHSVC_BCRYPT_ROUNDS": 4,
         }
     )
+    migrations.install(app)
     with app.app_context():
         upgrade()
         domain = Domain(name="Drill", host="127.0.0.1", scopes="public")
