@@ -31,10 +31,11 @@ from authsvc.core.models import (
     User,
 )
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
+from authsvc.core.policy import unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.sso.views import resource_token_response
 
-bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
+bp = unbudgeted(Blueprint("admin_api", __name__, url_prefix="/api/engine/v2"))
 
 MAX_PER_PAGE = 200
 
