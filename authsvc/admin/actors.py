@@ -15,28 +15,9 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import audit, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, Forbidden, NotFound
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN, Permission
-
-
-class Forbidden(Exception):
-    """The actor may not do this."""
-
-
-class NotFound(Exception):
-    """No such record, or not one the actor may see."""
-
-
-class ValidationFailed(Exception):
-    """Input that cannot be saved; ``fields`` says why, per field."""
-
-    def __init__(self, fields: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
-        self.fields = fields
-
-
-class Conflict(Exception):
-    """The change would break a rule that holds across records (duplicates, dependants)."""
 
 
 @dataclass

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change_of_user
+from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import signin
 from authsvc.core import actors, validation
 from authsvc.core.database import db, now
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import ApiKey, Domain, User
 
 

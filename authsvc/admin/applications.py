@@ -5,18 +5,11 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from authsvc.admin.actors import (
-    Actor,
-    Conflict,
-    ValidationFailed,
-    audit_change,
-    commit,
-    require_change,
-    require_change_of_user,
-)
+from authsvc.admin.actors import Actor, audit_change, commit, require_change, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, ValidationFailed
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication, clients, profile

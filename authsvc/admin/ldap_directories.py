@@ -12,11 +12,12 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import ldap_client
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import LdapAccount, LdapDirectory
 from authsvc.core.models.directory import DEFAULT_GROUP_ATTRIBUTE, DEFAULT_USER_FILTER
 from authsvc.core.settings import settings

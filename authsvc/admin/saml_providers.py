@@ -11,10 +11,11 @@ from typing import Any
 
 from sqlalchemy import select
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import clock, validation
 from authsvc.core.database import db
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import saml, saml_setup

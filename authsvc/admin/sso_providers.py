@@ -8,21 +8,13 @@ from typing import Any, cast
 from flask import has_request_context, url_for
 from sqlalchemy import delete, or_, select
 
-from authsvc.admin.actors import (
-    Actor,
-    Conflict,
-    Forbidden,
-    ValidationFailed,
-    audit_change,
-    commit,
-    private_network_problems,
-    require_change,
-)
+from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
 from authsvc.admin.schemas import read, target_domain
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, Forbidden, ValidationFailed
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import linking, providers

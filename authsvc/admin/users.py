@@ -6,11 +6,12 @@ from typing import Any
 
 from sqlalchemy import delete, update
 
-from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
+from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import sessions, signin
 from authsvc.core import actors
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, ValidationFailed
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.sso import delegated
 
