@@ -9,16 +9,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from sqlalchemy import select
-
 from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import clock, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ValidationFailed
-from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
+from authsvc.core.models import Domain, SsoProvider
 from authsvc.core.settings import settings
-from authsvc.sso import saml, saml_setup
+from authsvc.sso import linking, saml, saml_setup
 
 ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
 
@@ -104,7 +102,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
         raise ValidationFailed(problems)
     metadata_xml = values.pop("metadata_xml", None)
     metadata_url = values.pop("metadata_url", None)
-    if (metadata_xml or metadata_url) and not actor.system_admin and _privileged_link(provider):
+    if (metadata_xml or metadata_url) and not actor.system_admin and linking.privileged_link(provider):
         # The metadata holds the IdP's signing certificate: whoever replaces it, even under the same
         # entity id, can sign assertions for the privileged accounts linked here (as for OIDC providers).
         problem = "only a system admin may change the IdP while a privileged account signs in through it"
@@ -152,18 +150,3 @@ def refresh_saml_metadata(actor: Actor, provider: SsoProvider) -> bool:
     )
     db.session.commit()
     return changed
-
-
-def _privileged_link(provider: SsoProvider) -> bool:
-    return (
-        db.session.scalar(
-            select(ExternalIdentity.id)
-            .join(User, User.id == ExternalIdentity.user_id)
-            .where(
-                ExternalIdentity.provider_id == provider.id,
-                User.system_admin | User.admin | User.support | User.service_account,
-            )
-            .limit(1)
-        )
-        is not None
-    )

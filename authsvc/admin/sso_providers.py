@@ -6,7 +6,7 @@ import secrets
 from typing import Any, cast
 
 from flask import has_request_context, url_for
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, select
 
 from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
 from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
@@ -144,16 +144,7 @@ def _refuse_identity_changes_over_privileged_links(
     changed = [name for name in SSO_IDENTITY_FIELDS if name in values and values[name] != getattr(provider, name)]
     if not changed:
         return
-    privileged_link = db.session.scalar(
-        select(ExternalIdentity.id)
-        .join(User, User.id == ExternalIdentity.user_id)
-        .where(
-            ExternalIdentity.provider_id == provider.id,
-            or_(User.system_admin, User.admin, User.support, User.service_account),
-        )
-        .limit(1)
-    )
-    if privileged_link is not None:
+    if linking.privileged_link(provider):
         for name in changed:
             problems[name] = (
                 "only a system admin may change this while a privileged account (system admin, admin, support "

@@ -39,14 +39,17 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
-from authsvc.core import security, store
+from authsvc.auth import lockouts
+from authsvc.auth.signin import account_name
+from authsvc.core import security
 from authsvc.core.policy import Rate, RateLimits, policy_of
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients
 from authsvc.web.deployment import client_address
 
-PREFIX = f"{store.PREFIX}limits"
+# One namespace for every counter of a limit, the lockouts' too.
+PREFIX = lockouts.PREFIX
 # Each limited endpoint's declaration (authsvc.core.policy.rate_limited), by endpoint.
 _DECLARED = "authsvc.limiter.declared"
 # The rates each limited blueprint declared for all its requests, by blueprint.
@@ -104,13 +107,10 @@ def _find_the_domain_first() -> None:
 
 
 def _attempted_account() -> str:
+    """The account a password attempt tries, as the lockouts count it (the domain found by _find_the_domain_first)."""
     limits = declared()
-    email = (_parameter(limits.account) if limits is not None else None) or ""
-    email = email.strip().lower()
-    # A digest keeps e-mail addresses out of Redis. The domain's id (found by
-    # _find_the_domain_first), not the Host header, keeps domains apart: a
-    # port or another name that reaches the same domain is the same account.
-    return security.digest(f"{current_domain().id} {email}") if email else ""
+    email = account_name((_parameter(limits.account) if limits is not None else None) or "")
+    return lockouts.account_key(current_domain().id, email) if email else ""
 
 
 def _refused(response: Response) -> bool:

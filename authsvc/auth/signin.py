@@ -11,8 +11,17 @@ from authsvc.core.models import Domain, User
 from authsvc.web import metrics
 
 
+def account_name(email: str) -> str:
+    """The account a typed e-mail address names in its domain: without surrounding spaces, in lower case.
+
+    One rule for finding the user, checking a directory, and counting attempts against the account
+    (authsvc.auth.lockouts, the request rates): a variant spelling is the same account everywhere.
+    """
+    return email.strip().lower()
+
+
 def find_user(domain: Domain, email: str) -> User | None:
-    return db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email.strip().lower()))
+    return db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == account_name(email)))
 
 
 def authenticate(domain: Domain, email: str, password: str, via: str) -> User | None:
