@@ -40,8 +40,7 @@ from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
 from authsvc.auth import lockouts
-from authsvc.auth.signin import account_name
-from authsvc.core import security
+from authsvc.core import security, validation
 from authsvc.core.policy import Rate, RateLimits, policy_of
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
@@ -109,7 +108,7 @@ def _find_the_domain_first() -> None:
 def _attempted_account() -> str:
     """The account a password attempt tries, as the lockouts count it (the domain found by _find_the_domain_first)."""
     limits = declared()
-    email = account_name((_parameter(limits.account) if limits is not None else None) or "")
+    email = validation.account_name((_parameter(limits.account) if limits is not None else None) or "")
     return lockouts.account_key(current_domain().id, email) if email else ""
 
 

@@ -27,7 +27,6 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.auth import ldap_client
 from authsvc.auth.ldap_client import Entry
-from authsvc.auth.signin import account_name
 from authsvc.core import actors, audit, clock, validation
 from authsvc.core.database import db
 from authsvc.core.errors import DirectoryUnavailable
@@ -73,7 +72,7 @@ def _accounts(user: User) -> list[LdapAccount]:
 
 def authenticate(directories: list[LdapDirectory], email: str, password: str, user: User | None) -> Outcome:
     """Check ``email`` and ``password`` against ``directories``; raise DirectoryUnavailable if none could answer."""
-    email = account_name(email)
+    email = validation.account_name(email)
     if not password:
         # An empty password is an unauthenticated bind to LDAP, which succeeds: refused before any bind.
         return Outcome(None, "empty_password")

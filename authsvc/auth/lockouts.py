@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import math
 
-from authsvc.auth.signin import account_name
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, security, store, validation
 from authsvc.core.errors import LockedOut
 from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
@@ -27,7 +26,7 @@ def account_key(domain_id: int, email: str) -> str:
     """What counts an account's attempts (here and in the request rates): a digest keeps e-mail
     addresses out of Redis, and the domain's id, not the Host header, keeps domains apart, so that
     a port or another name that reaches the same domain is the same account."""
-    return security.digest(f"{domain_id} {account_name(email)}")
+    return security.digest(f"{domain_id} {validation.account_name(email)}")
 
 
 def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str, int]]:

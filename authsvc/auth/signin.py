@@ -5,23 +5,16 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from authsvc.auth import ldap_signin, lockouts, sessions
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics
 
 
-def account_name(email: str) -> str:
-    """The account a typed e-mail address names in its domain: without surrounding spaces, in lower case.
-
-    One rule for finding the user, checking a directory, and counting attempts against the account
-    (authsvc.auth.lockouts, the request rates): a variant spelling is the same account everywhere.
-    """
-    return email.strip().lower()
-
-
 def find_user(domain: Domain, email: str) -> User | None:
-    return db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == account_name(email)))
+    return db.session.scalar(
+        select(User).where(User.domain_id == domain.id, User.email == validation.account_name(email))
+    )
 
 
 def authenticate(domain: Domain, email: str, password: str, via: str) -> User | None:
