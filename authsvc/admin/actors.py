@@ -79,6 +79,39 @@ def commit(what: str) -> None:
         raise Conflict(f"{what} already exists") from None
 
 
+def save_new(actor: Actor, record: Any, kind: str, domain_id: int, what: str) -> None:
+    """Add ``record`` and commit it with its audit record (``{kind}.created``); Conflict if ``what`` already exists."""
+    db.session.add(record)
+    db.session.flush()  # its id, which the audit record names
+    audit_change(actor, f"{kind}.created", domain_id, f"{kind}:{record.id}", after=record.as_json())
+    commit(what)
+
+
+def save_change(
+    actor: Actor,
+    record: Any,
+    kind: str,
+    before: Any,
+    values: dict[str, Any],
+    noted: dict[str, Any] | None = None,
+    what: str | None = None,
+) -> None:
+    """Set ``values`` on ``record`` and commit them with the audit record (``{kind}.updated``, before and after).
+
+    ``noted`` adds what the record's JSON does not show (a secret changed); an encrypted or hashed
+    secret comes in ``values`` under its column's name. With ``what``, a change that would duplicate
+    another record is a Conflict naming it.
+    """
+    for name, value in values.items():
+        setattr(record, name, value)
+    after = record.as_json() | (noted or {})
+    audit_change(actor, f"{kind}.updated", record.domain_id, f"{kind}:{record.id}", before, after)
+    if what is None:
+        db.session.commit()
+    else:
+        commit(what)
+
+
 def get(actor: Actor, model: type, record_id: str) -> Any:
     """The record ``record_id`` of ``model``, if the actor may read it; else NotFound."""
     key: Any = record_id

@@ -5,7 +5,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from authsvc.admin.actors import Actor, audit_change, commit, require_change, require_change_of_user
+from authsvc.admin.actors import (
+    Actor,
+    audit_change,
+    require_change,
+    require_change_of_user,
+    save_change,
+    save_new,
+)
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
@@ -128,10 +135,7 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
         client_secret_digest=security.digest(secret) if secret else None,
         **{"scopes": "public", "redirect_uris": [], **values, **keys},
     )
-    db.session.add(application)
-    db.session.flush()
-    audit_change(actor, "application.created", domain.id, f"application:{application.id}", after=application.as_json())
-    commit("that application")
+    save_new(actor, application, "application", domain.id, "that application")
     return application, secret
 
 
@@ -170,17 +174,7 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
         problems.update(_profile_problems(application.private_key_jwt, saved | values))
     if problems:
         raise ValidationFailed(problems)
-    for attr, value in values.items():
-        setattr(application, attr, value)
-    audit_change(
-        actor,
-        "application.updated",
-        application.domain_id,
-        f"application:{application.id}",
-        before,
-        application.as_json(),
-    )
-    commit("that application")
+    save_change(actor, application, "application", before, values, what="that application")
     return application
 
 

@@ -9,7 +9,14 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from authsvc.admin.actors import Actor, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.actors import (
+    Actor,
+    audit_change,
+    private_network_problems,
+    require_change,
+    save_change,
+    save_new,
+)
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import clock, validation
 from authsvc.core.database import db
@@ -79,10 +86,7 @@ def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
         raise ValidationFailed(
             {"metadata_url" if values.get("metadata_url") else "metadata_xml": exc.message}
         ) from None
-    db.session.add(provider)
-    db.session.flush()
-    audit_change(actor, "sso.created", domain.id, f"sso:{provider.id}", after=provider.as_json())
-    commit("that SSO provider")
+    save_new(actor, provider, "sso", domain.id, "that SSO provider")
     return provider
 
 
@@ -124,10 +128,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
             mappings[field] = [values.pop(name)]
     provider.profile_mappings = mappings
     renames = {"allow_unsolicited": "saml_allow_unsolicited", "clock_skew": "saml_clock_skew"}
-    for name, value in values.items():
-        setattr(provider, renames.get(name, name), value)
-    audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, provider.as_json())
-    db.session.commit()
+    save_change(actor, provider, "sso", before, {renames.get(name, name): value for name, value in values.items()})
     return provider
 
 
