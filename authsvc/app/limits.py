@@ -30,6 +30,7 @@ and when it counts) and puts the declared ones on their views.
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import time
@@ -184,14 +185,15 @@ def _bearer_credential() -> str:
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _blueprint_exempt(rate: Rate) -> Callable[[], bool]:
-    """A blueprint's rate (a default limit) spares the requests of every blueprint that did not declare it."""
+def _for_blueprints(rate: Rate, limit: Limit) -> Limit:
+    """``limit`` as a default one: it spares the requests of every blueprint that did not declare ``rate``."""
+    exempt = limit.exempt_when
 
-    def exempt() -> bool:
+    def exempt_when() -> bool:
         table: dict[str, tuple[Rate, ...]] = current_app.extensions[_BLUEPRINT_RATES]
-        return rate not in table.get(request.blueprint or "", ())
+        return rate not in table.get(request.blueprint or "", ()) or (exempt is not None and exempt())
 
-    return exempt
+    return dataclasses.replace(limit, exempt_when=exempt_when)
 
 
 def _limits(app: Flask) -> dict[Rate, Limit]:
@@ -227,12 +229,7 @@ def _limits(app: Flask) -> dict[Rate, Limit]:
                 rates.device_verify_rate_limit,
                 exempt_when=lambda: not _attempt(Rate.DEVICE_VERIFY_ADDRESS),
             ),
-            limit(
-                Rate.SCIM_CREDENTIAL,
-                rates.scim_rate_limit,
-                _bearer_credential,
-                exempt_when=_blueprint_exempt(Rate.SCIM_CREDENTIAL),
-            ),
+            limit(Rate.SCIM_CREDENTIAL, rates.scim_rate_limit, _bearer_credential),
         ]
     )
 
@@ -269,7 +266,9 @@ def init_app(app: Flask) -> None:
         key_func=client_address,
         # A blueprint's rates are its default ones: its own before_request (SCIM's authenticates)
         # must come after them, and only a default limit is checked that early.
-        default_limits=[every[rate] for rate in Rate if any(rate in rates for rates in blueprints.values())],
+        default_limits=[
+            _for_blueprints(rate, every[rate]) for rate in Rate if any(rate in rates for rates in blueprints.values())
+        ],
         storage_uri=storage,
         storage_options=options,
         strategy="sliding-window-counter",
