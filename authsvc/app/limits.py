@@ -50,8 +50,10 @@ from authsvc.web.deployment import client_address
 
 # One namespace for every counter of a limit, the lockouts' too.
 PREFIX = lockouts.PREFIX
-# Each limited endpoint's declaration (authsvc.core.policy.rate_limited), by endpoint.
-_DECLARED = "authsvc.limiter.declared"
+# Each limited endpoint's declaration (authsvc.core.policy.rate_limited), by endpoint: the views' own,
+# so the same for every app this process builds. Read by the limits of every limited request: a
+# module's dict, not the app's extensions through ``current_app``.
+_DECLARED: dict[str, RateLimits] = {}
 # The rates each limited blueprint declared for all its requests, by blueprint.
 _BLUEPRINT_RATES = "authsvc.limiter.blueprints"
 
@@ -61,14 +63,12 @@ _BLUEPRINT_RATES = "authsvc.limiter.blueprints"
 
 def declared() -> RateLimits | None:
     """What the view serving this request declared (``@rate_limited``), None if it is not limited."""
-    table: dict[str, RateLimits] = current_app.extensions[_DECLARED]
-    return table.get(request.endpoint or "")
+    return _DECLARED.get(request.endpoint or "")
 
 
 def endpoint_limits(app: Flask) -> dict[str, tuple[str, ...]]:
     """The scopes of each endpoint's declared limits (not its blueprint's), in the order they are checked."""
-    table: dict[str, RateLimits] = app.extensions[_DECLARED]
-    return {endpoint: tuple(limits.rates) for endpoint, limits in table.items()}
+    return {endpoint: tuple(limits.rates) for endpoint, limits in _declarations(app)[0].items()}
 
 
 def _parameter(name: str) -> str | None:
@@ -137,7 +137,8 @@ def _counts_for_the_client(response: Response) -> bool:
     client's with made-up codes. A registration (RFC 7591) or its management (RFC 7592) counts
     whatever its answer, as it did.
     """
-    return not authenticates_client() or clients.client_authenticated() is True or response.status_code < 400
+    # The cheapest question first: most requests are answered.
+    return response.status_code < 400 or clients.client_authenticated() is True or not authenticates_client()
 
 
 def _unauthenticated(response: Response) -> bool:
@@ -261,7 +262,8 @@ def init_app(app: Flask) -> None:
         storage = url or "redis://"
     every = _limits(app)
     views, blueprints = _declarations(app)
-    app.extensions[_DECLARED], app.extensions[_BLUEPRINT_RATES] = views, blueprints
+    _DECLARED.update(views)
+    app.extensions[_BLUEPRINT_RATES] = blueprints
     limiter = Limiter(
         key_func=client_address,
         # A blueprint's rates are its default ones: its own before_request (SCIM's authenticates)
@@ -333,7 +335,7 @@ def _limit_views(app: Flask, limiter: Limiter, every: dict[Rate, Limit], views: 
 
 def client_authenticating_blueprints(app: Flask) -> list[str]:
     """The blueprints with a view that authenticates its client (for the per-client failure count)."""
-    views: dict[str, RateLimits] = app.extensions[_DECLARED]
+    views = _declarations(app)[0]
     return sorted({endpoint.split(".")[0] for endpoint, limits in views.items() if limits.authenticates_client})
 
 

@@ -78,10 +78,12 @@ class RateLimits:
     client: Callable[[], str | None] | None = None
     # A request parameter as the view reads it, or None; never an error.
     parameter: Callable[[str], str | None] = read_form_then_query
+    # Whether the view authenticates its client: it declared CLIENT_FAILURE_ADDRESS (read per request:
+    # a field, not a property).
+    authenticates_client: bool = dataclasses.field(init=False)
 
-    @property
-    def authenticates_client(self) -> bool:
-        return Rate.CLIENT_FAILURE_ADDRESS in self.rates
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "authenticates_client", Rate.CLIENT_FAILURE_ADDRESS in self.rates)
 
 
 @dataclass(frozen=True)
