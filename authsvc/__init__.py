@@ -63,7 +63,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Before deployment: its ProxyFix must wrap the fast path too.
     fastpath.init_app(app)
     # Around the fast path and Flask: one database budget per request (authsvc.core.budget).
-    app.wsgi_app = budget.DatabaseBudget(app.wsgi_app, settings.database_timeout)  # type: ignore[method-assign]
+    budgeting = budget.DatabaseBudget(app.wsgi_app, settings.database_timeout)
+    app.wsgi_app = budgeting  # type: ignore[method-assign]
     deployment.init_app(app)
     security.init_app(app)
     db.init_app(app)
@@ -78,12 +79,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         from authsvc.core import store_snapshot
 
         store_snapshot.keep(store.client_of(app), Path(settings.store_snapshot))
-    limits.init_app(app)
-    client_failures.init_app(app)
     server.init_app(app)
     errors.init_app(app)
     blueprints.init_app(app)
-    # On the views, so after the blueprints that bring them.
-    limits.limit_views(app)
+    # Each declared on its view (authsvc.core.policy), so after the blueprints that bring them.
+    budgeting.paths = budget.declared_paths(app)
+    limits.init_app(app)
+    client_failures.init_app(app)
     cli.init_app(app)
     return app

@@ -8,7 +8,7 @@ it, a system admin reaches every domain. Every change is validated field by
 field and saved together with its audit record (before/after, no secrets).
 """
 
-from authsvc.admin.actors import Actor, Conflict, Forbidden, NotFound, ValidationFailed, command_line, get
+from authsvc.admin.actors import Actor, command_line, get
 from authsvc.admin.api_keys import create_api_key, revoke_api_key, update_api_key
 from authsvc.admin.applications import create_application, delete_application, regenerate_secret, update_application
 from authsvc.admin.domains import (
@@ -47,6 +47,7 @@ from authsvc.admin.users import (
     user_domain,
     user_resource_token,
 )
+from authsvc.core.errors import Conflict, Forbidden, NotFound, ValidationFailed
 
 __all__ = [
     "reset_factors",

@@ -15,28 +15,9 @@ from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import audit, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, Forbidden, NotFound
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN, Permission
-
-
-class Forbidden(Exception):
-    """The actor may not do this."""
-
-
-class NotFound(Exception):
-    """No such record, or not one the actor may see."""
-
-
-class ValidationFailed(Exception):
-    """Input that cannot be saved; ``fields`` says why, per field."""
-
-    def __init__(self, fields: dict[str, str]):
-        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
-        self.fields = fields
-
-
-class Conflict(Exception):
-    """The change would break a rule that holds across records (duplicates, dependants)."""
 
 
 @dataclass
@@ -96,6 +77,39 @@ def commit(what: str) -> None:
     except IntegrityError:
         db.session.rollback()
         raise Conflict(f"{what} already exists") from None
+
+
+def save_new(actor: Actor, record: Any, kind: str, domain_id: int, what: str) -> None:
+    """Add ``record`` and commit it with its audit record (``{kind}.created``); Conflict if ``what`` already exists."""
+    db.session.add(record)
+    db.session.flush()  # its id, which the audit record names
+    audit_change(actor, f"{kind}.created", domain_id, f"{kind}:{record.id}", after=record.as_json())
+    commit(what)
+
+
+def save_change(
+    actor: Actor,
+    record: Any,
+    kind: str,
+    before: Any,
+    values: dict[str, Any],
+    noted: dict[str, Any] | None = None,
+    what: str | None = None,
+) -> None:
+    """Set ``values`` on ``record`` and commit them with the audit record (``{kind}.updated``, before and after).
+
+    ``noted`` adds what the record's JSON does not show (a secret changed); an encrypted or hashed
+    secret comes in ``values`` under its column's name. With ``what``, a change that would duplicate
+    another record is a Conflict naming it.
+    """
+    for name, value in values.items():
+        setattr(record, name, value)
+    after = record.as_json() | (noted or {})
+    audit_change(actor, f"{kind}.updated", record.domain_id, f"{kind}:{record.id}", before, after)
+    if what is None:
+        db.session.commit()
+    else:
+        commit(what)
 
 
 def get(actor: Actor, model: type, record_id: str) -> Any:

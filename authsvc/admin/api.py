@@ -7,7 +7,6 @@ audit record of every change, are decided there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 
 from authlib.oauth2 import OAuth2Error
@@ -18,8 +17,8 @@ from authsvc import admin
 from authsvc.api import credentials, lookup
 from authsvc.core import actors, validation
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError
-from authsvc.core.headers import uncached
+from authsvc.core.errors import ApiError, UnknownDomain
+from authsvc.core.headers import no_store
 from authsvc.core.models import (
     ApiKey,
     Application,
@@ -31,10 +30,11 @@ from authsvc.core.models import (
     User,
 )
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
+from authsvc.core.policy import unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.sso.views import resource_token_response
 
-bp = Blueprint("admin_api", __name__, url_prefix="/api/engine/v2")
+bp = unbudgeted(Blueprint("admin_api", __name__, url_prefix="/api/engine/v2"))
 
 MAX_PER_PAGE = 200
 
@@ -58,35 +58,12 @@ def system_admin_presented() -> bool:
         return False
     try:
         return current_actor().system_admin
-    except (ApiError, OAuth2Error):
+    except (ApiError, UnknownDomain, OAuth2Error):
         return False
 
 
 def _actor_name(credential: credentials.Credential) -> str:
     return actors.of_api_key(credential.api_key_id) if credential.api_key_id else actors.of_user(credential.user.id)
-
-
-def admin_errors(view: Callable[..., Response]) -> Callable[..., Response]:
-    """Render the admin verbs' outcomes as the API's JSON errors."""
-
-    @wraps(view)
-    def wrapped(*args: Any, **kwargs: Any) -> Response:
-        try:
-            response = view(*args, **kwargs)
-        except admin.Forbidden:
-            raise ApiError(403, "forbidden", "Your credential may not make this change.") from None
-        except admin.NotFound:
-            raise ApiError(404, "not_found", "No such record.") from None
-        except admin.Conflict as exc:
-            raise ApiError(409, "conflict", str(exc)) from None
-        except admin.ValidationFailed as exc:
-            error = jsonify(error="invalid_input", error_description="Some fields are not valid.", fields=exc.fields)
-            error.status_code = 422
-            return error
-        uncached(response)
-        return response
-
-    return wrapped
 
 
 def body() -> Any:
@@ -146,24 +123,24 @@ def _created(data: dict[str, Any]) -> Response:
 def _resource(name: str, model: type, create: Callable, update: Callable, remove: Callable) -> None:
     """Register list, create, get, update and delete for one kind of record."""
 
-    @admin_errors
+    @no_store
     def list_view() -> Response:
         return _listing(model)
 
-    @admin_errors
+    @no_store
     def create_view() -> Response:
         return _created(create(current_actor(), body()))
 
-    @admin_errors
+    @no_store
     def get_view(record_id: str) -> Response:
         return jsonify(admin.serialise(admin.get(current_actor(), model, record_id)))
 
-    @admin_errors
+    @no_store
     def update_view(record_id: str) -> Response:
         actor = current_actor()
         return jsonify(admin.serialise(update(actor, admin.get(actor, model, record_id), body())))
 
-    @admin_errors
+    @no_store
     def delete_view(record_id: str) -> Response:
         actor = current_actor()
         return jsonify(remove(actor, admin.get(actor, model, record_id)))
@@ -245,7 +222,7 @@ _resource("ldap", LdapDirectory, _create_ldap, admin.update_ldap_directory, _del
 
 
 @bp.post("/ldap/<record_id>/test")
-@admin_errors
+@no_store
 def test_ldap_directory(record_id: str) -> Response:
     """Bind as the service and search the base DN now: ``{"id", "ok"}``, with ``error`` when not ok (no secrets)."""
     actor = current_actor()
@@ -253,7 +230,7 @@ def test_ldap_directory(record_id: str) -> Response:
 
 
 @bp.post("/oauth_apps/<record_id>/regenerate")
-@admin_errors
+@no_store
 def regenerate_application_secret(record_id: str) -> Response:
     """A new client secret, shown once in this answer."""
     actor = current_actor()
@@ -262,7 +239,7 @@ def regenerate_application_secret(record_id: str) -> Response:
 
 
 @bp.post("/sso/<record_id>/refresh_metadata")
-@admin_errors
+@no_store
 def refresh_saml_metadata(record_id: str) -> Response:
     """Refetch a SAML provider's IdP metadata from its URL now (a new IdP signing certificate)."""
     actor = current_actor()
@@ -272,7 +249,7 @@ def refresh_saml_metadata(record_id: str) -> Response:
 
 
 @bp.get("/domains/<record_id>/signing_keys")
-@admin_errors
+@no_store
 def list_signing_keys(record_id: str) -> Response:
     """The domain's signing keys and their states (no key material)."""
     actor = current_actor()
@@ -280,7 +257,7 @@ def list_signing_keys(record_id: str) -> Response:
 
 
 @bp.post("/domains/<record_id>/signing_keys/rotate")
-@admin_errors
+@no_store
 def rotate_signing_key(record_id: str) -> Response:
     """A new current signing key (``alg``: RS256 by default, or ES256); audited."""
     actor = current_actor()
@@ -290,14 +267,14 @@ def rotate_signing_key(record_id: str) -> Response:
 
 
 @bp.get("/registration_tokens")
-@admin_errors
+@no_store
 def list_registration_tokens() -> Response:
     """Initial access tokens for dynamic client registration (never their values)."""
     return _listing(RegistrationToken)
 
 
 @bp.post("/registration_tokens")
-@admin_errors
+@no_store
 def create_registration_token() -> Response:
     """A new initial access token; its value is shown once, in this answer."""
     token, value = admin.create_registration_token(current_actor(), body())
@@ -305,13 +282,13 @@ def create_registration_token() -> Response:
 
 
 @bp.get("/registration_tokens/<record_id>")
-@admin_errors
+@no_store
 def get_registration_token(record_id: str) -> Response:
     return jsonify(admin.get(current_actor(), RegistrationToken, record_id).as_json())
 
 
 @bp.delete("/registration_tokens/<record_id>")
-@admin_errors
+@no_store
 def revoke_registration_token(record_id: str) -> Response:
     """Revoke: no further registration with it; the applications it registered stay."""
     actor = current_actor()
@@ -321,7 +298,7 @@ def revoke_registration_token(record_id: str) -> Response:
 
 
 @bp.post("/users/<record_id>/identities")
-@admin_errors
+@no_store
 def link_identity(record_id: str) -> Response:
     """Link an account at an SSO provider of the user's domain to the user (system admins only)."""
     actor = current_actor()
@@ -330,7 +307,7 @@ def link_identity(record_id: str) -> Response:
 
 
 @bp.post("/users/<record_id>/revoke")
-@admin_errors
+@no_store
 def revoke_user_tokens(record_id: str) -> Response:
     """End every session of the user and revoke all their tokens."""
     actor = current_actor()
@@ -338,7 +315,7 @@ def revoke_user_tokens(record_id: str) -> Response:
 
 
 @bp.put("/domains/<record_id>/mfa_policy")
-@admin_errors
+@no_store
 def set_mfa_policy(record_id: str) -> Response:
     """Who of the domain must sign in with a second factor: ``{"require": "off" | "admins" | "all"}``."""
     actor = current_actor()
@@ -347,7 +324,7 @@ def set_mfa_policy(record_id: str) -> Response:
 
 
 @bp.post("/users/<record_id>/mfa/reset")
-@admin_errors
+@no_store
 def reset_user_factors(record_id: str) -> Response:
     """Remove the user's second factors and recovery codes; their sessions end."""
     actor = current_actor()
@@ -355,7 +332,7 @@ def reset_user_factors(record_id: str) -> Response:
 
 
 @bp.get("/audit")
-@admin_errors
+@no_store
 def audit_log() -> Response:
     """Audit records, newest first: filters event, actor, target, domain, since, until."""
     actor = current_actor()
@@ -384,7 +361,7 @@ def audit_log() -> Response:
 
 
 @bp.post("/users/<user_id>/resource_token")
-@admin_errors
+@no_store
 def user_resource_token(user_id: str) -> Response:
     """A user's delegated provider token, for server-side automation with an admin credential."""
     actor = current_actor("resource_token")
@@ -393,7 +370,7 @@ def user_resource_token(user_id: str) -> Response:
 
 
 @bp.delete("/users/<user_id>/resource_token")
-@admin_errors
+@no_store
 def clear_user_resource_token(user_id: str) -> Response:
     actor = current_actor("resource_token")
     return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))

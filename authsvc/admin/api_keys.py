@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, require_change_of_user
+from authsvc.admin.actors import Actor, audit_change, require_change_of_user, save_change, save_new
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import signin
 from authsvc.core import actors, validation
 from authsvc.core.database import db, now
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import ApiKey, Domain, User
 
 
@@ -33,10 +34,7 @@ def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
         )
     except ValueError as exc:
         raise ValidationFailed({"permission": str(exc)}) from None
-    db.session.add(key)
-    db.session.flush()
-    audit_change(actor, "api_key.created", domain.id, actors.of_api_key(key.id), after=key.as_json())
-    commit("that API key")
+    save_new(actor, key, "api_key", domain.id, "that API key")
     return key, value
 
 
@@ -51,10 +49,7 @@ def update_api_key(actor: Actor, key: ApiKey, data: Any) -> ApiKey:
     require_change_of_user(actor, key.user)
     before = key.as_json()
     domain = db.session.get(Domain, key.domain_id)
-    for attr, value in read(ApiKeyChange, data, domain=domain).given().items():
-        setattr(key, attr, value)
-    audit_change(actor, "api_key.updated", key.domain_id, actors.of_api_key(key.id), before, key.as_json())
-    db.session.commit()
+    save_change(actor, key, "api_key", before, read(ApiKeyChange, data, domain=domain).given())
     return key
 
 

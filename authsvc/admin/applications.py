@@ -7,16 +7,16 @@ from typing import Any
 
 from authsvc.admin.actors import (
     Actor,
-    Conflict,
-    ValidationFailed,
     audit_change,
-    commit,
     require_change,
     require_change_of_user,
+    save_change,
+    save_new,
 )
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, ValidationFailed
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication, clients, profile
@@ -135,10 +135,7 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
         client_secret_digest=security.digest(secret) if secret else None,
         **{"scopes": "public", "redirect_uris": [], **values, **keys},
     )
-    db.session.add(application)
-    db.session.flush()
-    audit_change(actor, "application.created", domain.id, f"application:{application.id}", after=application.as_json())
-    commit("that application")
+    save_new(actor, application, "application", domain.id, "that application")
     return application, secret
 
 
@@ -177,17 +174,7 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
         problems.update(_profile_problems(application.private_key_jwt, saved | values))
     if problems:
         raise ValidationFailed(problems)
-    for attr, value in values.items():
-        setattr(application, attr, value)
-    audit_change(
-        actor,
-        "application.updated",
-        application.domain_id,
-        f"application:{application.id}",
-        before,
-        application.as_json(),
-    )
-    commit("that application")
+    save_change(actor, application, "application", before, values, what="that application")
     return application
 
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
 
-from authsvc.admin.actors import Actor, Conflict, Forbidden, ValidationFailed, audit_change, commit, require_change
+from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, Forbidden, ValidationFailed
 from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
     FAPI2_PROFILE,

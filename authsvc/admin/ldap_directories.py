@@ -12,11 +12,19 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import delete
 
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.actors import (
+    Actor,
+    audit_change,
+    private_network_problems,
+    require_change,
+    save_change,
+    save_new,
+)
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import ldap_client
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import LdapAccount, LdapDirectory
 from authsvc.core.models.directory import DEFAULT_GROUP_ATTRIBUTE, DEFAULT_USER_FILTER
 from authsvc.core.settings import settings
@@ -57,10 +65,7 @@ def create_ldap_directory(actor: Actor, data: Any) -> LdapDirectory:
         bind_password_encrypted=security.encrypt(password),
         **values,
     )
-    db.session.add(directory)
-    db.session.flush()
-    audit_change(actor, "ldap.created", domain.id, f"ldap:{directory.id}", after=directory.as_json())
-    commit("that LDAP directory")
+    save_new(actor, directory, "ldap", domain.id, "that LDAP directory")
     return directory
 
 
@@ -79,13 +84,9 @@ def update_ldap_directory(actor: Actor, directory: LdapDirectory, data: Any) -> 
     _check_state(problems, {**state, **values})
     if problems:
         raise ValidationFailed(problems)
-    for name, value in values.items():
-        setattr(directory, name, value)
     if password:
-        directory.bind_password_encrypted = security.encrypt(password)
-    after = directory.as_json() | ({"bind_password_changed": True} if password else {})
-    audit_change(actor, "ldap.updated", directory.domain_id, f"ldap:{directory.id}", before, after)
-    db.session.commit()
+        values["bind_password_encrypted"] = security.encrypt(password)
+    save_change(actor, directory, "ldap", before, values, {"bind_password_changed": True} if password else None)
     return directory
 
 

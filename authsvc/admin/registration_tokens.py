@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from authsvc.admin.actors import Actor, audit_change, commit, require_change
+from authsvc.admin.actors import Actor, audit_change, require_change, save_new
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core.database import db, now
 from authsvc.core.models import RegistrationToken
@@ -23,12 +23,7 @@ def create_registration_token(actor: Actor, data: Any) -> tuple[RegistrationToke
         created_by=actor.name,
         name=values.name or "",
     )
-    db.session.add(token)
-    db.session.flush()
-    audit_change(
-        actor, "registration_token.created", domain.id, f"registration_token:{token.id}", after=token.as_json()
-    )
-    commit("that registration token")
+    save_new(actor, token, "registration_token", domain.id, "that registration token")
     return token, value
 
 

@@ -9,15 +9,21 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
-from sqlalchemy import select
-
-from authsvc.admin.actors import Actor, ValidationFailed, audit_change, commit, private_network_problems, require_change
+from authsvc.admin.actors import (
+    Actor,
+    audit_change,
+    private_network_problems,
+    require_change,
+    save_change,
+    save_new,
+)
 from authsvc.admin.schemas import read, target_domain
 from authsvc.core import clock, validation
 from authsvc.core.database import db
-from authsvc.core.models import Domain, ExternalIdentity, SsoProvider, User
+from authsvc.core.errors import ValidationFailed
+from authsvc.core.models import Domain, SsoProvider
 from authsvc.core.settings import settings
-from authsvc.sso import saml, saml_setup
+from authsvc.sso import linking, saml, saml_setup
 
 ATTRIBUTE_FIELDS = {"email_attribute": "email", "name_attribute": "name", "groups_attribute": "groups"}
 
@@ -80,10 +86,7 @@ def create_saml_provider(actor: Actor, data: Any) -> SsoProvider:
         raise ValidationFailed(
             {"metadata_url" if values.get("metadata_url") else "metadata_xml": exc.message}
         ) from None
-    db.session.add(provider)
-    db.session.flush()
-    audit_change(actor, "sso.created", domain.id, f"sso:{provider.id}", after=provider.as_json())
-    commit("that SSO provider")
+    save_new(actor, provider, "sso", domain.id, "that SSO provider")
     return provider
 
 
@@ -103,7 +106,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
         raise ValidationFailed(problems)
     metadata_xml = values.pop("metadata_xml", None)
     metadata_url = values.pop("metadata_url", None)
-    if (metadata_xml or metadata_url) and not actor.system_admin and _privileged_link(provider):
+    if (metadata_xml or metadata_url) and not actor.system_admin and linking.privileged_link(provider):
         # The metadata holds the IdP's signing certificate: whoever replaces it, even under the same
         # entity id, can sign assertions for the privileged accounts linked here (as for OIDC providers).
         problem = "only a system admin may change the IdP while a privileged account signs in through it"
@@ -125,10 +128,7 @@ def update_saml_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoP
             mappings[field] = [values.pop(name)]
     provider.profile_mappings = mappings
     renames = {"allow_unsolicited": "saml_allow_unsolicited", "clock_skew": "saml_clock_skew"}
-    for name, value in values.items():
-        setattr(provider, renames.get(name, name), value)
-    audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, provider.as_json())
-    db.session.commit()
+    save_change(actor, provider, "sso", before, {renames.get(name, name): value for name, value in values.items()})
     return provider
 
 
@@ -151,18 +151,3 @@ def refresh_saml_metadata(actor: Actor, provider: SsoProvider) -> bool:
     )
     db.session.commit()
     return changed
-
-
-def _privileged_link(provider: SsoProvider) -> bool:
-    return (
-        db.session.scalar(
-            select(ExternalIdentity.id)
-            .join(User, User.id == ExternalIdentity.user_id)
-            .where(
-                ExternalIdentity.provider_id == provider.id,
-                User.system_admin | User.admin | User.support | User.service_account,
-            )
-            .limit(1)
-        )
-        is not None
-    )

@@ -6,23 +6,22 @@ import secrets
 from typing import Any, cast
 
 from flask import has_request_context, url_for
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, select
 
 from authsvc.admin.actors import (
     Actor,
-    Conflict,
-    Forbidden,
-    ValidationFailed,
     audit_change,
-    commit,
     private_network_problems,
     require_change,
+    save_change,
+    save_new,
 )
 from authsvc.admin.saml_providers import create_saml_provider, saml_json, update_saml_provider
 from authsvc.admin.schemas import read, target_domain
 from authsvc.admin.users import user_domain
 from authsvc.core import security, validation
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, Forbidden, ValidationFailed
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import linking, providers
@@ -103,10 +102,7 @@ def create_sso_provider(actor: Actor, data: Any) -> SsoProvider:
         client_secret_encrypted=security.encrypt(secret),
         **merged,
     )
-    db.session.add(provider)
-    db.session.flush()
-    audit_change(actor, "sso.created", domain.id, f"sso:{provider.id}", after=provider.as_json())
-    commit("that SSO provider")
+    save_new(actor, provider, "sso", domain.id, "that SSO provider")
     return provider
 
 
@@ -130,13 +126,9 @@ def update_sso_provider(actor: Actor, provider: SsoProvider, data: Any) -> SsoPr
     _check_sso_state(problems, {**{name: getattr(provider, name) for name in state}, **values})
     if problems:
         raise ValidationFailed(problems)
-    for attr, value in values.items():
-        setattr(provider, attr, value)
     if secret:
-        provider.client_secret_encrypted = security.encrypt(secret)
-    after = provider.as_json() | ({"client_secret_changed": True} if secret else {})
-    audit_change(actor, "sso.updated", provider.domain_id, f"sso:{provider.id}", before, after)
-    db.session.commit()
+        values["client_secret_encrypted"] = security.encrypt(secret)
+    save_change(actor, provider, "sso", before, values, {"client_secret_changed": True} if secret else None)
     return provider
 
 
@@ -152,16 +144,7 @@ def _refuse_identity_changes_over_privileged_links(
     changed = [name for name in SSO_IDENTITY_FIELDS if name in values and values[name] != getattr(provider, name)]
     if not changed:
         return
-    privileged_link = db.session.scalar(
-        select(ExternalIdentity.id)
-        .join(User, User.id == ExternalIdentity.user_id)
-        .where(
-            ExternalIdentity.provider_id == provider.id,
-            or_(User.system_admin, User.admin, User.support, User.service_account),
-        )
-        .limit(1)
-    )
-    if privileged_link is not None:
+    if linking.privileged_link(provider):
         for name in changed:
             problems[name] = (
                 "only a system admin may change this while a privileged account (system admin, admin, support "

@@ -6,11 +6,12 @@ from typing import Any
 
 from sqlalchemy import delete, update
 
-from authsvc.admin.actors import Actor, Conflict, ValidationFailed, audit_change, commit, require_change_of_user
+from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user, save_new
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import sessions, signin
 from authsvc.core import actors
 from authsvc.core.database import db
+from authsvc.core.errors import Conflict, ValidationFailed
 from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
 from authsvc.sso import delegated
 
@@ -49,10 +50,7 @@ def create_user(actor: Actor, data: Any) -> User:
     user = User(domain_id=domain.id, email=email, email_verified=True, **{"name": "", **values})
     if password:
         user.set_password(password)
-    db.session.add(user)
-    db.session.flush()
-    audit_change(actor, "user.created", domain.id, actors.of_user(user.id), after=user.as_json())
-    commit(f"a user with e-mail {email!r}")
+    save_new(actor, user, "user", domain.id, f"a user with e-mail {email!r}")
     return user
 
 

@@ -6,6 +6,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from authsvc.api import fastpath, lookup
 from authsvc.core.headers import no_store
+from authsvc.core.policy import unbudgeted
 from authsvc.core.tenancy import current_domain, issuer
 
 bp = Blueprint("api", __name__, url_prefix=fastpath.PREFIX)
@@ -25,6 +26,7 @@ def inspect() -> Response:
 
 
 @bp.get("/scopes")
+@unbudgeted
 def scopes() -> Response:
     """The scopes the request's domain knows; public, as in the metadata's scopes_supported."""
     domain = current_domain()

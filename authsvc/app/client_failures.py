@@ -13,11 +13,11 @@ import logging
 import math
 import time
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app
 from flask_limiter import Limiter
 from limits import parse
 
-from authsvc.app.limits import CLIENT_AUTHENTICATION_ENDPOINTS, requesting_client
+from authsvc.app.limits import authenticates_client, client_authenticating_blueprints, requesting_client
 from authsvc.core.errors import too_many_requests
 from authsvc.core.settings import settings
 from authsvc.oauth import clients
@@ -33,12 +33,13 @@ def init_app(app: Flask) -> None:
     """After authsvc.app.limits.init_app: this hook runs after the limiter's (hooks run last registered, first),
     so that a failure refused here has been counted against its address too."""
     app.extensions[_RATE] = parse(settings(app).client_failure_client_rate_limit)
-    app.after_request_funcs.setdefault("oauth", []).insert(0, _refuse_failures_past_the_client_rate)
+    for blueprint in client_authenticating_blueprints(app):
+        app.after_request_funcs.setdefault(blueprint, []).insert(0, _refuse_failures_past_the_client_rate)
 
 
 def _refuse_failures_past_the_client_rate(response: Response) -> Response:
     """Count a failed client authentication against the client_id it named; past the rate, answer 429."""
-    if request.endpoint not in CLIENT_AUTHENTICATION_ENDPOINTS or clients.client_authenticated() is not False:
+    if not authenticates_client() or clients.client_authenticated() is not False:
         return response
     limiter: Limiter = current_app.extensions["authsvc.limiter"]
     rate = current_app.extensions[_RATE]

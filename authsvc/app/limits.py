@@ -2,6 +2,10 @@
 worker and instance shares them. (Lockouts after failed sign-ins: authsvc.auth.lockouts;
 the bound on unfinished SSO flows: authsvc.sso.flow.)
 
+Which rates a view counts against, and how the limiter reads its request, is declared on the
+view (``@rate_limited``, authsvc.core.policy); this module defines each rate (its setting, key
+and when it counts) and puts the declared ones on their views.
+
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests
   per client (device authorisation requests and client registrations too), SSO starts per client
@@ -26,6 +30,7 @@ the bound on unfinished SSO flows: authsvc.sso.flow.)
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import math
 import time
@@ -35,69 +40,47 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
-from authsvc.core import security, store
+from authsvc.auth import lockouts
+from authsvc.core import security, validation
+from authsvc.core.policy import Rate, RateLimits, policy_of
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients
-from authsvc.oauth.parameters import QUERY_PARAMETERS
-from authsvc.scim.views import ENDPOINTS as SCIM_ENDPOINTS
 from authsvc.web.deployment import client_address
 
-# Endpoints where a password is checked.
-PASSWORD_ENDPOINTS = {"auth.signin", "auth.login"}
-TOKEN_ENDPOINT = "oauth.token"
-SSO_START_ENDPOINT = "sso.start"
-# Counted with the token requests, per client.
-DEVICE_AUTHORIZATION_ENDPOINT = "oauth.device_authorization"
-# Pushed authorisation requests (RFC 9126): counted with the token requests, per client.
-PAR_ENDPOINT = "oauth.par"
-# Dynamic client registration (RFC 7591, RFC 7592): counted with the token requests, per address
-# when registering, per client when managing a registration.
-REGISTRATION_ENDPOINTS = {"oauth.register", "oauth.client_configuration"}
-# Where a person enters a device's user code (RFC 8628 5.1: user codes can be guessed).
-DEVICE_VERIFY_ENDPOINTS = {"device.verify", "device.decide"}
-# Where a second factor is tried (codes can be guessed too; the account's lockout also counts them).
-MFA_ENDPOINTS = {"mfa.signin_mfa", "mfa.login_mfa", "mfa.login_enrol", "mfa.signin_webauthn_options"}
-# Nothing else is rate limited, so nothing else depends on the limiter's storage
-# (inspect must keep answering from SQL while Redis is down).
-LIMITED_ENDPOINTS = (
-    PASSWORD_ENDPOINTS
-    | DEVICE_VERIFY_ENDPOINTS
-    | MFA_ENDPOINTS
-    | REGISTRATION_ENDPOINTS
-    | SCIM_ENDPOINTS
-    | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
-)
-TOKEN_RATE_ENDPOINTS = REGISTRATION_ENDPOINTS | {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
-# Where the client authenticates (the authorisation server's authenticate_client).
-CLIENT_AUTHENTICATION_ENDPOINTS = {TOKEN_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
-
-PREFIX = f"{store.PREFIX}limits"
+# One namespace for every counter of a limit, the lockouts' too.
+PREFIX = lockouts.PREFIX
+# Each limited endpoint's declaration (authsvc.core.policy.rate_limited), by endpoint: the views' own,
+# so the same for every app this process builds. Read by the limits of every limited request: a
+# module's dict, not the app's extensions through ``current_app``.
+_DECLARED: dict[str, RateLimits] = {}
+# The rates each limited blueprint declared for all its requests, by blueprint.
+_BLUEPRINT_RATES = "authsvc.limiter.blueprints"
 
 
 # Request rates -----------------------------------------------------------
 
 
-def _parameter(name: str) -> str | None:
-    """A request parameter as the views will read it, or None; never an error.
+def declared() -> RateLimits | None:
+    """What the view serving this request declared (``@rate_limited``), None if it is not limited."""
+    return _DECLARED.get(request.endpoint or "")
 
-    Same precedence as the views: the body first, then the query string; at
-    the token endpoint only the names it reads from the query. Otherwise a
-    decoy ``?username=`` would be counted while the body's account is tried.
-    Limits run before the view, on input nobody has validated yet: a body the
-    view will refuse must not make the limiter fail.
-    """
-    try:
-        if request.mimetype == "application/json":
-            body = request.get_json(silent=True)
-            value = body.get(name) if isinstance(body, dict) else None
-        else:
-            value = request.form.get(name)
-        if value is None and (request.endpoint != TOKEN_ENDPOINT or name in QUERY_PARAMETERS):
-            value = request.args.get(name)
-    except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
-        return None
-    return value if isinstance(value, str) else None
+
+def endpoint_limits(app: Flask) -> dict[str, tuple[str, ...]]:
+    """The scopes of each endpoint's declared limits (not its blueprint's), in the order they are checked."""
+    return {endpoint: tuple(limits.rates) for endpoint, limits in _declarations(app)[0].items()}
+
+
+def _parameter(name: str) -> str | None:
+    """A request parameter as the view will read it (its declared reader), or None; never an error."""
+    limits = declared()
+    return limits.parameter(name) if limits is not None else None
+
+
+def _attempt(rate: Rate) -> bool:
+    """Whether the request tries what ``rate`` counts (a password, a user code): as its view declared."""
+    limits = declared()
+    return limits is not None and rate in limits.rates and (limits.attempt is None or limits.attempt())
 
 
 _PASSWORD_ATTEMPT = "authsvc.password_attempt"
@@ -107,17 +90,9 @@ def _password_attempt() -> bool:
     # Asked by three limits and the domain lookup before them: answered once per request.
     answer = request.environ.get(_PASSWORD_ATTEMPT)
     if answer is None:
-        if request.endpoint in PASSWORD_ENDPOINTS:
-            answer = request.method == "POST"
-        else:
-            answer = request.endpoint == TOKEN_ENDPOINT and _parameter("grant_type") == "password"
+        answer = _attempt(Rate.SIGNIN_ADDRESS)
         request.environ[_PASSWORD_ATTEMPT] = answer
     return answer
-
-
-def _user_code_entry() -> bool:
-    """Whether the request tries a user code: only a form posted (a GET with ``user_code`` fills the form in)."""
-    return request.endpoint in DEVICE_VERIFY_ENDPOINTS and request.method == "POST"
 
 
 def _find_the_domain_first() -> None:
@@ -132,12 +107,10 @@ def _find_the_domain_first() -> None:
 
 
 def _attempted_account() -> str:
-    name = "username" if request.endpoint == TOKEN_ENDPOINT else "email"
-    email = (_parameter(name) or "").strip().lower()
-    # A digest keeps e-mail addresses out of Redis. The domain's id (found by
-    # _find_the_domain_first), not the Host header, keeps domains apart: a
-    # port or another name that reaches the same domain is the same account.
-    return security.digest(f"{current_domain().id} {email}") if email else ""
+    """The account a password attempt tries, as the lockouts count it (the domain found by _find_the_domain_first)."""
+    limits = declared()
+    email = validation.account_name((_parameter(limits.account) if limits is not None else None) or "")
+    return lockouts.account_key(current_domain().id, email) if email else ""
 
 
 def _refused(response: Response) -> bool:
@@ -150,6 +123,12 @@ def _refused(response: Response) -> bool:
     return 400 <= response.status_code < 500 and response.status_code != 429
 
 
+def authenticates_client() -> bool:
+    """Whether the view serving this request authenticates its client (it declared CLIENT_FAILURE_ADDRESS)."""
+    limits = declared()
+    return limits is not None and limits.authenticates_client
+
+
 def _counts_for_the_client(response: Response) -> bool:
     """Whether a request counts against the client it names: where the client authenticates, only once it has,
     or, for a public client (which has nothing to prove), once it was answered rather than refused.
@@ -158,11 +137,8 @@ def _counts_for_the_client(response: Response) -> bool:
     client's with made-up codes. A registration (RFC 7591) or its management (RFC 7592) counts
     whatever its answer, as it did.
     """
-    return (
-        request.endpoint not in CLIENT_AUTHENTICATION_ENDPOINTS
-        or clients.client_authenticated() is True
-        or response.status_code < 400
-    )
+    # The cheapest question first: most requests are answered.
+    return response.status_code < 400 or clients.client_authenticated() is True or not authenticates_client()
 
 
 def _unauthenticated(response: Response) -> bool:
@@ -174,19 +150,21 @@ def _unauthenticated(response: Response) -> bool:
 
 
 def requesting_client() -> str:
-    if request.endpoint == "oauth.register":
-        return f"address:{client_address()}"
-    if request.endpoint == "oauth.client_configuration":
-        return f"client:{(request.view_args or {}).get('client_id', '')[:100]}"
+    """TOKEN_CLIENT's key: the client the request names (as its view declared), else its address."""
+    limits = declared()
+    client_id = limits.client() if limits is not None and limits.client is not None else _named_client()
+    return f"client:{client_id[:100]}" if client_id else f"address:{client_address()}"
+
+
+def _named_client() -> str | None:
+    """The client a token request names: HTTP Basic's user name, ``client_id``, or an assertion's subject."""
     try:
         basic = request.authorization
     except Exception:  # noqa: BLE001 - a garbled header is the view's to refuse
         basic = None
     if basic is not None and basic.type == "basic" and basic.username:
-        client_id = basic.username
-    else:
-        client_id = _parameter("client_id") or _assertion_subject()
-    return f"client:{client_id[:100]}" if client_id else f"address:{client_address()}"
+        return basic.username
+    return _parameter("client_id") or _assertion_subject()
 
 
 def _assertion_subject() -> str | None:
@@ -203,99 +181,77 @@ def _assertion_subject() -> str | None:
     return subject if isinstance(subject, str) else None
 
 
-def _scim_credential() -> str:
-    """A SCIM request's bearer credential, as a digest: each API key or token has its own count."""
+def _bearer_credential() -> str:
+    """A request's bearer credential, as a digest: each API key or token has its own count."""
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _limits(app: Flask) -> dict[str, Limit]:
-    """Every rate limit by its scope (its Redis key's name), in the order a request checks them.
+def _for_blueprints(rate: Rate, limit: Limit) -> Limit:
+    """``limit`` as a default one: it spares the requests of every blueprint that did not declare ``rate``."""
+    exempt = limit.exempt_when
+
+    def exempt_when() -> bool:
+        table: dict[str, tuple[Rate, ...]] = current_app.extensions[_BLUEPRINT_RATES]
+        return rate not in table.get(request.blueprint or "", ()) or (exempt is not None and exempt())
+
+    return dataclasses.replace(limit, exempt_when=exempt_when)
+
+
+def _limits(app: Flask) -> dict[Rate, Limit]:
+    """Every rate limit by its scope (its Redis key's name).
 
     Each rate is the setting's value when the app is built: a string, parsed by Flask-Limiter, not a
-    callable it would ask on every request. Whether a limit applies to an endpoint is where it is
-    declared (``ENDPOINT_LIMITS``); what is left in ``exempt_when`` depends on the request itself.
+    callable it would ask on every request. Whether a limit applies to an endpoint is declared on
+    its view (authsvc.core.policy.rate_limited); what is left in ``exempt_when`` depends on the
+    request itself.
     """
     rates = settings(app)
-    return {
-        "signin-address": Limit(
-            rates.signin_rate_limit,
-            key_function=client_address,
-            scope="signin-address",
-            shared=True,
-            exempt_when=lambda: not _password_attempt(),
-        ),
-        "signin-account": Limit(
-            rates.signin_account_rate_limit,
-            key_function=_attempted_account,
-            scope="signin-account",
-            shared=True,
-            exempt_when=lambda: not _password_attempt() or not _attempted_account(),
-            # Only failures are counted; a request over the rate is refused all the same.
-            deduct_when=_refused,
-        ),
-        "token-client": Limit(
-            rates.token_rate_limit,
-            key_function=requesting_client,
-            scope="token-client",
-            shared=True,
-            deduct_when=_counts_for_the_client,
-        ),
-        "client-failure-address": Limit(
-            rates.client_failure_rate_limit,
-            key_function=client_address,
-            scope="client-failure-address",
-            shared=True,
-            deduct_when=_unauthenticated,
-        ),
-        "sso-start-address": Limit(
-            rates.sso_start_rate_limit, key_function=client_address, scope="sso-start-address", shared=True
-        ),
-        "mfa-address": Limit(rates.signin_rate_limit, key_function=client_address, scope="mfa-address", shared=True),
-        "device-verify-address": Limit(
-            rates.device_verify_rate_limit,
-            key_function=client_address,
-            scope="device-verify-address",
-            shared=True,
-            exempt_when=lambda: not _user_code_entry(),
-        ),
-        "scim-credential": Limit(
-            rates.scim_rate_limit,
-            key_function=_scim_credential,
-            scope="scim-credential",
-            shared=True,
-            exempt_when=lambda: request.endpoint not in SCIM_ENDPOINTS,
-        ),
+
+    def limit(rate: Rate, value: str, key: Callable[[], str] = client_address, **when: Any) -> tuple[Rate, Limit]:
+        return rate, Limit(value, key_function=key, scope=rate.value, shared=True, **when)
+
+    return dict(
+        [
+            limit(Rate.SIGNIN_ADDRESS, rates.signin_rate_limit, exempt_when=lambda: not _password_attempt()),
+            limit(
+                Rate.SIGNIN_ACCOUNT,
+                rates.signin_account_rate_limit,
+                _attempted_account,
+                exempt_when=lambda: not _password_attempt() or not _attempted_account(),
+                # Only failures are counted; a request over the rate is refused all the same.
+                deduct_when=_refused,
+            ),
+            limit(Rate.TOKEN_CLIENT, rates.token_rate_limit, requesting_client, deduct_when=_counts_for_the_client),
+            limit(Rate.CLIENT_FAILURE_ADDRESS, rates.client_failure_rate_limit, deduct_when=_unauthenticated),
+            limit(Rate.SSO_START_ADDRESS, rates.sso_start_rate_limit),
+            limit(Rate.MFA_ADDRESS, rates.signin_rate_limit),
+            limit(
+                Rate.DEVICE_VERIFY_ADDRESS,
+                rates.device_verify_rate_limit,
+                exempt_when=lambda: not _attempt(Rate.DEVICE_VERIFY_ADDRESS),
+            ),
+            limit(Rate.SCIM_CREDENTIAL, rates.scim_rate_limit, _bearer_credential),
+        ]
+    )
+
+
+def _declarations(app: Flask) -> tuple[dict[str, RateLimits], dict[str, tuple[Rate, ...]]]:
+    """The limits each view and each blueprint declared, by endpoint and by blueprint name."""
+    views = {
+        endpoint: limits
+        for endpoint, view in app.view_functions.items()
+        if (limits := policy_of(view).limits) is not None
     }
-
-
-def _endpoint_limits() -> dict[str, tuple[str, ...]]:
-    """The limits of each limited endpoint but SCIM's, by scope, in the order of ``_limits``."""
-    table: dict[str, tuple[str, ...]] = {}
-    for endpoint in LIMITED_ENDPOINTS - SCIM_ENDPOINTS:
-        scopes = []
-        if endpoint in PASSWORD_ENDPOINTS or endpoint == TOKEN_ENDPOINT:
-            scopes += ["signin-address", "signin-account"]
-        if endpoint in TOKEN_RATE_ENDPOINTS:
-            scopes.append("token-client")
-        if endpoint in CLIENT_AUTHENTICATION_ENDPOINTS:
-            scopes.append("client-failure-address")
-        if endpoint == SSO_START_ENDPOINT:
-            scopes.append("sso-start-address")
-        if endpoint in MFA_ENDPOINTS:
-            scopes.append("mfa-address")
-        if endpoint in DEVICE_VERIFY_ENDPOINTS:
-            scopes.append("device-verify-address")
-        table[endpoint] = tuple(scopes)
-    return table
-
-
-ENDPOINT_LIMITS = _endpoint_limits()
-
-# The limits, kept on the app from init_app (the limiter) to limit_views (the views).
-_PENDING = "authsvc.limiter.pending"
+    blueprints = {
+        name: limits.rates
+        for name, blueprint in app.blueprints.items()
+        if (limits := policy_of(blueprint).limits) is not None
+    }
+    return views, blueprints
 
 
 def init_app(app: Flask) -> None:
+    """Build the limiter and put each view's declared limits on it (once the blueprints are registered)."""
     url = settings(app).redis_url
     options: dict[str, Any] = {}
     storage = "memory://"
@@ -305,11 +261,16 @@ def init_app(app: Flask) -> None:
         options = {"connection_pool": app.extensions["authsvc.redis"].connection_pool, "key_prefix": PREFIX}
         storage = url or "redis://"
     every = _limits(app)
+    views, blueprints = _declarations(app)
+    _DECLARED.update(views)
+    app.extensions[_BLUEPRINT_RATES] = blueprints
     limiter = Limiter(
         key_func=client_address,
-        # SCIM's limit is the only default one: its blueprint's own before_request (which
-        # authenticates) must come after it, and only a default limit is checked that early.
-        default_limits=[every["scim-credential"]],
+        # A blueprint's rates are its default ones: its own before_request (SCIM's authenticates)
+        # must come after them, and only a default limit is checked that early.
+        default_limits=[
+            _for_blueprints(rate, every[rate]) for rate in Rate if any(rate in rates for rates in blueprints.values())
+        ],
         storage_uri=storage,
         storage_options=options,
         strategy="sliding-window-counter",
@@ -325,24 +286,25 @@ def init_app(app: Flask) -> None:
     # init), and its hooks cost about 50 us of CPU per request (measured in
     # process, a no-op route: 202 -> 253 us; bench/README.md, "Public APIs on
     # the hot path"). Only endpoints of these blueprints are limited, so its
-    # hooks move to them: every other request skips them. Its before_request
-    # (the default limits) goes to SCIM's blueprint only; limit_views puts the
-    # other limits on their views.
-    blueprints = {endpoint.split(".")[0] for endpoint in LIMITED_ENDPOINTS}
+    # hooks move to them, ahead of the blueprints' own: every other request
+    # skips them. Its before_request (the default limits) goes to the
+    # blueprints that declared rates for all their requests only; _limit_views
+    # puts the other limits on their views.
+    limited = {endpoint.split(".")[0] for endpoint in views} | set(blueprints)
     for registry, earlier in zip(registries, before, strict=True):
         added = [hook for hook in registry.get(None, ()) if hook not in earlier]
         registry[None] = earlier
-        for blueprint in blueprints:
+        for blueprint in limited:
             hooks = list(added)
             if registry is app.before_request_funcs:
-                hooks = [_find_the_domain_first] + (hooks if blueprint == "scim" else [])
-            registry[blueprint].extend(hooks)
+                hooks = [_find_the_domain_first] + (hooks if blueprint in blueprints else [])
+            registry.setdefault(blueprint, [])[:0] = hooks
     app.extensions["authsvc.limiter"] = limiter
-    app.extensions[_PENDING] = every
+    _limit_views(app, limiter, every, views)
 
 
-def limit_views(app: Flask) -> None:
-    """Declare each endpoint's limits on its view (once the blueprints are registered).
+def _limit_views(app: Flask, limiter: Limiter, every: dict[Rate, Limit], views: dict[str, RateLimits]) -> None:
+    """Put each endpoint's declared limits on its view.
 
     Flask-Limiter resolves and filters its default limits on every request it sees (all seven
     here, each parsed from its string and hashed, then all but one or two exempted: about 1,300
@@ -350,32 +312,31 @@ def limit_views(app: Flask) -> None:
     when the view is called: after the before_request hooks, as the default limits were (these
     blueprints have none of their own), and before the view does anything.
     """
-    limiter: Limiter = app.extensions["authsvc.limiter"]
-    every: dict[str, Limit] = app.extensions.pop(_PENDING)
-    declared = {
-        scope: limiter.shared_limit(
+    shared = {
+        rate: limiter.shared_limit(
             limit.limit_provider,
-            scope,
+            rate.value,
             key_func=limit.key_function,
             exempt_when=limit.exempt_when,
             deduct_when=limit.deduct_when,
         )
-        for scope, limit in every.items()
+        for rate, limit in every.items()
     }
-    wrapped: dict[Callable[..., Any], tuple[tuple[str, ...], Callable[..., Any]]] = {}
-    for endpoint in sorted(ENDPOINT_LIMITS):
-        view = app.view_functions[endpoint]  # a KeyError: the table names an endpoint that is gone
-        scopes = ENDPOINT_LIMITS[endpoint]
+    wrapped: dict[Callable[..., Any], Callable[..., Any]] = {}
+    for endpoint in sorted(views):
+        view = app.view_functions[endpoint]
         if view not in wrapped:
             # Flask-Limiter keeps a view's limits by its name, and the wrapper of any one of them
             # checks them all, in the order they were declared: one wrapper is kept, not a stack of
             # them (each would cost the view's call through ensure_sync again).
-            limited = [declared[scope](view) for scope in scopes]
-            wrapped[view] = (scopes, limited[0])
-        # Limits are kept by the view's name: two endpoints of one view must have the same ones.
-        if wrapped[view][0] != scopes:
-            raise RuntimeError(f"{endpoint} shares its view with an endpoint of other limits")
-        app.view_functions[endpoint] = wrapped[view][1]
+            wrapped[view] = [shared[rate](view) for rate in views[endpoint].rates][0]
+        app.view_functions[endpoint] = wrapped[view]
+
+
+def client_authenticating_blueprints(app: Flask) -> list[str]:
+    """The blueprints with a view that authenticates its client (for the per-client failure count)."""
+    views = _declarations(app)[0]
+    return sorted({endpoint.split(".")[0] for endpoint, limits in views.items() if limits.authenticates_client})
 
 
 def retry_after() -> int:

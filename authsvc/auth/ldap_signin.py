@@ -72,7 +72,7 @@ def _accounts(user: User) -> list[LdapAccount]:
 
 def authenticate(directories: list[LdapDirectory], email: str, password: str, user: User | None) -> Outcome:
     """Check ``email`` and ``password`` against ``directories``; raise DirectoryUnavailable if none could answer."""
-    email = email.strip().lower()
+    email = validation.account_name(email)
     if not password:
         # An empty password is an unauthenticated bind to LDAP, which succeeds: refused before any bind.
         return Outcome(None, "empty_password")

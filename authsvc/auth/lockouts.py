@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from authsvc.core import actors, audit, security, store
+from authsvc.core import actors, audit, security, store, validation
 from authsvc.core.errors import LockedOut
 from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
@@ -22,6 +22,13 @@ from authsvc.web.deployment import client_address
 PREFIX = f"{store.PREFIX}limits"
 
 
+def account_key(domain_id: int, email: str) -> str:
+    """What counts an account's attempts (here and in the request rates): a digest keeps e-mail
+    addresses out of Redis, and the domain's id, not the Host header, keeps domains apart, so that
+    a port or another name that reaches the same domain is the same account."""
+    return security.digest(f"{domain_id} {validation.account_name(email)}")
+
+
 def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str, int]]:
     """(scope, key suffix, threshold) of what a password attempt counts against.
 
@@ -29,7 +36,7 @@ def _subjects(domain: Domain, email: str, kind: str = "") -> list[tuple[str, str
     wrong user codes do not lock the account's password sign-in, and the other way round.
     """
     config = settings()
-    account = security.digest(f"{domain.id} {email.strip().lower()}")
+    account = account_key(domain.id, email)
     prefix = f"{kind}-" if kind else ""
     return [
         (f"{prefix}account", account, config.lockout_threshold),

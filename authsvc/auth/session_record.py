@@ -7,10 +7,10 @@ digest, and ends a session by it (``take_named``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from authsvc.core import clock, security, store
+from authsvc.core import clock, records, security, store
 
 KIND = "session"
 
@@ -28,40 +28,15 @@ class SignInSession:
     user: int
     domain: int
     created: int  # milliseconds: compared with the user's sessions_valid_after
-    sid: str | None
-    amr: list[str] | None
-    auth_time: int
-    saml: dict[str, Any] | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "user": self.user,
-            "domain": self.domain,
-            "created": self.created,
-            "sid": self.sid,
-            "amr": self.amr,
-            "auth_time": self.auth_time,
-        }
-        if self.saml is not None:
-            data["saml"] = self.saml
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> SignInSession:
-        # Records written before sessions had a sid, an amr or an auth_time still read.
-        return cls(
-            user=data["user"],
-            domain=data["domain"],
-            created=data["created"],
-            sid=data.get("sid"),
-            amr=data.get("amr"),
-            auth_time=data.get("auth_time", data["created"] // 1000),
-            saml=data.get("saml"),
-        )
+    # Records written before sessions had a sid, an amr or an auth_time still read.
+    sid: str | None = None
+    amr: list[str] | None = None
+    auth_time: int = field(default=0, metadata=records.when_missing(lambda data: data["created"] // 1000))
+    saml: dict[str, Any] | None = field(default=None, metadata=records.OMIT_NONE)
 
 
 def _read(data: dict[str, Any] | None) -> SignInSession | None:
-    return SignInSession.from_json(data) if data else None
+    return records.load(SignInSession, data) if data else None
 
 
 def create(
@@ -88,7 +63,7 @@ def create(
         auth_time=auth_time if auth_time is not None else created // 1000,
         saml=saml,
     )
-    store.put(KIND, session_id, record.to_json(), ttl)
+    store.put(KIND, session_id, records.dump(record), ttl)
     return session_id
 
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from authsvc.auth import ldap_signin, lockouts, sessions
-from authsvc.core import actors, audit
+from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics
 
 
 def find_user(domain: Domain, email: str) -> User | None:
-    return db.session.scalar(select(User).where(User.domain_id == domain.id, User.email == email.strip().lower()))
+    return db.session.scalar(
+        select(User).where(User.domain_id == domain.id, User.email == validation.account_name(email))
+    )
 
 
 def authenticate(domain: Domain, email: str, password: str, via: str) -> User | None:

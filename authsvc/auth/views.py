@@ -15,6 +15,7 @@ from authsvc.core.database import db
 from authsvc.core.errors import ApiError, DirectoryUnavailable, LockedOut, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token, User
+from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.web.pages import page
@@ -48,6 +49,7 @@ def _signin_parameters() -> dict[str, str]:
 
 
 @bp.post("/signin")
+@rate_limited(Rate.SIGNIN_ADDRESS, Rate.SIGNIN_ACCOUNT)
 def signin() -> Response:
     """Programmatic sign-in: no CSRF token, as the platform's clients send none (docs/platform.md)."""
     params = _signin_parameters()
@@ -129,6 +131,7 @@ def login_page() -> Response:
 
 
 @bp.post("/login")
+@rate_limited(Rate.SIGNIN_ADDRESS, Rate.SIGNIN_ACCOUNT)
 def login() -> Response:
     """The sign-in form: the same decision as /auth/signin, plus CSRF protection."""
     domain = current_domain()

@@ -9,8 +9,9 @@ connection is bounded by the whole budget (``pool_timeout``). Once it is
 spent, or once one wait on the database timed out or failed, every further
 statement of the request fails at once, so that the request answers
 503 within the budget plus the watchdog's tick, not after a statement timeout
-per statement. The admin API, the console and the listings keep the longer
-``AUTHSVC_STATEMENT_TIMEOUT`` per statement (docs/operations.md).
+per statement. The views declared ``@unbudgeted`` (authsvc.core.policy: the admin API, the
+console, the listings and the health checks) keep the longer ``AUTHSVC_STATEMENT_TIMEOUT`` per
+statement (docs/operations.md).
 
 ``DatabaseBudget`` (WSGI, in front of inspect's fast path and of Flask) opens
 the budget of a request; ``current()`` gives it to the waits in
@@ -21,24 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
+from flask import Flask
 
-# Paths that keep the per-statement timeout: administration and listings,
-# whose statements may legitimately run long, and the health checks, which
-# bound their own waits. Inspect and the delegated provider tokens share the
-# admin API's prefix, but API servers wait on them: they are budgeted.
-INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
-BUDGETED_API_PATHS = frozenset({INSPECT_PATH, "/api/engine/v2/users/resource_token"})
-UNBUDGETED_PREFIXES = (
-    "/api/",
-    "/auth/admin",
-    "/auth/oauth/authorized_applications",
-    "/healthz",
-    "/readyz",
-    "/metrics",
-)
+from authsvc.core.policy import policy_of
 
 
 class Budget:
@@ -101,8 +91,42 @@ def note_failure() -> None:
         budget.failed = True
 
 
-def budgeted(path: str) -> bool:
-    return path in BUDGETED_API_PATHS or not path.startswith(UNBUDGETED_PREFIXES)
+@dataclass(frozen=True)
+class BudgetedPaths:
+    """Which paths get the budget, decided on the path alone: the middleware runs before any routing."""
+
+    # Budgeted although under an unbudgeted prefix (inspect, beside the admin API): asked first.
+    budgeted: frozenset[str] = frozenset()
+    unbudgeted: frozenset[str] = frozenset()
+    prefixes: tuple[str, ...] = ()
+
+    def __call__(self, path: str) -> bool:
+        return path in self.budgeted or not (path in self.unbudgeted or path.startswith(self.prefixes))
+
+
+def declared_paths(app: Flask) -> BudgetedPaths:
+    """The paths of the views declared ``@unbudgeted`` (authsvc.core.policy), and of the budgeted ones among them.
+
+    An unbudgeted blueprint with a URL prefix gives its prefix (a path nobody routes there is
+    unbudgeted too); an unbudgeted view its paths, up to the first argument of a path that has one.
+    """
+    prefixes = {bp.url_prefix for bp in app.blueprints.values() if not policy_of(bp).budgeted and bp.url_prefix}
+    unbudgeted: set[str] = set()
+    budgeted: set[str] = set()
+    budgeted_prefixes: set[str] = set()
+    for rule in app.url_map.iter_rules():
+        blueprint = app.blueprints.get(rule.endpoint.rpartition(".")[0])
+        path = rule.rule.split("<")[0]
+        if policy_of(app.view_functions[rule.endpoint]).budgeted and policy_of(blueprint).budgeted:
+            (budgeted_prefixes if rule.arguments else budgeted).add(path)
+        else:
+            (prefixes if rule.arguments else unbudgeted).add(path)
+    starts = tuple(sorted(prefixes))
+    # Told apart by the path alone, or the declarations cannot hold: refuse to start.
+    if budgeted & unbudgeted or any(path.startswith(starts) for path in budgeted_prefixes):
+        raise RuntimeError("a path has budgeted and unbudgeted views: declare them on separate paths")
+    shadowed = frozenset(path for path in budgeted if path.startswith(starts))
+    return BudgetedPaths(shadowed, frozenset(unbudgeted), starts)
 
 
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
@@ -114,9 +138,11 @@ class DatabaseBudget:
     def __init__(self, wsgi_app: Wsgi, seconds: float):
         self.wsgi_app = wsgi_app
         self.seconds = seconds
+        # Every path until the views are known (``declared_paths``, once the blueprints are registered).
+        self.paths = BudgetedPaths()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if not budgeted(environ.get("PATH_INFO", "")):
+        if not self.paths(environ.get("PATH_INFO", "")):
             return self.wsgi_app(environ, start_response)
         token = _CURRENT.set(Budget(self.seconds))
         try:

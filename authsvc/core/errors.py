@@ -1,8 +1,10 @@
 """The service's errors: ``ApiError`` (an answer with an RFC 6749 shape), and what features raise.
 
-A feature says what happened (``LockedOut``, ``DirectoryUnavailable``, ``SsoExpired``...), not how to
-answer it. ``ANSWERS``, below, is the one table from those to an answer: authsvc.app.errors sends it as
-JSON, and an HTML view that catches one shows a page with its status and text (``answer(exc)``).
+A feature says what happened (``LockedOut``, ``UnknownDomain``, ``SsoExpired``, the admin rules'
+``NotFound``...), not how to answer it. ``ANSWERS``, below, is the one table from those to an
+answer: authsvc.app.errors sends it as JSON, SCIM's handlers (authsvc.scim.handlers) as a SCIM
+error, and an HTML view that catches one shows a page with its status and text (``answer(exc)``).
+OAuth errors stay Authlib's (one class per RFC error), answered by Authlib's own rules.
 """
 
 from __future__ import annotations
@@ -90,6 +92,30 @@ def unavailable(description: str) -> Response:
 # ----------------------------------------------------------------- what features raise
 
 
+class UnknownDomain(Exception):
+    """No domain is configured for the request's host (and no default domain either)."""
+
+
+class Forbidden(Exception):
+    """The admin rules refuse this actor this change (authsvc.admin.actors)."""
+
+
+class NotFound(Exception):
+    """No such record, or not one the actor may see."""
+
+
+class ValidationFailed(Exception):
+    """Input that cannot be saved; ``fields`` says why, per field."""
+
+    def __init__(self, fields: dict[str, str]):
+        super().__init__("; ".join(f"{k}: {v}" for k, v in fields.items()))
+        self.fields = fields
+
+
+class Conflict(Exception):
+    """The change would break a rule that holds across records (duplicates, dependants)."""
+
+
 class LockedOut(Exception):
     """Too many failed sign-ins (or user codes) for this account or address: none is tried before ``retry_after`` s."""
 
@@ -167,6 +193,13 @@ def _unavailable(exc: DirectoryUnavailable) -> ApiError:
 
 # The one table: each feature exception, and how it is answered (the nearest class in its MRO wins).
 ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
+    UnknownDomain: lambda exc: ApiError(404, "unknown_domain", "No domain is configured for this host."),
+    Forbidden: lambda exc: ApiError(403, "forbidden", "Your credential may not make this change."),
+    NotFound: lambda exc: ApiError(404, "not_found", "No such record."),
+    Conflict: lambda exc: ApiError(409, "conflict", str(exc)),
+    ValidationFailed: lambda exc: ApiError(
+        422, "invalid_input", "Some fields are not valid.", extra={"fields": exc.fields}
+    ),
     LockedOut: lambda exc: ApiError(429, "too_many_attempts", exc.description, **_retry_after(exc)),
     DirectoryUnavailable: _unavailable,
     TooManyFlows: lambda exc: ApiError(

@@ -6,7 +6,7 @@ from flask import g, request
 from sqlalchemy import String, bindparam, func, select
 
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import UnknownDomain
 from authsvc.core.models import Domain
 from authsvc.core.settings import settings
 
@@ -53,7 +53,7 @@ def request_domain_parameters() -> dict[str, str | None]:
 
 
 def current_domain() -> Domain:
-    """The domain whose ``host`` is the request's, or the configured default; else 404."""
+    """The domain whose ``host`` is the request's, or the configured default; else UnknownDomain (a 404)."""
     domain: Domain | None = g.get("authsvc_domain")
     if domain is None:
         domain = db.session.scalar(select(Domain).where(Domain.host == request_host()))
@@ -61,6 +61,6 @@ def current_domain() -> Domain:
         if domain is None and default:
             domain = db.session.scalar(select(Domain).where(Domain.host == default))
         if domain is None:
-            raise ApiError(404, "unknown_domain", "No domain is configured for this host.")
+            raise UnknownDomain()
         g.authsvc_domain = domain
     return domain

@@ -136,6 +136,15 @@ email_validator.SPECIAL_USE_DOMAIN_NAMES = []
 email_validator.STRICT = True
 
 
+def account_name(email: str) -> str:
+    """The account a typed e-mail address names in its domain: without surrounding spaces, in lower case.
+
+    One rule for finding the user, checking a directory, and counting attempts against the account
+    (authsvc.auth.lockouts, the request rates): a variant spelling is the same account everywhere.
+    """
+    return email.strip().lower()
+
+
 def email(value: str) -> str:
     """An e-mail address in its one stored form: lower-cased (addresses are unique per domain
     case-insensitively) and normalised as email-validator does, so that one mailbox written two ways

@@ -8,10 +8,10 @@ joined), ``replayed-code:`` (a spent code presented again).
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
-from typing import Any, cast
+from dataclasses import dataclass
+from typing import cast
 
-from authsvc.core import store
+from authsvc.core import records, store
 
 KIND = "code"
 SPENT = "spent-code"
@@ -44,28 +44,9 @@ class IssuedCode:
     # Whether the code was issued under the FAPI 2.0 profile: one of a domain that switched since is refused.
     fapi2: bool = False
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> IssuedCode:
-        return cls(
-            user=data["user"],
-            client=data["client"],
-            redirect_uri=data["redirect_uri"],
-            scope=data["scope"],
-            code_challenge=data["code_challenge"],
-            code_challenge_method=data["code_challenge_method"],
-            nonce=data.get("nonce"),
-            auth_time=data.get("auth_time"),
-            amr=data.get("amr"),
-            sid=data.get("sid"),
-            dpop_jkt=data.get("dpop_jkt"),
-            resources=data.get("resources"),
-            issued_ms=data.get("issued_ms", 0),
-            fapi2=data.get("fapi2", False),
-        )
-
 
 def save(code: str, issued: IssuedCode, ttl: int) -> None:
-    store.put(KIND, code, asdict(issued), ttl)
+    store.put(KIND, code, records.dump(issued), ttl)
 
 
 def claim(code: str, family: str, spent_ttl: int) -> IssuedCode | None:
@@ -84,7 +65,7 @@ def claim(code: str, family: str, spent_ttl: int) -> IssuedCode | None:
     if raw is None and marked:
         # No such code: it leaves no marker behind (an unknown code has no tokens to revoke).
         store.client().delete(spent_key)
-    return IssuedCode.from_json(json.loads(raw)) if raw else None
+    return records.load(IssuedCode, json.loads(raw)) if raw else None
 
 
 def spent_family(code: str) -> str | None:

@@ -17,6 +17,7 @@ from authsvc.auth import lockouts, sessions
 from authsvc.core import actors, audit
 from authsvc.core.errors import LockedOut, answer
 from authsvc.core.models import RESERVED_SCOPES, Application, Domain, User
+from authsvc.core.policy import Rate, posted, rate_limited
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth.device import DevicePending, decide, pending_by_user_code
 from authsvc.oauth.forms import DeviceCodeForm, DeviceDecisionForm
@@ -78,6 +79,8 @@ def _sign_in_first() -> Response:
 
 
 @bp.route("", methods=["GET", "POST"], endpoint="verify")
+# A user code is entered by posting the form; a GET with ``user_code`` only fills it in.
+@rate_limited(Rate.DEVICE_VERIFY_ADDRESS, attempt=posted)
 def verify() -> Response:
     """Enter the code (GET with ``user_code``, from verification_uri_complete, fills it in)."""
     domain = current_domain()
@@ -104,6 +107,7 @@ def verify() -> Response:
 
 
 @bp.post("/decision", endpoint="decide")
+@rate_limited(Rate.DEVICE_VERIFY_ADDRESS, attempt=posted)
 def decision() -> Response:
     """Allow or deny: the device's next poll gets tokens or access_denied."""
     domain = current_domain()

@@ -58,12 +58,44 @@ def check_value(name: str, value: str) -> None:
         raise InvalidRequestError(f"{_quoted(name)} contains characters that are not allowed.")
 
 
+# The request's parameters once read, or why they could not be: the request rates read them before
+# the view (``parameter``), by the same rules, and one parse serves both.
+_READ = "authsvc.oauth_parameters"
+
+
 def read_parameters() -> dict[str, list[str]]:
-    """Merge the query string, a form body and a JSON body into one parameter set.
+    """Merge the query string, a form body and a JSON body into one parameter set (read once per request).
 
     RFC 6749 3.1: no parameter may be sent more than once, across all three.
     At the token endpoint only QUERY_PARAMETERS are read from the query string.
     """
+    read = flask_request.environ.get(_READ)
+    if read is None:
+        try:
+            read = _read_parameters()
+        except InvalidRequestError as exc:
+            read = exc
+        flask_request.environ[_READ] = read
+    if isinstance(read, InvalidRequestError):
+        raise read
+    return read
+
+
+def parameter(name: str) -> str | None:
+    """A parameter of an OAuth request as its endpoint reads it, or None if absent or if the request is refused.
+
+    For the request rates (authsvc.core.policy.rate_limited), which run before the view and must
+    never fail on input the view will refuse.
+    """
+    try:
+        values = read_parameters()
+    except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
+        return None
+    items = values.get(name)
+    return items[0] if items else None
+
+
+def _read_parameters() -> dict[str, list[str]]:
     values: dict[str, list[str]] = defaultdict(list)
     query_limited = flask_request.endpoint == "oauth.token"
     if flask_request.endpoint == "oauth.par" and flask_request.args:

@@ -14,9 +14,11 @@ from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
+from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
+from authsvc.oauth.parameters import parameter
 from authsvc.oauth.server import authorization_server
 from authsvc.web.pages import page
 
@@ -92,7 +94,17 @@ def _remember_approval(user: User, application: Application, scope: str) -> None
     db.session.commit()
 
 
+def _password_grant() -> bool:
+    """Whether a token request tries a password (the resource owner password grant), for the sign-in rates."""
+    return parameter("grant_type") == "password"
+
+
+# Where the client authenticates: its requests count against it once it has, failures against the address.
+_CLIENT_AUTHENTICATES = (Rate.TOKEN_CLIENT, Rate.CLIENT_FAILURE_ADDRESS)
+
+
 @bp.post("/par")
+@rate_limited(*_CLIENT_AUTHENTICATES, parameter=parameter)
 def par() -> Response:
     """RFC 9126: push an authorisation request; the answer's request_uri stands for it at /authorize."""
     current_domain()
@@ -101,6 +113,15 @@ def par() -> Response:
 
 
 @bp.post("/token")
+@cross_site
+@rate_limited(
+    Rate.SIGNIN_ADDRESS,
+    Rate.SIGNIN_ACCOUNT,
+    *_CLIENT_AUTHENTICATES,
+    attempt=_password_grant,
+    account="username",
+    parameter=parameter,
+)
 def token() -> Response:
     # The client's lookup finds the domain too (oauth2.query_client); an
     # unknown host is still a 404, whatever else is wrong with the request.
@@ -119,6 +140,7 @@ def _approving_user(domain: Domain) -> User:
 
 
 @bp.get("/authorized_applications")
+@unbudgeted
 @no_store
 def authorized_applications() -> Response:
     """The applications the user approved, with the scopes approved."""
@@ -138,6 +160,7 @@ def authorized_applications() -> Response:
 
 
 @bp.delete("/authorized_applications/<client_id>")
+@unbudgeted
 @no_store
 def revoke_authorized_application(client_id: str) -> Response:
     """Withdraw the approval of an application and revoke the user's tokens for it."""
@@ -168,12 +191,14 @@ def revoke_authorized_application(client_id: str) -> Response:
 
 
 @bp.post("/revoke")
+@cross_site
 def revoke() -> Response:
     current_domain()
     return authorization_server().create_endpoint_response("revocation")
 
 
 @bp.post("/introspect")
+@cross_site
 def introspect() -> Response:
     current_domain()
     return authorization_server().create_endpoint_response("introspection")
@@ -209,6 +234,7 @@ def userinfo() -> Response:
 
 
 @bp.post("/device_authorization")
+@rate_limited(*_CLIENT_AUTHENTICATES, parameter=parameter)
 @no_store
 def device_authorization() -> Response:
     """RFC 8628 3.1: a device code and a user code; the person answers at /auth/device."""
@@ -217,6 +243,8 @@ def device_authorization() -> Response:
 
 
 @bp.post("/register")
+# A registration names no client yet: it counts against its address.
+@rate_limited(Rate.TOKEN_CLIENT, client=lambda: None)
 def register() -> Response:
     """RFC 7591: register a client with an initial access token (authsvc.oauth.registration)."""
     current_domain()
@@ -224,6 +252,7 @@ def register() -> Response:
 
 
 @bp.route("/register/<client_id>", methods=["GET", "PUT", "DELETE"])
+@rate_limited(Rate.TOKEN_CLIENT, client=lambda: (request.view_args or {}).get("client_id"))
 def client_configuration(client_id: str) -> Response:
     """RFC 7592: read, replace or delete a registration with its registration access token."""
     current_domain()

@@ -11,11 +11,14 @@ from pathlib import Path
 
 from flask import Blueprint, Response
 
+from authsvc.core.policy import unbudgeted
+
 bp = Blueprint("openapi", __name__, url_prefix="/api/engine/v2")
 
 OPENAPI_DOCUMENT = Path(__file__).resolve().parent / "openapi.json"
 
 
 @bp.get("/openapi.json")
+@unbudgeted  # with the admin API it describes (docs/operations.md)
 def openapi() -> Response:
     return Response(OPENAPI_DOCUMENT.read_bytes(), mimetype="application/json")

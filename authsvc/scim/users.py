@@ -40,13 +40,7 @@ PROVISIONED_BY = "scim"
 # Attributes held in columns, or never stored (password, read-only groups, meta).
 _NOT_IN_PROFILE = {"schemas", "id", "meta", "userName", "active", "externalId", "groups", "password", "displayName"}
 
-_SEEN = and_(
-    User.system_admin.is_(False),
-    User.admin.is_(False),
-    User.support.is_(False),
-    User.service_account.is_(False),
-    User.scim_deleted_at.is_(None),
-)
+_SEEN = and_(~User.privileged, User.scim_deleted_at.is_(None))
 
 COLUMNS = {
     "username": queries.Column(User.email, "text"),

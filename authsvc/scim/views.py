@@ -1,8 +1,8 @@
 """SCIM 2.0 under /scim/v2 (RFC 7644): the routes, each handing over to authsvc.scim.handlers.
 
-Every request is authenticated (authsvc.scim.auth), rate limited per credential
-(authsvc.app.limits) and answered in ``application/scim+json``; every error,
-including 401, 404, 413 and 429, in RFC 7644 3.12's error shape.
+Every request is authenticated (authsvc.scim.auth), rate limited per credential (declared on
+the blueprint, applied by authsvc.app.limits) and answered in ``application/scim+json``; every
+error, including 401, 404, 413 and 429, in RFC 7644 3.12's error shape.
 
 The handlers (and scim2-models, pydantic under it) are imported on the first
 SCIM request: a worker that never serves SCIM never loads them.
@@ -16,8 +16,10 @@ from flask import Blueprint, Response
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core.errors import ApiError
+from authsvc.core.policy import Rate, rate_limited
 
-bp = Blueprint("scim", __name__, url_prefix="/scim/v2")
+# Every request counts per credential, before the blueprint's own before_request authenticates it.
+bp = rate_limited(Rate.SCIM_CREDENTIAL)(Blueprint("scim", __name__, url_prefix="/scim/v2"))
 
 
 def _handlers() -> ModuleType:
@@ -159,31 +161,3 @@ def search_everything() -> Response:
 @bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
 def not_found(anything: str) -> Response:
     return _handlers().not_found(anything)
-
-
-ENDPOINTS = frozenset(
-    f"scim.{name}"
-    for name in (
-        "service_provider_config",
-        "resource_types",
-        "resource_type",
-        "schemas",
-        "schema",
-        "list_users",
-        "search_users",
-        "create_user",
-        "get_user",
-        "replace_user",
-        "patch_user",
-        "delete_user",
-        "list_groups",
-        "search_groups",
-        "create_group",
-        "get_group",
-        "replace_group",
-        "patch_group",
-        "delete_group",
-        "not_found",
-        "search_everything",
-    )
-)

@@ -9,10 +9,10 @@ claiming a flow takes it off the list.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from authsvc.core import clock, security, store
+from authsvc.core import clock, records, security, store
 
 KIND = "sso"
 
@@ -22,22 +22,11 @@ class Flow:
     """What both protocols keep: which provider, where to go next, which browser, whom to link."""
 
     provider: str
-    continue_url: str
+    # Stored as "continue": records written before a deploy are still read after it.
+    continue_url: str = field(metadata=records.stored_as("continue"))
     browser: str  # the digest of the secret the starting browser keeps in a cookie
     link_user: int | None  # the signed-in user who asked to link, else None (a sign-in)
     holder: str | None = None  # the address that started it; set by ``save``
-
-    def _common(self) -> dict[str, Any]:
-        # The stored names ("continue"): records written before a deploy are still read after it.
-        return {
-            "provider": self.provider,
-            "continue": self.continue_url,
-            "browser": self.browser,
-            "link_user": self.link_user,
-        }
-
-    def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -48,34 +37,21 @@ class OAuthFlow(Flow):
     nonce: str | None = None
     callback: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {**self._common(), "verifier": self.verifier, "nonce": self.nonce, "callback": self.callback}
-
 
 @dataclass(frozen=True)
 class SamlFlow(Flow):
     """A SAML 2.0 flow: the id of our AuthnRequest, which the response must answer."""
 
     request_id: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {**self._common(), "protocol": "saml", "request_id": self.request_id}
+    # What tells a stored SAML flow from an OIDC one (whose records have no protocol).
+    protocol: str = field(default="saml", init=False)
 
 
 def from_json(data: dict[str, Any] | None) -> Flow | None:
     """The flow a stored record holds: SAML when it says so, else OIDC / OAuth 2.0."""
     if data is None:
         return None
-    common = {
-        "provider": data["provider"],
-        "continue_url": data["continue"],
-        "browser": data["browser"],
-        "link_user": data.get("link_user"),
-        "holder": data.get("holder"),
-    }
-    if data.get("protocol") == "saml":
-        return SamlFlow(**common, request_id=data["request_id"])
-    return OAuthFlow(**common, verifier=data["verifier"], nonce=data.get("nonce"), callback=data["callback"])
+    return records.load(SamlFlow if data.get("protocol") == "saml" else OAuthFlow, data)
 
 
 def _held_key(holder: str) -> str:
@@ -86,7 +62,7 @@ def save(state: str, flow: Flow, ttl: int, holder: str) -> None:
     """Keep ``flow`` under ``state`` for ``ttl`` seconds, listed under ``holder`` (one round trip)."""
     digest, held = security.digest(state), _held_key(holder)
     pipe = store.client().pipeline()
-    pipe.set(store.key(KIND, state), json.dumps({**flow.to_json(), "holder": holder}), ex=ttl)
+    pipe.set(store.key(KIND, state), json.dumps(records.dump(replace(flow, holder=holder))), ex=ttl)
     pipe.zadd(held, {digest: clock.time() + ttl})
     pipe.expire(held, ttl)
     pipe.execute()

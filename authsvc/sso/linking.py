@@ -104,6 +104,18 @@ def privileged(user: User) -> bool:
     return user.privileged
 
 
+def privileged_link(provider: SsoProvider) -> bool:
+    """Whether a privileged account (``User.privileged``) signs in through ``provider``: then only a
+    system admin may change whom the provider asserts (its identity settings, a SAML IdP's metadata)."""
+    found = db.session.scalar(
+        select(ExternalIdentity.id)
+        .join(User, User.id == ExternalIdentity.user_id)
+        .where(ExternalIdentity.provider_id == provider.id, User.privileged)
+        .limit(1)
+    )
+    return found is not None
+
+
 def _link_new_identity(provider: SsoProvider, profile: Profile, claims: dict) -> User:
     if not profile.email:
         raise ProviderRefused("no_email")

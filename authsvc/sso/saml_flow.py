@@ -13,10 +13,10 @@ nobody in here (login CSRF).
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from authsvc.core import actors, audit, clock, security, store
+from authsvc.core import actors, audit, clock, records, security, store
 from authsvc.core.database import db
 from authsvc.core.errors import ProviderUnavailable, SsoExpired
 from authsvc.core.models import Domain, SsoProvider, User
@@ -41,30 +41,12 @@ class Handoff:
     provider: str
     subject: str
     attributes: dict[str, list[str]]
-    continue_url: str
+    # Stored as "continue": records written before a deploy are still read after it.
+    continue_url: str = field(metadata=records.stored_as("continue"))
     browser: str | None  # the digest of the starting browser's secret; None when unsolicited
-    link_user: int | None
-    name_id: dict[str, Any] | None
-    session_index: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        # "continue" as stored: records written before a deploy are still read after it.
-        data = asdict(self)
-        data["continue"] = data.pop("continue_url")
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Handoff:
-        return cls(
-            provider=data["provider"],
-            subject=data["subject"],
-            attributes=data["attributes"],
-            continue_url=data["continue"],
-            browser=data["browser"],
-            link_user=data.get("link_user"),
-            name_id=data.get("name_id"),
-            session_index=data.get("session_index"),
-        )
+    link_user: int | None = None
+    name_id: dict[str, Any] | None = None
+    session_index: str | None = None
 
 
 def start(
@@ -155,14 +137,14 @@ def _consume(domain: Domain, provider: SsoProvider, saml_response: str, relay_st
         name_id=verified.name_id,
         session_index=verified.session_index,
     )
-    store.put(HANDOFF_KIND, handoff, verified_handoff.to_json(), HANDOFF_TTL)
+    store.put(HANDOFF_KIND, handoff, records.dump(verified_handoff), HANDOFF_TTL)
     return handoff
 
 
 def finish(domain: Domain, handoff: str | None, browser: str | None, session_user: User | None) -> SignedIn:
     """Sign in (or link) the account a verified response named, in the browser that started its flow."""
     taken = store.take(HANDOFF_KIND, handoff) if handoff and len(handoff) <= 200 else None
-    data = Handoff.from_json(taken) if taken else None
+    data = records.load(Handoff, taken) if taken else None
     provider = find_provider(domain, data.provider) if data else None
     if data is None or provider is None:
         raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")

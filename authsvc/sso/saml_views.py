@@ -11,6 +11,7 @@ from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import SsoProvider
+from authsvc.core.policy import cross_site
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.sso import providers, saml, saml_flow, saml_logout, saml_slo
@@ -43,6 +44,8 @@ def metadata(provider_id: str) -> Response:
 
 
 @bp.post("/<provider_id>/acs")
+# The IdP's page posts the response (or its LogoutRequest, below) from its own origin.
+@cross_site
 def acs(provider_id: str) -> Response:
     """The IdP's HTTP-POST: verified here, finished by the browser's own GET (see saml_flow)."""
     domain = current_domain()
@@ -76,6 +79,7 @@ SLO_FIELDS = ("SAMLRequest", "SAMLResponse", "RelayState", "SigAlg", "Signature"
 
 
 @bp.route("/<provider_id>/slo", methods=["GET", "POST"])
+@cross_site
 def slo(provider_id: str) -> Response:
     """Single Logout: the IdP's LogoutRequest (HTTP-Redirect or HTTP-POST), or its LogoutResponse to ours.
 

@@ -15,6 +15,7 @@ from authsvc.core import security
 from authsvc.core.errors import ApiError, SsoError, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
+from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import safe_continue
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
@@ -36,6 +37,7 @@ def callback_url() -> str:
 
 
 @bp.get("")
+@rate_limited(Rate.SSO_START_ADDRESS)
 def start() -> Response:
     domain = current_domain()
     provider = providers.find_provider(domain, request.args.get("id"))

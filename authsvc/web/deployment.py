@@ -10,10 +10,11 @@ client could otherwise claim any address or scheme.
 
 from __future__ import annotations
 
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from authsvc.core.errors import ApiError
+from authsvc.core.policy import policy_of
 from authsvc.core.security import UNSAFE_METHODS, forged_cross_site_request
 from authsvc.core.settings import settings
 from authsvc.web.pages import PAGE_HEADERS
@@ -36,8 +37,12 @@ def init_app(app: Flask) -> None:
 
     @app.before_request
     def refuse_forged_cross_site_requests() -> None:
-        if request.method in UNSAFE_METHODS and forged_cross_site_request(
-            request.method, request.endpoint, request.headers, f"{request.scheme}://{request.host}"
+        if (
+            request.method in UNSAFE_METHODS
+            # RFC 6749 clients (often browser applications on their own origin) and a SAML IdP's page
+            # posting its response call some views by design: those declare it (``@cross_site``).
+            and not policy_of(current_app.view_functions.get(request.endpoint or "")).cross_site
+            and forged_cross_site_request(request.method, request.headers, f"{request.scheme}://{request.host}")
         ):
             raise ApiError(403, "cross_site_request", "State-changing requests from another site's pages are refused.")
 

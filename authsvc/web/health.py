@@ -17,10 +17,12 @@ from authsvc.core import redis_connection, store
 from authsvc.core.database import db
 from authsvc.core.errors import REDIS_DOWN, json_error
 from authsvc.core.headers import uncached
+from authsvc.core.policy import unbudgeted
 from authsvc.core.settings import settings
 from authsvc.web import metrics
 
-bp = Blueprint("health", __name__)
+# The health checks bound their own waits.
+bp = unbudgeted(Blueprint("health", __name__))
 # Health and metrics describe this moment: nothing on the way may keep them.
 bp.after_request(uncached)
 # app.extensions' key of the rule show_servers_to sets.

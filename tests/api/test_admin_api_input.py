@@ -143,3 +143,18 @@ def test_a_directory_host_the_resolver_cannot_take_is_refused_when_saved(client,
     response = call(client, "post", "/ldap", keys.admin_key, body)
     assert response.status_code == 422
     assert "is not a host name" in response.get_json()["fields"]["url"]
+
+
+def test_every_admin_refusal_is_answered_uncached_by_the_one_error_table(client, setup, keys):
+    """The admin rules' refusals (a field error, no such record, a conflict) are answered like every other
+    error: JSON that no browser or proxy keeps (RFC 9111 5.2.2.5), the field error with its fields."""
+    invalid = call(client, "post", "/api_keys", keys.admin_key, {"user": "2147483648", "name": "k"})
+    missing = call(client, "get", "/oauth_apps/999999", keys.admin_key)
+    for response, status in ((invalid, 422), (missing, 404)):
+        assert response.status_code == status
+        assert response.headers["Cache-Control"] == "no-store"
+    assert invalid.get_json() == {
+        "error": "invalid_input",
+        "error_description": "Some fields are not valid.",
+        "fields": {"user": "no such user in the domain"},
+    }

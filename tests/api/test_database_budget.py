@@ -5,6 +5,7 @@ A loopback proxy (tests/fakes/proxy.py) in front of the real server freezes the
 connections (open, nothing answered) or counts the messages sent through it.
 """
 
+import functools
 import time
 from urllib.parse import urlsplit
 
@@ -12,7 +13,7 @@ import bcrypt
 import pytest
 from sqlalchemy import event
 
-from authsvc.core.budget import budgeted
+from authsvc.core.budget import declared_paths
 from authsvc.core.database import db
 from tests.fakes.proxy import TcpProxy
 from tests.helpers import BACKEND, DATABASE_URL, PASSWORD, HttpsClient, get_code, headers
@@ -158,6 +159,14 @@ def test_inspect_on_sqlite_runs_one_sql_statement_per_request(app, client, setup
         event.remove(engine, "before_cursor_execute", count)
 
 
+@functools.cache
+def _declared_paths():
+    from authsvc import create_app
+    from tests.helpers import base_config
+
+    return declared_paths(create_app(base_config()))
+
+
 @pytest.mark.parametrize(
     ("path", "is_budgeted"),
     [
@@ -172,4 +181,6 @@ def test_inspect_on_sqlite_runs_one_sql_statement_per_request(app, client, setup
     ],
 )
 def test_the_requests_api_servers_wait_on_have_the_budget_and_listings_keep_the_statement_timeout(path, is_budgeted):
+    """The views declare it (``@unbudgeted``, authsvc.core.policy); the paths are decided before any routing."""
+    budgeted = _declared_paths()
     assert budgeted(path) is is_budgeted

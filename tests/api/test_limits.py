@@ -159,6 +159,27 @@ def test_a_decoy_username_in_the_query_does_not_dodge_the_account_rate(limited, 
     assert_429(password_grant(client, setup.public_app.client_id), "rate_limited")
 
 
+def test_a_token_request_refused_unread_counts_against_no_account(limited, setup):
+    """The limiter reads a token request by the endpoint's own rules, from the one parse of it: a body
+    the endpoint refuses before trying any password (``username`` sent twice, RFC 6749 3.2) is no
+    failed attempt on the account it names, so it cannot spend that account's rate."""
+    client = limited(AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT="2/minute", AUTHSVC_LOCKOUT_THRESHOLD=100)
+    for _ in range(2):
+        response = client.post(
+            TOKEN,
+            data={
+                "grant_type": "password",
+                "username": ["service@example.com", "someone@example.com"],
+                "password": "wrong",
+                "client_id": setup.public_app.client_id,
+            },
+            headers=headers(),
+        )
+        assert response.status_code == 400
+        assert response.get_json()["error"] == "invalid_request"
+    assert password_grant(client, setup.public_app.client_id).status_code == 200
+
+
 def test_the_password_grant_shares_the_sign_in_rate(limited, setup):
     client = limited(AUTHSVC_SIGNIN_RATE_LIMIT="2/minute")
     assert signin(client).status_code == 202

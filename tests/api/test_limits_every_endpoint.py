@@ -1,14 +1,15 @@
-"""Every endpoint the limiter's table names answers 429 past its rate, whatever the method.
+"""Every endpoint whose view declares limits answers 429 past its rate, whatever the method.
 
-The limits are declared on each endpoint's view (authsvc.app.limits.ENDPOINT_LIMITS); a view
-renamed, a method added or an endpoint left out of the table would otherwise go unlimited
-without a test noticing. Each endpoint gets the same request twice with every rate at one a
-minute: the second is refused before the view does anything.
+The limits are declared on each endpoint's view (``@rate_limited``, authsvc.core.policy), and
+the table of them is read from the app (authsvc.app.limits.endpoint_limits). A method added, or
+a declaration the limiter does not apply, would otherwise go unlimited without a test noticing.
+Each endpoint gets the same request twice with every rate at one a minute: the second is
+refused before the view does anything.
 """
 
 import pytest
 
-from authsvc.app.limits import ENDPOINT_LIMITS
+from authsvc.app.limits import endpoint_limits
 from tests.helpers import HOST, HttpsClient, headers
 
 ONE_A_MINUTE = {
@@ -39,11 +40,18 @@ BODY = {
 NOT_COUNTED = {("device.verify", "GET"), ("device.verify", "HEAD")}
 
 
-def _cases():
+def _app():
     from authsvc import create_app
     from tests.helpers import base_config
 
-    app = create_app(base_config())
+    return create_app(base_config())
+
+
+APP = _app()
+ENDPOINT_LIMITS = endpoint_limits(APP)
+
+
+def _cases(app=APP):
     cases = []
     for rule in app.url_map.iter_rules():
         if rule.endpoint not in ENDPOINT_LIMITS:

@@ -1,5 +1,6 @@
-"""The typed records features keep in the store (authsvc.core.store): each reads back what it wrote, under
-the names records written before this version used, so a deploy does not lose a sign-in in flight."""
+"""The typed records features keep in the store (authsvc.core.store), stored by one serializer
+(authsvc.core.records): each reads back what it wrote, under the names records written before this
+version used, so a deploy does not lose a sign-in in flight."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import asdict
 
 from authsvc.auth.mfa.pending import PendingSignIn
 from authsvc.auth.session_record import SignInSession
+from authsvc.core import records
 from authsvc.oauth.codes import IssuedCode
 from authsvc.sso import flow_state
 from authsvc.sso.saml_flow import Handoff
@@ -14,7 +16,7 @@ from authsvc.sso.saml_flow import Handoff
 
 def test_a_pending_sign_in_keeps_continue_under_its_stored_name():
     record = PendingSignIn(user=1, domain=2, continue_url="/next", via="password", enrol=False, binding="b" * 64)
-    stored = record.to_json()
+    stored = records.dump(record)
     assert stored == {
         "user": 1,
         "domain": 2,
@@ -23,7 +25,7 @@ def test_a_pending_sign_in_keeps_continue_under_its_stored_name():
         "enrol": False,
         "binding": "b" * 64,
     }
-    assert PendingSignIn.from_json(stored) == record
+    assert records.load(PendingSignIn, stored) == record
 
 
 def test_an_oauth_flow_and_a_saml_flow_read_back_as_their_own_kind():
@@ -31,11 +33,11 @@ def test_an_oauth_flow_and_a_saml_flow_read_back_as_their_own_kind():
         provider="p1", continue_url="/x", browser="d", link_user=None, verifier="v", nonce="n", callback="https://cb"
     )
     saml = flow_state.SamlFlow(provider="p2", continue_url="", browser="d", link_user=7, request_id="id-1")
-    assert "protocol" not in oauth.to_json() and saml.to_json()["protocol"] == "saml"
-    assert flow_state.from_json({**oauth.to_json(), "holder": "198.51.100.7"}) == flow_state.OAuthFlow(
+    assert "protocol" not in records.dump(oauth) and records.dump(saml)["protocol"] == "saml"
+    assert flow_state.from_json({**records.dump(oauth), "holder": "198.51.100.7"}) == flow_state.OAuthFlow(
         **{**asdict(oauth), "holder": "198.51.100.7"}
     )
-    assert flow_state.from_json(saml.to_json()) == saml
+    assert flow_state.from_json(records.dump(saml)) == saml
     assert flow_state.from_json(None) is None
 
 
@@ -55,8 +57,8 @@ def test_a_saml_handoff_reads_back():
         name_id={"format": "urn:oasis:names:tc:SAML:2.0:nameid-format:persistent", "text": "saml-ada"},
         session_index="s-1",
     )
-    assert handoff.to_json()["continue"] == "/after" and "continue_url" not in handoff.to_json()
-    assert Handoff.from_json(handoff.to_json()) == handoff
+    assert records.dump(handoff)["continue"] == "/after" and "continue_url" not in records.dump(handoff)
+    assert records.load(Handoff, records.dump(handoff)) == handoff
 
 
 def test_an_issued_code_reads_back_with_the_sign_in_behind_it():
@@ -74,26 +76,26 @@ def test_an_issued_code_reads_back_with_the_sign_in_behind_it():
         dpop_jkt="j" * 43,
         resources=["https://api.example.com/"],
     )
-    assert IssuedCode.from_json(asdict(issued)) == issued
+    assert records.load(IssuedCode, asdict(issued)) == issued
     # A code written without the OpenID Connect fields still reads.
     legacy = {
         k: v
         for k, v in asdict(issued).items()
         if k not in {"nonce", "auth_time", "amr", "sid", "dpop_jkt", "resources"}
     }
-    assert IssuedCode.from_json(legacy).sid is None
-    assert IssuedCode.from_json(legacy).dpop_jkt is None and IssuedCode.from_json(legacy).resources is None
+    assert records.load(IssuedCode, legacy).sid is None
+    assert records.load(IssuedCode, legacy).dpop_jkt is None and records.load(IssuedCode, legacy).resources is None
 
 
 def test_a_sign_in_session_reads_back_and_a_saml_one_keeps_its_logout_names():
     plain = SignInSession(user=1, domain=2, created=1_700_000_000_123, sid="s", amr=["pwd"], auth_time=1_700_000_000)
-    assert "saml" not in plain.to_json()
-    assert SignInSession.from_json(plain.to_json()) == plain
+    assert "saml" not in records.dump(plain)
+    assert records.load(SignInSession, records.dump(plain)) == plain
     saml = SignInSession(**{**asdict(plain), "amr": ["fed"], "saml": {"provider": "p", "session_index": "i"}})
-    assert saml.to_json()["saml"] == {"provider": "p", "session_index": "i"}
-    assert SignInSession.from_json(saml.to_json()) == saml
+    assert records.dump(saml)["saml"] == {"provider": "p", "session_index": "i"}
+    assert records.load(SignInSession, records.dump(saml)) == saml
 
 
 def test_a_session_written_before_sids_and_auth_time_still_reads():
-    old = SignInSession.from_json({"user": 1, "domain": 2, "created": 1_700_000_000_999})
+    old = records.load(SignInSession, {"user": 1, "domain": 2, "created": 1_700_000_000_999})
     assert (old.sid, old.amr, old.auth_time) == (None, None, 1_700_000_000)

@@ -28,10 +28,11 @@ from authsvc.auth.mfa import factors
 from authsvc.core import actors, validation
 from authsvc.core.models import Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
+from authsvc.core.policy import unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.web.pages import page
 
-bp = Blueprint("console", __name__, url_prefix="/auth/admin")
+bp = unbudgeted(Blueprint("console", __name__, url_prefix="/auth/admin"))
 
 PER_PAGE = 50
 FORM_EXPIRED = "The form expired. Please submit it again."

@@ -21,10 +21,11 @@ from typing import Any, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from pydantic_core import ErrorDetails
 
-from authsvc.admin.actors import Actor, ValidationFailed, require_change
+from authsvc.admin.actors import Actor, require_change
 from authsvc.admin.schemas.types import DomainId
 from authsvc.core import validation
 from authsvc.core.database import db
+from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import Domain
 
 

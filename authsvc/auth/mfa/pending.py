@@ -9,12 +9,12 @@ holds, so a token that leaks (a log, a screenshot) is useless elsewhere.
 from __future__ import annotations
 
 import hmac
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Response, request
 
-from authsvc.core import security, store
+from authsvc.core import records, security, store
 from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
 
@@ -29,27 +29,12 @@ class PendingSignIn:
 
     user: int
     domain: int
-    continue_url: str  # where the sign-in goes on; "" for the programmatic sign-in (a 202 answer)
+    # Where the sign-in goes on; "" for the programmatic sign-in (a 202 answer). Stored as "continue":
+    # records written before a deploy are still read after it.
+    continue_url: str = field(metadata=records.stored_as("continue"))
     via: str  # how the password was checked (the audit's ``via``)
     enrol: bool  # the domain's policy asks this user to enrol a factor first
     binding: str  # the digest of the browser's ``mfa`` cookie
-
-    def to_json(self) -> dict[str, Any]:
-        # "continue" as stored: records written before a deploy are still read after it.
-        data = asdict(self)
-        data["continue"] = data.pop("continue_url")
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> PendingSignIn:
-        return cls(
-            user=data["user"],
-            domain=data["domain"],
-            continue_url=data["continue"],
-            via=data["via"],
-            enrol=data["enrol"],
-            binding=data["binding"],
-        )
 
 
 def ttl() -> int:
@@ -62,7 +47,7 @@ def start(user: User, domain: Domain, *, target: str, via: str, enrol: bool) -> 
     record = PendingSignIn(
         user=user.id, domain=domain.id, continue_url=target, via=via, enrol=enrol, binding=security.digest(binding)
     )
-    store.put(KIND, token, record.to_json(), ttl())
+    store.put(KIND, token, records.dump(record), ttl())
     return token, binding
 
 
@@ -83,7 +68,7 @@ def _bound(data: dict[str, Any] | None, domain: Domain) -> PendingSignIn | None:
     binding = request.cookies.get(COOKIE, "")
     if data is None or not binding:
         return None
-    record = PendingSignIn.from_json(data)
+    record = records.load(PendingSignIn, data)
     if record.domain != domain.id:
         return None
     return record if hmac.compare_digest(security.digest(binding), record.binding) else None

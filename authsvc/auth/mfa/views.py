@@ -21,6 +21,7 @@ from authsvc.core.database import db
 from authsvc.core.errors import ApiError, LockedOut, PendingSignInGone, WrongCode, answer
 from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
+from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.web.pages import page
@@ -164,6 +165,7 @@ def _string(body: dict, name: str, *, required: bool = True) -> str:
 
 
 @bp.post("/signin/mfa/webauthn")
+@rate_limited(Rate.MFA_ADDRESS)
 def signin_webauthn_options() -> Response:
     """``navigator.credentials.get`` options for a pending sign-in's passkeys (``mfa_token``)."""
     domain = current_domain()
@@ -179,6 +181,7 @@ def signin_webauthn_options() -> Response:
 
 
 @bp.post("/signin/mfa")
+@rate_limited(Rate.MFA_ADDRESS)
 def signin_mfa() -> Response:
     """The programmatic second step: the same 202 / 303 answer as /auth/signin."""
     domain = current_domain()
@@ -206,6 +209,7 @@ def signin_mfa() -> Response:
 
 
 @bp.post("/login/mfa")
+@rate_limited(Rate.MFA_ADDRESS)
 def login_mfa() -> Response:
     """The sign-in page's second step."""
     domain = current_domain()
@@ -241,6 +245,7 @@ def login_mfa() -> Response:
 
 
 @bp.post("/login/mfa/enrol")
+@rate_limited(Rate.MFA_ADDRESS)
 def login_enrol() -> Response:
     """Enrolment that the domain's policy asked for during sign-in: the first code confirms the app."""
     domain = current_domain()

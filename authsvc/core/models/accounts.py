@@ -15,8 +15,11 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    or_,
 )
+from sqlalchemy.ext.hybrid import hybrid_property
 from sqlalchemy.orm import Mapped, mapped_column, relationship
+from sqlalchemy.sql import ColumnElement
 
 from authsvc.core import clock, security
 from authsvc.core.database import Model, now
@@ -76,10 +79,19 @@ class User(Model):
         """PlaceOS permission bits: support, admin."""
         return Permission.of(support=self.support, admin=self.admin)
 
-    @property
+    @hybrid_property
     def privileged(self) -> bool:
-        """Whether the user holds a privilege an SSO provider's or a directory's assertion alone may never reach."""
+        """Whether the user holds a privilege an SSO provider's or a directory's assertion alone may never reach.
+
+        The one rule, in Python (``user.privileged``) and in SQL (``User.privileged``, for the queries
+        that look for privileged accounts or leave them out).
+        """
         return bool(self.system_admin or self.admin or self.support or self.service_account)
+
+    @privileged.inplace.expression
+    @classmethod
+    def _privileged_expression(cls) -> ColumnElement[bool]:
+        return or_(cls.system_admin, cls.admin, cls.support, cls.service_account)
 
     def as_json(self) -> dict[str, Any]:
         return {
