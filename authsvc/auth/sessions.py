@@ -26,9 +26,10 @@ from authsvc.auth import ldap_signin, session_record
 from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, clock, store
 from authsvc.core.database import db
-from authsvc.core.models import Domain, Token, User
+from authsvc.core.models import Domain, User
 from authsvc.core.readers import entities
 from authsvc.core.settings import settings
+from authsvc.tokens import revocation
 
 log = logging.getLogger(__name__)
 
@@ -215,7 +216,7 @@ def end_everything(user: User, via: str = "end_sessions", actor: str | None = No
     and the audit record goes with that commit.
     """
     invalidate_sessions(user)
-    revoked = Token.revoke_for_user(user.id)
+    revoked = revocation.revoke_of_user(user.id)
     if revoked:
         audit.record(
             "token.revoked",

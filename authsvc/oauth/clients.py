@@ -13,11 +13,12 @@ from sqlalchemy import FromClause, Integer, Select, Table, bindparam, delete, se
 from sqlalchemy.orm.attributes import set_committed_value
 
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, Domain, Token, User
+from authsvc.core.models import Application, Consent, Domain, User
 from authsvc.core.readers import entities
 from authsvc.core.readers.pool import read_one
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.tokens import revocation
 
 # Dynamic registration's endpoint (RFC 7591 3), here so that the metadata names it without
 # loading authsvc.oauth.registration (and Authlib's RFC 7591, which loads joserfc and cryptography).
@@ -187,8 +188,7 @@ def delete_client(application: Application) -> int:
 
     The admin verbs and RFC 7592's DELETE both end an application this way.
     """
-    live = Token.revoke_where(Token.application_id == application.id)
-    db.session.execute(delete(Token).where(Token.application_id == application.id))
+    live = revocation.delete_of_application(application.id)
     db.session.execute(delete(Consent).where(Consent.application_id == application.id))
     db.session.delete(application)
     return live

@@ -20,7 +20,7 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
-from authsvc.tokens import lookups
+from authsvc.tokens import lookups, revocation
 
 # Resource servers introspect as confidential clients; a public client has
 # nothing to prove who it is, so it may not read other clients' tokens.
@@ -101,11 +101,11 @@ class RevocationEndpoint(_RevocationEndpoint):
         if token.kind == "refresh_token":
             # RFC 7009 2.1: revoking a refresh token revokes the access tokens
             # of the same grant, which is the token family under rotation.
-            revoked = Token.revoke_family(token.row.family)
+            revoked = revocation.revoke_family(token.row.family)
         else:
             # The row holds the access token and the refresh token issued
             # with it; the client asked for this grant's access to end.
-            revoked = Token.revoke_where(Token.id == token.row.id)
+            revoked = revocation.revoke_token(token.row.id)
         if revoked:
             audit.record(
                 "token.revoked",

@@ -13,11 +13,12 @@ from authsvc.core import actors, audit
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
-from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
+from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.server import authorization_server
+from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
 bp = Blueprint("oauth", __name__, url_prefix="/auth/oauth")
@@ -151,7 +152,7 @@ def revoke_authorized_application(client_id: str) -> Response:
     removed = db.session.execute(
         delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
     ).rowcount
-    revoked = Token.revoke_where(Token.user_id == user.id, Token.application_id == application.id)
+    revoked = revocation.revoke_of_user(user.id, application.id)
     if revoked:
         audit.record(
             "token.revoked",

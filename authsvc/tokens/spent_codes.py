@@ -14,8 +14,9 @@ from typing import Any
 
 from authsvc.core import actors, audit, security
 from authsvc.core.database import db, now
-from authsvc.core.models import Application, SpentCode, Token
+from authsvc.core.models import Application, SpentCode
 from authsvc.core.settings import settings
+from authsvc.tokens import revocation
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def earlier_family(digest: str) -> str | None:
 
 def revoke_replayed(client: Application, family: str) -> None:
     """Revoke the tokens of ``family``, produced by a code presented again, with its audit record; committed."""
-    revoked = Token.revoke_family(family)
+    revoked = revocation.revoke_family(family)
     audit.record(
         "code.replayed",
         domain_id=client.domain_id,
