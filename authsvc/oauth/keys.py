@@ -8,7 +8,7 @@ JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from flask import current_app, g
 from joserfc.errors import JoseError
@@ -22,7 +22,7 @@ from authsvc.core.readers.pool import read_one
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
-    from joserfc.jwk import ECKey, KeySet, RSAKey
+    from joserfc.jwk import ECKey, KeyParameters, KeySet, KeySetSerialization, RSAKey
 
     PrivateKey = RSAKey | ECKey
 
@@ -41,7 +41,7 @@ PARSED_KEYS_MAX = 64
 def _generate(alg: str) -> PrivateKey:
     from joserfc.jwk import ECKey, RSAKey
 
-    parameters = {"alg": alg, "use": "sig"}
+    parameters: KeyParameters = {"alg": alg, "use": "sig"}
     if alg == "ES256":
         return ECKey.generate_key("P-256", parameters=parameters, private=True, auto_kid=True)
     return RSAKey.generate_key(2048, parameters=parameters, private=True, auto_kid=True)
@@ -156,7 +156,7 @@ def public_key_set(domain: Domain) -> KeySet:
     """The domain's published keys, to verify its own tokens (an ``id_token_hint``)."""
     from joserfc.jwk import KeySet
 
-    return KeySet.import_key_set(public_jwks(domain))
+    return KeySet.import_key_set(cast("KeySetSerialization", public_jwks(domain)))
 
 
 def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, Any] | None:

@@ -7,7 +7,7 @@ tokens up by the unique index on their digest, within the request's domain.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 from authlib.oauth2.rfc6750 import InsufficientScopeError
@@ -48,7 +48,10 @@ class PresentedToken:
 
     @property
     def expires_at(self) -> int:
-        return self.row.refresh_expires_at if self.kind == "refresh_token" else self.row.expires_at
+        if self.kind == "refresh_token":
+            # Found by its refresh token's digest: a row that has a refresh token has its end.
+            return cast(int, self.row.refresh_expires_at)
+        return self.row.expires_at
 
 
 def find_token(value: str, hint: str | None) -> PresentedToken | None:
