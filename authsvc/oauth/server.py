@@ -142,12 +142,8 @@ class AuthorizationServer(_AuthorizationServer):
         # control characters (NUL, which PostgreSQL refuses) is simply unknown.
         if not client_id.isascii() or not client_id.isprintable():
             return None
-        # A client of another domain does not exist here. Authlib asks more than
-        # once per request; the answer is kept in this request's environ only.
-        memo = flask_request.environ.setdefault("authsvc.clients", {})
-        if client_id not in memo:
-            memo[client_id] = client_of_request_domain(client_id)
-        return memo[client_id]
+        # A client of another domain does not exist here (asked once a request: the answer is kept).
+        return client_of_request_domain(client_id)
 
     def validate_requested_scope(self, scope: str | None) -> None:
         # Checked against the client in the grants; nothing server-wide.
