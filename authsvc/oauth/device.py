@@ -29,7 +29,6 @@ from authlib.oauth2.rfc8628 import (
     ExpiredTokenError,
     SlowDownError,
 )
-from flask import g
 
 from authsvc.auth import sessions
 from authsvc.core import clock, security, store
@@ -40,6 +39,7 @@ from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import resources
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.grants import WITHDRAWN, resolve_scope
+from authsvc.oauth.parameters import grant_state
 
 # How long past its expiry a device code is still known, to be answered expired_token.
 GRACE = 300
@@ -114,8 +114,6 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
         # Authlib asks only the server, which checks nothing; the scope is the application's.
         resolve_scope(client, request.payload.scope)
         resources.at_authorization(request, client)
-        # Authlib passes save_device_credential no request; the resources wait for it in this request's g.
-        g.authsvc_device_resources = request.resources
         return client
 
     def generate_device_code(self) -> str:
@@ -142,7 +140,8 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
             "scope": resolve_scope(client, scope),
             "domain_id": client.domain_id,
             "expires_at": clock.now() + self.EXPIRES_IN,
-            "resources": g.get("authsvc_device_resources"),
+            # Authlib passes save_device_credential no request: what authenticate_client found.
+            "resources": grant_state().resources,
         }
         poll = {"last": 0, "interval": self.INTERVAL}
         pipe = store.client().pipeline()

@@ -20,6 +20,7 @@ from authsvc.core.models import Token, User
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
 from authsvc.oauth.clients import AUTH_METHODS
+from authsvc.oauth.parameters import grant_state
 from authsvc.tokens import lookups, refresh
 from authsvc.tokens.issue import Issued, Lineage, Outcome, from_stored
 
@@ -51,7 +52,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         if refresh.judge_reuse(token) is not None:
             return None
         # Before the token is claimed: a refresh by another key spends nothing.
-        dpop.check_refresh_binding(token, self.request.dpop)
+        dpop.check_refresh_binding(token, grant_state().dpop)
         return token
 
     def validate_token_request(self) -> None:
@@ -63,7 +64,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         # FAPI 2.0 5.3.2.1 item 9: no rotation (docs/fapi.md#refresh-tokens).
         if keep and not refresh.keep(token):
             raise InvalidGrantError("The refresh token was revoked.")
-        self.request.lineage = Lineage(
+        grant_state().lineage = Lineage(
             family=token.family,
             grant_expires_at=token.grant_expires_at,
             # Claimed by the statement that saves its successor (authsvc.tokens.rows): of two concurrent

@@ -35,7 +35,7 @@ from authsvc.oauth.clients import (
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, ClientCredentialsGrant, PasswordGrant
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
 from authsvc.oauth.refresh_grant import RefreshTokenGrant
 from authsvc.oauth.revocation_introspection import IntrospectionEndpoint, RevocationEndpoint
@@ -102,10 +102,11 @@ class AuthorizationServer(_AuthorizationServer):
             note_authentication(True)
         # The client's own settings, checked once it has proved who it is.
         profile.check_client_request(client, request, endpoint)
-        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
-        dpop.check_algorithm(client, getattr(request, "dpop", None))
+        # The token endpoint's and PAR's proof, checked before the client was known (GrantState.dpop).
+        proof = grant_state().dpop
+        dpop.check_algorithm(client, proof)
         if endpoint == "token":
-            dpop.refuse_missing_proof(client, request.dpop)
+            dpop.refuse_missing_proof(client, proof)
         return client
 
     def _authenticate_client(self, request: Any, methods: list[str], endpoint: str) -> Application:
@@ -132,7 +133,7 @@ class AuthorizationServer(_AuthorizationServer):
         # A DPoP proof is checked before any grant runs: a refused proof (a nonce to retry with) spends no code.
         request = self.create_oauth2_request(request)
         try:
-            request.dpop = dpop.request_proof()
+            grant_state().dpop = dpop.request_proof()
         except OAuth2Error as error:
             return self.handle_error_response(request, error)
         return super().create_token_response(request)
@@ -157,7 +158,8 @@ class AuthorizationServer(_AuthorizationServer):
         """
         client: Application = request.client
         # RFC 9449 5: a token request with a proof gets tokens bound to its key.
-        jkt = request.dpop.jkt if request.dpop is not None else None
+        state = grant_state()
+        jkt = state.dpop.jkt if state.dpop is not None else None
         if client.jwt_access_tokens:
             # RFC 9068; the response carries it, the row its digest like an opaque token's. Signed before
             # anything is written: the domain's first key is made and committed on first need. A bound
@@ -182,10 +184,10 @@ class AuthorizationServer(_AuthorizationServer):
                 issued_at=token["created_at"],
                 expires_in=token["expires_in"],
                 refresh_ttl=refresh_token_ttl(client),
-                lineage=request.lineage,
+                lineage=state.lineage,
                 dpop_jkt=jkt,
-                audience=request.audience,
-                resources=request.resources,
+                audience=state.audience,
+                resources=state.resources,
             )
         )
         if issued.outcome is tokens.Outcome.ISSUED:
