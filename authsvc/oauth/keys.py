@@ -8,9 +8,10 @@ JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
-from flask import current_app, g
+from flask import current_app
 from joserfc.errors import JoseError
 from sqlalchemy.exc import IntegrityError
 
@@ -19,6 +20,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
 from authsvc.core.models.keys import CURRENT_KID
 from authsvc.core.readers.pool import read_one
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
@@ -77,12 +79,19 @@ def current_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
     return row
 
 
+@dataclass
+class RequestKeys:
+    """The signing keys a request has read (authsvc.core.request_state.part), by domain id and algorithm."""
+
+    by_domain_and_alg: dict[tuple[int, str], PrivateKey] = field(default_factory=dict)
+
+
 def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
     """The private key of the domain's current key of ``alg``, read once per request: an access token and an
     ID token of one response share it. The current ``kid`` is read per request (a key rotated by any worker
     signs from the next response on); the key itself, decrypted and parsed, is kept per process by ``kid``,
     so only that one column is read unless this process has not seen the key yet."""
-    memo = g.setdefault("authsvc_current_keys", {})
+    memo = part(RequestKeys).by_domain_and_alg
     key: PrivateKey | None = memo.get((domain.id, alg))
     if key is None:
         # On a reader (a request with no transaction of its own writes its token in autocommit afterwards).
