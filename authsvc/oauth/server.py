@@ -45,10 +45,6 @@ from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
 
-# The grants Authlib's OpenID Connect extensions add an ID token to (OpenIDCode, OpenIDToken), when the
-# granted scope has openid.
-ID_TOKEN_GRANTS = ("authorization_code", "refresh_token")
-
 # Authlib raises some errors without a description; every answer carries one.
 DEFAULT_DESCRIPTIONS = {
     "unsupported_grant_type": (
@@ -165,7 +161,7 @@ class AuthorizationServer(_AuthorizationServer):
             # anything is written: the domain's first key is made and committed on first need. A bound
             # token names its key (cnf.jkt, RFC 9449 6).
             token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
-        if request.payload.grant_type in ID_TOKEN_GRANTS and _names_openid(token["scope"]):
+        if state.id_token_follows and _names_openid(token["scope"]):
             # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here, before
             # the token's write (its kid on a reader; the parsed key is kept per process), rather than after
             # the commit. Before any write: a domain's first key is made and committed on first need.
@@ -205,6 +201,7 @@ def id_tokens_in_code_grant(grant: Any) -> None:
     token added to an exchange whose granted scope holds ``openid``. A worker
     that serves the code flow with opaque tokens only never loads JOSE.
     """
+    grant_state().id_token_follows = True
     if _names_openid(grant.request.payload.scope):
         _id_tokens().code(grant)
         return
@@ -234,6 +231,7 @@ def id_tokens_in_refresh_grant(grant: Any) -> None:
     OpenIDToken adds one hook to every refresh, which leaves a response whose
     scope lacks ``openid`` as it is; this one does the same without loading it.
     """
+    grant_state().id_token_follows = True
     grant.register_hook("after_create_token_response", _refresh_token_response)
 
 
