@@ -11,6 +11,7 @@ from authsvc.core import actors, validation
 from authsvc.core.database import db, now
 from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import ApiKey, Domain, User
+from authsvc.tokens import api_keys
 
 
 def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
@@ -29,7 +30,7 @@ def create_api_key(actor: Actor, data: Any) -> tuple[ApiKey, str]:
         # SCIM provisioning acts with a domain admin's rights (docs/scim.md).
         raise ValidationFailed({"scopes": "the scim scope is only for a key of a domain admin"})
     try:
-        key, value = ApiKey.issue(
+        key, value = api_keys.issue(
             user, values.name, values.scopes or "public", values.permission or "user", values.expires_at
         )
     except ValueError as exc:
@@ -55,7 +56,6 @@ def update_api_key(actor: Actor, key: ApiKey, data: Any) -> ApiKey:
 
 def revoke_api_key(actor: Actor, key: ApiKey) -> None:
     require_change_of_user(actor, key.user)
-    if key.revoked_at is None:
-        key.revoked_at = now()
+    if api_keys.revoke(key):
         audit_change(actor, "api_key.revoked", key.domain_id, actors.of_api_key(key.id))
     db.session.commit()

@@ -25,10 +25,10 @@ from authsvc.core.models import (
     RegistrationToken,
     SigningKey,
     SsoProvider,
-    Token,
     User,
 )
 from authsvc.oauth import profile
+from authsvc.tokens import api_keys, revocation
 
 
 def create_domain(actor: Actor, data: Any) -> Domain:
@@ -155,9 +155,9 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     applications = select(Application.id).where(Application.domain_id == domain.id).scalar_subquery()
     providers = select(SsoProvider.id).where(SsoProvider.domain_id == domain.id).scalar_subquery()
     # Children first: tokens and approvals, keys and links, then users, applications and providers.
-    db.session.execute(delete(Token).where(or_(Token.application_id.in_(applications), Token.user_id.in_(users))))
+    revocation.delete_of_users(users, applications)
     db.session.execute(delete(Consent).where(or_(Consent.application_id.in_(applications), Consent.user_id.in_(users))))
-    db.session.execute(delete(ApiKey).where(ApiKey.domain_id == domain.id))
+    api_keys.delete_of_domain(domain.id)
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id.in_(providers)))
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
     db.session.execute(delete(LdapAccount).where(LdapAccount.user_id.in_(users)))

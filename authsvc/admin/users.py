@@ -12,8 +12,9 @@ from authsvc.auth import sessions, signin
 from authsvc.core import actors
 from authsvc.core.database import db
 from authsvc.core.errors import Conflict, ValidationFailed
-from authsvc.core.models import ApiKey, Application, Consent, Domain, ExternalIdentity, LdapAccount, Token, User
+from authsvc.core.models import Application, Consent, Domain, ExternalIdentity, LdapAccount, User
 from authsvc.sso import delegated
+from authsvc.tokens import api_keys, revocation
 
 SYSTEM_ADMIN_SERVICE_ACCOUNT = "a system admin cannot be a service account"
 
@@ -110,9 +111,9 @@ def delete_user(actor: Actor, user: User) -> None:
     if user.id == actor.user_id:
         raise Conflict("you cannot delete yourself")
     before = user.as_json()
-    db.session.execute(delete(Token).where(Token.user_id == user.id))
+    revocation.delete_of_users(user.id)
     db.session.execute(delete(Consent).where(Consent.user_id == user.id))
-    db.session.execute(delete(ApiKey).where(ApiKey.user_id == user.id))
+    api_keys.delete_of_user(user.id)
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
     db.session.execute(delete(LdapAccount).where(LdapAccount.user_id == user.id))
     # An application bound to the account is left unbound: its client_credentials grant stops.

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Select, bindparam, or_, select, update
+from sqlalchemy import ColumnElement, Select, bindparam, select
 
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
@@ -20,7 +20,7 @@ from authsvc.core.models import STANDARD_PROFILE, ApiKey, Application, Domain, T
 from authsvc.core.permissions import Permission
 from authsvc.core.readers.pool import Readers, read_one
 from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST
-from authsvc.tokens import lookups
+from authsvc.tokens import api_keys, lookups
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -213,13 +213,4 @@ def note_use(credential: Credential) -> None:
     a race between workers, so at most one of them writes.
     """
     moment = now()
-    stale = moment - LAST_USED_RESOLUTION
-    db.session.execute(
-        update(ApiKey)
-        .where(
-            ApiKey.id == credential.api_key_id,
-            or_(ApiKey.last_used_at.is_(None), ApiKey.last_used_at <= stale),
-        )
-        .values(last_used_at=moment)
-    )
-    db.session.commit()
+    api_keys.note_use(cast(str, credential.api_key_id), moment - LAST_USED_RESOLUTION, moment)

@@ -25,12 +25,12 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2 import OAuth2Error
-from flask import g
 from flask import request as flask_request
 from joserfc.errors import JoseError, UnsupportedAlgorithmError
 from werkzeug.wrappers import Response
 
 from authsvc.core import clock, security, signed_json, store
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import request_host
 
@@ -56,8 +56,14 @@ _PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "oth", "k"})
 _KEY_TYPES = {"ES256": "EC", "RS256": "RSA", "PS256": "RSA", "EdDSA": "OKP", "Ed25519": "OKP"}
 _MIN_RSA_BITS = 2048
 _MAX_RSA_BITS = 8192
+
+
 # Where a request keeps the nonce to give the client next.
-_NEXT_NONCE = "authsvc_dpop_nonce"
+@dataclass
+class NextNonce:
+    """The nonce a request's answer gives the client for its next proof (authsvc.core.request_state.part)."""
+
+    value: str | None = None
 
 
 # joserfc refuses a protected header over 512 bytes, and the jwk of an RSA key of 2048 bits
@@ -289,13 +295,14 @@ def request_proof(
         fapi2=fapi2,
     )
     if proof.next_nonce:
-        g.setdefault(_NEXT_NONCE, proof.next_nonce)
+        noted = part(NextNonce)
+        noted.value = noted.value or proof.next_nonce
     return proof
 
 
 def add_nonce(response: Response) -> Response:
     """Give the client the current nonce with any answer to a request that carried a proof (RFC 9449 8.2)."""
-    nonce = g.get(_NEXT_NONCE)
+    nonce = part(NextNonce).value
     if nonce and "DPoP-Nonce" not in response.headers:
         response.headers["DPoP-Nonce"] = nonce
     return response

@@ -130,7 +130,7 @@ def _signed_in(directory: LdapDirectory, entry: Entry, email: str, user: User | 
         linked_user = db.session.get(User, account.user_id) if account is not None else None
         return Outcome(None, "directory_account_disabled", directory.id, deprovision=linked_user)
     if account is not None:
-        linked_user = db.session.get(User, account.user_id)
+        linked_user = db.session.get_one(User, account.user_id)  # the link's foreign key: always there
         if account.via in AUTOMATIC and linked_user.privileged:
             # Promoted since the first sign-in linked them: a directory's word alone must not reach them.
             _audit_link(directory, "ldap.link_refused", linked_user, reason="automatic_link")

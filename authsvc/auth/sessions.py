@@ -14,11 +14,12 @@ tokens carry), so that the applications signed in through them can be told
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 import redis
 from blinker import Namespace
-from flask import Flask, Response, current_app, g, has_request_context, request
+from flask import Flask, Response, current_app, has_request_context, request
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
@@ -26,9 +27,11 @@ from authsvc.auth import ldap_signin, session_record
 from authsvc.auth.session_record import SignInSession
 from authsvc.core import actors, audit, clock, store
 from authsvc.core.database import db
-from authsvc.core.models import Domain, Token, User
+from authsvc.core.models import Domain, User
 from authsvc.core.readers import entities
+from authsvc.core.request_state import part, state
 from authsvc.core.settings import settings
+from authsvc.tokens import revocation
 
 log = logging.getLogger(__name__)
 
@@ -144,15 +147,26 @@ def signed_out_elsewhere(domain: Domain, record: SignInSession | None, continue_
     return next((url for _, url in results if url), None)
 
 
+@dataclass
+class SessionRequest:
+    """The request's session cookie, as read once (authsvc.core.request_state.part)."""
+
+    read: bool = False
+    user: User | None = None
+    # The live session's record; None when the cookie names no live session of a user allowed in.
+    record: SignInSession | None = None
+
+
 def current_session(domain: Domain) -> SignInSession | None:
     """The record of the request's live session of ``domain``."""
-    return g.authsvc_session if session_user(domain) is not None else None
+    return part(SessionRequest).record if session_user(domain) is not None else None
 
 
 def session_user(domain: Domain) -> User | None:
     """The user of the request's ``user`` session cookie, if it is live and of ``domain``."""
-    if "authsvc_session_user" in g:
-        return g.authsvc_session_user
+    noted = part(SessionRequest)
+    if noted.read:
+        return noted.user
     user = None
     session_id = request.cookies.get(SESSION_COOKIE)
     session = session_record.get(session_id) if session_id else None
@@ -167,8 +181,9 @@ def session_user(domain: Domain) -> User | None:
             and directory_allows(candidate)
         ):
             user = candidate
-    g.authsvc_session_user = user
-    g.authsvc_session = session if user is not None else None
+    noted.read, noted.user, noted.record = True, user, session if user is not None else None
+    # Who acts when no credential says: the audit records of the request name them (authsvc.core.audit).
+    state().acting_user_id = user.id if user is not None else None
     return user
 
 
@@ -215,7 +230,7 @@ def end_everything(user: User, via: str = "end_sessions", actor: str | None = No
     and the audit record goes with that commit.
     """
     invalidate_sessions(user)
-    revoked = Token.revoke_for_user(user.id)
+    revoked = revocation.revoke_of_user(user.id)
     if revoked:
         audit.record(
             "token.revoked",

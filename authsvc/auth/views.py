@@ -14,10 +14,11 @@ from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError, DirectoryUnavailable, LockedOut, answer
 from authsvc.core.headers import NO_REFERRER, uncached
-from authsvc.core.models import Domain, SsoProvider, Token, User
+from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
@@ -171,7 +172,7 @@ def logout() -> Response:
         raise ApiError(403, "cross_site_request", "Sign-out from another site must be a link the user follows.")
     token = lookup.presented_token(domain)
     if token is not None:
-        Token.revoke_where(Token.id == token.id)
+        revocation.revoke_token(token.id)
         audit.record(
             "token.revoked",
             domain_id=domain.id,

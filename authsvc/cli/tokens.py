@@ -7,7 +7,7 @@ from flask.cli import AppGroup
 
 from authsvc.cli.common import emit
 from authsvc.core.database import db, now
-from authsvc.core.models import SpentCode, Token
+from authsvc.tokens import revocation
 
 tokens = AppGroup("tokens", help="Issued access and refresh tokens.")
 
@@ -27,7 +27,7 @@ def purge_tokens(days: int, batch_size: int) -> None:
     before = now() - days * 86400
     expired = revoked = batches = 0
     while True:
-        batch_expired, batch_revoked = Token.purge_batch(before, batch_size)
+        batch_expired, batch_revoked = revocation.purge_batch(before, batch_size)
         db.session.commit()
         if not batch_expired + batch_revoked:
             break
@@ -36,6 +36,6 @@ def purge_tokens(days: int, batch_size: int) -> None:
         revoked += batch_revoked
         if batch_expired + batch_revoked < batch_size:
             break
-    SpentCode.purge(now())  # spent codes past their TTL: no such code can be presented any more
+    revocation.purge_spent_codes(now())  # spent codes past their TTL: no such code can be presented any more
     db.session.commit()
     emit({"deleted": expired + revoked, "expired": expired, "revoked": revoked, "batches": batches, "before": before})

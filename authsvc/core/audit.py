@@ -14,7 +14,7 @@ import json
 import logging
 from typing import Any
 
-from flask import g, has_request_context, request
+from flask import has_request_context, request
 from sqlalchemy import event, insert
 from sqlalchemy.orm import Session
 
@@ -22,6 +22,7 @@ from authsvc.core import actors, store
 from authsvc.core.background import BackgroundQueue
 from authsvc.core.database import db, now
 from authsvc.core.models import AuditRecord
+from authsvc.core.request_state import state_if_in_request
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,9 @@ def actor_of(credential: Any = None) -> str:
         if getattr(credential, "api_key_id", None):
             return actors.of_api_key(credential.api_key_id)
         return actors.of_user(credential.user.id)
-    user = g.get("authsvc_session_user") if has_request_context() else None
-    return actors.of_user(user.id) if user is not None else "anonymous"
+    noted = state_if_in_request()
+    user_id = noted.acting_user_id if noted is not None else None
+    return actors.of_user(user_id) if user_id is not None else "anonymous"
 
 
 def record(

@@ -16,11 +16,12 @@ import logging
 from typing import Any, cast
 
 import redis
-from flask import Flask, current_app, g, has_request_context
+from flask import Flask, current_app, has_request_context
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from authsvc.core import redis_connection, security
+from authsvc.core.request_state import state
 from authsvc.core.settings import settings
 
 log = logging.getLogger(__name__)
@@ -88,13 +89,13 @@ class _FailFast:
     @staticmethod
     def _guard(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         in_request = has_request_context()
-        if in_request and g.get(_UNREACHABLE):
+        if in_request and state().redis_unreachable:
             raise redis.ConnectionError("Redis did not answer earlier in this request; not tried again")
         try:
             return call(*args, **kwargs)
         except (redis.TimeoutError, redis.ConnectionError):
             if in_request:
-                g.setdefault(_UNREACHABLE, True)
+                state().redis_unreachable = True
             raise
 
 

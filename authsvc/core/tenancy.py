@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from flask import g, request
+from flask import request
 from sqlalchemy import String, bindparam, func, select
 
 from authsvc.core.database import db
 from authsvc.core.errors import UnknownDomain
 from authsvc.core.models import Domain
+from authsvc.core.request_state import state
 from authsvc.core.settings import settings
 
 
@@ -54,7 +55,8 @@ def request_domain_parameters() -> dict[str, str | None]:
 
 def current_domain() -> Domain:
     """The domain whose ``host`` is the request's, or the configured default; else UnknownDomain (a 404)."""
-    domain: Domain | None = g.get("authsvc_domain")
+    noted = state()
+    domain = noted.domain
     if domain is None:
         domain = db.session.scalar(select(Domain).where(Domain.host == request_host()))
         default = settings().default_domain
@@ -62,5 +64,5 @@ def current_domain() -> Domain:
             domain = db.session.scalar(select(Domain).where(Domain.host == default))
         if domain is None:
             raise UnknownDomain()
-        g.authsvc_domain = domain
+        noted.domain = domain
     return domain

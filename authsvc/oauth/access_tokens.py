@@ -17,7 +17,7 @@ from authsvc.auth.mfa import factors
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import keys, profile
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.tokens.issue import stored
 
 TYP = "at+jwt"  # RFC 9068 2.1
@@ -90,11 +90,12 @@ def issue(request: MergedRequest, token: dict[str, Any], jkt: str | None = None)
     client: Application = request.client
     domain = current_domain()
     # The sign-in behind the grant: the code's, or the refreshed token's (carried from its code).
-    lineage = request.lineage
+    state = grant_state()
+    lineage = state.lineage
     issued = token["created_at"]
     token_claims = claims(
         issuer=issuer(),
-        audience=credentials.audience_claim(stored(request.audience), domain.host),
+        audience=credentials.audience_claim(stored(state.audience), domain.host),
         subject=subject(client, request.user, request.payload.grant_type),
         client_id=client.client_id,
         scope=token["scope"],

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import redis
@@ -129,7 +129,10 @@ def deliver(sid: str) -> None:
     for application in applications:
         # Grouped by domain: one domain's slow receivers cannot fill the queue that every domain shares.
         SENDER.put(
-            destination(application.backchannel_logout_uri), (app, session, application.id), str(session["domain"])
+            # Only applications with a URI were read.
+            destination(cast(str, application.backchannel_logout_uri)),
+            (app, session, application.id),
+            str(session["domain"]),
         )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from authlib.oauth2.rfc6749 import InvalidClientError
 
@@ -27,7 +27,7 @@ from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication
 
 if TYPE_CHECKING:
-    from joserfc.jwk import Key, KeySet
+    from joserfc.jwk import Key, KeySet, KeySetSerialization
 
 log = logging.getLogger(__name__)
 
@@ -69,12 +69,14 @@ def _key_set(client: Application) -> KeySet:
     from joserfc.jwk import KeySet
 
     if client.jwks is not None:
-        return KeySet.import_key_set(client.jwks)
-    document = store.load_jwks(_owner(client), client.jwks_uri)
+        return KeySet.import_key_set(cast("KeySetSerialization", client.jwks))
+    # An application with private_key_jwt has a JWKS or a jwks_uri (authsvc.oauth.client_authentication).
+    uri = cast(str, client.jwks_uri)
+    document = store.load_jwks(_owner(client), uri)
     if document is None:
-        document = fetch_jwks(client.jwks_uri)
-        store.save_jwks(_owner(client), client.jwks_uri, document, settings().client_jwks_ttl)
-    return KeySet.import_key_set(document)
+        document = fetch_jwks(uri)
+        store.save_jwks(_owner(client), uri, document, settings().client_jwks_ttl)
+    return KeySet.import_key_set(cast("KeySetSerialization", document))
 
 
 def _refetched_key_set(client: Application) -> KeySet | None:
@@ -86,11 +88,12 @@ def _refetched_key_set(client: Application) -> KeySet | None:
     if not store.claim_jwks_refetch(_owner(client), settings().client_jwks_refetch_interval):
         return None
     log.info("application %s: unknown key in a client assertion, refetching its JWKS", client.id)
-    document = fetch_jwks(client.jwks_uri)
-    store.save_jwks(_owner(client), client.jwks_uri, document, settings().client_jwks_ttl)
+    uri = cast(str, client.jwks_uri)  # only a client with a jwks_uri refetches
+    document = fetch_jwks(uri)
+    store.save_jwks(_owner(client), uri, document, settings().client_jwks_ttl)
     from joserfc.jwk import KeySet
 
-    return KeySet.import_key_set(document)
+    return KeySet.import_key_set(cast("KeySetSerialization", document))
 
 
 def fetch_jwks(url: str) -> dict:

@@ -10,11 +10,15 @@ assertions may use. Every function returns the value to store or raises
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING, cast
 
 from joserfc.errors import JoseError
 
 from authsvc.core import validation
 from authsvc.core.validation import Invalid
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPublicKey
 
 # Client authentication (RFC 7591 names). private_key_jwt (RFC 7523) replaces the
 # secret with the client's public keys: a JWKS given inline or at a jwks_uri.
@@ -53,7 +57,7 @@ def client_jwks(document: object) -> dict:
     except (JoseError, ValueError, TypeError, KeyError, AttributeError) as exc:
         raise Invalid(f"the JWKS holds a key that cannot be read ({exc.__class__.__name__})") from None
     for key in parsed.keys:
-        if key.key_type == "RSA" and not 2048 <= key.raw_value.key_size <= 8192:
+        if key.key_type == "RSA" and not 2048 <= cast("RSAPublicKey", key.raw_value).key_size <= 8192:
             raise Invalid("RSA keys must have 2048 to 8192 bits")
     return {"keys": keys}
 

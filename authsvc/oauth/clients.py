@@ -3,21 +3,23 @@
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
-from flask import g
 from sqlalchemy import FromClause, Integer, Select, Table, bindparam, delete, select
 from sqlalchemy.orm.attributes import set_committed_value
 
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, Domain, Token, User
+from authsvc.core.models import Application, Consent, Domain, User
 from authsvc.core.readers import entities
 from authsvc.core.readers.pool import read_one
+from authsvc.core.request_state import part, state
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.tokens import revocation
 
 # Dynamic registration's endpoint (RFC 7591 3), here so that the metadata names it without
 # loading authsvc.oauth.registration (and Authlib's RFC 7591, which loads joserfc and cryptography).
@@ -57,17 +59,37 @@ def _client_statement(domain_known: bool, account: bool) -> Select[Any]:
 _STATEMENTS = {
     (known, account): _client_statement(known, account) for known in (True, False) for account in (True, False)
 }
-_WITH_SERVICE_ACCOUNT = "authsvc_client_with_service_account"
+
+
+@dataclass
+class ClientRequest:
+    """What a request notes about its client (authsvc.core.request_state.part)."""
+
+    # Read with its service account (a LEFT JOIN): the client credentials grant's.
+    with_service_account: bool = False
+    # Whether the request authenticated its client: True, False (it tried and failed) or None (it did not try).
+    authenticated: bool | None = None
+    # Authlib asks for the client more than once a request: each client_id's answer, looked up once.
+    by_id: dict[str, Application | None] = field(default_factory=dict)
 
 
 def with_service_account() -> None:
     """Have this request's client read with its service account (a LEFT JOIN), not by a SELECT of its own."""
-    setattr(g, _WITH_SERVICE_ACCOUNT, True)
+    part(ClientRequest).with_service_account = True
 
 
 def client_of_request_domain(client_id: str) -> Application | None:
-    domain = g.get("authsvc_domain")
-    account = g.get(_WITH_SERVICE_ACCOUNT, False)
+    """The client ``client_id`` of the request's domain, or None; asked once a request (the answer is kept)."""
+    by_id = part(ClientRequest).by_id
+    if client_id not in by_id:
+        by_id[client_id] = _client_of_request_domain(client_id)
+    return by_id[client_id]
+
+
+def _client_of_request_domain(client_id: str) -> Application | None:
+    noted = state()
+    domain = noted.domain
+    account = part(ClientRequest).with_service_account
     parameters: dict[str, str | None]
     if domain is not None:
         parameters = {"client_id": client_id, "domain_id": str(domain.id)}
@@ -82,7 +104,7 @@ def client_of_request_domain(client_id: str) -> Application | None:
             current_domain()  # an unknown host is a 404, not an unknown client
         return None
     if domain is None:
-        domain = g.authsvc_domain = entities.entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
+        domain = noted.domain = entities.entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
     application, made = entities.entity(Application, row, "a_", _CLIENT_KEYS)
     if made:
         # Its relationships loaded, as a joined load leaves them (the session holds its entities weakly:
@@ -94,13 +116,11 @@ def client_of_request_domain(client_id: str) -> Application | None:
     return cast(Application, application)
 
 
-_AUTHENTICATED = "authsvc_client_authenticated"
-
-
 def note_authentication(succeeded: bool) -> None:
     """Keep whether this request authenticated its client (a failure stays a failure: the request's answer)."""
-    if not succeeded or g.get(_AUTHENTICATED) is None:
-        setattr(g, _AUTHENTICATED, succeeded)
+    noted = part(ClientRequest)
+    if not succeeded or noted.authenticated is None:
+        noted.authenticated = succeeded
 
 
 def client_authenticated() -> bool | None:
@@ -109,7 +129,7 @@ def client_authenticated() -> bool | None:
     The request rates read it after the view (authsvc.app.limits): only an authenticated client's
     requests count against that client, so that nobody locks a client out by naming it.
     """
-    return g.get(_AUTHENTICATED)
+    return part(ClientRequest).authenticated
 
 
 def access_token_ttl(client: Application) -> int:
@@ -187,8 +207,7 @@ def delete_client(application: Application) -> int:
 
     The admin verbs and RFC 7592's DELETE both end an application this way.
     """
-    live = Token.revoke_where(Token.application_id == application.id)
-    db.session.execute(delete(Token).where(Token.application_id == application.id))
+    live = revocation.delete_of_application(application.id)
     db.session.execute(delete(Consent).where(Consent.application_id == application.id))
     db.session.delete(application)
     return live

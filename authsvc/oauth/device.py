@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import AccessDeniedError, InvalidGrantError, OAuth2Request, UnauthorizedClientError
 from authlib.oauth2.rfc8628 import (
@@ -29,7 +29,6 @@ from authlib.oauth2.rfc8628 import (
     ExpiredTokenError,
     SlowDownError,
 )
-from flask import g
 
 from authsvc.auth import sessions
 from authsvc.core import clock, security, store
@@ -40,6 +39,7 @@ from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import resources
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.grants import WITHDRAWN, resolve_scope
+from authsvc.oauth.parameters import grant_state
 
 # How long past its expiry a device code is still known, to be answered expired_token.
 GRACE = 300
@@ -73,9 +73,10 @@ def pending_by_user_code(user_code: str) -> DevicePending | None:
     if len(code) != 8:
         return None
     redis = store.client()
-    digest = redis.get(_key("device_user", security.digest(code)))
-    raw = redis.get(_key("device", digest)) if digest else None
-    if raw is None:
+    # A client made with decode_responses: strings, or None for a key that is not there.
+    digest = cast(str | None, redis.get(_key("device_user", security.digest(code))))
+    raw = cast(str | None, redis.get(_key("device", digest))) if digest else None
+    if digest is None or raw is None:
         return None
     data = json.loads(raw)
     if data["expires_at"] <= clock.time() or redis.exists(_key("device_decision", digest)):
@@ -86,7 +87,7 @@ def pending_by_user_code(user_code: str) -> DevicePending | None:
 def decide(pending: DevicePending, user: User, approved: bool) -> bool:
     """Record the person's answer; False when the request was answered already (once only)."""
     redis = store.client()
-    ttl = redis.ttl(_key("device", pending.digest))
+    ttl = cast(int, redis.ttl(_key("device", pending.digest)))
     if ttl <= 0:
         return False
     answer = json.dumps({"user": user.id, "approved": approved, "at": clock.now_ms()})
@@ -113,8 +114,6 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
         # Authlib asks only the server, which checks nothing; the scope is the application's.
         resolve_scope(client, request.payload.scope)
         resources.at_authorization(request, client)
-        # Authlib passes save_device_credential no request; the resources wait for it in this request's g.
-        g.authsvc_device_resources = request.resources
         return client
 
     def generate_device_code(self) -> str:
@@ -141,7 +140,8 @@ class DeviceAuthorization(DeviceAuthorizationEndpoint):
             "scope": resolve_scope(client, scope),
             "domain_id": client.domain_id,
             "expires_at": clock.now() + self.EXPIRES_IN,
-            "resources": g.get("authsvc_device_resources"),
+            # Authlib passes save_device_credential no request: what authenticate_client found.
+            "resources": grant_state().resources,
         }
         poll = {"last": 0, "interval": self.INTERVAL}
         pipe = store.client().pipeline()
@@ -203,8 +203,9 @@ class DeviceGrant(DeviceCodeGrant):
     def query_device_credential(self, device_code: str) -> DeviceCredential:
         digest = security.digest(device_code)
         # One round trip for the three keys a poll reads (the request, the answer, the last poll).
-        raw, decision, poll = store.client().mget(
-            [_key("device", digest), _key("device_decision", digest), _key("device_poll", digest)]
+        raw, decision, poll = cast(
+            list[str | None],
+            store.client().mget([_key("device", digest), _key("device_decision", digest), _key("device_poll", digest)]),
         )
         if raw is None:
             # Authlib would say invalid_request; the code is a grant that is unknown or used.
@@ -225,7 +226,7 @@ class DeviceGrant(DeviceCodeGrant):
 
     def query_user_grant(self, user_code: str) -> tuple[User | None, bool] | None:
         # Called with get_user_code(), which is the device code's digest.
-        answer = _answer(store.client().get(_key("device_decision", user_code)))
+        answer = _answer(cast(str | None, store.client().get(_key("device_decision", user_code))))
         return None if answer is None else (answer.user, answer.approved)
 
     def should_slow_down(self, credential: DeviceCredential) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
-from flask import Blueprint, Response, redirect, request
+from flask import Blueprint, Response, make_response, redirect, request
 
 from authsvc.auth import lockouts, sessions
 from authsvc.core import actors, audit
@@ -57,7 +57,7 @@ def _find(domain: Domain, user: User, user_code: str) -> tuple[DevicePending, Ap
     application = None
     if pending is not None and pending.domain_id == domain.id:
         application = authorization_server().query_client(pending.client_id)
-    if application is None:
+    if pending is None or application is None:
         lockouts.note_failure(domain, user.email, user, kind="device")
         return None
     return pending, application
@@ -75,7 +75,7 @@ def _signed_in(domain: Domain) -> User | None:
 
 
 def _sign_in_first() -> Response:
-    return redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303)
+    return make_response(redirect("/auth/login?" + urlencode({"continue": request.full_path}), 303))
 
 
 @bp.route("", methods=["GET", "POST"], endpoint="verify")
@@ -86,7 +86,7 @@ def verify() -> Response:
     domain = current_domain()
     user = _signed_in(domain)
     if user is None:
-        return _sign_in_first() if request.method == "GET" else redirect("/auth/device", 303)
+        return _sign_in_first() if request.method == "GET" else make_response(redirect("/auth/device", 303))
     if request.method == "GET":
         # Pre-filled, never looked up: the person still presses Continue (a CSRF-protected POST).
         prefill = request.args.get("user_code", "")[:MAX_USER_CODE]
@@ -113,7 +113,7 @@ def decision() -> Response:
     domain = current_domain()
     user = _signed_in(domain)
     if user is None:
-        return redirect("/auth/device", 303)
+        return make_response(redirect("/auth/device", 303))
     form = DeviceDecisionForm()
     if not form.validate_on_submit():
         return _entry_page(domain, user, DeviceCodeForm(formdata=None), "The form expired. Please try again.", 400)

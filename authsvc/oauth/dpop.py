@@ -19,6 +19,7 @@ from authsvc.api import proofs
 from authsvc.api.proofs import ALGORITHMS, FAPI2_ALGORITHM_RULE, FAPI2_ALGORITHMS, DPoPError, Proof, add_nonce
 from authsvc.core.models import Application
 from authsvc.oauth import profile
+from authsvc.oauth.parameters import grant_state
 
 __all__ = [
     "ALGORITHMS",
@@ -112,6 +113,6 @@ class CodeBinding:
 
     def check_exchange(self, grant: Any, result: Any) -> None:
         bound = grant.request.authorization_code.dpop_jkt
-        proof = grant.request.dpop
+        proof = grant_state().dpop
         if bound and (proof is None or proof.jkt != bound):
             raise InvalidGrantError("The code is bound to a DPoP key (dpop_jkt): send a DPoP proof made with that key.")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from authlib.common.urls import add_params_to_uri
-from flask import Blueprint, Response, redirect, request
+from flask import Blueprint, Response, make_response, redirect, request
 
 from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
@@ -89,7 +89,7 @@ def _signed_out(logout: LogoutRequest, domain: Domain) -> Response:
     if logout.redirect_uri:
         state = logout.params.get("state")
         target = add_params_to_uri(logout.redirect_uri, [("state", state)]) if state else logout.redirect_uri
-        response = redirect(target, 303)
+        response = make_response(redirect(target, 303))
         uncached(response, referrer_policy=NO_REFERRER)
         return response
     return page("message.html", domain=domain, title="Signed out", message="You are signed out.", link="/auth/login")

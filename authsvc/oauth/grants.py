@@ -27,7 +27,7 @@ from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients, codes, oidc_request, profile, pushed, resources
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.tokens import spent_codes
 from authsvc.tokens.issue import Issued, Lineage, Outcome
 
@@ -175,7 +175,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             amr=session.amr if session else None,
             sid=session.sid if session else None,
             dpop_jkt=data.get("dpop_jkt"),
-            resources=request.resources,
+            resources=grant_state().resources,
             issued_ms=clock.now_ms(),
             fapi2=profile.fapi2(request.client),
         )
@@ -204,7 +204,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             return None
         if profile.fapi2(client) and not issued.fapi2:
             raise InvalidGrantError(profile.ISSUED_BEFORE_SWITCH)
-        self.request.lineage = Lineage(
+        grant_state().lineage = Lineage(
             family=family, spent_code=code, auth_time=issued.auth_time, amr=issued.amr, sid=issued.sid
         )
         return AuthorizationCode(
@@ -230,7 +230,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             raise InvalidGrantError("The authorization code was already used.")
         if issued.outcome is Outcome.GONE:
             raise InvalidGrantError("The user or application of this authorization code no longer exists.")
-        code = self.request.lineage.spent_code
+        code = grant_state().lineage.spent_code
         if code is not None and codes.replayed(code):
             # A replay raced this exchange and may have revoked before these tokens were committed.
             spent_codes.revoke_replayed(self.request.client, issued.family)

@@ -8,9 +8,10 @@ JWKS until every ID token it signed has expired (AUTHSVC_ID_TOKEN_TTL).
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, cast
 
-from flask import current_app, g
+from flask import current_app
 from joserfc.errors import JoseError
 from sqlalchemy.exc import IntegrityError
 
@@ -19,10 +20,11 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Domain, SigningKey
 from authsvc.core.models.keys import CURRENT_KID
 from authsvc.core.readers.pool import read_one
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
-    from joserfc.jwk import ECKey, KeySet, RSAKey
+    from joserfc.jwk import ECKey, KeyParameters, KeySet, KeySetSerialization, RSAKey
 
     PrivateKey = RSAKey | ECKey
 
@@ -41,7 +43,7 @@ PARSED_KEYS_MAX = 64
 def _generate(alg: str) -> PrivateKey:
     from joserfc.jwk import ECKey, RSAKey
 
-    parameters = {"alg": alg, "use": "sig"}
+    parameters: KeyParameters = {"alg": alg, "use": "sig"}
     if alg == "ES256":
         return ECKey.generate_key("P-256", parameters=parameters, private=True, auto_kid=True)
     return RSAKey.generate_key(2048, parameters=parameters, private=True, auto_kid=True)
@@ -77,12 +79,19 @@ def current_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> SigningKey:
     return row
 
 
+@dataclass
+class RequestKeys:
+    """The signing keys a request has read (authsvc.core.request_state.part), by domain id and algorithm."""
+
+    by_domain_and_alg: dict[tuple[int, str], PrivateKey] = field(default_factory=dict)
+
+
 def request_key(domain: Domain, alg: str = DEFAULT_ALGORITHM) -> PrivateKey:
     """The private key of the domain's current key of ``alg``, read once per request: an access token and an
     ID token of one response share it. The current ``kid`` is read per request (a key rotated by any worker
     signs from the next response on); the key itself, decrypted and parsed, is kept per process by ``kid``,
     so only that one column is read unless this process has not seen the key yet."""
-    memo = g.setdefault("authsvc_current_keys", {})
+    memo = part(RequestKeys).by_domain_and_alg
     key: PrivateKey | None = memo.get((domain.id, alg))
     if key is None:
         # On a reader (a request with no transaction of its own writes its token in autocommit afterwards).
@@ -156,7 +165,7 @@ def public_key_set(domain: Domain) -> KeySet:
     """The domain's published keys, to verify its own tokens (an ``id_token_hint``)."""
     from joserfc.jwk import KeySet
 
-    return KeySet.import_key_set(public_jwks(domain))
+    return KeySet.import_key_set(cast("KeySetSerialization", public_jwks(domain)))
 
 
 def own_id_token_claims(domain: Domain, token: str, issuer: str) -> dict[str, Any] | None:

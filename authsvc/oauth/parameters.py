@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import InsecureTransportError, InvalidRequestError, OAuth2Payload, OAuth2Request
 from flask import request as flask_request
 
+from authsvc.api.proofs import Proof
 from authsvc.core import validation
+from authsvc.core.request_state import part
 from authsvc.tokens.issue import Lineage
 
 # Clients send the code exchange in the query string (docs/platform.md#code-exchange), so these
@@ -160,6 +162,33 @@ def _request_hostname() -> str:
         return ""
 
 
+@dataclass
+class GrantState:
+    """What the endpoints and grants decide about the request as they go, for what they do next: the token's
+    issue (authsvc.oauth.server), the code's record, the answer's error handler. One a request: ``grant_state()``.
+    """
+
+    # Set by the code and refresh grants: what ties the tokens they issue to the grant before them.
+    lineage: Lineage = field(default_factory=Lineage)
+    # The token endpoint's and PAR's checked DPoP proof (authsvc.oauth.dpop), None without one.
+    dpop: Proof | None = None
+    # The pushed request (RFC 9126) the authorisation request opened: spent with the code, or with an error
+    # answered to the client.
+    pushed_request_uri: str | None = None
+    # RFC 8707: the resources the grant allows (None: the application's list; at an authorisation
+    # request, those it names) and those the access token is for (None: the domain, as without them).
+    resources: list[str] | None = None
+    audience: list[str] | None = None
+    # The grant adds an ID token to a response whose granted scope names openid (set by its OpenID Connect
+    # extension, authsvc.oauth.server): the signing key is read before the token's write.
+    id_token_follows: bool = False
+
+
+def grant_state() -> GrantState:
+    """The request's ``GrantState`` (authsvc.core.request_state.part)."""
+    return part(GrantState)
+
+
 class MergedRequest(OAuth2Request):
     """An OAuth2Request whose payload merges query string, form and JSON."""
 
@@ -175,16 +204,6 @@ class MergedRequest(OAuth2Request):
         self.payload = MergedPayload(read_parameters())
         if params is not None:
             self.replace_parameters(params)
-        # Set by the code and refresh grants: what ties the tokens they issue to the grant before them.
-        self.lineage = Lineage()
-        # The token endpoint's checked DPoP proof (authsvc.oauth.dpop), None without one.
-        self.dpop: Any = None
-        # Set at the authorisation endpoint for a pushed request (RFC 9126): its request_uri, spent with the code.
-        self.pushed_request_uri: str | None = None
-        # RFC 8707, set by the grants: the resources the grant allows (None: the application's list) and
-        # those the access token is for (None: the domain, as without resource indicators).
-        self.resources: list[str] | None = None
-        self.audience: list[str] | None = None
 
     @property
     def uri(self) -> str:

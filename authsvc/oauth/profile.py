@@ -26,11 +26,12 @@ from typing import Any
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, UnauthorizedClientError
 from flask import request as flask_request
-from sqlalchemy import or_, select
+from sqlalchemy import select
 
 from authsvc.api.proofs import FAPI2_ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.core import audit
-from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain, Token
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain
+from authsvc.tokens import revocation
 
 # FAPI 2.0 Security Profile 5.3.2.1 item 11.
 MAX_CODE_TTL = 60
@@ -205,10 +206,7 @@ def revoke_at_switch(domain: Domain, actor: str) -> int:
     itself: it stays.
     """
     applications = select(Application.id).where(Application.domain_id == domain.id)
-    revoked = Token.revoke_where(
-        Token.application_id.in_(applications),
-        or_(Token.dpop_jkt.is_(None), Token.grant_type != "client_credentials"),
-    )
+    revoked = revocation.revoke_unbound_of(applications)
     if revoked:
         details = {"count": revoked, "via": "fapi2_profile"}
         audit.record("token.revoked", domain_id=domain.id, actor=actor, details=details, commit=False)

@@ -28,7 +28,6 @@ from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidClientError, InvalidRequestError, OAuth2Error
 from authlib.oauth2.rfc6749.endpoint import Endpoint, EndpointRequest
-from flask import g
 from flask import request as flask_request
 
 from authsvc.core import clock, security, store
@@ -37,7 +36,7 @@ from authsvc.core.settings import settings
 from authsvc.oauth import dpop, profile, request_objects
 from authsvc.oauth.clients import AUTH_METHODS
 from authsvc.oauth.oidc_request import SIGN_IN_ASKED, SIGN_IN_WINDOW
-from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, MergedRequest, Parameters
+from authsvc.oauth.parameters import REPEATABLE_PARAMETERS, MergedRequest, Parameters, grant_state
 from authsvc.oauth.request_objects import InvalidRequestUriError
 
 URN_PREFIX = "urn:ietf:params:oauth:request_uri:"
@@ -77,7 +76,7 @@ class PushedAuthorization(Endpoint):
 
     def validate_request(self, request: MergedRequest) -> PushedRequest:
         # A DPoP proof first, as at the token endpoint: a nonce to retry with spends no client assertion.
-        request.dpop = dpop.request_proof()
+        grant_state().dpop = dpop.request_proof()
         # Client authentication as at the token endpoint; a client assertion's aud may name this endpoint too
         # (authsvc.oauth.client_assertion_keys takes the request's own URL), as RFC 9126 2 says. Under the FAPI 2.0
         # profile, private_key_jwt only and nothing in the query (profile.check_client_request).
@@ -123,7 +122,7 @@ def bind_sender(request: MergedRequest, params: Parameters) -> None:
     a pushed ``dpop_jkt`` is carried to the code as any other parameter.
     """
     given = params.get("dpop_jkt")
-    jkt = dpop.proof_thumbprint(given if isinstance(given, str) else None, request.dpop)
+    jkt = dpop.proof_thumbprint(given if isinstance(given, str) else None, grant_state().dpop)
     if jkt is not None:
         params["dpop_jkt"] = jkt
 
@@ -175,9 +174,7 @@ def resolve_authorization_request(server: Any, request: MergedRequest) -> None:
         return  # the grant's validation answers: invalid_client
     if request_uri is not None and request_uri.startswith(URN_PREFIX):
         params = _open(request_uri, client)
-        request.pushed_request_uri = request_uri
-        # An error answered by the app's handler has no MergedRequest to read it from (spend_opened).
-        g.authsvc_opened_request_uri = request_uri
+        grant_state().pushed_request_uri = request_uri
     elif profile.requires_par(client):
         raise InvalidRequestError(profile.PAR_REQUIRED)
     elif par_required(client):
@@ -212,14 +209,15 @@ def _open(request_uri: str, client: Application) -> Parameters:
 
 def spend_opened() -> None:
     """Spend the request_uri this request opened, if any: its answer is an error sent to the client."""
-    request_uri = g.get("authsvc_opened_request_uri")
+    request_uri = grant_state().pushed_request_uri
     if request_uri is not None:
         store.client().delete(_key(request_uri))
 
 
 def spend(request: MergedRequest) -> None:
     """Spend the request's pushed request_uri, once: a second authorisation from it is refused."""
-    if request.pushed_request_uri is None:
+    request_uri = grant_state().pushed_request_uri
+    if request_uri is None:
         return
-    if store.client().getdel(_key(request.pushed_request_uri)) is None:
+    if store.client().getdel(_key(request_uri)) is None:
         raise _invalid_uri("The request_uri is expired or already used.")

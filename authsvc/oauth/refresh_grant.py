@@ -2,29 +2,26 @@
 
 Every refresh token is good for one exchange: the statement that writes its
 successor claims it (authsvc.tokens.rows), so of two exchanges at once
-exactly one writes. A spent token presented again inside
-``AUTHSVC_REFRESH_REUSE_GRACE`` is refused and its family kept; later, the
-family is revoked. Under FAPI 2.0 the refresh token does not rotate.
+exactly one writes. A spent token presented again is judged a reuse, and
+under FAPI 2.0 the refresh token is kept rather than rotated: both writes are
+authsvc.tokens.refresh's; this grant reads the request and says what to issue.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, cast
+from typing import Any
 
-import sqlalchemy.exc
 from authlib.oauth2.rfc6749 import InvalidGrantError, grants
-from sqlalchemy import update
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit
-from authsvc.core.database import db, now, rows_affected
+from authsvc.core.database import now
 from authsvc.core.models import Token, User
-from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, profile, resources
 from authsvc.oauth.clients import AUTH_METHODS
-from authsvc.tokens import lookups
+from authsvc.oauth.parameters import grant_state
+from authsvc.tokens import lookups, refresh
 from authsvc.tokens.issue import Issued, Lineage, Outcome, from_stored
 
 log = logging.getLogger(__name__)
@@ -52,29 +49,11 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             return None
         if token.refresh_expires_at is None or now() >= token.refresh_expires_at:
             return None
-        if token.refreshed_at is not None:
-            self._spent_token_reused(token, token.refreshed_at)
+        if refresh.judge_reuse(token) is not None:
             return None
         # Before the token is claimed: a refresh by another key spends nothing.
-        dpop.check_refresh_binding(token, self.request.dpop)
+        dpop.check_refresh_binding(token, grant_state().dpop)
         return token
-
-    def _spent_token_reused(self, token: Token, spent_at: int) -> None:
-        # Inside the grace window a retry or a race between two tabs is the
-        # likely cause: refuse it but keep the family. Outside, assume theft.
-        within_grace = now() - spent_at <= settings().refresh_reuse_grace
-        revoked = 0 if within_grace else Token.revoke_family(token.family)
-        audit.record(
-            "refresh_token.reused",
-            domain_id=token.application.domain_id,
-            actor=actors.of_client(token.application.client_id),
-            target=f"token:{token.id}",
-            details={"within_grace": within_grace, "revoked": revoked},
-            commit=False,
-        )
-        db.session.commit()
-        if not within_grace:
-            log.warning("spent refresh token reused; revoked %d token(s) of its family", revoked)
 
     def validate_token_request(self) -> None:
         super().validate_token_request()
@@ -82,9 +61,10 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         # Before the claim: a refused resource leaves the refresh token as it was.
         resources.at_token_endpoint(self.request, self.request.client, from_stored(token.resources))
         keep = profile.fapi2(self.request.client)
-        if keep:
-            self._keep(token)
-        self.request.lineage = Lineage(
+        # FAPI 2.0 5.3.2.1 item 9: no rotation (docs/fapi.md#refresh-tokens).
+        if keep and not refresh.keep(token):
+            raise InvalidGrantError("The refresh token was revoked.")
+        grant_state().lineage = Lineage(
             family=token.family,
             grant_expires_at=token.grant_expires_at,
             # Claimed by the statement that saves its successor (authsvc.tokens.rows): of two concurrent
@@ -99,35 +79,9 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
         issued: Issued = super().save_token(token)
         if issued.outcome is not Outcome.CLAIM_LOST:
             return issued
-        # Claimed by another exchange since it was read (nothing was written): a reuse, recorded and
-        # judged as one found at the read is (a race between two tabs falls within the grace).
-        old: Token = self.request.refresh_token
-        try:
-            db.session.refresh(old)  # as the claim found it
-        except sqlalchemy.exc.InvalidRequestError:
-            raise ClaimLost() from None  # gone with its application meanwhile
-        if old.refreshed_at is not None:
-            self._spent_token_reused(old, old.refreshed_at)
+        # Claimed by another exchange since it was read (nothing was written): judged as a reuse.
+        refresh.judge_lost_claim(self.request.refresh_token)
         raise ClaimLost()
-
-    def _keep(self, token: Token) -> None:
-        """FAPI 2.0 5.3.2.1 item 9: no rotation. The refresh token stays the client's, its idle time starting
-        again; a client that lost the answer retries with it (docs/fapi.md#refresh-tokens)."""
-        moment = now()
-        idle = settings().refresh_idle_ttl
-        # A refresh token has an end: authenticate_refresh_token refused one without.
-        grant_end = cast(int, token.grant_expires_at or token.refresh_expires_at)
-        expires_at = min(grant_end, moment + idle) if idle > 0 else grant_end
-        kept = rows_affected(
-            db.session.execute(
-                update(Token)
-                .where(Token.id == token.id, Token.revoked_at.is_(None))
-                .values(refresh_expires_at=expires_at, purgeable_at=max(token.issued_at + token.expires_in, expires_at))
-            )
-        )
-        if kept != 1:
-            db.session.rollback()
-            raise InvalidGrantError("The refresh token was revoked.")
 
     def issue_token(self, user: User, refresh_token: Token) -> dict:
         # Under the profile the client keeps the refresh token it has: none new (RFC 6749 6 allows either).

@@ -179,10 +179,10 @@ class ClientConfiguration(ClientConfigurationEndpoint):
 
     def authenticate_token(self, request: RegistrationRequest) -> RegistrationAccess:
         value = presented_token()
-        application = _registered_client(flask_request.view_args.get("client_id", ""))
+        application = _registered_client((flask_request.view_args or {}).get("client_id", ""))
         # A token of another client, or for a client that does not exist (here), is no token for this URI.
         digest = application.registration_access_token_digest if application is not None else None
-        if digest is None or not security.digest_matches(value, digest):
+        if application is None or digest is None or not security.digest_matches(value, digest):
             raise InvalidTokenError("The registration access token is not valid for this client.", realm="authsvc")
         return RegistrationAccess(application)
 

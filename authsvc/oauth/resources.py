@@ -15,7 +15,7 @@ from authlib.oauth2.rfc6749 import OAuth2Error
 
 from authsvc.core import validation
 from authsvc.core.models import Application
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import MergedRequest, grant_state
 
 
 class InvalidTargetError(OAuth2Error):
@@ -39,12 +39,13 @@ def check(asked: list[str], allowed: list[str]) -> list[str]:
 def at_authorization(request: MergedRequest, client: Application) -> None:
     """An authorisation request's resources (authorize, device authorisation): the client's to ask for."""
     asked = request.requested_resources
-    request.resources = check(asked, client.resources or []) if asked else None
+    grant_state().resources = check(asked, client.resources or []) if asked else None
 
 
 def at_token_endpoint(request: MergedRequest, client: Application, granted: list[str] | None) -> None:
     """The token's audience: the resources asked for, within ``granted`` (the authorisation's resources) or,
     when it named none, within the client's; else all of ``granted``. The grant keeps ``granted``."""
     asked = request.requested_resources
-    request.resources = granted or None
-    request.audience = check(asked, granted or client.resources or []) if asked else request.resources
+    state = grant_state()
+    state.resources = granted or None
+    state.audience = check(asked, granted or client.resources or []) if asked else state.resources

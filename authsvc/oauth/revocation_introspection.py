@@ -7,7 +7,7 @@ tokens up by the unique index on their digest, within the request's domain.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidRequestError, OAuth2Request
 from authlib.oauth2.rfc6750 import InsufficientScopeError
@@ -20,7 +20,7 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, Token
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
-from authsvc.tokens import lookups
+from authsvc.tokens import lookups, revocation
 
 # Resource servers introspect as confidential clients; a public client has
 # nothing to prove who it is, so it may not read other clients' tokens.
@@ -48,7 +48,10 @@ class PresentedToken:
 
     @property
     def expires_at(self) -> int:
-        return self.row.refresh_expires_at if self.kind == "refresh_token" else self.row.expires_at
+        if self.kind == "refresh_token":
+            # Found by its refresh token's digest: a row that has a refresh token has its end.
+            return cast(int, self.row.refresh_expires_at)
+        return self.row.expires_at
 
 
 def find_token(value: str, hint: str | None) -> PresentedToken | None:
@@ -101,11 +104,11 @@ class RevocationEndpoint(_RevocationEndpoint):
         if token.kind == "refresh_token":
             # RFC 7009 2.1: revoking a refresh token revokes the access tokens
             # of the same grant, which is the token family under rotation.
-            revoked = Token.revoke_family(token.row.family)
+            revoked = revocation.revoke_family(token.row.family)
         else:
             # The row holds the access token and the refresh token issued
             # with it; the client asked for this grant's access to end.
-            revoked = Token.revoke_where(Token.id == token.row.id)
+            revoked = revocation.revoke_token(token.row.id)
         if revoked:
             audit.record(
                 "token.revoked",

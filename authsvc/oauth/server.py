@@ -35,7 +35,7 @@ from authsvc.oauth.clients import (
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, ClientCredentialsGrant, PasswordGrant
-from authsvc.oauth.parameters import MergedRequest
+from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
 from authsvc.oauth.refresh_grant import RefreshTokenGrant
 from authsvc.oauth.revocation_introspection import IntrospectionEndpoint, RevocationEndpoint
@@ -44,10 +44,6 @@ from authsvc.tokens.issue import Issued
 from authsvc.web import metrics
 
 log = logging.getLogger(__name__)
-
-# The grants Authlib's OpenID Connect extensions add an ID token to (OpenIDCode, OpenIDToken), when the
-# granted scope has openid.
-ID_TOKEN_GRANTS = ("authorization_code", "refresh_token")
 
 # Authlib raises some errors without a description; every answer carries one.
 DEFAULT_DESCRIPTIONS = {
@@ -102,10 +98,11 @@ class AuthorizationServer(_AuthorizationServer):
             note_authentication(True)
         # The client's own settings, checked once it has proved who it is.
         profile.check_client_request(client, request, endpoint)
-        # The token endpoint's and PAR's proof, checked before the client was known (MergedRequest.dpop).
-        dpop.check_algorithm(client, getattr(request, "dpop", None))
+        # The token endpoint's and PAR's proof, checked before the client was known (GrantState.dpop).
+        proof = grant_state().dpop
+        dpop.check_algorithm(client, proof)
         if endpoint == "token":
-            dpop.refuse_missing_proof(client, request.dpop)
+            dpop.refuse_missing_proof(client, proof)
         return client
 
     def _authenticate_client(self, request: Any, methods: list[str], endpoint: str) -> Application:
@@ -132,7 +129,7 @@ class AuthorizationServer(_AuthorizationServer):
         # A DPoP proof is checked before any grant runs: a refused proof (a nonce to retry with) spends no code.
         request = self.create_oauth2_request(request)
         try:
-            request.dpop = dpop.request_proof()
+            grant_state().dpop = dpop.request_proof()
         except OAuth2Error as error:
             return self.handle_error_response(request, error)
         return super().create_token_response(request)
@@ -142,12 +139,8 @@ class AuthorizationServer(_AuthorizationServer):
         # control characters (NUL, which PostgreSQL refuses) is simply unknown.
         if not client_id.isascii() or not client_id.isprintable():
             return None
-        # A client of another domain does not exist here. Authlib asks more than
-        # once per request; the answer is kept in this request's environ only.
-        memo = flask_request.environ.setdefault("authsvc.clients", {})
-        if client_id not in memo:
-            memo[client_id] = client_of_request_domain(client_id)
-        return memo[client_id]
+        # A client of another domain does not exist here (asked once a request: the answer is kept).
+        return client_of_request_domain(client_id)
 
     def validate_requested_scope(self, scope: str | None) -> None:
         # Checked against the client in the grants; nothing server-wide.
@@ -161,13 +154,14 @@ class AuthorizationServer(_AuthorizationServer):
         """
         client: Application = request.client
         # RFC 9449 5: a token request with a proof gets tokens bound to its key.
-        jkt = request.dpop.jkt if request.dpop is not None else None
+        state = grant_state()
+        jkt = state.dpop.jkt if state.dpop is not None else None
         if client.jwt_access_tokens:
             # RFC 9068; the response carries it, the row its digest like an opaque token's. Signed before
             # anything is written: the domain's first key is made and committed on first need. A bound
             # token names its key (cnf.jkt, RFC 9449 6).
             token["access_token"] = access_tokens.issue(request, token, jkt=jkt)
-        if request.payload.grant_type in ID_TOKEN_GRANTS and _names_openid(token["scope"]):
+        if state.id_token_follows and _names_openid(token["scope"]):
             # The ID token that follows (authsvc.oauth.oidc) is signed with the current key, read here, before
             # the token's write (its kid on a reader; the parsed key is kept per process), rather than after
             # the commit. Before any write: a domain's first key is made and committed on first need.
@@ -186,10 +180,10 @@ class AuthorizationServer(_AuthorizationServer):
                 issued_at=token["created_at"],
                 expires_in=token["expires_in"],
                 refresh_ttl=refresh_token_ttl(client),
-                lineage=request.lineage,
+                lineage=state.lineage,
                 dpop_jkt=jkt,
-                audience=request.audience,
-                resources=request.resources,
+                audience=state.audience,
+                resources=state.resources,
             )
         )
         if issued.outcome is tokens.Outcome.ISSUED:
@@ -207,6 +201,7 @@ def id_tokens_in_code_grant(grant: Any) -> None:
     token added to an exchange whose granted scope holds ``openid``. A worker
     that serves the code flow with opaque tokens only never loads JOSE.
     """
+    grant_state().id_token_follows = True
     if _names_openid(grant.request.payload.scope):
         _id_tokens().code(grant)
         return
@@ -236,6 +231,7 @@ def id_tokens_in_refresh_grant(grant: Any) -> None:
     OpenIDToken adds one hook to every refresh, which leaves a response whose
     scope lacks ``openid`` as it is; this one does the same without loading it.
     """
+    grant_state().id_token_follows = True
     grant.register_hook("after_create_token_response", _refresh_token_response)
 
 

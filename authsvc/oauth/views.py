@@ -3,23 +3,27 @@ docs/platform.md), consent, the user's approvals, and dynamic client registratio
 
 from __future__ import annotations
 
+from typing import cast
+
 from authlib.oauth2.rfc6749 import AccessDeniedError
-from flask import Blueprint, Response, jsonify, redirect, request
+from flask import Blueprint, Response, jsonify, make_response, redirect, request
+from flask.typing import ResponseReturnValue
 from sqlalchemy import delete, select
 
 from authsvc.api import lookup
 from authsvc.auth import sessions
 from authsvc.core import actors, audit
-from authsvc.core.database import db, without_transaction
+from authsvc.core.database import db, rows_affected, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
-from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, Token, User
+from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.parameters import parameter
 from authsvc.oauth.server import authorization_server
+from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
 bp = Blueprint("oauth", __name__, url_prefix="/auth/oauth")
@@ -49,7 +53,9 @@ def authorize() -> Response:
     # With the user known, OpenID Connect's prompt=none is answered from the session.
     grant = authorization_server().get_consent_grant(end_user=user)
     if oidc_request.needs_sign_in(grant, user, sessions.current_session(domain)):
-        return redirect(oidc_request.sign_in_url(grant, user), 303)
+        return make_response(redirect(oidc_request.sign_in_url(grant, user), 303))
+    # Known from here: needs_sign_in sent a request without a signed-in user to sign in (or refused it).
+    user = cast(User, user)
     application: Application = grant.client
     scope = grant.request.scope
     if grant.authentication.asks_consent or (application.consent and not _approved(user, application, scope)):
@@ -105,7 +111,7 @@ _CLIENT_AUTHENTICATES = (Rate.TOKEN_CLIENT, Rate.CLIENT_FAILURE_ADDRESS)
 
 @bp.post("/par")
 @rate_limited(*_CLIENT_AUTHENTICATES, parameter=parameter)
-def par() -> Response:
+def par() -> ResponseReturnValue:
     """RFC 9126: push an authorisation request; the answer's request_uri stands for it at /authorize."""
     current_domain()
     # A request with a DPoP proof (RFC 9449 10.1) learns the nonce for its next one (RFC 9449 8.2).
@@ -122,7 +128,7 @@ def par() -> Response:
     account="username",
     parameter=parameter,
 )
-def token() -> Response:
+def token() -> ResponseReturnValue:
     # The client's lookup finds the domain too (oauth2.query_client); an
     # unknown host is still a 404, whatever else is wrong with the request.
     # A request with a DPoP proof learns the nonce for its next one (RFC 9449 8.2).
@@ -171,10 +177,10 @@ def revoke_authorized_application(client_id: str) -> Response:
     application = authorization_server().query_client(client_id)
     if application is None:
         raise ApiError(404, "not_found", "No such application.")
-    removed = db.session.execute(
-        delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
-    ).rowcount
-    revoked = Token.revoke_where(Token.user_id == user.id, Token.application_id == application.id)
+    removed = rows_affected(
+        db.session.execute(delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id))
+    )
+    revoked = revocation.revoke_of_user(user.id, application.id)
     if revoked:
         audit.record(
             "token.revoked",
@@ -217,7 +223,7 @@ def jwks() -> Response:
 
 @bp.route("/userinfo", methods=["GET", "POST"])
 @no_store
-def userinfo() -> Response:
+def userinfo() -> ResponseReturnValue:
     """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
     domain = current_domain()
     # 401 with WWW-Authenticate for a missing or bad token; a DPoP-bound one needs a proof with the nonce.

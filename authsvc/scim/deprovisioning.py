@@ -14,9 +14,8 @@ from sqlalchemy import delete, update
 
 from authsvc.auth import sessions
 from authsvc.core import actors, audit, clock
-from authsvc.core.database import db, now, rows_affected
+from authsvc.core.database import db
 from authsvc.core.models import (
-    ApiKey,
     Application,
     Consent,
     ExternalIdentity,
@@ -24,22 +23,15 @@ from authsvc.core.models import (
     MfaFactor,
     RecoveryCode,
     ScimGroupMember,
-    Token,
     User,
 )
+from authsvc.tokens import api_keys, revocation
 
 
 def deactivate(user: User, actor: str) -> None:
     """Disable ``user`` and end everything they hold; the caller commits (and the logouts go then)."""
     tokens = sessions.disable(user, actor)
-    keys = rows_affected(
-        db.session.execute(
-            update(ApiKey)
-            .where(ApiKey.user_id == user.id, ApiKey.revoked_at.is_(None))
-            .values(revoked_at=now())
-            .execution_options(synchronize_session=False)
-        )
-    )
+    keys = api_keys.revoke_of_user(user.id)
     audit.record(
         "scim.user.deactivated",
         domain_id=user.domain_id,
@@ -62,7 +54,9 @@ def remove(user: User, actor: str, hard: bool) -> None:
     if not hard:
         user.scim_deleted_at = clock.now()
         return
-    for model in (Token, Consent, ApiKey, MfaFactor, RecoveryCode, ScimGroupMember):
+    revocation.delete_of_users(user.id)
+    api_keys.delete_of_user(user.id)
+    for model in (Consent, MfaFactor, RecoveryCode, ScimGroupMember):
         db.session.execute(delete(model).where(model.user_id == user.id))
     db.session.execute(
         update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)

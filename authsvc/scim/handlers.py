@@ -7,14 +7,16 @@ under it) cost a worker memory that most deployments never use.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
-from flask import Response, g, request
+from flask import Response, request
 from pydantic import ValidationError
 from scim2_models import Context, ResponseParameters, SCIMException
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core.errors import ANSWERS, ApiError, answer, outage
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.scim import discovery, groups, protocol, queries, users
@@ -27,11 +29,21 @@ def authenticate_the_client() -> None:
     """Authenticate the request's SCIM client (before every SCIM view)."""
     # SCIM bodies (a group of many members) may be larger than the service's other requests.
     request.max_content_length = settings().scim_max_body
-    g.scim_provisioner = authenticate(current_domain())
+    part(ScimClient).provisioner = authenticate(current_domain())
+
+
+@dataclass
+class ScimClient:
+    """The request's authenticated SCIM client (authsvc.core.request_state.part)."""
+
+    provisioner: Provisioner | None = None
 
 
 def _provisioner() -> Provisioner:
-    return g.scim_provisioner
+    provisioner = part(ScimClient).provisioner
+    if provisioner is None:  # every SCIM view runs after authenticate_the_client
+        raise RuntimeError("the SCIM client was not authenticated")
+    return provisioner
 
 
 def scim_error(exc: SCIMException) -> Response:

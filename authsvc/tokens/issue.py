@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
@@ -115,8 +114,8 @@ def issue(asked: Issue) -> Issued:
     return Issued(Outcome.ISSUED, family)
 
 
-def _row(asked: Issue, family: str) -> dict[str, Any]:
-    """The token's row (authsvc.tokens.rows.TOKEN_COLUMNS): digests, lifetimes and the grant it belongs to."""
+def _row(asked: Issue, family: str) -> rows.TokenRow:
+    """The token's row: digests, lifetimes and the grant it belongs to."""
     issued = asked.issued_at
     access_expires_at = issued + asked.expires_in
     refresh_expires_at = grant_expires_at = None
@@ -129,7 +128,7 @@ def _row(asked: Issue, family: str) -> dict[str, Any]:
         if idle > 0:
             refresh_expires_at = min(grant_expires_at, issued + idle)
     lineage = asked.lineage
-    return dict(
+    return rows.TokenRow(
         application_id=asked.client.id,
         user_id=asked.user.id if asked.user else None,
         access_token_digest=security.digest(asked.access_token),

@@ -17,7 +17,7 @@ the other, in the same transaction.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import Insert, String, Table, bindparam, insert, literal, select, update
 from sqlalchemy import cast as sql_cast
@@ -29,27 +29,41 @@ from authsvc.core.models import AuditRecord, SpentCode, Token
 _token, _record = cast(Table, Token.__table__), cast(Table, AuditRecord.__table__)
 _spent = cast(Table, SpentCode.__table__)
 
-# The columns authsvc.tokens.issue fills in; every other one has its default.
-TOKEN_COLUMNS = (
-    "application_id",
-    "user_id",
-    "access_token_digest",
-    "refresh_token_digest",
-    "family",
-    "grant_type",
-    "scope",
-    "issued_at",
-    "expires_in",
-    "refresh_expires_at",
-    "grant_expires_at",
-    "purgeable_at",
-    "auth_time",
-    "amr",
-    "sid",
-    "dpop_jkt",
-    "audience",
-    "resources",
-)
+
+class TokenRow(TypedDict):
+    """A token's row as a grant's write inserts it (authsvc.tokens.issue fills it); every other column has its
+    default. Digests only, never a token's value."""
+
+    application_id: int
+    user_id: int | None
+    access_token_digest: str
+    refresh_token_digest: str | None
+    family: str
+    grant_type: str
+    scope: str
+    issued_at: int
+    expires_in: int
+    refresh_expires_at: int | None
+    grant_expires_at: int | None
+    purgeable_at: int
+    auth_time: int | None
+    amr: list[str] | None
+    sid: str | None
+    dpop_jkt: str | None
+    audience: str | None
+    resources: str | None
+
+
+class SpentCodeRow(TypedDict):
+    """A spent code's row (authsvc.tokens.spent_codes), in parameters named apart from the token's columns
+    (the token's ``family`` is the same value as ``spent_family``)."""
+
+    spent_digest: str
+    spent_family: str
+    spent_until: int
+
+
+TOKEN_COLUMNS = tuple(TokenRow.__annotations__)
 _RECORD_COLUMNS = ("at", "domain_id", "event", "actor", "ip", "details")
 TARGET_PREFIX = "token:"
 
@@ -108,12 +122,13 @@ CLAIM_AND_INSERT = _with_record(
 
 
 def one_statement(
-    row: dict[str, Any], record: dict[str, Any], spent_code: dict[str, Any] | None, claimed: dict[str, Any] | None
+    row: TokenRow, record: dict[str, Any], spent_code: SpentCodeRow | None, claimed: dict[str, Any] | None
 ) -> tuple[Insert, dict[str, Any]]:
     """PostgreSQL's one statement for a grant's writes, and its parameters: the token ``row``, its audit
     ``record``'s values, and the spent code's or the claim's when there is one."""
     if claimed is not None:
-        successor = {name: row[column] for name, column in _SUCCESSOR.items()}
+        columns = cast(dict[str, Any], row)
+        successor = {name: columns[column] for name, column in _SUCCESSOR.items()}
         return CLAIM_AND_INSERT, {**successor, **record, **claimed}
     if spent_code is not None:
         return SPEND_CODE_AND_INSERT, {**row, **record, **spent_code}
@@ -121,13 +136,13 @@ def one_statement(
 
 
 def insert_token_and_record(
-    row: dict[str, Any],
+    row: TokenRow,
     event: str,
     *,
     domain_id: int,
     actor: str,
     details: dict[str, Any],
-    spent_code: dict[str, Any] | None = None,
+    spent_code: SpentCodeRow | None = None,
     claim: int | None = None,
 ) -> bool:
     """Insert the token ``row`` and its audit record ``event`` (target ``token:<id>``) in the session's transaction.

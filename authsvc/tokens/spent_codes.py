@@ -10,23 +10,21 @@ single-use whatever Redis lost (fails closed); a second exchange is a replay
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from authsvc.core import actors, audit, security
 from authsvc.core.database import db, now
-from authsvc.core.models import Application, SpentCode, Token
+from authsvc.core.models import Application, SpentCode
 from authsvc.core.settings import settings
+from authsvc.tokens import revocation, rows
 
 log = logging.getLogger(__name__)
 
 
-def row(code: str, family: str) -> dict[str, Any]:
+def row(code: str, family: str) -> rows.SpentCodeRow:
     """The values that note ``code`` spent, in the statement that saves its tokens (authsvc.tokens.rows)."""
-    return {
-        "spent_digest": security.digest(code),
-        "spent_family": family,
-        "spent_until": now() + settings().spent_code_ttl,
-    }
+    return rows.SpentCodeRow(
+        spent_digest=security.digest(code), spent_family=family, spent_until=now() + settings().spent_code_ttl
+    )
 
 
 def earlier_family(digest: str) -> str | None:
@@ -37,7 +35,7 @@ def earlier_family(digest: str) -> str | None:
 
 def revoke_replayed(client: Application, family: str) -> None:
     """Revoke the tokens of ``family``, produced by a code presented again, with its audit record; committed."""
-    revoked = Token.revoke_family(family)
+    revoked = revocation.revoke_family(family)
     audit.record(
         "code.replayed",
         domain_id=client.domain_id,

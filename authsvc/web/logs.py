@@ -17,9 +17,10 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from flask import Flask, Response, g, has_request_context, request
+from flask import Flask, Response, has_request_context, request
 
 from authsvc.core.audit import scrub
+from authsvc.core.request_state import state
 from authsvc.core.settings import settings
 
 REQUEST_ID_HEADER = "X-Request-Id"
@@ -46,10 +47,10 @@ def request_id() -> str | None:
     """The id of the current request: the client's ``X-Request-Id`` if well formed, else a new one."""
     if not has_request_context():
         return None
-    rid = g.get("authsvc_request_id")
-    if rid is None:
-        rid = g.authsvc_request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER, ""))
-    return rid
+    noted = state()
+    if noted.request_id is None:
+        noted.request_id = choose_request_id(request.headers.get(REQUEST_ID_HEADER, ""))
+    return noted.request_id
 
 
 def choose_request_id(incoming: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 
-from flask import Flask, Response, g, request
+from flask import Flask, Response, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -21,6 +21,8 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+from authsvc.core.request_state import state
 
 REQUESTS = Counter(
     "authsvc_http_requests", "HTTP requests answered, by endpoint, method and status.", ["endpoint", "method", "status"]
@@ -46,13 +48,13 @@ def _endpoint() -> str:
 def init_app(app: Flask) -> None:
     @app.before_request
     def start_clock() -> None:
-        g.authsvc_started = time.perf_counter()
+        state().started = time.perf_counter()
 
     @app.after_request
     def count(response: Response) -> Response:
         endpoint = _endpoint()
         REQUESTS.labels(endpoint=endpoint, method=request.method, status=str(response.status_code)).inc()
-        started = g.get("authsvc_started")
+        started = state().started
         if started is not None:
             LATENCY.labels(endpoint=endpoint).observe(time.perf_counter() - started)
         return response

@@ -75,6 +75,23 @@ def test_an_admin_resets_a_password_which_ends_the_users_sessions(client, setup,
     assert bad.status_code == 422 and "at least 8 characters" in text(bad)
 
 
+def test_the_tokens_a_console_password_reset_revokes_are_recorded_as_the_signed_in_admins_doing(
+    client, setup, people, world
+):
+    """The audit trail says who ended a user's tokens: in the console that is the admin of the session,
+    though the revocation's record is written below the page, where no credential is at hand."""
+    assert password_grant(client, setup.public_app.client_id).status_code == 200
+    [service] = world.query(select(User).where(User.email == "service@example.com"))
+    [admin] = world.query(select(User).where(User.email == "admin@example.com"))
+    as_admin(client)
+    path = users_path(setup, service)
+    response = submit(client, path + "/password", {"password": "a brand new password"}, page=get(client, path))
+    assert response.status_code == 303
+    [record] = audit(world, "token.revoked")
+    assert (record.actor, record.target) == (f"user:{admin.id}", f"user:{service.id}")
+    assert record.details == {"count": 1, "via": "password_changed"}
+
+
 def test_disabling_a_user_asks_first_and_enabling_brings_them_back(client, setup, people, world):
     as_admin(client)
     path = users_path(setup, setup.person)

@@ -14,6 +14,7 @@ from sqlalchemy import create_engine, event, select, text
 from authsvc.core import audit, security
 from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Token
+from authsvc.tokens import revocation
 from authsvc.tokens import rows as token_rows
 from tests.api.test_code_exchange import exchange, refresh, tokens_for
 from tests.helpers import BACKEND, DATABASE_URL, get_code, headers, signin
@@ -76,9 +77,9 @@ def test_after_a_lost_claim_the_reuses_revocation_and_its_record_are_one_transac
             successor, "token.refreshed", domain_id=setup.domain.id, actor="client:x", details={}, claim=original.id
         )
         assert lost is False
-        # What the grant writes next for a reuse outside the grace (refresh_grant._spent_token_reused).
+        # What the grant writes next for a reuse outside the grace (authsvc.tokens.refresh.judge_reuse).
         with trips(app, monkeypatch) as counted:
-            Token.revoke_family(original.family)
+            revocation.revoke_family(original.family)
             audit.record("refresh_token.reused", domain_id=setup.domain.id, actor="client:x", commit=False)
             db.session.commit()
     assert counted.sql_trips() == ["BEGIN", "UPDATE", "INSERT", "COMMIT"], counted

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import (
     JSON,
@@ -33,6 +33,9 @@ class User(Model):
         UniqueConstraint("domain_id", "email"),
         Index("ix_user_domain_external_id", "domain_id", "external_id"),
     )
+    if TYPE_CHECKING:
+        # Whether the user has a directory entry: a column authsvc.core.models attaches once LdapAccount exists.
+        directory_linked: Mapped[bool]
 
     id: Mapped[int] = mapped_column(primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"))

@@ -10,10 +10,10 @@ same code fails on the primary key and is refused as a replay (RFC 6749
 
 from __future__ import annotations
 
-from sqlalchemy import Integer, String, delete
+from sqlalchemy import Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import Model, db, rows_affected
+from authsvc.core.database import Model
 
 
 class SpentCode(Model):
@@ -22,8 +22,3 @@ class SpentCode(Model):
     digest: Mapped[str] = mapped_column(String(64), primary_key=True)
     family: Mapped[str] = mapped_column(String(64))
     expires_at: Mapped[int] = mapped_column(Integer, index=True)
-
-    @staticmethod
-    def purge(before: int) -> int:
-        """Delete rows that expired before ``before``; the caller commits."""
-        return rows_affected(db.session.execute(delete(SpentCode).where(SpentCode.expires_at < before)))

@@ -1,15 +1,13 @@
-"""Credentials: issued access and refresh tokens, and API keys."""
+"""Credentials: issued access and refresh tokens, and API keys (their reads and writes: authsvc.tokens)."""
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
-from sqlalchemy import JSON, ColumnElement, ForeignKey, Index, Integer, String, Text, delete, select, update
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.core import security
-from authsvc.core.database import Model, db, now, rows_affected
+from authsvc.core.database import Model, now
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
@@ -117,49 +115,6 @@ class Token(Model):
     def get_client(self) -> Application:
         return self.application
 
-    @staticmethod
-    def revoke_where(*conditions: ColumnElement[bool]) -> int:
-        """Revoke every live token that meets ``conditions``; return how many there were.
-
-        Every revocation goes through here, so that a revoked row also becomes
-        purgeable at once. The caller commits.
-        """
-        moment = now()
-        result = db.session.execute(
-            update(Token).where(*conditions, Token.revoked_at.is_(None)).values(revoked_at=moment, purgeable_at=moment)
-        )
-        return rows_affected(result)
-
-    @staticmethod
-    def purge_batch(before: int, limit: int) -> tuple[int, int]:
-        """Delete up to ``limit`` rows purgeable before ``before``; return (expired, revoked) counts.
-
-        Finds them through the index on ``purgeable_at`` and deletes by primary
-        key. Rows another transaction holds locked are skipped (PostgreSQL), so
-        a purge never waits on live traffic. The caller commits.
-        """
-        rows = db.session.execute(
-            select(Token.id, Token.revoked_at)
-            .where(Token.purgeable_at < before)
-            .order_by(Token.purgeable_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        ).all()
-        if not rows:
-            return 0, 0
-        db.session.execute(delete(Token).where(Token.id.in_([row.id for row in rows])))
-        revoked = sum(1 for row in rows if row.revoked_at is not None)
-        return len(rows) - revoked, revoked
-
-    @staticmethod
-    def revoke_family(family: str) -> int:
-        """Revoke every token of ``family`` (one authorisation grant); return how many were live."""
-        return Token.revoke_where(Token.family == family)
-
-    @staticmethod
-    def revoke_for_user(user_id: int) -> int:
-        return Token.revoke_where(Token.user_id == user_id)
-
 
 API_KEY_PERMISSIONS = ("user", "support", "admin")
 
@@ -195,28 +150,6 @@ class ApiKey(Model):
     last_used_at: Mapped[int | None] = mapped_column(Integer)
 
     user: Mapped[User] = relationship(lazy="joined")
-
-    @classmethod
-    def issue(
-        cls, user: User, name: str, scopes: str, permission: str = "user", expires_at: int | None = None
-    ) -> tuple[ApiKey, str]:
-        """A new key for ``user`` and the value shown once, ``<id>.<secret>``; only a digest is kept."""
-        if permission == "admin" and not user.admin:
-            raise ValueError(f"{user.email} is not an admin; an admin key needs one")
-        if permission == "support" and not (user.admin or user.support):
-            raise ValueError(f"{user.email} is neither support nor admin; a support key needs one")
-        secret = security.new_secret()
-        key = cls(
-            id=secrets.token_hex(8),
-            domain_id=user.domain_id,
-            user_id=user.id,
-            name=name,
-            secret_digest=security.digest(secret),
-            scopes=scopes,
-            permission=permission,
-            expires_at=expires_at,
-        )
-        return key, f"{key.id}.{secret}"
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,61 @@
+"""What a request notes about itself as it goes: one typed object, stored once on ``flask.g``.
+
+``state()`` is the request's ``RequestState``, made at its first use. Its
+fields are the core's and neutral ones a feature fills for the core to read
+(``acting_user_id``: who acts, for an audit record without a credential; the
+feature that knows it, the session cookie's, sets it). A feature keeps what
+only it reads in a typed record of its own, the request's one instance of
+which ``part(Record)`` gives: the core names no feature's type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from flask import g, has_request_context
+
+if TYPE_CHECKING:
+    from authsvc.core.models import Domain
+
+_KEY = "authsvc_state"
+Part = TypeVar("Part")
+
+
+@dataclass
+class RequestState:
+    # The request's domain (authsvc.core.tenancy; the token endpoint finds it with the client).
+    domain: Domain | None = None
+    # The request id of every log line and of the answer's header (authsvc.web.logs).
+    request_id: str | None = None
+    # When the request began, for its duration (authsvc.web.metrics).
+    started: float | None = None
+    # Redis did not answer once in this request: it is not tried again in it (authsvc.core.store).
+    redis_unreachable: bool = False
+    # The signed-in user the request acts for, when no credential says (authsvc.core.audit.actor_of).
+    acting_user_id: int | None = None
+    # Each feature's own record, by its type (``part``).
+    parts: dict[type, Any] = field(default_factory=dict)
+
+
+def state() -> RequestState:
+    """The request's state (a request context is needed)."""
+    found: RequestState | None = g.get(_KEY)
+    if found is None:
+        found = RequestState()
+        setattr(g, _KEY, found)
+    return found
+
+
+def state_if_in_request() -> RequestState | None:
+    """The request's state, or None outside a request (a command, a background job)."""
+    return state() if has_request_context() else None
+
+
+def part(kind: type[Part]) -> Part:
+    """The request's one ``kind`` record, made (with its defaults) at the first use."""
+    parts = state().parts
+    found = parts.get(kind)
+    if found is None:
+        found = parts[kind] = kind()
+    return cast(Part, found)  # parts holds a kind's record under its type
