@@ -279,7 +279,12 @@ def init_app(app: Flask) -> None:
         in_memory_fallback_enabled=True,
         swallow_errors=True,
     )
-    registries = (app.before_request_funcs, app.after_request_funcs, app.teardown_request_funcs)
+    # One shape for the three hook tables (Flask types each by its own kind of callable).
+    registries: tuple[dict[str | None, list[Any]], ...] = (
+        app.before_request_funcs,
+        app.after_request_funcs,
+        app.teardown_request_funcs,
+    )
     before = [list(registry.get(None, ())) for registry in registries]
     limiter.init_app(app)
     # Flask-Limiter hooks into every request of the app (it has no per-blueprint
