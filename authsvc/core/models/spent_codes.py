@@ -10,10 +10,10 @@ same code fails on the primary key and is refused as a replay (RFC 6749
 
 from __future__ import annotations
 
-from sqlalchemy import Integer, String, delete
+from sqlalchemy import Integer, String, delete, select
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import Model, db, rows_affected
+from authsvc.core.database import Model, among, db
 
 
 class SpentCode(Model):
@@ -24,6 +24,22 @@ class SpentCode(Model):
     expires_at: Mapped[int] = mapped_column(Integer, index=True)
 
     @staticmethod
-    def purge(before: int) -> int:
-        """Delete rows that expired before ``before``; the caller commits."""
-        return rows_affected(db.session.execute(delete(SpentCode).where(SpentCode.expires_at < before)))
+    def purge_batch(after: int, before: int, limit: int) -> tuple[int, int]:
+        """Delete up to ``limit`` rows that expired from ``after`` to before ``before``, earliest first.
+
+        Returns (count, last): how many, and the latest ``expires_at`` deleted
+        (``after`` when none was), the next batch's ``after``: one statement
+        through the index on ``expires_at``, as ``Token.purge_batch``. The caller
+        commits, once per batch.
+        """
+        doomed = (
+            select(SpentCode.digest)
+            .where(SpentCode.expires_at >= after, SpentCode.expires_at < before)
+            .order_by(SpentCode.expires_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        rows = db.session.execute(
+            delete(SpentCode).where(among(SpentCode.digest, doomed)).returning(SpentCode.expires_at)
+        ).all()
+        return len(rows), max((row.expires_at for row in rows), default=after)

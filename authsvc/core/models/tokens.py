@@ -9,7 +9,7 @@ from sqlalchemy import JSON, ColumnElement, ForeignKey, Index, Integer, String, 
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.core.database import Model, db, now, rows_affected
+from authsvc.core.database import Model, among, db, now, rows_affected
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
@@ -131,25 +131,30 @@ class Token(Model):
         return rows_affected(result)
 
     @staticmethod
-    def purge_batch(before: int, limit: int) -> tuple[int, int]:
-        """Delete up to ``limit`` rows purgeable before ``before``; return (expired, revoked) counts.
+    def purge_batch(after: int, before: int, limit: int) -> tuple[int, int, int]:
+        """Delete up to ``limit`` rows purgeable from ``after`` to before ``before``, earliest first.
 
-        Finds them through the index on ``purgeable_at`` and deletes by primary
-        key. Rows another transaction holds locked are skipped (PostgreSQL), so
-        a purge never waits on live traffic. The caller commits.
+        Returns (expired, revoked, last): the counts, and the latest ``purgeable_at``
+        deleted (``after`` when none was), which the caller passes as the next
+        batch's ``after``. One statement: the rows are found through the index on
+        ``purgeable_at`` from ``after`` on, so a batch never walks the index
+        entries of rows that earlier batches deleted (they stay until VACUUM),
+        and deleted by primary key. Rows another transaction holds locked are
+        skipped (PostgreSQL), so a purge never waits on live traffic. The caller
+        commits, once per batch: no lock outlives its batch.
         """
-        rows = db.session.execute(
-            select(Token.id, Token.revoked_at)
-            .where(Token.purgeable_at < before)
+        doomed = (
+            select(Token.id)
+            .where(Token.purgeable_at >= after, Token.purgeable_at < before)
             .order_by(Token.purgeable_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
+        )
+        rows = db.session.execute(
+            delete(Token).where(among(Token.id, doomed)).returning(Token.purgeable_at, Token.revoked_at)
         ).all()
-        if not rows:
-            return 0, 0
-        db.session.execute(delete(Token).where(Token.id.in_([row.id for row in rows])))
         revoked = sum(1 for row in rows if row.revoked_at is not None)
-        return len(rows) - revoked, revoked
+        return len(rows) - revoked, revoked, max((row.purgeable_at for row in rows), default=after)
 
     @staticmethod
     def revoke_family(family: str) -> int:
