@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import checks, profiling, report, say, seed, targets
+from bench import checks, profiling, report, say, seed, stress, targets
 from bench.measure import Measurement, choose_generator
 from bench.scenarios import SCENARIOS, Scenarios
 from bench.servers import Servers
@@ -153,6 +153,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "DATABASE_URL) in the same run",
     )
     p.add_argument(
+        "--overload",
+        action="store_true",
+        help="also the overload rows: inspect and the token endpoint at twice the rate they sustain (on in a run "
+        'without --only; bench/README.md, "Overload")',
+    )
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="also the purge row: inspect's p99 on the database with the most tokens while `tokens purge` deletes "
+        "its expired half (on in a run without --only)",
+    )
+    p.add_argument(
         "--check",
         nargs="?",
         type=Path,
@@ -176,6 +188,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.token_counts:
         p.error("--tokens needs at least one count")
     args.rounds = max(1, args.rounds)
+    if args.only is None:
+        args.overload = args.purge = True
     args.scenarios = [k for k in SCENARIOS if args.only is None or k in args.only.split(",")]
     if args.no_peer:
         args.scenarios = [k for k in args.scenarios if not k.startswith("dot_")]
@@ -257,7 +271,10 @@ class Run:
             for d in servers.domain_sets
         }
         rounds, cpu = measurement.rounds, measurement.cpu
-        result = report.build(rounds, cpu, args.token_counts, memory, memory_roles, revocation, settings, domain_sets)
+        extra = self.stress()
+        result = report.build(
+            rounds, cpu, args.token_counts, memory, memory_roles, revocation, settings, domain_sets, extra
+        )
         path = report.write(result, RESULTS)
         print()
         print(report.render(result))
@@ -265,6 +282,27 @@ class Run:
         if args.profile:
             self.profile(args.profile.split(","))
         return 1 if self.failed else 0
+
+    def stress(self) -> dict:
+        """The purge under load and the overload rows (bench/stress.py), after everything else was measured."""
+        args, servers, out = self.args, self.servers, {}
+        if args.purge:
+            largest = servers.instances[-1]
+            env = {**largest.server.env, "DATABASE_URL": largest.db.url}
+            say(f"purge under load, on {largest.db.name}")
+            out["purge_under_load"] = stress.purge_under_load(
+                largest.server.port, largest.inspect_secrets, env, args.duration
+            )
+        if args.overload:
+            queue_timeout = float(servers.main.server.env.get("AUTHSVC_QUEUE_TIMEOUT") or 1.0)
+            inspect = self.scenarios.load(f"inspect_bearer_{servers.main.tokens}")
+            token = stress.token_load(servers.main.server.port, servers.seed)
+            say("overload")
+            out["overload"] = [
+                stress.overload(name, load, args.duration, args.connections, queue_timeout)
+                for name, load in (("inspect", inspect), ("token", token))
+            ]
+        return out
 
     def serve(self) -> int:
         """Leave everything running until interrupted; write what a client needs to serve.json."""
