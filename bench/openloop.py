@@ -187,7 +187,10 @@ def run(
     start = time.monotonic() + 0.5
     share = load / PROCESSES
     procs = [
-        ctx.Process(target=_process, args=(mode, port, requests[i::PROCESSES], share, seconds, start, timeout, ok, q))
+        ctx.Process(
+            target=_process,
+            args=(mode, port, requests[i::PROCESSES] or requests, share, seconds, start, timeout, ok, q),
+        )
         for i in range(PROCESSES)
     ]
     for p in procs:
