@@ -60,7 +60,7 @@ def queued_for(environ: dict[str, Any]) -> float | None:
 
 
 class QueueTimeout:
-    """WSGI middleware, outermost: answers 503 to a request that waited longer than ``seconds`` for a worker."""
+    """WSGI middleware before the fast path and Flask: 503 to a request that waited over ``seconds`` for a worker."""
 
     def __init__(self, wsgi_app: Wsgi, seconds: float, retry_after: int, hsts_max_age: int):
         self.wsgi_app = wsgi_app

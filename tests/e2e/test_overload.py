@@ -43,6 +43,10 @@ def token(url):
     return requests.post(url + "/auth/oauth/token", data=body, timeout=20)
 
 
+def scim(url):
+    return requests.get(url + "/scim/v2/Users", timeout=20)
+
+
 def health(url):
     return requests.get(url + "/healthz", timeout=20)
 
@@ -61,7 +65,7 @@ def test_requests_that_waited_past_the_bound_are_answered_503_at_once_and_the_ne
     assert refused in (400, 401)
     # (The readiness probe may have waited for the worker's start, and been shed.)
     shed_before = shed_count(service.url)
-    sends = [inspect, token, inspect, token, health]
+    sends = [inspect, token, inspect, token, scim, health]
     with ThreadPoolExecutor(len(sends)) as pool:
         os.kill(worker, signal.SIGSTOP)
         try:
@@ -70,15 +74,20 @@ def test_requests_that_waited_past_the_bound_are_answered_503_at_once_and_the_ne
         finally:
             os.kill(worker, signal.SIGCONT)
         answers = [future.result() for future in pending]
-    *shed, healthz = answers
+    *shed, scim_answer, healthz = answers
     for response in shed:
         assert response.status_code == 503, (response.status_code, response.text)
         assert response.headers["Retry-After"] == "7"
         assert response.headers["Cache-Control"] == "no-store"
         assert response.json()["error"] == "temporarily_unavailable"
+    # SCIM clients get SCIM's error (RFC 7644 3.12).
+    assert scim_answer.status_code == 503
+    assert scim_answer.headers["Retry-After"] == "7"
+    assert scim_answer.json()["schemas"] == ["urn:ietf:params:scim:api:messages:2.0:Error"]
+    assert scim_answer.json()["status"] == "503"
     # The health check is never shed: a load balancer must not take an overloaded instance for a dead one.
     assert healthz.status_code == 200
     # Back to normal at once: the next requests waited for nobody.
     assert inspect(service.url).status_code == 401
     assert token(service.url).status_code == refused
-    assert shed_count(service.url) == shed_before + 4
+    assert shed_count(service.url) == shed_before + 5
