@@ -69,8 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=2, help="gunicorn WEB_CONCURRENCY (2)")
     p.add_argument(
         "--tokens",
-        default="10000,1000000",
-        help="token counts for the inspect rows; the first serves every other scenario (10000,1000000)",
+        default="10000,10000000",
+        help="token counts for the inspect rows; the first serves every other scenario, the last the purge row "
+        '(10000,10000000: about 5 GB and 10-15 minutes to seed; bench/README.md, "Ten million tokens")',
     )
     p.add_argument(
         "--generator",
@@ -173,7 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="JSON",
         help="measure nothing: read the latest run's results (or JSON) and exit 1 if any target is missed "
         "(inspect against the round-trip floor, every grant against its Authlib twin, the ID token, memory, "
-        "1M tokens, revocation); see bench/README.md",
+        "10M tokens, the purge, overload, revocation); see bench/README.md",
     )
     args = p.parse_args(argv)
     if args.quick:

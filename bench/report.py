@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.load import Result
 from bench.noise import CpuUse
-from bench.targets import DOMAIN_KINDS, DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, evaluate
+from bench.targets import DOMAIN_KINDS, DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, TOKENS_SCALE_MIN, evaluate
 
 
 def tokens_label(n: int) -> str:
@@ -51,7 +51,7 @@ def rows(
         if i == 0:
             out.append(Row(label, first, "roundtrip", INSPECT_MIN, short=f"inspect {tokens_label(n)}"))
         else:
-            minimum = 0.9 if n == token_counts[-1] else None
+            minimum = TOKENS_SCALE_MIN if n == token_counts[-1] else None
             out.append(Row(label, f"inspect_bearer_{n}", first, minimum, short=f"inspect {tokens_label(n)}"))
     out += [
         Row("inspect, X-API-Key header", "inspect_api_key", "roundtrip", INSPECT_MIN),

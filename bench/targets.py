@@ -103,7 +103,7 @@ def evaluate(result: dict[str, Any]) -> list[Outcome]:
     if len(inspect) > 1:
         outcomes.append(_at_least(rows, "inspect at the most tokens", inspect[-1], inspect[0], TOKENS_SCALE_MIN))
     else:
-        outcomes.append(Outcome(f"inspect at 1M tokens >= {TOKENS_SCALE_MIN} x 10k", "not measured", False))
+        outcomes.append(Outcome(f"inspect at 10M tokens >= {TOKENS_SCALE_MIN} x 10k", "not measured", False))
     for key, twin, label in GRANT_TWINS:
         outcomes.append(_at_least(rows, label, key, twin, GRANT_MIN))
     if inspect:

@@ -193,7 +193,7 @@ def test_a_run_without_a_targets_rows_fails_as_not_measured(tmp_path, recorded, 
     assert targets.check(write(tmp_path, result)) == 1
     out = capsys.readouterr().out
     assert "NOT MET  refresh grant >= 0.8 x twin_refresh: not measured" in out
-    assert "NOT MET  inspect at 1M tokens >= 0.95 x 10k: not measured" in out
+    assert "NOT MET  inspect at 10M tokens >= 0.95 x 10k: not measured" in out
 
 
 def test_every_row_is_judged_against_the_bare_routes_worker_of_the_same_run(tmp_path, recorded, capsys):
