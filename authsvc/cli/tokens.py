@@ -44,7 +44,7 @@ def purge_tokens(days: int, batch_size: int) -> None:
             expired += batch_expired
             revoked += batch_revoked
         if batch_expired + batch_revoked < batch_size:
-            break
+            break  # none left (or the rest held by live requests: the next purge takes those)
     # Spent codes past their TTL: no such code can be presented any more.
     spent, after = batch_size, EARLIEST
     while spent == batch_size:
