@@ -16,9 +16,10 @@ How long it waited is the kernel's to say: ``tcpi_last_data_recv`` of the
 connection's TCP_INFO (Linux), the milliseconds since the last of the
 request's bytes arrived, whether it sat in the backlog or in gunicorn's own
 queue (a threaded worker). Where that cannot be read (a Unix socket, another
-system, a server other than gunicorn) nothing is shed. The health endpoints
-are never shed: a load balancer that took an overloaded instance for a dead
-one would send its share to the others.
+system, a server other than gunicorn) nothing is shed. Nor is a request that
+arrived before the worker was ready (it waited for a start or a restart, not
+behind other requests), nor the health endpoints: a load balancer that took
+an overloaded instance for a dead one would send its share to the others.
 docs/operations.md, "Overload".
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -72,11 +74,16 @@ class QueueTimeout:
             {"schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"], "status": "503", "detail": description}
         ).encode()
         self.hsts_max_age = hsts_max_age
+        # Built in the worker once its app is (gunicorn forks before the app is made): what arrived before
+        # this moment waited for the worker to start, not behind other requests, and is served.
+        self.ready = time.monotonic()
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         waited = queued_for(environ)
         path = environ.get("PATH_INFO", "")
         if waited is None or waited <= self.seconds or path.startswith(NEVER_SHED):
+            return self.wsgi_app(environ, start_response)
+        if time.monotonic() - waited < self.ready:
             return self.wsgi_app(environ, start_response)
         metrics.SHED.inc()
         scim = path.startswith("/scim/")
