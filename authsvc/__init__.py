@@ -26,7 +26,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.core.database import db
     from authsvc.core.readers import pool as readers
     from authsvc.oauth import server
-    from authsvc.web import deployment, logs, metrics
+    from authsvc.web import deployment, logs, metrics, overload
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
@@ -65,6 +65,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Around the fast path and Flask: one database budget per request (authsvc.core.budget).
     budgeting = budget.DatabaseBudget(app.wsgi_app, settings.database_timeout)
     app.wsgi_app = budgeting  # type: ignore[method-assign]
+    # In front of both: a request that waited too long for a worker costs it nothing more.
+    overload.init_app(app)
     deployment.init_app(app)
     security.init_app(app)
     db.init_app(app)

@@ -31,7 +31,7 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import checks, profiling, report, say, seed, targets
+from bench import checks, profiling, report, say, seed, stress, targets
 from bench.measure import Measurement, choose_generator
 from bench.scenarios import SCENARIOS, Scenarios
 from bench.servers import Servers
@@ -69,8 +69,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=2, help="gunicorn WEB_CONCURRENCY (2)")
     p.add_argument(
         "--tokens",
-        default="10000,1000000",
-        help="token counts for the inspect rows; the first serves every other scenario (10000,1000000)",
+        default="10000,10000000",
+        help="token counts for the inspect rows; the first serves every other scenario, the last the purge row "
+        '(10000,10000000: about 5 GB and 10-15 minutes to seed; bench/README.md, "Ten million tokens")',
     )
     p.add_argument(
         "--generator",
@@ -153,6 +154,18 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "DATABASE_URL) in the same run",
     )
     p.add_argument(
+        "--overload",
+        action="store_true",
+        help="also the overload rows: inspect and the token endpoint at twice the rate they sustain (on in a run "
+        'without --only; bench/README.md, "Overload")',
+    )
+    p.add_argument(
+        "--purge",
+        action="store_true",
+        help="also the purge row: inspect's p99 on the database with the most tokens while `tokens purge` deletes "
+        "its expired half (on in a run without --only)",
+    )
+    p.add_argument(
         "--check",
         nargs="?",
         type=Path,
@@ -161,7 +174,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="JSON",
         help="measure nothing: read the latest run's results (or JSON) and exit 1 if any target is missed "
         "(inspect against the round-trip floor, every grant against its Authlib twin, the ID token, memory, "
-        "1M tokens, revocation); see bench/README.md",
+        "10M tokens, the purge, overload, revocation); see bench/README.md",
     )
     args = p.parse_args(argv)
     if args.quick:
@@ -176,6 +189,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if not args.token_counts:
         p.error("--tokens needs at least one count")
     args.rounds = max(1, args.rounds)
+    if args.only is None:
+        args.overload = args.purge = True
     args.scenarios = [k for k in SCENARIOS if args.only is None or k in args.only.split(",")]
     if args.no_peer:
         args.scenarios = [k for k in args.scenarios if not k.startswith("dot_")]
@@ -257,7 +272,10 @@ class Run:
             for d in servers.domain_sets
         }
         rounds, cpu = measurement.rounds, measurement.cpu
-        result = report.build(rounds, cpu, args.token_counts, memory, memory_roles, revocation, settings, domain_sets)
+        extra = self.stress()
+        result = report.build(
+            rounds, cpu, args.token_counts, memory, memory_roles, revocation, settings, domain_sets, extra
+        )
         path = report.write(result, RESULTS)
         print()
         print(report.render(result))
@@ -265,6 +283,29 @@ class Run:
         if args.profile:
             self.profile(args.profile.split(","))
         return 1 if self.failed else 0
+
+    def stress(self) -> dict:
+        """The purge under load and the overload rows (bench/stress.py), after everything else was measured."""
+        args, servers, out = self.args, self.servers, {}
+        if args.purge:
+            largest = servers.instances[-1]
+            env = {**largest.server.env, "DATABASE_URL": largest.db.url}
+            say(f"purge under load, on {largest.db.name}")
+            # The first token of each sample was revoked by the revocation check.
+            out["purge_under_load"] = stress.purge_under_load(
+                largest.server.port, largest.inspect_secrets[1:], env, args.duration
+            )
+        if args.overload:
+            queue_timeout = float(servers.main.server.env.get("AUTHSVC_QUEUE_TIMEOUT") or 1.0)
+            inspect = self.scenarios.load(f"inspect_bearer_{servers.main.tokens}")
+            inspect.secrets = inspect.secrets[1:]  # the first was revoked by the revocation check
+            token = stress.token_load(servers.main.server.port, servers.seed)
+            say("overload")
+            out["overload"] = [
+                stress.overload(name, load, args.duration, args.connections, queue_timeout)
+                for name, load in (("inspect", inspect), ("token", token))
+            ]
+        return out
 
     def serve(self) -> int:
         """Leave everything running until interrupted; write what a client needs to serve.json."""

@@ -17,7 +17,7 @@ from typing import Any
 
 from bench.load import Result
 from bench.noise import CpuUse
-from bench.targets import DOMAIN_KINDS, DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, evaluate
+from bench.targets import DOMAIN_KINDS, DOMAINS_SCALE_MIN, GRANT_MIN, INSPECT_MIN, TOKENS_SCALE_MIN, evaluate
 
 
 def tokens_label(n: int) -> str:
@@ -51,7 +51,7 @@ def rows(
         if i == 0:
             out.append(Row(label, first, "roundtrip", INSPECT_MIN, short=f"inspect {tokens_label(n)}"))
         else:
-            minimum = 0.9 if n == token_counts[-1] else None
+            minimum = TOKENS_SCALE_MIN if n == token_counts[-1] else None
             out.append(Row(label, f"inspect_bearer_{n}", first, minimum, short=f"inspect {tokens_label(n)}"))
     out += [
         Row("inspect, X-API-Key header", "inspect_api_key", "roundtrip", INSPECT_MIN),
@@ -188,6 +188,7 @@ def build(
     revocation: dict[str, Any],
     settings: dict[str, Any],
     domain_sets: dict[str, dict[str, Any]] | None = None,
+    stress: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the run found, as the JSON written to bench/results/."""
     table = []
@@ -233,6 +234,8 @@ def build(
         "revocation": revocation,
         # Per --domains count: its worker's start (s) and memory after the run.
         "domain_sets": domain_sets or {},
+        # The overload rows and the purge under load (bench/stress.py), when measured.
+        **(stress or {}),
     }
     # The targets are --check's (bench/targets.py), judged on this very result: one list, one rule each.
     result["targets"] = [asdict(outcome) for outcome in evaluate(result)]
@@ -286,6 +289,18 @@ def render(report: dict[str, Any]) -> str:
     for count, info in report.get("domain_sets", {}).items():
         rss = ", ".join(f"{w['rss_mb']:.1f}" for w in info["workers"] if w["rss_mb"] is not None)
         lines.append(f"{count} domains: workers started in {info['start_s']:.2f} s, resident memory (MB): {rss}")
+    for row in report.get("overload", []):
+        lines.append(
+            f"overload, {row['key'][9:]}: sustained {row['sustained_rps']} req/s, at {row['offered_rps']} req/s for "
+            f"{row['seconds']:g} s answered {row['statuses']} ({row['without_retry_after']} 503 without Retry-After); "
+            f"served p99 {row['served_p99_ms']} ms; back to normal {row['recovery_s']} s after"
+        )
+    purge = report.get("purge_under_load")
+    if purge:
+        lines.append(
+            f"purge under load: inspect p99 {purge['p99_ms_without']} ms without, {purge['p99_ms_during']} ms while "
+            f"the purge ran ({purge['purge_overlapped_s']} s of the slice; {purge['purge']}, {purge['purge_s']} s)"
+        )
     for check in report["revocation"].get("instances", []):
         lines.append(f"revocation, {check['summary']}")
     lines += ["", 'targets (bench/README.md, "Checking the targets"):']

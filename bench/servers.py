@@ -33,11 +33,13 @@ from urllib.parse import quote
 
 import psycopg
 
-from bench import BenchError, domains, floors, peers, report, say, seed
+from bench import BenchError, domains, floors, peers, report, say, seed, tokens
 from devtools.services import Database, Gunicorn, Services, free_port
 
 # Tokens of each database kept for the inspect rows, which pick one at random per request.
 INSPECT_SAMPLE = 10_000
+# Of the tokens a larger database adds: expired ones, for the purge-under-load row to delete.
+EXPIRED_SHARE = 0.5
 # Users of the first database and of every larger one, for the SCIM userName filter rows.
 SCIM_USERS = (1_000, 100_000)
 
@@ -222,14 +224,24 @@ class Servers:
         return self.peer.prepare(INSPECT_SAMPLE, refresh)
 
     def grow(self, conn: psycopg.Connection, instance: Instance) -> list[str]:
-        """COPY tokens in until ``instance``'s database holds its count; returns the inspect rows' sample."""
+        """Add tokens until ``instance``'s database holds its count; returns the inspect rows' sample.
+
+        The first database gets live tokens by COPY; a larger one (a copy of it) gets the rest from
+        PostgreSQL itself (``python -m bench.tokens``), half of them expired, for the purge row.
+        """
         have = seed.token_count(conn)
         began = time.monotonic()
-        kept = seed.insert_tokens(conn, self.seed, instance.tokens - have, INSPECT_SAMPLE)
-        seed.vacuum_analyze(conn)
+        if instance is self.main:
+            kept = seed.insert_tokens(conn, self.seed, instance.tokens - have, INSPECT_SAMPLE)
+            seed.vacuum_analyze(conn)
+        else:
+            batch = tokens.grow(
+                conn, instance.tokens, EXPIRED_SHARE, self.seed.application_id, self.seed.service_user_id
+            )
+            kept = batch.sample(INSPECT_SAMPLE)
         seed.insert_users(conn, instance.users)
         say(
-            f"{instance.db.name}: {seed.token_count(conn):,} tokens ({time.monotonic() - began:.1f} s to COPY "
+            f"{instance.db.name}: {seed.token_count(conn):,} tokens ({time.monotonic() - began:.1f} s to add "
             f"{max(0, instance.tokens - have):,} and VACUUM ANALYZE)"
         )
         return kept

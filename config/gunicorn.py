@@ -18,6 +18,11 @@ _embedded_store = not (os.environ.get("REDIS_URL") or os.environ.get("REDIS_SENT
 workers = 1 if _embedded_store else int(os.environ.get("WEB_CONCURRENCY", min(4, multiprocessing.cpu_count() * 2)))
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if _embedded_store else "1"))
 
+# Connections waiting for a worker. Above gunicorn's 2048 (the kernel caps it at net.core.somaxconn):
+# under overload the queue must hold what arrives within AUTHSVC_QUEUE_TIMEOUT, so that the excess is
+# answered 503 (authsvc.web.overload) rather than dropped unanswered by a full backlog.
+backlog = int(os.environ.get("GUNICORN_BACKLOG", "4096"))
+
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "20"))
 keepalive = int(os.environ.get("GUNICORN_KEEPALIVE", "5"))

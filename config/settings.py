@@ -243,6 +243,8 @@ class Settings:
     database_timeout: float = _setting("AUTHSVC_DATABASE_TIMEOUT", 5, _float)
     statement_timeout: float = _setting("AUTHSVC_STATEMENT_TIMEOUT", 10, _float)
     retry_after: int = _setting("AUTHSVC_RETRY_AFTER", 5, _int)
+    # A request that waited longer than this for a worker is answered 503 at once (authsvc.web.overload); 0: never.
+    queue_timeout: float = _setting("AUTHSVC_QUEUE_TIMEOUT", 1.0, _float)
     # Request rates (Flask-Limiter, counted in Redis). The account rate counts failed attempts only.
     signin_rate_limit: str = _setting("AUTHSVC_SIGNIN_RATE_LIMIT", "30/minute", _rate)
     signin_account_rate_limit: str = _setting("AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT", "10/minute", _rate)
@@ -323,6 +325,7 @@ SERVER_VARIABLES = (
     "GUNICORN_GRACEFUL_TIMEOUT",
     "GUNICORN_KEEPALIVE",
     "GUNICORN_THREADS",
+    "GUNICORN_BACKLOG",
     "AUTHSVC_ACCESS_LOG",
     "AUTHSVC_MAX_REQUEST_LINE",
     "AUTHSVC_MAX_HEADERS",
@@ -397,6 +400,8 @@ def _check_waits(config: dict[str, Any]) -> None:
             "AUTHSVC_DATABASE_TIMEOUT and AUTHSVC_STATEMENT_TIMEOUT + 1 must be below GUNICORN_TIMEOUT "
             f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
         )
+    if config["AUTHSVC_QUEUE_TIMEOUT"] < 0:
+        raise ConfigError("AUTHSVC_QUEUE_TIMEOUT must be a number of seconds, 0 or more (0: no request is shed)")
     # A sign-in waits on a directory at most nine times: resolve + connect + StartTLS + service bind +
     # search, then resolve + connect + StartTLS + bind as the user.
     if config["AUTHSVC_LDAP_TIMEOUT"] * 9 >= worker_timeout:

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any, cast
 import psycopg
 from flask import Flask
 from flask_sqlalchemy import SQLAlchemy
-from sqlalchemy import CursorResult, Engine, Result, event
+from sqlalchemy import ColumnElement, CursorResult, Engine, Result, Select, any_, event, func
 from sqlalchemy.exc import DBAPIError, DisconnectionError
-from sqlalchemy.orm import DeclarativeBase, Session, SessionTransaction
+from sqlalchemy.orm import DeclarativeBase, InstrumentedAttribute, Session, SessionTransaction
 
 from authsvc.core import budget, clock
 from authsvc.core.settings import settings as typed_settings
@@ -56,6 +56,19 @@ else:
 def rows_affected(result: Result[Any]) -> int:
     """How many rows an UPDATE or DELETE matched (SQLAlchemy types execute()'s answer as a plain Result)."""
     return cast(CursorResult[Any], result).rowcount
+
+
+def among(column: InstrumentedAttribute[Any], rows: Select[Any]) -> ColumnElement[bool]:
+    """``column IN (rows)``, written so that PostgreSQL finds a batch's rows by ``column``'s index.
+
+    For ``IN (subquery)`` PostgreSQL may join the subquery's rows to the table,
+    and on a table of tens of thousands of rows it chose a hash join over a
+    scan of the whole table; ``= ANY(ARRAY(subquery))`` runs the subquery once
+    and looks each of its rows up. SQLite plans ``IN`` so already.
+    """
+    if db.session.get_bind().dialect.name == "postgresql":
+        return column == any_(func.array(rows.scalar_subquery()))
+    return column.in_(rows.scalar_subquery())
 
 
 def now() -> int:

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Select, delete, or_, select, update
 
-from authsvc.core.database import db, now, rows_affected
+from authsvc.core.database import among, db, now, rows_affected
 from authsvc.core.models import SpentCode, Token
 
 
@@ -71,27 +71,48 @@ def delete_of_users(users: ColumnElement[int] | int, applications: ColumnElement
     db.session.execute(delete(Token).where(condition))
 
 
-def purge_batch(before: int, limit: int) -> tuple[int, int]:
-    """Delete up to ``limit`` rows purgeable before ``before``; return (expired, revoked) counts.
+def purge_batch(after: int, before: int, limit: int) -> tuple[int, int, int]:
+    """Delete up to ``limit`` tokens purgeable from ``after`` to before ``before``, earliest first.
 
-    Finds them through the index on ``purgeable_at`` and deletes by primary
-    key. Rows another transaction holds locked are skipped (PostgreSQL), so
-    a purge never waits on live traffic.
+    Returns (expired, revoked, last): the counts, and the latest ``purgeable_at``
+    deleted (``after`` when none was), which the caller passes as the next
+    batch's ``after``. One statement: the rows are found through the index on
+    ``purgeable_at`` from ``after`` on, so a batch never walks the index
+    entries of rows that earlier batches deleted (they stay until VACUUM),
+    and deleted by primary key. Rows another transaction holds locked are
+    skipped (PostgreSQL), so a purge never waits on live traffic. The caller
+    commits, once per batch: no lock outlives its batch.
     """
-    rows = db.session.execute(
-        select(Token.id, Token.revoked_at)
-        .where(Token.purgeable_at < before)
+    doomed = (
+        select(Token.id)
+        .where(Token.purgeable_at >= after, Token.purgeable_at < before)
         .order_by(Token.purgeable_at)
         .limit(limit)
         .with_for_update(skip_locked=True)
+    )
+    rows = db.session.execute(
+        delete(Token).where(among(Token.id, doomed)).returning(Token.purgeable_at, Token.revoked_at)
     ).all()
-    if not rows:
-        return 0, 0
-    db.session.execute(delete(Token).where(Token.id.in_([row.id for row in rows])))
     revoked = sum(1 for row in rows if row.revoked_at is not None)
-    return len(rows) - revoked, revoked
+    return len(rows) - revoked, revoked, max((row.purgeable_at for row in rows), default=after)
 
 
-def purge_spent_codes(before: int) -> int:
-    """Delete the spent codes whose TTL ended before ``before``: no such code can be presented any more."""
-    return rows_affected(db.session.execute(delete(SpentCode).where(SpentCode.expires_at < before)))
+def purge_spent_codes(after: int, before: int, limit: int) -> tuple[int, int]:
+    """Delete up to ``limit`` spent codes that expired from ``after`` to before ``before``, earliest first.
+
+    No such code can be presented any more. Returns (count, last): how many, and
+    the latest ``expires_at`` deleted (``after`` when none was), the next batch's
+    ``after``: one statement through the index on ``expires_at``, as
+    ``purge_batch``. The caller commits, once per batch.
+    """
+    doomed = (
+        select(SpentCode.digest)
+        .where(SpentCode.expires_at >= after, SpentCode.expires_at < before)
+        .order_by(SpentCode.expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
+    rows = db.session.execute(
+        delete(SpentCode).where(among(SpentCode.digest, doomed)).returning(SpentCode.expires_at)
+    ).all()
+    return len(rows), max((row.expires_at for row in rows), default=after)

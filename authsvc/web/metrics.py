@@ -35,6 +35,7 @@ LATENCY = Histogram(
 )
 TOKENS_ISSUED = Counter("authsvc_tokens_issued", "Access tokens issued, by grant type.", ["grant_type"])
 SIGNIN_FAILURES = Counter("authsvc_signin_failures", "Failed password sign-ins, by where they came in.", ["via"])
+SHED = Counter("authsvc_shed_requests", "Requests answered 503 at once: they had waited too long for a worker.")
 RATE_LIMITED = Counter(
     "authsvc_rate_limited", "Requests refused with 429: over a rate limit, or during a lockout.", ["reason"]
 )

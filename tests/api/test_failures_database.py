@@ -18,6 +18,7 @@ from sqlalchemy import func, select, text
 
 from authsvc.core.database import PING_AFTER_IDLE, db
 from authsvc.core.models import Token
+from authsvc.core.readers.pool import READERS
 from tests.fakes.proxy import TcpProxy
 from tests.helpers import DATABASE_URL, REDIRECT_URI, HttpsClient, get_code, headers
 from tests.helpers.outages import assert_unavailable, authorize, exchange, inspect, password_grant, signin, timed
@@ -192,6 +193,23 @@ def test_oauth_errors_while_every_database_connection_is_busy_are_503(make_app, 
     with app.app_context(), db.engine.connect():  # the only connection, held
         response = request_(app.test_client(), setup.public_app.client_id)
     assert_unavailable(response)
+
+
+@pytest.mark.postgresql
+def test_inspect_while_every_reader_connection_is_busy_is_503_within_the_budget(make_app, setup):
+    """Inspect's own pool (psycopg_pool) exhausted, as by a burst of concurrent lookups: 503, not 500."""
+    app = make_app(AUTHSVC_DATABASE_TIMEOUT=0.3)
+    with app.app_context():
+        readers = app.extensions[READERS]
+        held = [readers.pool.getconn() for _ in range(readers.SIZE)]
+        try:
+            response, seconds = timed(lambda: inspect(app.test_client(), headers={"Authorization": "Bearer any"}))
+        finally:
+            for connection in held:
+                readers.pool.putconn(connection)
+    assert_unavailable(response)
+    assert seconds < 2
+    assert inspect(app.test_client(), headers={"Authorization": "Bearer any"}).status_code == 401
 
 
 @pytest.mark.postgresql

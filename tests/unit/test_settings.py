@@ -76,3 +76,13 @@ def test_the_log_format_is_json_or_text(monkeypatch):
     assert from_environment()["AUTHSVC_LOG_FORMAT"] == "text"
     monkeypatch.delenv("AUTHSVC_LOG_FORMAT")
     assert from_environment()["AUTHSVC_LOG_FORMAT"] == "json"
+
+
+def test_the_queue_timeout_is_zero_or_more(monkeypatch):
+    from config.settings import from_environment
+
+    monkeypatch.setenv("AUTHSVC_QUEUE_TIMEOUT", "-0.5")
+    with pytest.raises(ConfigError, match="AUTHSVC_QUEUE_TIMEOUT must be a number of seconds, 0 or more"):
+        from_environment()
+    monkeypatch.setenv("AUTHSVC_QUEUE_TIMEOUT", "0")
+    assert from_environment()["AUTHSVC_QUEUE_TIMEOUT"] == 0

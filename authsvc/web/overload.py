@@ -1,0 +1,109 @@
+"""Shedding load: a request that waited in the server's queue past ``AUTHSVC_QUEUE_TIMEOUT`` gets a 503 at once.
+
+Sent more requests than its workers can serve, the service queues the rest
+in the listening socket's backlog (a gunicorn sync worker takes one
+connection at a time). Served in turn, each would wait longer than the one
+before: every answer comes late, clients give up on requests the service
+still goes on to serve, and once the backlog is full new connections are
+dropped unanswered. A worker that picks up a request which has already
+waited longer than the bound answers it ``503 temporarily_unavailable`` with
+``Retry-After``, without reading the database or Redis: tens of
+microseconds, not the work of serving it. The workers catch up with the
+queue, the requests they serve are answered within the bound and their own
+time, and every other client is told when to come back.
+
+How long it waited is the kernel's to say: ``tcpi_last_data_recv`` of the
+connection's TCP_INFO (Linux), the milliseconds since the last of the
+request's bytes arrived, whether it sat in the backlog or in gunicorn's own
+queue (a threaded worker). Where that cannot be read (a Unix socket, another
+system, a server other than gunicorn) nothing is shed. Nor is a request that
+arrived before the worker was ready (it waited for a start or a restart, not
+behind other requests), nor the health endpoints: a load balancer that took
+an overloaded instance for a dead one would send its share to the others.
+docs/operations.md, "Overload".
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from flask import Flask
+
+from authsvc.core.settings import settings
+from authsvc.web import deployment, logs, metrics
+
+# Where tcpi_last_data_recv sits in struct tcp_info (linux/tcp.h): eight one-byte fields, then
+# rto, ato, snd_mss, rcv_mss, unacked, sacked, lost, retrans, fackets, last_data_sent, last_ack_sent.
+_LAST_DATA_RECV = struct.Struct("=I")
+_LAST_DATA_RECV_OFFSET = 52
+_TCP_INFO = getattr(socket, "TCP_INFO", None)
+NEVER_SHED = ("/healthz", "/readyz", "/metrics")
+
+Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+def queued_for(environ: dict[str, Any]) -> float | None:
+    """Seconds since the request's last bytes arrived (its wait for a worker), or None where it cannot be known."""
+    sock = environ.get("gunicorn.socket")
+    if _TCP_INFO is None or sock is None:
+        return None
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, _LAST_DATA_RECV_OFFSET + _LAST_DATA_RECV.size)
+    except OSError:  # not TCP (a Unix socket), or closed by the client meanwhile
+        return None
+    if len(info) < _LAST_DATA_RECV_OFFSET + _LAST_DATA_RECV.size:
+        return None
+    return float(_LAST_DATA_RECV.unpack_from(info, _LAST_DATA_RECV_OFFSET)[0]) / 1000
+
+
+class QueueTimeout:
+    """WSGI middleware before the fast path and Flask: 503 to a request that waited over ``seconds`` for a worker."""
+
+    def __init__(self, wsgi_app: Wsgi, seconds: float, retry_after: int, hsts_max_age: int):
+        self.wsgi_app = wsgi_app
+        self.seconds = seconds
+        self.retry_after = str(retry_after)
+        description = f"The service is overloaded: this request waited over {seconds:g} s for it. Retry shortly."
+        self.body = (json.dumps({"error": "temporarily_unavailable", "error_description": description}) + "\n").encode()
+        self.scim_body = json.dumps(
+            {"schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"], "status": "503", "detail": description}
+        ).encode()
+        self.hsts_max_age = hsts_max_age
+        # Built in the worker once its app is (gunicorn forks before the app is made): what arrived before
+        # this moment waited for the worker to start, not behind other requests, and is served.
+        self.ready = time.monotonic()
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        waited = queued_for(environ)
+        path = environ.get("PATH_INFO", "")
+        if waited is None or waited <= self.seconds or path.startswith(NEVER_SHED):
+            return self.wsgi_app(environ, start_response)
+        if time.monotonic() - waited < self.ready:
+            return self.wsgi_app(environ, start_response)
+        metrics.SHED.inc()
+        scim = path.startswith("/scim/")
+        body = self.scim_body if scim else self.body
+        headers = [
+            ("Content-Type", "application/scim+json" if scim else "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Retry-After", self.retry_after),
+            ("Cache-Control", "no-store"),
+            (logs.REQUEST_ID_HEADER, logs.choose_request_id(environ.get("HTTP_X_REQUEST_ID", ""))),
+            *deployment.protective_header_values(environ.get("wsgi.url_scheme") == "https", self.hsts_max_age),
+        ]
+        start_response("503 Service Unavailable", headers)
+        return [body]
+
+
+def init_app(app: Flask) -> None:
+    """Put the bound in front of the fast path and Flask, inside ProxyFix (0 turns it off)."""
+    config = settings(app)
+    if config.queue_timeout > 0:
+        app.wsgi_app = QueueTimeout(  # type: ignore[method-assign]
+            app.wsgi_app, config.queue_timeout, config.retry_after, config.hsts_max_age
+        )
