@@ -35,6 +35,7 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
+from authsvc.account.blueprint import mail_recipient
 from authsvc.core import security, store
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
@@ -58,6 +59,8 @@ REGISTRATION_ENDPOINTS = {"oauth.register", "oauth.client_configuration"}
 DEVICE_VERIFY_ENDPOINTS = {"device.verify", "device.decide"}
 # Where a second factor is tried (codes can be guessed too; the account's lockout also counts them).
 MFA_ENDPOINTS = {"mfa.signin_mfa", "mfa.login_mfa", "mfa.login_enrol", "mfa.signin_webauthn_options"}
+# Where a link is sent by e-mail on request (a forgotten password, a new verification link).
+ACCOUNT_MAIL_ENDPOINTS = {"account.forgot_submit", "account.resend"}
 # Nothing else is rate limited, so nothing else depends on the limiter's storage
 # (inspect must keep answering from SQL while Redis is down).
 LIMITED_ENDPOINTS = (
@@ -65,6 +68,7 @@ LIMITED_ENDPOINTS = (
     | DEVICE_VERIFY_ENDPOINTS
     | MFA_ENDPOINTS
     | REGISTRATION_ENDPOINTS
+    | ACCOUNT_MAIL_ENDPOINTS
     | SCIM_ENDPOINTS
     | {TOKEN_ENDPOINT, SSO_START_ENDPOINT, DEVICE_AUTHORIZATION_ENDPOINT, PAR_ENDPOINT}
 )
@@ -127,7 +131,7 @@ def _find_the_domain_first() -> None:
     key function, either would be swallowed by Flask-Limiter, which would also
     count in memory from then on.
     """
-    if _password_attempt():
+    if _password_attempt() or request.endpoint in ACCOUNT_MAIL_ENDPOINTS:
         current_domain()
 
 
@@ -258,6 +262,12 @@ def _limits(app: Flask) -> dict[str, Limit]:
             shared=True,
             exempt_when=lambda: not _user_code_entry(),
         ),
+        "account-mail-address": Limit(
+            rates.account_mail_client_rate_limit, key_function=client_address, scope="account-mail-address", shared=True
+        ),
+        "account-mail-recipient": Limit(
+            rates.account_mail_rate_limit, key_function=mail_recipient, scope="account-mail-recipient", shared=True
+        ),
         "scim-credential": Limit(
             rates.scim_rate_limit,
             key_function=_scim_credential,
@@ -285,6 +295,8 @@ def _endpoint_limits() -> dict[str, tuple[str, ...]]:
             scopes.append("mfa-address")
         if endpoint in DEVICE_VERIFY_ENDPOINTS:
             scopes.append("device-verify-address")
+        if endpoint in ACCOUNT_MAIL_ENDPOINTS:
+            scopes += ["account-mail-address", "account-mail-recipient"]
         table[endpoint] = tuple(scopes)
     return table
 

@@ -17,6 +17,7 @@ from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, Token, User
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.mail import messages as mail
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
@@ -119,7 +120,14 @@ def login_page() -> Response:
         if next_url:
             return make_response(redirect(next_url, 303))
         providers = SsoProvider.of_domain(domain.id)
-        return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers)
+        return page(
+            "login.html",
+            domain=domain,
+            user=user,
+            logout_all=LogoutAllForm(),
+            providers=providers,
+            can_mail=mail.available(),
+        )
     sso_error = request.args.get("sso_error")
     error = SSO_MESSAGES.get(sso_error, SSO_DEFAULT_MESSAGE) if sso_error else None
     form = LoginForm(email=request.args.get("login_hint"))
