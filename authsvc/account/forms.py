@@ -20,7 +20,8 @@ class ForgotForm(PageForm):
 
 
 class ResetForm(PageForm):
-    password = PasswordField("New password", validators=[DataRequired(), Length(min=8, max=1024)])
+    # The password rules are the service's (validation.password), applied by the view.
+    password = PasswordField("New password", validators=[DataRequired()])
     confirm = PasswordField(
         "The new password again", validators=[DataRequired(), EqualTo("password", message="The passwords differ.")]
     )

@@ -152,6 +152,19 @@ def _expired() -> Response:
     )
 
 
+def _refusal(form: ResetForm) -> str | None:
+    """What is wrong with the new password (the service's password rules), or None."""
+    if not form.validate_on_submit():
+        if form.csrf_token.errors:
+            return "The form expired. Please try again."
+        return str((form.password.errors or form.confirm.errors or ["Enter the new password twice."])[0])
+    try:
+        validation.password(form.password.data)
+    except validation.Invalid as exc:
+        return f"{str(exc)[0].upper()}{str(exc)[1:]}."
+    return None
+
+
 @bp.post("/password/reset")
 def reset_submit() -> Response:
     domain = current_domain()
@@ -159,10 +172,9 @@ def reset_submit() -> Response:
     if link is None:
         return _expired()
     form = ResetForm()
-    if not form.validate_on_submit():
-        errors = form.csrf_token.errors and ["The form expired. Please try again."]
-        errors = errors or form.password.errors or form.confirm.errors
-        response = page("password_reset.html", 400, domain=domain, form=form, error=errors[0])
+    error = _refusal(form)
+    if error:
+        response = page("password_reset.html", 400, domain=domain, form=form, error=error)
         return uncached(response, referrer_policy=NO_REFERRER)
     user = db.session.get(User, link.user_id)
     if user is None or user.domain_id != domain.id or user.disabled or not links.spend(link):
