@@ -6,6 +6,7 @@ Every wait on the SMTP server (connecting, each command, TLS) ends after
 
 from __future__ import annotations
 
+import functools
 import logging
 import smtplib
 import ssl
@@ -59,15 +60,14 @@ class Smtp:
         )
 
     def send(self, message: EmailMessage) -> None:
-        context = ssl.create_default_context()
         server: smtplib.SMTP
         if self.implicit_tls:
-            server = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=context)
+            server = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=_tls())
         else:
             server = smtplib.SMTP(self.host, self.port, timeout=self.timeout)
         try:
             if self.starttls:
-                server.starttls(context=context)
+                server.starttls(context=_tls())
             if self.username:
                 server.login(self.username, self.password or "")
             try:
@@ -86,6 +86,13 @@ class Smtp:
                 server.quit()
             except (smtplib.SMTPException, OSError):
                 server.close()
+
+
+@functools.cache
+def _tls() -> ssl.SSLContext:
+    """The system's trusted certificates, loaded once (a tenth of a second): the server's certificate and name
+    are checked."""
+    return ssl.create_default_context()
 
 
 @dataclass(frozen=True)

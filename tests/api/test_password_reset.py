@@ -24,7 +24,7 @@ NEW_PASSWORD = "a new password, long enough"
 
 
 @pytest.fixture
-def app(mail_app):
+def app(mail_app):  # noqa: F811 - the suite's app, mailing
     return mail_app
 
 
