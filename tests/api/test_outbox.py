@@ -16,14 +16,10 @@ from authsvc.core.models import AuditRecord
 from authsvc.outbox.sender import Sender
 from tests.helpers import headers
 from tests.helpers.pages import csrf_token
-from tests.helpers.smtp import (  # noqa: F401 - fixtures
-    deliver,
-    mail_app,
-    mail_config,
-    outbox_items,
-    smtp,
-    smtp_server,
-)
+from tests.helpers.smtp import deliver, mail_config, outbox_items
+from tests.helpers.smtp import mail_app as mail_app  # noqa: F401 - a fixture
+from tests.helpers.smtp import smtp as smtp  # noqa: F401 - a fixture
+from tests.helpers.smtp import smtp_server as smtp_server  # noqa: F401 - a fixture
 
 
 @pytest.fixture

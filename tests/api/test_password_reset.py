@@ -18,13 +18,16 @@ from tests.api.test_id_tokens import exchange, refresh
 from tests.helpers import HOST, PASSWORD, get_code, headers, signin
 from tests.helpers.mfa import enrolled as enrolled  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token, submit_login
-from tests.helpers.smtp import deliver, html_of, link_in, mail_app, outbox_items, smtp, smtp_server, text_of  # noqa: F401
+from tests.helpers.smtp import deliver, html_of, link_in, outbox_items, text_of
+from tests.helpers.smtp import mail_app as mail_app  # noqa: F401 - a fixture
+from tests.helpers.smtp import smtp as smtp  # noqa: F401 - a fixture
+from tests.helpers.smtp import smtp_server as smtp_server  # noqa: F401 - a fixture
 
 NEW_PASSWORD = "a new password, long enough"
 
 
 @pytest.fixture
-def app(mail_app):  # noqa: F811 - the suite's app, mailing
+def app(mail_app):  # noqa: F811 - the suite's app, mailing the SMTP server
     return mail_app
 
 
@@ -174,7 +177,7 @@ def test_known_and_unknown_addresses_get_the_same_answer_after_the_same_work(app
 
 
 def test_asking_is_rate_limited_per_address_and_per_client(make_app, smtp, setup):
-    from tests.helpers import World, HttpsClient
+    from tests.helpers import HttpsClient, World
     from tests.helpers.smtp import emptied, mail_config
 
     app = emptied(

@@ -24,7 +24,6 @@ from authsvc.core.database import db
 from authsvc.outbox import OutboxItem
 from authsvc.outbox.sender import Sender
 
-
 # aiosmtpd logs every command it receives at INFO.
 logging.getLogger("mail.log").setLevel(logging.WARNING)
 
