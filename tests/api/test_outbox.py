@@ -23,7 +23,8 @@ from tests.helpers.smtp import smtp_server as smtp_server  # noqa: F401 - a fixt
 
 
 @pytest.fixture
-def app(mail_app):  # noqa: F811 - the suite's app, mailing
+def app(mail_app):
+    """The suite's app, mailing the SMTP server."""
     return mail_app
 
 

@@ -27,7 +27,8 @@ NEW_PASSWORD = "a new password, long enough"
 
 
 @pytest.fixture
-def app(mail_app):  # noqa: F811 - the suite's app, mailing the SMTP server
+def app(mail_app):
+    """The suite's app, mailing the SMTP server."""
     return mail_app
 
 
