@@ -6,13 +6,16 @@ writes each page's picture into docs/. A screenshot made this way cannot drift f
 shows: run this after changing a page. Not part of the test command (a browser costs seconds).
 
     python -m devtools.screenshots            # every picture below
-    python -m devtools.screenshots console    # only docs/console.png
+    python -m devtools.screenshots console    # only docs/console.png (signin, password-forgot, password-reset)
 """
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -62,12 +65,12 @@ def _sign_in(page: Page, base: str, person: dict) -> None:
     page.click("button[type=submit]")
 
 
-def signin(page: Page, base: str, person: dict) -> None:
+def signin(page: Page, base: str, person: dict, instance: Path) -> None:
     page.goto(f"{base}/auth/login")
     page.screenshot(path=str(DOCS / "signin.png"))
 
 
-def console(page: Page, base: str, person: dict) -> None:
+def console(page: Page, base: str, person: dict, instance: Path) -> None:
     _sign_in(page, base, person)
     page.goto(f"{base}/auth/admin/")
     page.get_by_role("link", name="Demo", exact=True).click()  # the demo domain: its Applications
@@ -75,7 +78,34 @@ def console(page: Page, base: str, person: dict) -> None:
     page.screenshot(path=str(DOCS / "console.png"))
 
 
-SHOTS: dict[str, Callable] = {"signin": signin, "console": console}
+def password_forgot(page: Page, base: str, person: dict, instance: Path) -> None:
+    page.goto(f"{base}/auth/password/forgot")
+    page.screenshot(path=str(DOCS / "password-forgot.png"))
+
+
+def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
+    """Ask for a link; without SMTP, ./scripts/run writes the message to instance/mail/ (docs/account.md)."""
+    mail = instance / "mail"
+    page.goto(f"{base}/auth/password/forgot")
+    page.fill("input[name=email]", person["email"])
+    page.click("button[type=submit]")
+    deadline = time.monotonic() + 30
+    while not list(mail.glob("*.eml")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [written] = list(mail.glob("*.eml"))
+    message = email.message_from_bytes(written.read_bytes(), policy=email.policy.default)
+    body = message.get_body(preferencelist=("plain",))
+    [link] = re.findall(r"https?://\S+\?token=\S+", body.get_content() if body is not None else "")
+    page.goto(link)
+    page.screenshot(path=str(DOCS / "password-reset.png"))
+
+
+SHOTS: dict[str, Callable] = {
+    "signin": signin,
+    "console": console,
+    "password-forgot": password_forgot,
+    "password-reset": password_reset,
+}
 
 
 def main(names: list[str]) -> None:
@@ -98,7 +128,7 @@ def main(names: list[str]) -> None:
             try:
                 for name in names or list(SHOTS):
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
-                    SHOTS[name](context.new_page(), base, person)
+                    SHOTS[name](context.new_page(), base, person, instance)
                     context.close()
                     print(f"wrote docs/{name}.png")
             finally:
