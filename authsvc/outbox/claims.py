@@ -15,7 +15,7 @@ import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import delete, or_, select, update
 
 from authsvc.core import audit, clock
 from authsvc.core.database import db, rows_affected
@@ -23,6 +23,8 @@ from authsvc.outbox.models import OutboxItem
 
 # Retries wait at most this long between attempts, however many failed.
 LONGEST_WAIT_MS = 3600 * 1000
+# Finished items (done or given up, their payloads already gone) are kept this long, to look into.
+KEPT_MS = 7 * 86400 * 1000
 
 
 @dataclass(frozen=True)
@@ -118,3 +120,12 @@ def _finish(held: Claim, item: OutboxItem, **values: object) -> bool:
     else:
         db.session.rollback()  # another sender took the item over: nothing of ours is recorded
     return bool(changed)
+
+
+def purge() -> int:
+    """Delete the items finished more than a week ago; how many. Commits."""
+    before = clock.now_ms() - KEPT_MS
+    finished = or_(OutboxItem.done_at < before, OutboxItem.given_up_at < before)
+    deleted = rows_affected(db.session.execute(delete(OutboxItem).where(finished)))
+    db.session.commit()
+    return deleted

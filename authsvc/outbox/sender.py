@@ -14,6 +14,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
@@ -29,6 +30,8 @@ log = logging.getLogger(__name__)
 EXTENSION = "authsvc.outbox"
 
 Handler = Callable[[OutboxItem], None]
+# Seconds between a sender's deletions of long-finished items.
+PURGE_INTERVAL = 3600
 
 
 class GiveUp(Exception):  # noqa: N818 - what the handler tells the sender to do
@@ -63,15 +66,20 @@ class Sender:
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._next_purge = 0.0
 
     @property
     def kinds(self) -> Collection[str]:
         return handlers(self.app).by_kind.keys()
 
     def run_once(self) -> int:
-        """Claim what is waiting and handle it; how many items were handled (done or not)."""
+        """Claim what is waiting and handle it; how many items were handled (done or not). Once an hour
+        (and at its first round) it also deletes the items finished more than a week ago."""
         with self.app.app_context():
             try:
+                if time.monotonic() >= self._next_purge:
+                    self._next_purge = time.monotonic() + PURGE_INTERVAL
+                    claims.purge()
                 config = settings(self.app)
                 held = claims.claim(self.name, self.kinds, config.outbox_lease)
                 for item in held.items:

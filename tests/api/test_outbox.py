@@ -159,3 +159,17 @@ def test_an_smtp_url_of_the_wrong_form_stops_the_start(monkeypatch):
     monkeypatch.setenv("AUTHSVC_SMTP_URL", "http://mail.example.com")
     with pytest.raises(ConfigError, match="AUTHSVC_SMTP_URL"):
         from_environment()
+
+
+def test_finished_items_are_deleted_after_a_week(make_app, smtp, setup, clock):
+    app = make_app(**mail_config(smtp))
+    queue_messages(app, 2)
+    deliver(app)
+    clock.advance(6 * 86400)
+    queue_messages(app, 1)
+    deliver(app)
+    assert len(outbox_items(app)) == 3, "a week is kept"
+    clock.advance(86400 + 1)
+    deliver(app)  # a new sender purges at its first round
+    [kept] = outbox_items(app)
+    assert kept.done_at and kept.id == 3
