@@ -105,6 +105,7 @@ def _login_page(
         providers=SsoProvider.of_domain(domain.id),
         user=None,
         again=again,
+        can_mail=mail.available(),
     )
 
 

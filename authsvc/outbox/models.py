@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 from sqlalchemy import BigInteger, Index, Integer, String, Text, event
 from sqlalchemy.orm import Mapped, Session, mapped_column
@@ -57,25 +57,24 @@ def queue(kind: str, payload: str, domain_id: int | None = None) -> OutboxItem:
         attempts=0,
     )
     db.session.add(item)
-    db.session.info.setdefault(QUEUED, set()).add(kind)
+    session = db.session()
+    if not session.info.get(QUEUED):
+        # Only a session that queued listens for its commit: every other commit costs nothing more.
+        event.listen(session, "after_commit", _committed, once=True)
+    session.info.setdefault(QUEUED, set()).add(kind)
     return item
 
 
-def queued_kinds(session: Session) -> set[str]:
-    """The kinds ``session`` queued since its last commit (cleared by asking)."""
-    kinds: set[str] = session.info.pop(QUEUED, set())
-    return kinds
+# Told the kinds a commit queued (authsvc.outbox.sender wakes this process's senders).
+_listeners: list[Callable[[set[str]], None]] = []
 
 
-def on_commit(wake: Any) -> None:
+def on_commit(wake: Callable[[set[str]], None]) -> None:
     """Call ``wake(kinds)`` after each commit of a session that queued items."""
+    _listeners.append(wake)
 
-    @event.listens_for(Session, "after_commit")
-    def _committed(session: Session) -> None:
-        kinds = queued_kinds(session)
-        if kinds:
-            wake(kinds)
 
-    @event.listens_for(Session, "after_rollback")
-    def _rolled_back(session: Session) -> None:
-        session.info.pop(QUEUED, None)
+def _committed(session: Session) -> None:
+    kinds: set[str] = session.info.pop(QUEUED, set())
+    for wake in _listeners:
+        wake(kinds)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import AuditRecord
 from authsvc.outbox.sender import Sender
-from tests.helpers import headers
+from tests.helpers import HttpsClient, headers
 from tests.helpers.pages import csrf_token
 from tests.helpers.smtp import deliver, mail_config, outbox_items
 from tests.helpers.smtp import mail_app as mail_app  # noqa: F401 - a fixture
@@ -119,8 +119,10 @@ def test_an_instance_that_cannot_send_mail_claims_nothing(make_app, smtp, setup,
     assert not sender.kinds and sender.run_once() == 0
     [question] = outbox_items(app)
     assert question.claimed_by is None and question.done_at is None
-    page = production.test_client().get("https://auth.example.com/auth/password/forgot", headers=headers())
-    assert "not available" in page.get_data(as_text=True)
+    production.test_client_class = HttpsClient
+    browser = production.test_client()
+    assert "not available" in browser.get("/auth/password/forgot", headers=headers()).get_data(as_text=True)
+    assert "/auth/password/forgot" not in browser.get("/auth/login", headers=headers()).get_data(as_text=True)
 
 
 def test_a_message_not_sent_in_time_is_given_up_and_audited(make_app, smtp, setup, world, clock):
@@ -173,3 +175,16 @@ def test_finished_items_are_deleted_after_a_week(make_app, smtp, setup, clock):
     deliver(app)  # a new sender purges at its first round
     [kept] = outbox_items(app)
     assert kept.done_at and kept.id == 3
+
+
+def test_a_message_queued_in_a_process_wakes_its_sender_at_once(make_app, smtp, setup):
+    app = make_app(**mail_config(smtp, AUTHSVC_OUTBOX_POLL=60))
+    sender = Sender(app, name="waiting")
+    sender.start()
+    try:
+        time.sleep(0.2)  # its first round found nothing: it now waits up to a minute for the next
+        app.test_client_class = HttpsClient
+        assert ask(app.test_client()).status_code == 200
+        assert len(smtp.wait_for("person@example.com", timeout=10)) == 1
+    finally:
+        sender.stop()
