@@ -95,3 +95,14 @@ def _smtp_url(name: str, default: str | None) -> str | None:
     if starttls not in ("true", "false"):
         raise ConfigError(f"{name}: starttls must be true or false")
     return value
+
+
+def _address(name: str, default: str | None) -> str | None:
+    """A bare e-mail address (``accounts@example.com``): the From of every message, with the domain's name."""
+    value = (os.environ.get(name) or default or "").strip()
+    if not value:
+        return None
+    local, at, domain = value.rpartition("@")
+    if not at or not local or "." not in domain or any(c in value for c in ' <>,;"\r\n'):
+        raise ConfigError(f"{name} must be an e-mail address such as accounts@example.com, not {value!r}")
+    return value

@@ -20,6 +20,7 @@ from typing import Any
 from config.readers import (  # noqa: F401 - ConfigError is imported from here too
     LOG_FORMATS,
     ConfigError,
+    _address,
     _bool,
     _float,
     _int,
@@ -225,7 +226,7 @@ class Settings:
     # smtps://) and the From address. Without a server, development writes each message to instance/mail/
     # and production turns off what needs e-mail. Every SMTP wait ends after MAIL_TIMEOUT seconds.
     smtp_url: str | None = _setting("AUTHSVC_SMTP_URL", None, _smtp_url)
-    mail_from: str | None = _setting("AUTHSVC_MAIL_FROM", None, _text)
+    mail_from: str | None = _setting("AUTHSVC_MAIL_FROM", None, _address)
     mail_timeout: float = _setting("AUTHSVC_MAIL_TIMEOUT", 10, _float)
     # The outbox (authsvc.outbox): a message not sent after MAIL_GIVE_UP seconds is given up (and audited);
     # a failed attempt waits BACKOFF seconds, doubling each time up to an hour; each sender looks for work

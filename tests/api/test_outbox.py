@@ -188,3 +188,12 @@ def test_a_message_queued_in_a_process_wakes_its_sender_at_once(make_app, smtp, 
         assert len(smtp.wait_for("person@example.com", timeout=10)) == 1
     finally:
         sender.stop()
+
+
+@pytest.mark.parametrize("value", ["Accounts <accounts@example.com>", "accounts", "a b@example.com"])
+def test_a_from_address_of_the_wrong_form_stops_the_start(monkeypatch, value):
+    from config.settings import ConfigError, from_environment
+
+    monkeypatch.setenv("AUTHSVC_MAIL_FROM", value)
+    with pytest.raises(ConfigError, match="AUTHSVC_MAIL_FROM"):
+        from_environment()
