@@ -9,7 +9,7 @@ at the same moment.
 from __future__ import annotations
 
 from flask import has_request_context, request
-from sqlalchemy import BigInteger, ForeignKey, Integer, String, select, update
+from sqlalchemy import BigInteger, ForeignKey, Integer, String, delete, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
 from authsvc.core import clock, security
@@ -81,6 +81,12 @@ def spend_all(user_id: int, purpose: str) -> None:
         .values(used_at=clock.now())
         .execution_options(synchronize_session=False)
     )
+
+
+def purge() -> None:
+    """Delete the links that expired a day ago or more (used or not: none can be followed any more)."""
+    db.session.execute(delete(AccountLink).where(AccountLink.expires_at < clock.now() - 86400))
+    db.session.commit()
 
 
 def origin(domain: Domain) -> str:

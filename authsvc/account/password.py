@@ -44,6 +44,7 @@ def init_app(app: Flask) -> None:
     """Answer the questions only where the answers can be sent (an instance that cannot mail claims none)."""
     if mail.available(app):
         sender.handlers(app).register(REQUEST_KIND, answer_request)
+        sender.handlers(app).purgers.append(links.purge)
 
 
 def _message(title: str, message: str, status: int = 200, link: str | None = None, link_text: str | None = None):

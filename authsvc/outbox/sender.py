@@ -43,6 +43,8 @@ class Handlers:
     """The handler of each kind this app can handle, registered by the packages that own the kinds."""
 
     by_kind: dict[str, Handler] = field(default_factory=dict)
+    # Called with the senders' hourly purge, in its app context: what else a feature deletes once dead.
+    purgers: list[Callable[[], None]] = field(default_factory=list)
 
     def register(self, kind: str, handler: Handler) -> None:
         self.by_kind[kind] = handler
@@ -80,6 +82,8 @@ class Sender:
                 if time.monotonic() >= self._next_purge:
                     self._next_purge = time.monotonic() + PURGE_INTERVAL
                     claims.purge()
+                    for purge in handlers(self.app).purgers:
+                        purge()
                 config = settings(self.app)
                 held = claims.claim(self.name, self.kinds, config.outbox_lease)
                 for item in held.items:

@@ -195,3 +195,15 @@ def test_asking_is_rate_limited_per_address_and_per_client(make_app, smtp, setup
     # Two links an address a minute; then other addresses, until the client's fifth request of the minute.
     assert [ask(client, "person@example.com").status_code for _ in range(3)] == [200, 200, 429]
     assert [ask(client, f"other{n}@example.com").status_code for n in range(3)] == [200, 200, 429]
+
+
+def test_links_are_deleted_a_day_after_they_expire(app, client, setup, smtp, world, clock):
+    from authsvc.account.links import AccountLink
+
+    reset_link(app, client, smtp)
+    clock.advance(1800 + 86400 - 10)
+    deliver(app)  # a new sender purges at its first round
+    assert len(world.query(select(AccountLink))) == 1
+    clock.advance(20)
+    deliver(app)
+    assert world.query(select(AccountLink)) == []
