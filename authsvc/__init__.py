@@ -19,13 +19,16 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
+    from authsvc.account import password as account_password
     from authsvc.api import fastpath
     from authsvc.app import blueprints, client_failures, errors, limits
     from authsvc.core import budget, database, security, store
     from authsvc.core import settings as typed_settings
     from authsvc.core.database import db
     from authsvc.core.readers import pool as readers
+    from authsvc.mail import messages as mail
     from authsvc.oauth import server
+    from authsvc.outbox import sender as outbox
     from authsvc.web import deployment, logs, metrics, overload
     from config.settings import from_environment
 
@@ -88,5 +91,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     budgeting.paths = budget.declared_paths(app)
     limits.init_app(app)
     client_failures.init_app(app)
+    # What the outbox's senders do: e-mail (where it can be sent), and what e-mail answers.
+    outbox.init_app(app)
+    mail.init_app(app)
+    account_password.init_app(app)
     cli.init_app(app)
     return app

@@ -92,6 +92,26 @@ def on_starting(server: Any) -> None:
             else "; lost when it stops",
         )
 
+    if not os.environ.get("AUTHSVC_SMTP_URL"):
+        # Said once a start, as above. The production rule is config/settings.py's.
+        environment = os.environ.get("AUTHSVC_ENV") or (
+            "production" if os.environ.get("DATABASE_URL") else "development"
+        )
+        if environment == "production":
+            server.log.warning(
+                "AUTHSVC_SMTP_URL is not set: no e-mail is sent, so a forgotten password and address verification "
+                "are off (docs/account.md)"
+            )
+        else:
+            server.log.warning("AUTHSVC_SMTP_URL is not set: e-mail is written to instance/mail/ (docs/account.md)")
+
+
+def post_worker_init(worker: Any) -> None:
+    """Each worker sends what the outbox holds (authsvc.outbox.sender), off its requests' threads."""
+    from authsvc.outbox.sender import Sender
+
+    Sender(worker.wsgi).start()
+
 
 def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker
     from prometheus_client import multiprocess

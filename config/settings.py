@@ -17,63 +17,23 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from config.readers import (  # noqa: F401 - ConfigError is imported from here too
+    LOG_FORMATS,
+    ConfigError,
+    _address,
+    _bool,
+    _float,
+    _int,
+    _log_format,
+    _positive_int,
+    _rate,
+    _smtp_url,
+    _text,
+)
+
 log = logging.getLogger(__name__)
 
 INSTANCE_DIR = Path(os.environ.get("AUTHSVC_INSTANCE_DIR", Path(__file__).resolve().parent.parent / "instance"))
-
-
-class ConfigError(RuntimeError):
-    """The environment does not describe a service that may start."""
-
-
-def _bool(name: str, default: bool) -> bool:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    if value.lower() in ("1", "true", "yes", "on"):
-        return True
-    if value.lower() in ("0", "false", "no", "off"):
-        return False
-    raise ConfigError(f"{name} must be true or false, not {value!r}")
-
-
-def _int(name: str, default: int) -> int:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return int(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be an integer, not {value!r}") from None
-
-
-def _positive_int(name: str, default: int) -> int:
-    value = _int(name, default)
-    if value <= 0:
-        raise ConfigError(f"{name} must be a positive number of seconds, not {value!r}")
-    return value
-
-
-def _float(name: str, default: float) -> float:
-    value = os.environ.get(name)
-    if value is None or value == "":
-        return default
-    try:
-        return float(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be a number, not {value!r}") from None
-
-
-def _rate(name: str, default: str) -> str:
-    """A rate limit in Flask-Limiter's notation ("30/minute", "5 per second; 100/hour")."""
-    from limits import parse_many
-
-    value = os.environ.get(name) or default
-    try:
-        parse_many(value)
-    except ValueError:
-        raise ConfigError(f"{name} must be a rate such as '30/minute', not {value!r}") from None
-    return value
 
 
 def database_url(url: str | None) -> str:
@@ -124,20 +84,6 @@ def _development_secret_key() -> str:
         with os.fdopen(fd, "w") as f:
             f.write(secrets.token_urlsafe(48))
     return path.read_text().strip()
-
-
-LOG_FORMATS = ("json", "text")
-
-
-def _log_format(name: str, default: str) -> str:
-    value = (os.environ.get(name) or default).lower()
-    if value not in LOG_FORMATS:
-        raise ConfigError(f"{name} must be one of {', '.join(LOG_FORMATS)}, not {value!r}")
-    return value
-
-
-def _text(name: str, default: str | None) -> str | None:
-    return os.environ.get(name) or default
 
 
 def _setting(env: str, default: Any, read: Callable[[str, Any], Any] | None, key: str | None = None) -> Any:
@@ -278,6 +224,26 @@ class Settings:
     scim_rate_limit: str = _setting("AUTHSVC_SCIM_RATE_LIMIT", "600/minute", _rate)
     scim_hard_delete: bool = _setting("AUTHSVC_SCIM_HARD_DELETE", False, _bool)
     scim_passwords: bool = _setting("AUTHSVC_SCIM_PASSWORDS", False, _bool)
+    # E-mail (docs/account.md): the SMTP server (smtp://[user:password@]host:port, ?starttls=true, or
+    # smtps://) and the From address. Without a server, development writes each message to instance/mail/
+    # and production turns off what needs e-mail. Every SMTP wait ends after MAIL_TIMEOUT seconds.
+    smtp_url: str | None = _setting("AUTHSVC_SMTP_URL", None, _smtp_url)
+    mail_from: str | None = _setting("AUTHSVC_MAIL_FROM", None, _address)
+    mail_timeout: float = _setting("AUTHSVC_MAIL_TIMEOUT", 10, _float)
+    # The outbox (authsvc.outbox): a message not sent after MAIL_GIVE_UP seconds is given up (and audited);
+    # a failed attempt waits BACKOFF seconds, doubling each time up to an hour; each sender looks for work
+    # every POLL seconds (at once when its own process queued some) and holds what it claimed LEASE seconds.
+    mail_give_up: int = _setting("AUTHSVC_MAIL_GIVE_UP", 24 * 3600, _positive_int)
+    outbox_backoff: float = _setting("AUTHSVC_OUTBOX_BACKOFF", 30, _float)
+    outbox_poll: float = _setting("AUTHSVC_OUTBOX_POLL", 5, _float)
+    outbox_lease: int = _setting("AUTHSVC_OUTBOX_LEASE", 120, _positive_int)
+    # A forgotten password's link, and an address's verification link, last this many seconds.
+    reset_ttl: int = _setting("AUTHSVC_RESET_TTL", 1800, _positive_int)
+    verify_ttl: int = _setting("AUTHSVC_VERIFY_TTL", 3 * 24 * 3600, _positive_int)
+    # Links sent on request (a forgotten password, a new verification link): per address asked for,
+    # and per client address.
+    account_mail_rate_limit: str = _setting("AUTHSVC_ACCOUNT_MAIL_RATE_LIMIT", "5/hour", _rate)
+    account_mail_client_rate_limit: str = _setting("AUTHSVC_ACCOUNT_MAIL_CLIENT_RATE_LIMIT", "30/hour", _rate)
 
     @classmethod
     def from_config(cls, config: Mapping[str, Any]) -> Settings:
@@ -413,4 +379,10 @@ def _check_waits(config: dict[str, Any]) -> None:
         raise ConfigError(
             f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
             "a peer that answers slowly gets a clear error, not a killed worker"
+        )
+    # A claimed message is held for a lease: it must outlast the SMTP exchange's waits, or another
+    # instance would take it over and send it a second time.
+    if config["AUTHSVC_OUTBOX_LEASE"] < 9 * config["AUTHSVC_MAIL_TIMEOUT"]:
+        raise ConfigError(
+            "AUTHSVC_OUTBOX_LEASE must be at least 9 x AUTHSVC_MAIL_TIMEOUT (an SMTP exchange waits up to nine times)"
         )

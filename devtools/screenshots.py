@@ -8,12 +8,16 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots            # every picture below
     python -m devtools.screenshots console    # only docs/console.png
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
+    python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
 """
 
 from __future__ import annotations
 
+import email
+import email.policy
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -63,12 +67,12 @@ def _sign_in(page: Page, base: str, person: dict, then: str = "") -> None:
     page.click("button[type=submit]")
 
 
-def signin(page: Page, base: str, person: dict) -> None:
+def signin(page: Page, base: str, person: dict, instance: Path) -> None:
     page.goto(f"{base}/auth/login")
     page.screenshot(path=str(DOCS / "signin.png"))
 
 
-def console(page: Page, base: str, person: dict) -> None:
+def console(page: Page, base: str, person: dict, instance: Path) -> None:
     _sign_in(page, base, person)
     page.goto(f"{base}/auth/admin/")
     page.get_by_role("link", name="Demo", exact=True).click()  # the demo domain: its Applications
@@ -91,7 +95,7 @@ def _virtual_authenticator(page: Page) -> None:
     cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})
 
 
-def mfa(page: Page, base: str, person: dict) -> None:
+def mfa(page: Page, base: str, person: dict, instance: Path) -> None:
     """docs/mfa-totp.png, mfa-recovery-codes.png and mfa-code.png: the demo person adds an authenticator
     app's page (not confirmed), then a passkey (whose recovery codes come with it), then signs in again."""
     _virtual_authenticator(page)
@@ -113,8 +117,36 @@ def mfa(page: Page, base: str, person: dict) -> None:
     page.screenshot(path=str(DOCS / "mfa-code.png"))
 
 
+def password_forgot(page: Page, base: str, person: dict, instance: Path) -> None:
+    page.goto(f"{base}/auth/password/forgot")
+    page.screenshot(path=str(DOCS / "password-forgot.png"))
+
+
+def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
+    """Ask for a link; without SMTP, ./scripts/run writes the message to instance/mail/ (docs/account.md)."""
+    mail = instance / "mail"
+    page.goto(f"{base}/auth/password/forgot")
+    page.fill("input[name=email]", person["email"])
+    page.click("button[type=submit]")
+    deadline = time.monotonic() + 30
+    while not list(mail.glob("*.eml")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    [written] = list(mail.glob("*.eml"))
+    message = email.message_from_bytes(written.read_bytes(), policy=email.policy.default)
+    body = message.get_body(preferencelist=("plain",))
+    [link] = re.findall(r"https?://\S+\?token=\S+", body.get_content() if body is not None else "")
+    page.goto(link)
+    page.screenshot(path=str(DOCS / "password-reset.png"))
+
+
 # Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
-SHOTS: dict[str, Callable] = {"signin": signin, "console": console, "mfa": mfa}
+SHOTS: dict[str, Callable] = {
+    "signin": signin,
+    "console": console,
+    "mfa": mfa,
+    "password-forgot": password_forgot,
+    "password-reset": password_reset,
+}
 
 
 def main(names: list[str]) -> None:
@@ -137,7 +169,7 @@ def main(names: list[str]) -> None:
             try:
                 for name in names or list(SHOTS):
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
-                    SHOTS[name](context.new_page(), base, person)
+                    SHOTS[name](context.new_page(), base, person, instance)
                     context.close()
                     print(f"wrote docs/{name}.png" if name != "mfa" else "wrote docs/mfa-*.png")
             finally:

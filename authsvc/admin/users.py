@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import delete, update
 
+from authsvc.account import verification
 from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user, save_new
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import sessions, signin
@@ -56,7 +57,8 @@ def create_user(actor: Actor, data: Any) -> User:
 
 
 def update_user(actor: Actor, user: User, data: Any) -> User:
-    """Change a user; a new password or disabling ends the user's sessions and tokens."""
+    """Change a user; a new password or disabling ends the user's sessions and tokens, a new address
+    is unverified until its owner follows the link sent to it."""
     return update_user_counting_revoked(actor, user, data)[0]
 
 
@@ -80,11 +82,14 @@ def update_user_counting_revoked(actor: Actor, user: User, data: Any) -> tuple[U
             problems["admin"] = "you cannot remove your own admin rights"
     if problems:
         raise ValidationFailed(problems)
-    if email:
-        user.email = email
-        user.email_verified = True
+    new_address = bool(email) and email != user.email
+    if new_address:
+        # Nobody confirmed the new address yet (an admin who did says so with email_verified).
+        user.email, user.email_verified = email, False
     for attr, value in values.items():
         setattr(user, attr, value)
+    if new_address and not user.email_verified:
+        verification.send_link(user, user_domain(user))
     revoked = 0
     if password:
         revoked += sessions.change_password(user, password)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import Flask
 
 from authsvc import openapi
+from authsvc.account import views as account
 from authsvc.admin import api as admin_api
 from authsvc.admin.console import views as console
 from authsvc.api import views as api
@@ -27,6 +28,7 @@ from authsvc.web import health
 
 def init_app(app: Flask) -> None:
     app.register_blueprint(auth.bp)
+    app.register_blueprint(account.bp)
     app.register_blueprint(mfa.bp)
     app.register_blueprint(mfa_settings.bp)
     app.register_blueprint(oauth.bp)

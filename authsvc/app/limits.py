@@ -40,6 +40,7 @@ from typing import Any
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limit, Limiter
 
+from authsvc.account.blueprint import mail_recipient
 from authsvc.auth import lockouts
 from authsvc.core import security, validation
 from authsvc.core.policy import Rate, RateLimits, policy_of
@@ -96,13 +97,14 @@ def _password_attempt() -> bool:
 
 
 def _find_the_domain_first() -> None:
-    """Look up a password attempt's domain before the limiter keys the account on it.
+    """Look up a password attempt's (or a mail recipient's) domain before the limiter keys on it.
 
     Here an unknown host is its 404 and a database fault its 503. Raised in a
     key function, either would be swallowed by Flask-Limiter, which would also
     count in memory from then on.
     """
-    if _password_attempt():
+    limits = declared()
+    if _password_attempt() or (limits is not None and Rate.ACCOUNT_MAIL_RECIPIENT in limits.rates):
         current_domain()
 
 
@@ -231,6 +233,8 @@ def _limits(app: Flask) -> dict[Rate, Limit]:
                 exempt_when=lambda: not _attempt(Rate.DEVICE_VERIFY_ADDRESS),
             ),
             limit(Rate.SCIM_CREDENTIAL, rates.scim_rate_limit, _bearer_credential),
+            limit(Rate.ACCOUNT_MAIL_ADDRESS, rates.account_mail_client_rate_limit),
+            limit(Rate.ACCOUNT_MAIL_RECIPIENT, rates.account_mail_rate_limit, mail_recipient),
         ]
     )
 

@@ -18,6 +18,7 @@ from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.mail import messages as mail
 from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
@@ -107,6 +108,7 @@ def _login_page(
         providers=SsoProvider.of_domain(domain.id),
         user=None,
         again=again,
+        can_mail=mail.available(),
     )
 
 
@@ -122,7 +124,14 @@ def login_page() -> Response:
         if next_url:
             return make_response(redirect(next_url, 303))
         providers = SsoProvider.of_domain(domain.id)
-        return page("login.html", domain=domain, user=user, logout_all=LogoutAllForm(), providers=providers)
+        return page(
+            "login.html",
+            domain=domain,
+            user=user,
+            logout_all=LogoutAllForm(),
+            providers=providers,
+            can_mail=mail.available(),
+        )
     sso_error = request.args.get("sso_error")
     error = SSO_MESSAGES.get(sso_error, SSO_DEFAULT_MESSAGE) if sso_error else None
     form = LoginForm(email=request.args.get("login_hint"))

@@ -44,6 +44,10 @@ class Rate(StrEnum):
     # User codes entered (RFC 8628 5.1: they can be guessed): only the requests ``attempt`` says enter one.
     DEVICE_VERIFY_ADDRESS = "device-verify-address"
     SCIM_CREDENTIAL = "scim-credential"
+    # Links sent by e-mail on request (a forgotten password, a verification link again): per client
+    # address, and per recipient (whose domain the limiter finds first, as for a password attempt).
+    ACCOUNT_MAIL_ADDRESS = "account-mail-address"
+    ACCOUNT_MAIL_RECIPIENT = "account-mail-recipient"
 
 
 def read_form_then_query(name: str) -> str | None:

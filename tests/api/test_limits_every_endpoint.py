@@ -21,6 +21,8 @@ ONE_A_MINUTE = {
         "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT",
         "AUTHSVC_SSO_START_RATE_LIMIT",
         "AUTHSVC_DEVICE_VERIFY_RATE_LIMIT",
+        "AUTHSVC_ACCOUNT_MAIL_RATE_LIMIT",
+        "AUTHSVC_ACCOUNT_MAIL_CLIENT_RATE_LIMIT",
     )
 }
 # A body every limit counts: a password attempt (signin-address, and signin-account once it

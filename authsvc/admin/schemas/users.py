@@ -45,8 +45,8 @@ class UserChange(UserFields):
     disabled: bool = None
     email_verified: bool = Field(
         default=None,
-        description="Whether the address is verified (the email_verified claim). A new email sets it to true "
-        "unless given.",
+        description="Whether the address is verified (the email_verified claim). A new email sets it to false "
+        "unless given, and a link to confirm it is sent to the new address.",
     )
 
 
@@ -57,8 +57,8 @@ class User(Answer):
     id: str = Field(description=DECIMAL_ID)
     email: str = Field(description="Lower-cased.")
     email_verified: bool = Field(
-        description="The email_verified claim: true when an admin created the user or the provider that did "
-        "vouched for the address."
+        description="The email_verified claim: true when an admin created the user, the provider that did "
+        "vouched for the address, or its owner followed the link sent to it."
     )
     name: str
     domain: str = Field(description="The domain's id.")

@@ -1,0 +1,23 @@
+"""The account's pages, under /auth beside sign-in: their routes are in ``password`` and ``verification``."""
+
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from authsvc.auth.sessions import SESSION_COOKIE
+from authsvc.core import security
+from authsvc.core.tenancy import current_domain
+
+bp = Blueprint("account", __name__, url_prefix="/auth")
+
+
+def mail_recipient() -> str:
+    """Whom a request for a link would mail, for its rate limit (authsvc.app.limits): the address asked for,
+    else the session asking; a digest, which keeps addresses out of Redis."""
+    try:
+        email = request.form.get("email", "")
+    except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
+        email = ""
+    if email.strip():
+        return security.digest(f"{current_domain().id} {email.strip().lower()}")
+    return security.digest(request.cookies.get(SESSION_COOKIE, ""))
