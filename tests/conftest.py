@@ -190,8 +190,10 @@ class _Apps:
     dropped, and the next test that asks gets a new one. The database and the store are emptied
     before each test (``app`` below), and the rate limits' counters live in the store."""
 
+    KEPT = 3
+
     def __init__(self) -> None:
-        self.kept: dict[tuple, tuple] = {}
+        self.kept: dict[tuple, tuple] = {}  # by settings, least recently used first
 
     def get(self, config: dict, handed: set, fresh: bool):
         """The kept app for these settings; a new one when this test has it already (two instances)."""
@@ -202,8 +204,15 @@ class _Apps:
         if key not in self.kept:
             app = create_app(config)
             self.kept[key] = (app, self._shape(app))
+            while len(self.kept) > self.KEPT:
+                # The least recently used goes, with its connections (PostgreSQL has a hundred).
+                self.dispose(self.kept.pop(next(iter(self.kept)))[0])
             return app
+        self.kept[key] = self.kept.pop(key)  # now the most recently used
         app = self.kept[key][0]
+        # As a new app has them: the ``client`` fixture sets an https client class.
+        app.test_client_class = None
+        app.test_cli_runner_class = None
         if store_is_embedded(app):
             # A new app's in-process store and rate counters start empty: so do a kept one's.
             with app.app_context():
@@ -221,6 +230,7 @@ class _Apps:
             dict(app.extensions),
             app.wsgi_app,
             app.json,
+            set(vars(app)),
         )
 
     def release(self, app) -> None:
