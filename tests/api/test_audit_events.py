@@ -140,6 +140,7 @@ def test_revocations_are_audited_wherever_they_happen(client, world, setup):
 
 
 def test_auth_events_are_published_on_the_events_channel(client, app, setup):
+    audit.PUBLISHER.flush()  # what earlier tests committed is published before this test listens
     with app.app_context():
         pubsub = store.client().pubsub()
         pubsub.subscribe(audit.CHANNEL)
