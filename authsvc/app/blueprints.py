@@ -1,8 +1,8 @@
 """Every surface's blueprint, registered on the app.
 
-A package and its blueprint share one name (``authsvc.auth`` registers "auth",
-``authsvc.sso`` "sso", ``authsvc.api`` "api"); docs/development.md has the
-table of packages, blueprints and URL prefixes.
+Blueprint names are mostly their package's (``authsvc.auth`` registers "auth", ``authsvc.sso``
+"sso", ``authsvc.api`` "api"), not always (the console, the MFA pages, the device page have
+their own); docs/development.md has the table of packages, blueprints and URL prefixes.
 """
 
 from __future__ import annotations
