@@ -210,9 +210,9 @@ class _Apps:
             return app
         self.kept[key] = self.kept.pop(key)  # now the most recently used
         app = self.kept[key][0]
-        # As a new app has them: the ``client`` fixture sets an https client class.
-        app.test_client_class = None
-        app.test_cli_runner_class = None
+        # As a new app has them (Flask's class defaults): the ``client`` fixture sets an https client class.
+        for name in CLIENT_CLASSES:
+            vars(app).pop(name, None)
         if store_is_embedded(app):
             # A new app's in-process store and rate counters start empty: so do a kept one's.
             with app.app_context():
@@ -230,7 +230,7 @@ class _Apps:
             dict(app.extensions),
             app.wsgi_app,
             app.json,
-            set(vars(app)),
+            set(vars(app)) - CLIENT_CLASSES,
         )
 
     def release(self, app) -> None:
@@ -251,6 +251,7 @@ class _Apps:
 
 
 _apps = _Apps()
+CLIENT_CLASSES = {"test_client_class", "test_cli_runner_class"}
 
 
 @pytest.fixture
