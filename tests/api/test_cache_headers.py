@@ -1,4 +1,4 @@
-"""Issue 25 point 8: the no-store and Referrer-Policy headers come from one place."""
+"""The no-store and Referrer-Policy headers come from one place."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 16 point 1: the client credentials grant, acting as the application's service account."""
+"""The client credentials grant, acting as the application's service account."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One set of rules for client metadata, whoever saves it (issue 23 point 7): the admin API, the CLI, the
+"""One set of rules for client metadata, whoever saves it: the admin API, the CLI, the
 console and dynamic registration (RFC 7591/7592) refuse the same keys, the same back-channel logout
 URLs and the same redirect URIs."""
 

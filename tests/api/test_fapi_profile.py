@@ -1,4 +1,4 @@
-"""Issue 26 point 6: a domain under the FAPI 2.0 Security Profile (docs/fapi.md) at the authorisation
+"""A domain under the FAPI 2.0 Security Profile (docs/fapi.md) at the authorisation
 endpoint: every authorisation request is pushed by a private_key_jwt client, with S256 PKCE and a named
 redirect URI, answered with ``iss`` and a code of 60 s at most, and the metadata offers only what the profile
 allows; each refusal names the rule, and a standard domain is unchanged. The requests and the ``fapi`` world

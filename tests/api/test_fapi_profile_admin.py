@@ -1,4 +1,4 @@
-"""Issue 26 point 6: a domain's security profile (``standard`` or ``fapi2``) through the admin API, the
+"""A domain's security profile (``standard`` or ``fapi2``) through the admin API, the
 command line, the console and dynamic registration; an application that would break the FAPI 2.0
 profile is refused when it is saved, and a domain switches only once every application complies."""
 

@@ -1,4 +1,4 @@
-"""Issue 26 point 6: a domain under the FAPI 2.0 Security Profile (docs/fapi.md) sender-constrains its tokens:
+"""A domain under the FAPI 2.0 Security Profile (docs/fapi.md) sender-constrains its tokens:
 every token request carries a DPoP proof (RFC 9449) signed with one of the profile's algorithms (at PAR too, where
 a proof binds the code), JWT access tokens are signed with ES256, and a credential is presented at the API
 (inspect, UserInfo) in its header only, never in the query string or a cookie; each refusal names the rule, and a

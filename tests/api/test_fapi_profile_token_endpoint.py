@@ -1,4 +1,4 @@
-"""Issue 26 point 6: a domain under the FAPI 2.0 Security Profile (docs/fapi.md) at the token endpoint:
+"""A domain under the FAPI 2.0 Security Profile (docs/fapi.md) at the token endpoint:
 only private_key_jwt authenticates a client, with an assertion for the issuer alone signed with PS256 or ES256;
 the password and device grants are refused, no parameter comes in the query string, ID tokens are signed with
 ES256, and refresh tokens are not rotated (FAPI 2.0 5.3.2.1 item 9); each refusal names the rule, and a

@@ -1,4 +1,4 @@
-"""What each grant costs in round trips: SQL statements and Redis commands (issue 24 point 2).
+"""What each grant costs in round trips: SQL statements and Redis commands.
 
 A count is behaviour: each statement or round trip a grant adds is CPU and
 latency on every request. The counts are what each grant needs: the client

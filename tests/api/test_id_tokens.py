@@ -1,4 +1,4 @@
-"""ID tokens in the code exchange and in refresh responses (issue 15, points 1 and 9)."""
+"""ID tokens in the code exchange and in refresh responses."""
 
 import base64
 import hashlib

@@ -1,4 +1,4 @@
-"""Introspection of another client's token only for resource servers (issue 23 point 5): an application
+"""Introspection of another client's token only for resource servers: an application
 an admin marked (`introspect`), never a dynamically registered client; any client may introspect its own
 tokens, and another's token is simply inactive to it (RFC 7662 2.2)."""
 

@@ -1,4 +1,4 @@
-"""Issue 24 point 3: a worker loads the rarely used features' libraries only when one is first used.
+"""A worker loads the rarely used features' libraries only when one is first used.
 
 joserfc's keys, JWS and JWTs load cryptography (about 10 MB with joserfc): a
 worker that serves opaque bearer tokens (inspect, the code flow and refresh

@@ -1,4 +1,4 @@
-"""LDAP / Active Directory sign-in (issue 17) against a real OpenLDAP slapd on loopback.
+"""LDAP / Active Directory sign-in against a real OpenLDAP slapd on loopback.
 
 A good password provisions the user with the directory's groups; wrong, empty and injected input signs
 nobody in; a directory that is down, slow or untrusted is the directory's trouble (a 503), not a wrong

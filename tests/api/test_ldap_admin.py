@@ -1,4 +1,4 @@
-"""Configuring LDAP directories (issue 17): the CLI, the admin API and the console, with the bind password
+"""Configuring LDAP directories: the CLI, the admin API and the console, with the bind password
 write-only and encrypted at rest."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Deprovisioning through the directory (issue 17): an entry disabled or removed there ends the user's
+"""Deprovisioning through the directory: an entry disabled or removed there ends the user's
 sessions and tokens at the next check (every AUTHSVC_LDAP_RECHECK seconds), and a refresh asks again."""
 
 from __future__ import annotations

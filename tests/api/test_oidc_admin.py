@@ -1,5 +1,5 @@
 """OpenID Connect settings of applications and the domain's signing keys, from the admin API, the console
-and the CLI (issue 15, point 8; the CLI contract of RP-initiated and back-channel logout)."""
+and the CLI (the CLI contract of RP-initiated and back-channel logout)."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_invalid_oidc_fields_are_a_422_naming_the_field(client, setup, keys, fie
 
 
 def test_plain_http_on_loopback_is_allowed_for_development(app, client, setup, keys):
-    # A back-channel receiver on loopback only where the operator allows private networks (issue 23).
+    # A back-channel receiver on loopback only where the operator allows private networks.
     app.config["AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS"] = True
     response = call(
         client,

@@ -1,4 +1,4 @@
-"""OpenID Connect's authorisation request parameters (issue 15, points 5 and 9), prompt aside.
+"""OpenID Connect's authorisation request parameters, prompt aside.
 
 max_age, login_hint, id_token_hint and request objects, with and without a
 session; errors go back to the client by redirect (Core 3.1.2.6), and any value

@@ -1,4 +1,4 @@
-"""OpenID Connect's prompt parameter (issue 15): none, login and consent, alone and
+"""OpenID Connect's prompt parameter: none, login and consent, alone and
 together, with and without a session; errors go back to the client by redirect (Core 3.1.2.6).
 
 The other parameters (max_age, login_hint, id_token_hint, request objects) are

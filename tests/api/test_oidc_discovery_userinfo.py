@@ -1,4 +1,4 @@
-"""OpenID Connect Discovery per domain and UserInfo (issue 15, points 3 and 4)."""
+"""OpenID Connect Discovery per domain and UserInfo."""
 
 from authlib.oauth2.rfc8414 import AuthorizationServerMetadata
 from authlib.oidc.discovery import OpenIDProviderMetadata

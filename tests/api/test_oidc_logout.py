@@ -1,4 +1,4 @@
-"""RP-Initiated Logout 1.0 (issue 15, point 6): the end-session endpoint, its ID token hint and
+"""RP-Initiated Logout 1.0: the end-session endpoint, its ID token hint and
 post-logout redirect, and the confirmation asked without a hint.
 
 Back-Channel Logout 1.0 is tests/api/test_oidc_logout_backchannel.py.

@@ -1,4 +1,4 @@
-"""Back-Channel Logout 1.0 (issue 15, point 7): which sign-outs send a Logout Token to the
+"""Back-Channel Logout 1.0: which sign-outs send a Logout Token to the
 applications, what the token holds, and receivers that fail or may not be reached.
 
 Back-channel logouts are received by a small HTTP server on loopback, and each
@@ -175,7 +175,7 @@ def test_a_password_change_by_an_admin_tells_the_applications(client, rp, receiv
     assert_logout_token(client, received, rp, id_claims)
 
 
-# Receivers that stall (issue 23, point 3)
+# Receivers that stall
 
 
 def failures(world, timeout: float = 5) -> list[AuditRecord]:

@@ -1,4 +1,4 @@
-"""Issue 16 point 2: private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Core 9).
+"""private_key_jwt client authentication (RFC 7523 2.2, OpenID Connect Core 9).
 
 The application registers its public keys (a JWKS) instead of a secret and signs
 a short-lived assertion for each request. tests/e2e/test_machines_e2e.py runs the

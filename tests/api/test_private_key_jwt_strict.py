@@ -1,4 +1,4 @@
-"""private_key_jwt, strictly (issue 23 point 8): ``aud`` is one string naming this server, and a
+"""private_key_jwt, strictly: ``aud`` is one string naming this server, and a
 request carries one client authentication method (RFC 6749 2.3)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 26 point 2: pushed authorisation requests (RFC 9126), pushed and used. An application posts its
+"""Pushed authorisation requests (RFC 9126), pushed and used. An application posts its
 request to /auth/oauth/par, authenticated as at the token endpoint, and sends the browser to
 /auth/oauth/authorize with only its client_id and the request_uri it got: one use, 60 s to arrive, kept while
 the user signs in; the pushed parameters (a nonce, resources) are carried as query parameters would be.

@@ -1,4 +1,4 @@
-"""Issue 26 point 2: DPoP at PAR (RFC 9449 10.1): a proof sent with a push (after the server's nonce) or a
+"""DPoP at PAR (RFC 9449 10.1): a proof sent with a push (after the server's nonce) or a
 pushed dpop_jkt binds the code to its key, refused to another key or none; a proof and a dpop_jkt must name the
 same key, and a proof must be for PAR's URL. The requests are tests/helpers/pushed_requests.py's.
 """

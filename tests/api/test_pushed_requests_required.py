@@ -1,4 +1,4 @@
-"""Issue 26 point 2: applications that must push their authorisation requests (RFC 9126): a request in the
+"""Applications that must push their authorisation requests (RFC 9126): a request in the
 query is refused to them; the setting (require_pushed_authorization_requests) is set by the CLI, the admin API,
 the console and dynamic registration; discovery names PAR's endpoint. The requests are
 tests/helpers/pushed_requests.py's.

@@ -1,4 +1,4 @@
-"""Issue 26 point 2: what PAR (RFC 9126) checks of a push before it keeps it: the client's authentication (a
+"""What PAR (RFC 9126) checks of a push before it keeps it: the client's authentication (a
 wrong secret or none; a client assertion, whose audience may be the issuer, the token endpoint or PAR itself) and
 the request itself, refused as JSON to the application wherever /auth/oauth/authorize would refuse it. The
 requests are tests/helpers/pushed_requests.py's.

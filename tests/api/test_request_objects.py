@@ -1,4 +1,4 @@
-"""Issue 26 point 3: request objects (RFC 9101), by value at the authorisation endpoint and at PAR.
+"""Request objects (RFC 9101), by value at the authorisation endpoint and at PAR.
 
 The application signs its request with a key it registered for private_key_jwt
 (joserfc makes the JWTs, as a client library would); the object's parameters

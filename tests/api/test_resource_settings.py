@@ -1,4 +1,4 @@
-"""The settings of issue 26 points 4 and 5 on every surface: access_token_format and resources, by the admin API,
+"""An application's token settings on every surface: access_token_format and resources, by the admin API,
 the command line and the console."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SAML 2.0 Single Logout (issue 23, point 12) against pysaml2's IdP on loopback (tests/fakes/saml_idp.py), both ways.
+"""SAML 2.0 Single Logout against pysaml2's IdP on loopback (tests/fakes/saml_idp.py), both ways.
 
 The IdP's LogoutRequest (HTTP-Redirect and HTTP-POST, signed) ends the sessions its NameID and
 SessionIndex name, sends the OpenID Connect back-channel logouts, and is answered with our signed

@@ -1,4 +1,4 @@
-"""Issue 27 point 7: the admin API and the console show which users came from SCIM and each domain's last SCIM call."""
+"""The admin API and the console show which users came from SCIM and each domain's last SCIM call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 27 point 2: who may use SCIM (the reserved `scim` scope), rate limits, the audit trail's actor."""
+"""Who may use SCIM (the reserved `scim` scope), rate limits, the audit trail's actor."""
 
 from __future__ import annotations
 

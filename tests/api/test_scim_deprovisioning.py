@@ -1,4 +1,4 @@
-"""Issue 27 point 5: deprovisioning over SCIM ends everything the user holds, at once, and sign-ins stay refused."""
+"""Deprovisioning over SCIM ends everything the user holds, at once, and sign-ins stay refused."""
 
 from __future__ import annotations
 

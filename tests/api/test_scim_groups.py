@@ -1,4 +1,4 @@
-"""Issue 27 point 4: SCIM Groups; a user's groups are their roles (`u.r`) in inspect and in ID tokens."""
+"""SCIM Groups; a user's groups are their roles (`u.r`) in inspect and in ID tokens."""
 
 from __future__ import annotations
 

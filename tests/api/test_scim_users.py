@@ -1,4 +1,4 @@
-"""Issue 27 points 1, 3 and 6: SCIM Users, through scim2-client and in the shapes Entra ID and Okta send."""
+"""SCIM Users, through scim2-client and in the shapes Entra ID and Okta send."""
 
 from __future__ import annotations
 

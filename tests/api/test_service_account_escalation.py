@@ -1,4 +1,4 @@
-"""No system-admin power through an application bound to a user (issue 23 point 1).
+"""No system-admin power through an application bound to a user.
 
 The escalation found on main: a domain admin binds a confidential application to a service account
 of their domain that is also a system admin, takes a client_credentials token with the admin scope,

@@ -1,4 +1,4 @@
-"""The domains' signing keys: made on first need, encrypted at rest, rotated, published (issue 15, point 2)."""
+"""The domains' signing keys: made on first need, encrypted at rest, rotated, published."""
 
 import json
 

@@ -1,7 +1,7 @@
 """Single sign-on (docs/platform.md, docs/sso.md) against real providers on loopback: the sign-in itself.
 
 The start and the callback, the flow's state, what the provider answers or fails to, and the checks of
-its ID token (issue 13.12, 13.13). Fixtures and helpers are in tests/helpers/sso.py. Which local account
+its ID token. Fixtures and helpers are in tests/helpers/sso.py. Which local account
 a sign-in reaches is in tests/api/test_sso_linking.py; the provider's tokens handed to applications in
 tests/api/test_sso_resource_tokens.py; provider records in tests/api/test_sso_providers.py and
 tests/api/test_sso_microsoft.py.
@@ -287,7 +287,7 @@ def test_a_garbled_expires_in_is_a_502_and_creates_nothing(client, world, oidc, 
     assert world.query(select(User).where(User.email == "ada@example.com")) == []
 
 
-# ID token checks (issue 13.12, 13.13)
+# ID token checks
 
 
 @pytest.mark.parametrize("fault", ["bad_signature", "wrong_aud", "wrong_nonce", "wrong_iss", "expired"])

@@ -1,4 +1,4 @@
-"""Which local account a single sign-on reaches (docs/sso.md; issue 13.1).
+"""Which local account a single sign-on reaches (docs/sso.md).
 
 A verified e-mail, or one from a provider trusted for e-mail, links a first sign-in to an existing
 ordinary account; match rules keep everyone else out. No automatic link reaches a privileged account, one
@@ -92,7 +92,7 @@ def test_each_identity_records_how_it_was_linked(client, world, setup, oidc, oid
     assert [(i.subject, i.via) for i in rows] == [("ext-42", "new_user"), ("ext-1", "email")]
 
 
-# No automatic link reaches a privileged account (issue 13.1)
+# No automatic link reaches a privileged account
 
 
 def test_a_domain_admins_provider_cannot_sign_in_as_a_system_admin(on_premises_app, world, setup, oidc):

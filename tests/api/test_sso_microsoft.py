@@ -1,5 +1,5 @@
 """The Microsoft (Entra ID) preset: the delegated permissions it asks for, ``sso check`` of what admin consent
-granted, and trusting e-mail only from a tenant a ``tid`` match rule pins (issue 13.5), in the CLI and the
+granted, and trusting e-mail only from a tenant a ``tid`` match rule pins, in the CLI and the
 admin API."""
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ def test_sso_check_lists_the_permissions_admin_consent_did_not_grant(client, run
     assert json.loads(runner.invoke(args=["sso", "check", created["id"]]).stdout)["missing"] == []
 
 
-# Trusting e-mail from Entra: only with a tenant pinned (issue 13.5)
+# Trusting e-mail from Entra: only with a tenant pinned
 
 
 def test_trusting_email_from_any_entra_tenant_needs_a_tenant_rule(runner, setup):

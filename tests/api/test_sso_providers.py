@@ -1,8 +1,8 @@
 """SSO provider records (docs/sso.md) and the rules that hold on every change, through the CLI and the admin API.
 
-The CLI's create, list and show; reserved authorize parameters (issue 13.4, 13.5); who may repoint a
-provider privileged accounts sign in through (issue 13.1); and where the service may go for a tenant: no
-private networks without a system admin's or the operator's say (issue 13.6). The Microsoft preset and its
+The CLI's create, list and show; reserved authorize parameters; who may repoint a
+provider privileged accounts sign in through; and where the service may go for a tenant: no
+private networks without a system admin's or the operator's say. The Microsoft preset and its
 tenant rules are in tests/api/test_sso_microsoft.py.
 """
 
@@ -58,7 +58,7 @@ def test_sso_create_refuses_bad_input(runner, setup, args, message):
     assert message in result.stderr
 
 
-# Reserved authorize parameters (issue 13.4)
+# Reserved authorize parameters
 
 
 @pytest.mark.parametrize(
@@ -125,7 +125,7 @@ def test_a_stored_reserved_param_is_left_out_however_it_is_spaced_or_cased(clien
     assert query["x"] == ["1"]
 
 
-# Repointing a provider privileged accounts sign in through (issue 13.1)
+# Repointing a provider privileged accounts sign in through
 
 
 def test_a_domain_admin_cannot_repoint_a_provider_a_privileged_user_signs_in_through(
@@ -175,7 +175,7 @@ def test_a_domain_admin_repoints_a_provider_only_ordinary_users_sign_in_through(
     assert changed.status_code == 200, changed.get_json()
 
 
-# Where the service goes for a tenant (issue 13.6)
+# Where the service goes for a tenant
 
 
 @pytest.mark.parametrize(

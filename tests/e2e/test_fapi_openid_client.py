@@ -1,4 +1,5 @@
-"""Issue 26's proof: panva's openid-client 6 as the client of a ``fapi2`` domain (docs/fapi.md), over HTTP
+"""A client nobody here wrote completes the FAPI 2.0 flows: panva's openid-client 6 as the client of a
+``fapi2`` domain (docs/fapi.md), over HTTP
 against gunicorn.
 
 tests/e2e/rp/fapi.mjs, as a confidential application with ``private_key_jwt`` (ES256) in a domain made with

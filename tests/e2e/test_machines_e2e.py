@@ -1,4 +1,4 @@
-"""Issue 16 against the real service (the Procfile's web line under gunicorn): machine clients
+"""Machine-to-machine grants against the real service (the Procfile's web line under gunicorn): machine clients
 with Authlib's own client, presenting their tokens to inspect as a resource server does."""
 
 from __future__ import annotations

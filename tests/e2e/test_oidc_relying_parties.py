@@ -1,4 +1,4 @@
-"""Relying parties nobody here wrote, over HTTP against gunicorn (issue 15, proof).
+"""Relying parties nobody here wrote, over HTTP against gunicorn.
 
 - panva's openid-client (Node, OpenID certified; tests/e2e/rp/, installed from its
   lock with ``npm ci`` into a cache directory): discovery, code + PKCE + nonce,
