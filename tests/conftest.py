@@ -120,10 +120,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # their tests go to any worker, one by one. Each held one worker for a third of a pass (the
 # schemathesis module: 1,900 of 7,060 test-seconds of a pass) while the others had finished.
 SPREAD = {
-    "tests/api/test_openapi_schemathesis.py",
-    "tests/api/test_hostile_input.py",
-    "tests/api/test_hostile_input_bodies.py",
-    "tests/api/test_hostile_input_scim.py",
+    "tests/api/fuzz/test_openapi_schemathesis.py",
+    "tests/api/fuzz/test_hostile_input.py",
+    "tests/api/fuzz/test_hostile_input_bodies.py",
+    "tests/api/fuzz/test_hostile_input_scim.py",
 }
 
 
