@@ -23,7 +23,6 @@ from joserfc import jwt
 from joserfc.jwk import ECKey
 
 from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
-from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow

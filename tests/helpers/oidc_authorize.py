@@ -14,8 +14,8 @@ from sqlalchemy import select
 from authsvc.core.database import db
 from authsvc.core.models import Domain
 from authsvc.oauth import keys
-from tests.api.oidc.test_id_tokens import exchange, verify
 from tests.helpers import HOST, PASSWORD, REDIRECT_URI, authorize, headers, location_params
+from tests.helpers.id_tokens import exchange, verify
 from tests.helpers.pages import csrf_token
 
 ISS = f"https://{HOST}"

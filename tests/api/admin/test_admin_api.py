@@ -14,7 +14,6 @@ from sqlalchemy import select
 from authsvc.core.models import ApiKey, Application, Consent, Domain, User
 from tests.helpers import HOST, OTHER_HOST, PASSWORD, headers
 from tests.helpers.admin_api import ADMIN_SCOPES, API, call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 # Who may do what
 

@@ -9,7 +9,6 @@ from sqlalchemy import select
 from authsvc.core.models import ApiKey, AuditRecord
 from tests.helpers import HOST, headers
 from tests.helpers.admin_api import API, call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 # Users and API keys
 

@@ -8,7 +8,6 @@ from sqlalchemy import select
 from authsvc.core.models import Application, AuditRecord, Token
 from tests.helpers import PASSWORD, REDIRECT_URI, get_code, headers, signin
 from tests.helpers.admin_api import API, call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 
 def test_an_admin_creates_an_application_and_sees_its_secret_once(client, setup, keys, world):

@@ -9,7 +9,6 @@ from sqlalchemy import select
 from authsvc.core.models import Application
 from tests.helpers import HOST, OTHER_HOST, REDIRECT_URI, headers
 from tests.helpers.admin_api import API, call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 
 @pytest.mark.parametrize("payload", [b"{nope", b"[1,2]", b"null"])

@@ -6,8 +6,8 @@ from sqlalchemy import select
 
 from authsvc.core import audit, store
 from authsvc.core.models import AuditRecord, Token
-from tests.api.oauth.test_code_exchange import exchange, refresh
 from tests.helpers import PASSWORD, get_code, headers, signin
+from tests.helpers.code_exchange import exchange, refresh
 
 
 def events(world, name=None):

@@ -13,11 +13,8 @@ from joserfc.jwk import RSAKey
 
 from tests.helpers import REDIRECT_URI
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 from tests.helpers.client_registration import METADATA, register
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
 from tests.helpers.console import app_path, as_admin, new_application, text
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 
 # 127.0.0.1 in every form the system resolver reads, and other inside addresses.
 INSIDE = [

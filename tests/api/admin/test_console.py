@@ -26,7 +26,6 @@ from tests.helpers.console import (
     submit,
     text,
 )
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token
 
 # Who may see what

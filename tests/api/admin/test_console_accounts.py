@@ -10,7 +10,6 @@ from sqlalchemy import select
 from authsvc.core.models import ApiKey, ExternalIdentity, SsoProvider, User
 from tests.helpers import HOST, authorize, headers, signin
 from tests.helpers.console import SECRET, as_admin, audit, get, password_grant, submit, text
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 from tests.helpers.pages import INSPECT
 
 # Users

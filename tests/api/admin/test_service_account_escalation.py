@@ -21,7 +21,6 @@ from authsvc.core.database import db
 from authsvc.core.models import Application
 from tests.helpers import OTHER_HOST, base_config, headers
 from tests.helpers.admin_api import ADMIN_SCOPES, call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ from tests.helpers.mfa import (
     totp_code,
     totp_secret,
 )
-from tests.helpers.mfa import enrolled as enrolled  # noqa: F401 - a fixture
 
 # Enrolment
 from tests.helpers.pages import csrf_token, submit_login

@@ -22,8 +22,8 @@ from tests.helpers.pages import csrf_token
 
 
 def test_id_tokens_name_the_second_factor_in_amr(client, oidc):
-    from tests.api.oidc.test_id_tokens import exchange, verify
     from tests.helpers import get_code
+    from tests.helpers.id_tokens import exchange, verify
 
     secret, _ = enrol(client)
     client.delete_cookie("user", domain=HOST)
@@ -35,8 +35,8 @@ def test_id_tokens_name_the_second_factor_in_amr(client, oidc):
 
 
 def test_without_acr_values_no_acr_claim_and_discovery_names_mfa(client, oidc):
-    from tests.api.oidc.test_id_tokens import exchange, verify
     from tests.helpers import get_code
+    from tests.helpers.id_tokens import exchange, verify
 
     assert signin_password(client).status_code == 202
     code = get_code(client, oidc.app.client_id, scope="openid")
@@ -48,8 +48,8 @@ def test_without_acr_values_no_acr_claim_and_discovery_names_mfa(client, oidc):
 
 def test_acr_values_mfa_steps_up_a_password_session_and_the_id_token_says_so(client, oidc):
     """acr_values=mfa: a session without a second factor signs in again, with one (enrolling if need be)."""
-    from tests.api.oidc.test_id_tokens import exchange, verify
     from tests.helpers import authorize, location_params
+    from tests.helpers.id_tokens import exchange, verify
 
     assert signin_password(client).status_code == 202
     asked = authorize(client, oidc.app.client_id, scope="openid", acr_values="mfa", state="s1")

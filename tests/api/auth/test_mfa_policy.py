@@ -9,7 +9,6 @@ from sqlalchemy import select
 
 from authsvc.core.models import AuditRecord, Domain, MfaFactor, RecoveryCode, User
 from tests.helpers import HOST, PASSWORD, headers
-from tests.helpers.mfa import enrolled as enrolled  # noqa: F401 - a fixture
 from tests.helpers.mfa import (
     fresh_code,
     mfa_token,

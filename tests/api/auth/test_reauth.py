@@ -17,15 +17,15 @@ from sqlalchemy import select
 
 from authsvc.auth import sessions
 from authsvc.core.models import AuditRecord, MfaFactor
-from tests.api.platform.test_schema_and_config import run_python
 from tests.helpers import HOST, PASSWORD, HttpsClient, headers, signin
+from tests.helpers import sso as sso_helpers
 from tests.helpers.console import CONSOLE
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 from tests.helpers.mfa import enrol, fresh_code, mfa_token, page_mfa_token, second_step
-from tests.helpers.mfa import enrolled as enrolled  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc_id as oidc_id  # noqa: F401 - a fixture
+from tests.helpers.python_run import run_python
+
+# Here ``oidc`` is the loopback OpenID provider, not the root conftest's OIDC domain.
+oidc = sso_helpers.oidc
 
 LATER = 301  # past the default window
 

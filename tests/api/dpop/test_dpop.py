@@ -11,7 +11,6 @@ from sqlalchemy import select
 
 from authsvc.core import security
 from authsvc.core.models import Token
-from tests.api.oauth.test_client_credentials import basic, bound_app
 from tests.helpers import (
     OTHER_HOST,
     PASSWORD,
@@ -23,6 +22,7 @@ from tests.helpers import (
     location_params,
     signin,
 )
+from tests.helpers.client_credentials import basic, bound_app
 from tests.helpers.dpop import TOKEN_URL, Holder
 
 pytestmark = pytest.mark.usefixtures("setup")

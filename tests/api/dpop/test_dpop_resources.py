@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.oauth.test_inspect import through_fast_path
 from tests.helpers import REDIRECT_URI, get_code, headers, signin
 from tests.helpers.dpop import INSPECT_URL, USERINFO_URL, Holder
+from tests.helpers.inspect_fast_path import through_fast_path
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 USERINFO = "/auth/oauth/userinfo"

@@ -10,12 +10,8 @@ from sqlalchemy import select
 from authsvc.core.models import Application
 from tests.helpers import HOST, REDIRECT_URI, headers
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 from tests.helpers.client_registration import METADATA, register
-from tests.helpers.client_registration import domain as domain  # noqa: F401 - a fixture
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
 from tests.helpers.console import app_path, as_admin, get, submit
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 
 
 def stored(world, client_id: str) -> Application:

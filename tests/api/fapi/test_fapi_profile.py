@@ -22,7 +22,6 @@ from tests.helpers.fapi import (
     refused,
     refused_at_push,
 )
-from tests.helpers.fapi import fapi as fapi  # noqa: F401 - a fixture
 
 # The authorisation endpoint
 

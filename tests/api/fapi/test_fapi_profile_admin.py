@@ -13,12 +13,8 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, AuditRecord, Domain
 from tests.helpers import OTHER_HOST, REDIRECT_URI
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
-from tests.helpers.client_registration import domain as domain  # noqa: F401 - a fixture
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
 from tests.helpers.client_registration import register
 from tests.helpers.console import as_admin, get, submit, text
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 
 JWKS = {"keys": [RSAKey.generate_key(2048).as_dict(private=False)]}
 KEYED = {"name": "Bank app", "redirect_uris": [REDIRECT_URI], "jwks": JWKS}

@@ -25,7 +25,6 @@ from tests.helpers.fapi import (
     token_request,
     with_proof,
 )
-from tests.helpers.fapi import fapi as fapi  # noqa: F401 - a fixture
 
 # Credentials at the API (inspect, UserInfo)
 

@@ -26,7 +26,6 @@ from tests.helpers.fapi import (
     token_request,
     with_proof,
 )
-from tests.helpers.fapi import fapi as fapi  # noqa: F401 - a fixture
 
 # The token endpoint
 

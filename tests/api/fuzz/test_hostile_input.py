@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from authsvc import create_app
 from tests.helpers import HOST, base_config, fuzz_examples
-from tests.helpers.hostile_input import hostile_client as hostile_client  # noqa: F401 - a fixture
 
 PARAMETERS = [
     "grant_type",

@@ -15,9 +15,8 @@ from hypothesis import strategies as st
 from sqlalchemy import select
 
 from authsvc.core.models import Domain, RegistrationToken
-from tests.api.fuzz.test_hostile_input_bodies import ANY_JSON, ANY_TEXT, SWEEP_EXAMPLES
 from tests.helpers import HOST, REDIRECT_URI
-from tests.helpers.hostile_input import hostile_client as hostile_client  # noqa: F401 - a fixture
+from tests.helpers.hostile_bodies import ANY_JSON, ANY_TEXT, SWEEP_EXAMPLES
 
 REGISTER = "/auth/oauth/register"
 FIELDS = [

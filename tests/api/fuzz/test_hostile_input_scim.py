@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 
 from tests.helpers import fuzz_examples
 from tests.helpers.scim import GROUP_SCHEMA, MEDIA_TYPE, PATCH_SCHEMA, USER_SCHEMA
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 UNSTORABLE = st.sampled_from(["\x00", "\ud800", "\udbff", "\udc00", "\udfff"])
 TEXT = st.text(max_size=20) | st.tuples(st.text(max_size=10), UNSTORABLE, st.text(max_size=10)).map("".join)

@@ -13,7 +13,6 @@ from openapi_spec_validator import validate
 from authsvc.openapi import OPENAPI_DOCUMENT
 from authsvc.openapi.document import build, generated_schemas, render
 from tests.helpers import headers
-from tests.helpers.openapi_document import document as document  # noqa: F401 - a fixture
 
 
 def test_the_document_is_valid_openapi_3_1(document):

@@ -7,7 +7,6 @@ import json
 from tests.fakes.saml_idp import SamlIdp
 from tests.helpers import PASSWORD, headers
 from tests.helpers.openapi_document import ADMIN_OPERATIONS
-from tests.helpers.openapi_document import document as document  # noqa: F401 - a fixture
 
 
 def test_a_real_token_response_conforms_too(client, world, document):

@@ -21,8 +21,6 @@ from authsvc.core.models import LdapAccount, LdapDirectory, User
 from tests.fakes.ldap_directory import SERVICE_PASSWORD, person_dn
 from tests.helpers import PASSWORD, headers
 from tests.helpers.ldap import INSPECT, access_token, create_directory, directory_browser, events, signin
-from tests.helpers.ldap import corp as corp  # noqa: F401 - a fixture
-from tests.helpers.ldap import directory as directory  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token
 
 pytestmark = pytest.mark.slow

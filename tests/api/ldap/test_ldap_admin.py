@@ -12,8 +12,6 @@ from authsvc.core.models import LdapDirectory
 from tests.fakes.ldap_directory import PEOPLE, SERVICE_DN, SERVICE_PASSWORD
 from tests.helpers import HOST, headers
 from tests.helpers import signin as conftest_signin
-from tests.helpers.ldap import corp as corp  # noqa: F401 - a fixture
-from tests.helpers.ldap import directory as directory  # noqa: F401 - a fixture
 from tests.helpers.ldap import events
 from tests.helpers.pages import csrf_token
 

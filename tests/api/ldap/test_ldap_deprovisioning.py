@@ -10,7 +10,6 @@ from authsvc.core.database import db
 from authsvc.core.models import AuditRecord
 from tests.helpers import headers
 from tests.helpers.ldap import INSPECT, access_token, directory_browser, signin, tokens
-from tests.helpers.ldap import directory as directory  # noqa: F401 - a fixture
 
 pytestmark = pytest.mark.slow
 

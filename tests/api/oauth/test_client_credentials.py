@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 
@@ -13,17 +12,8 @@ from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, Token, User
 from authsvc.oauth import clients
 from tests.helpers import HOST, HttpsClient, headers
+from tests.helpers.client_credentials import basic, bound_app
 from tests.helpers.console import SECRET, app_path, as_admin, get, new_application, text
-
-
-def basic(client_id: str, secret: str) -> str:
-    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-
-
-def bound_app(world, setup, **fields):
-    return world.application(
-        setup.domain, confidential=True, service_account_id=setup.service.id, redirect_uris=[], **fields
-    )
 
 
 def client_credentials(client, app, secret, **body):

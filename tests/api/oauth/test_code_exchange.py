@@ -10,17 +10,7 @@ from sqlalchemy import create_engine, select, text
 from authsvc.core import security
 from authsvc.core.models import AuditRecord, Token
 from tests.helpers import BACKEND, DATABASE_URL, REDIRECT_URI, HttpsClient, get_code, headers, pkce_pair, signin
-
-
-def exchange(client, client_id, code, *, where="query", **extra):
-    params = {"grant_type": "authorization_code", "code": code, "client_id": client_id, "redirect_uri": REDIRECT_URI}
-    params.update(extra)
-    params = {k: v for k, v in params.items() if v is not None}
-    if where == "query":
-        return client.post("/auth/oauth/token", query_string=params, headers=headers())
-    if where == "json":
-        return client.post("/auth/oauth/token", json=params, headers=headers())
-    return client.post("/auth/oauth/token", data=params, headers=headers())
+from tests.helpers.code_exchange import exchange, refresh, tokens_for
 
 
 def inspect(client, access_token):
@@ -172,17 +162,6 @@ def test_a_verifier_for_a_code_issued_without_challenge_is_refused(client, setup
     response = exchange(client, setup.public_app.client_id, code, code_verifier=pkce_pair()[0])
     assert response.status_code == 400
     assert response.get_json()["error"] == "invalid_request"
-
-
-def refresh(client, client_id, refresh_token, **extra):
-    data = {"grant_type": "refresh_token", "refresh_token": refresh_token, "client_id": client_id, **extra}
-    return client.post("/auth/oauth/token", data=data, headers=headers())
-
-
-def tokens_for(client, setup, scope="public mqtt.read"):
-    signin(client)
-    code = get_code(client, setup.public_app.client_id, scope=scope)
-    return exchange(client, setup.public_app.client_id, code).get_json()
 
 
 def test_refresh_rotates_the_refresh_token(client, setup):

@@ -15,8 +15,8 @@ from authsvc.core import audit, security
 from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Token
 from authsvc.tokens import rows as token_rows
-from tests.api.oauth.test_code_exchange import exchange, refresh, tokens_for
 from tests.helpers import BACKEND, DATABASE_URL, get_code, headers, signin
+from tests.helpers.code_exchange import exchange, refresh, tokens_for
 from tests.helpers.counting import trips
 
 pytestmark = pytest.mark.skipif(

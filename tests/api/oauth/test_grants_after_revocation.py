@@ -14,9 +14,7 @@ import pytest
 
 from tests.helpers import PASSWORD, REDIRECT_URI, authorize, get_code, headers, location_params, signin
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 from tests.helpers.device import answer, poll, start
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 NEW_PASSWORD = "a quite different passphrase 2026"

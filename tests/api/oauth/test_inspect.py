@@ -11,8 +11,7 @@ from sqlalchemy import select, text
 from authsvc.core.database import db, now
 from authsvc.core.models import ApiKey, Token, User
 from tests.helpers import HOST, OTHER_HOST, PASSWORD, headers
-
-INSPECT = "/api/engine/v2/api_keys/inspect"
+from tests.helpers.inspect_fast_path import INSPECT, through_fast_path
 
 
 @pytest.fixture
@@ -174,22 +173,6 @@ def test_the_answer_is_not_cached(client, setup, token):
 # The WSGI fast path (authsvc.fastpath), PostgreSQL only. The tests above go
 # through it wherever the credential is in a header; these show what it
 # answers itself and what it leaves to Flask.
-
-
-def passed_on(environ, start_response):
-    """Stands in for Flask behind the fast path: says that the request reached it."""
-    start_response("418 I'm a teapot", [("Content-Type", "text/plain")])
-    return [b"reached flask"]
-
-
-def through_fast_path(app, **request):
-    from werkzeug.test import Client
-    from werkzeug.wrappers import Response
-
-    from authsvc.api.fastpath import InspectFastPath
-
-    client = Client(InspectFastPath(app, passed_on), Response, use_cookies=False)  # so a Cookie header goes through
-    return client.get(INSPECT, base_url=f"https://{HOST}", **request)
 
 
 @pytest.mark.postgresql

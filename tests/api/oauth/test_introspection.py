@@ -1,24 +1,12 @@
 """RFC 7662: POST /auth/oauth/introspect."""
 
-import base64
-
 import pytest
 from sqlalchemy import select
 
 from authsvc.core.database import now
 from authsvc.core.models import Application, Token, User
-from tests.helpers import HOST, OTHER_HOST, PASSWORD, headers
-
-INTROSPECT = "/auth/oauth/introspect"
-
-
-def basic(client_id, secret):
-    return "Basic " + base64.b64encode(f"{client_id}:{secret}".encode()).decode()
-
-
-def password_grant(client, client_id, host=HOST, **extra):
-    body = {"grant_type": "password", "username": "service@example.com", "password": PASSWORD, "client_id": client_id}
-    return client.post("/auth/oauth/token", json={**body, **extra}, headers=headers(host)).get_json()
+from tests.helpers import HOST, OTHER_HOST, headers
+from tests.helpers.introspection import INTROSPECT, basic, password_grant
 
 
 @pytest.fixture

@@ -9,11 +9,10 @@ import json
 import pytest
 
 from authsvc.core.models import Application
-from tests.api.oauth.test_introspection import INTROSPECT, basic, password_grant
 from tests.helpers import REDIRECT_URI, headers
 from tests.helpers.admin_api import ADMIN_SCOPES, call
 from tests.helpers.client_registration import METADATA, register, stored
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
+from tests.helpers.introspection import INTROSPECT, basic, password_grant
 
 
 @pytest.fixture

@@ -9,15 +9,11 @@ application may register is tests/unit/test_client_authentication.py.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
 import secrets
 import time
 
 import pytest
-from joserfc import jwt
-from joserfc.jwk import ECKey, RSAKey
 from sqlalchemy import select
 
 from authsvc.core.models import Application
@@ -26,50 +22,19 @@ from tests.fakes.slow_peer import SlowPeer
 from tests.helpers import HOST, HttpsClient, headers
 from tests.helpers import REDIRECT_URI as REDIRECT
 from tests.helpers.admin_api import ADMIN_SCOPES, call
-
-ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
-TOKEN_URL = f"https://{HOST}/auth/oauth/token"
-RSA_KEY = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})
-EC_KEY = ECKey.generate_key("P-256", parameters={"kid": "ec-1"})
-OTHER_KEY = RSAKey.generate_key(2048, parameters={"kid": "rsa-1"})  # same kid, another key
-JWKS = {"keys": [RSA_KEY.as_dict(private=False), EC_KEY.as_dict(private=False)]}
-
-
-@pytest.fixture
-def keyed(world, setup) -> Application:
-    application, _ = world.application(
-        setup.domain,
-        name="Keyed",
-        redirect_uris=[],
-        service_account_id=setup.service.id,
-        token_endpoint_auth_method="private_key_jwt",
-        jwks=JWKS,
-    )
-    return application
-
-
-def assertion(client_id: str, key=RSA_KEY, alg: str = "RS256", **claims) -> str:
-    now = int(time.time())
-    body = {"iss": client_id, "sub": client_id, "aud": TOKEN_URL, "exp": now + 60, "iat": now}
-    body["jti"] = secrets.token_urlsafe(12)
-    body.update(claims)
-    body = {k: v for k, v in body.items() if v is not None}
-    header = {"alg": alg}
-    if key is not None and key.kid:
-        header["kid"] = key.kid
-    return jwt.encode(header, body, key, algorithms=[alg])
-
-
-def token_request(client, signed: str, **extra):
-    body = {"grant_type": "client_credentials", "client_assertion_type": ASSERTION_TYPE, "client_assertion": signed}
-    return client.post("/auth/oauth/token", data={**body, **extra}, headers=headers())
-
-
-def assert_invalid_client(response, fragment: str = "") -> None:
-    assert response.status_code in (400, 401), response.get_json()
-    body = response.get_json()
-    assert body["error"] == "invalid_client"
-    assert fragment in body["error_description"]
+from tests.helpers.private_key_jwt import (
+    ASSERTION_TYPE,
+    EC_KEY,
+    JWKS,
+    OTHER_KEY,
+    RSA_KEY,
+    TOKEN_URL,
+    assert_invalid_client,
+    assertion,
+    b64,
+    hand_made,
+    token_request,
+)
 
 
 @pytest.mark.parametrize(
@@ -123,17 +88,6 @@ def test_a_refused_assertion_does_not_spend_its_jti(client, keyed):
 
 def test_a_key_that_is_not_registered_is_refused(client, keyed):
     assert_invalid_client(token_request(client, assertion(keyed.client_id, OTHER_KEY)))
-
-
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
-
-
-def hand_made(header: dict, claims: dict, secret: bytes | None) -> str:
-    """A JWT made without a library, which would refuse to make these."""
-    signing_input = b64(json.dumps(header).encode()) + "." + b64(json.dumps(claims).encode())
-    signature = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest() if secret else b""
-    return signing_input + "." + b64(signature)
 
 
 def claims_for(client_id: str) -> dict:

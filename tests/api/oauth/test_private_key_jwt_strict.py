@@ -7,9 +7,8 @@ import base64
 
 import pytest
 
-from tests.api.oauth.test_private_key_jwt import TOKEN_URL, assert_invalid_client, assertion, token_request
-from tests.api.oauth.test_private_key_jwt import keyed as keyed  # noqa: F401 - a fixture
 from tests.helpers import HOST, headers
+from tests.helpers.private_key_jwt import TOKEN_URL, assert_invalid_client, assertion, token_request
 
 ISSUER = f"https://{HOST}"
 

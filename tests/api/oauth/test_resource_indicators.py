@@ -10,8 +10,8 @@ from joserfc.jwk import KeySet
 from sqlalchemy import select
 
 from authsvc.core.models import Token
-from tests.api.oauth.test_device import answer, poll, start
 from tests.helpers import HOST, REDIRECT_URI, authorize, get_code, headers, location_params, signin
+from tests.helpers.device import answer, poll, start
 
 ORDERS = "https://orders.example.com/api"
 STOCK = "https://stock.example.com/"

@@ -8,8 +8,8 @@ import json
 from sqlalchemy import select
 
 from authsvc.core.models import Application
-from tests.helpers.admin_api import call, keys  # noqa: F401 - a fixture
-from tests.helpers.console import app_path, as_admin, get, new_application, people, submit, text  # noqa: F401
+from tests.helpers.admin_api import call
+from tests.helpers.console import app_path, as_admin, get, new_application, submit, text
 
 ORDERS = "https://orders.example.com/api"
 STOCK = "urn:example:stock"

@@ -69,7 +69,7 @@ def test_rotation_keeps_the_grants_end(make_app, setup, world):
 
 
 def test_lifetimes_are_read_from_the_environment():
-    from tests.api.platform.test_schema_and_config import run_python
+    from tests.helpers.python_run import run_python
 
     result = run_python(
         "from authsvc import create_app; c = create_app().config; "

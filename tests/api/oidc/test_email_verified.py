@@ -18,20 +18,16 @@ from sqlalchemy import text as sql
 from authsvc import create_app
 from authsvc.core.database import db
 from authsvc.core.models import ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
-from tests.api.oidc.test_id_tokens import exchange, verify
 from tests.helpers import OIDC_SCOPES, PASSWORD, base_config, get_code, headers, signin
+from tests.helpers import sso as sso_helpers
 from tests.helpers.console import CONSOLE, text
-from tests.helpers.ldap import corp as corp  # noqa: F401 - a fixture
-from tests.helpers.ldap import directory as directory  # noqa: F401 - a fixture
+from tests.helpers.id_tokens import exchange, verify
 from tests.helpers.ldap import signin as directory_signin
-from tests.helpers.saml import idp as idp  # noqa: F401 - a fixture
-from tests.helpers.saml import saml_provider as saml_provider  # noqa: F401 - a fixture
 from tests.helpers.saml import sign_in as saml_sign_in
-from tests.helpers.sso import admin_key as admin_key  # noqa: F401 - a fixture
 from tests.helpers.sso import api, create_provider, sign_in
-from tests.helpers.sso import oauth2 as oauth2  # noqa: F401 - a fixture
-from tests.helpers.sso import oauth2_id as oauth2_id  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
+
+# Here ``oidc`` is the loopback OpenID provider, not the root conftest's OIDC domain.
+oidc = sso_helpers.oidc
 
 pytestmark = pytest.mark.slow
 

@@ -5,22 +5,12 @@ import hashlib
 import json
 import time
 
-from joserfc import jwt
-from joserfc.jwk import KeySet
 from sqlalchemy import select
 
 from authsvc.core import audit
 from authsvc.core.models import Application, Token
 from tests.helpers import HOST, REDIRECT_URI, authorize, get_code, headers, location_params, signin
-
-
-def exchange(client, app, secret, code):
-    return client.post(
-        "/auth/oauth/token",
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI},
-        headers=headers(),
-        auth=(app.client_id, secret),
-    )
+from tests.helpers.id_tokens import exchange, verify
 
 
 def refresh(client, app, secret, refresh_token):
@@ -30,13 +20,6 @@ def refresh(client, app, secret, refresh_token):
         headers=headers(),
         auth=(app.client_id, secret),
     )
-
-
-def verify(client, id_token):
-    """The ID token's header and claims, its signature checked against the domain's published JWKS."""
-    jwks = KeySet.import_key_set(client.get("/auth/oauth/jwks", headers=headers()).get_json())
-    token = jwt.decode(id_token, jwks, algorithms=["RS256", "ES256"])
-    return token.header, token.claims
 
 
 def at_hash(access_token):

@@ -11,9 +11,7 @@ from sqlalchemy import select
 from authsvc.core.models import Application, AuditRecord
 from tests.helpers import HOST, OTHER_HOST, REDIRECT_URI, headers
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - the fixture
 from tests.helpers.console import CONSOLE, app_path, as_admin, get, new_application, submit, text
-from tests.helpers.console import people as people  # noqa: F401 - the fixture
 
 POST_LOGOUT = "https://app.example.com/signed-out"
 BACKCHANNEL = "https://app.example.com/backchannel-logout"

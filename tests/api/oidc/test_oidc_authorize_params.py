@@ -25,7 +25,6 @@ from tests.helpers.oidc_authorize import (
     sign_in_page,
     sign_in_through,
 )
-from tests.helpers.oidc_authorize import other_person as other_person  # noqa: F401 - a fixture
 
 
 def email_field(page) -> str:

@@ -5,8 +5,8 @@ from authlib.oidc.discovery import OpenIDProviderMetadata
 from joserfc import jwt
 from joserfc.jwk import KeySet
 
-from tests.api.oidc.test_id_tokens import exchange
 from tests.helpers import HOST, OIDC_SCOPES, OTHER_HOST, get_code, headers, signin
+from tests.helpers.id_tokens import exchange
 
 DISCOVERY = "/.well-known/openid-configuration"
 

@@ -13,11 +13,12 @@ import pytest
 from authsvc.core.models import Domain
 from authsvc.oauth import keys
 from tests.helpers import HOST, OTHER_HOST, headers, signin
+from tests.helpers import oidc_logout as oidc_logout_helpers
 from tests.helpers.oidc_logout import END_SESSION, POST_LOGOUT, browser, claims_of, id_token
-from tests.helpers.oidc_logout import app as app  # noqa: F401 - a fixture
-from tests.helpers.oidc_logout import receiver as receiver  # noqa: F401 - a fixture
-from tests.helpers.oidc_logout import rp as rp  # noqa: F401 - a fixture
 from tests.helpers.pages import csrf_token
+
+# Back-channel receivers on loopback need the operator's setting: this module's app allows it.
+app = oidc_logout_helpers.app
 
 
 def signed_in(client) -> bool:

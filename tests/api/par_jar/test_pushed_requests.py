@@ -11,12 +11,11 @@ from __future__ import annotations
 import time
 from urllib.parse import unquote
 
-from tests.api.oidc.test_id_tokens import exchange, verify
 from tests.helpers import REDIRECT_URI, headers, location_params, pkce_pair, signin
+from tests.helpers.id_tokens import exchange, verify
 from tests.helpers.oidc_authorize import sign_in_through
 from tests.helpers.pages import csrf_token
 from tests.helpers.pushed_requests import URN, assert_refused, authorize_pushed, basic, push, pushed_uri
-from tests.helpers.pushed_requests import confidential as confidential  # noqa: F401 - a fixture
 
 # Pushing and using a request ------------------------------------------------------------------
 

@@ -10,7 +10,6 @@ import pytest
 from tests.helpers import REDIRECT_URI, headers, location_params, signin
 from tests.helpers.dpop import TOKEN_URL, Holder
 from tests.helpers.pushed_requests import PAR_URL, assert_refused, authorize_pushed, push, pushed_uri
-from tests.helpers.pushed_requests import confidential as confidential  # noqa: F401 - a fixture
 
 # DPoP at PAR (RFC 9449 10.1) ----------------------------------------------------------------------
 

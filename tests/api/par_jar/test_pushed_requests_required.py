@@ -16,7 +16,6 @@ from tests.helpers import HOST, REDIRECT_URI, headers, signin
 from tests.helpers import client_registration as client_registration_support
 from tests.helpers.admin_api import ADMIN_SCOPES, call
 from tests.helpers.console import as_admin, get, submit, text
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
 from tests.helpers.pushed_requests import PAR_URL, assert_refused, authorize_pushed, basic, push, pushed_uri
 
 # Applications that must push ------------------------------------------------------------------

@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.oauth.test_private_key_jwt import ASSERTION_TYPE, JWKS, RSA_KEY, assertion
 from tests.helpers import HOST, REDIRECT_URI, headers, signin
+from tests.helpers.private_key_jwt import ASSERTION_TYPE, JWKS, RSA_KEY, assertion
 from tests.helpers.pushed_requests import PAR_URL, URN, assert_refused, authorize_pushed, basic, push, pushed_uri
-from tests.helpers.pushed_requests import confidential as confidential  # noqa: F401 - a fixture
 
 # What PAR refuses ---------------------------------------------------------------------------------
 

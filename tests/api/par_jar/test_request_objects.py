@@ -16,10 +16,9 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import ECKey, RSAKey
 
-from tests.api.oauth.test_private_key_jwt import ASSERTION_TYPE, EC_KEY, JWKS, OTHER_KEY, RSA_KEY, assertion, hand_made
-from tests.e2e.test_machines_e2e import key_server as key_server  # noqa: F401 - a fixture
 from tests.helpers import HOST, REDIRECT_URI, authorize, headers, location_params, pkce_pair, signin
 from tests.helpers.oidc_authorize import redirected_error, sign_in_through
+from tests.helpers.private_key_jwt import ASSERTION_TYPE, EC_KEY, JWKS, OTHER_KEY, RSA_KEY, assertion, hand_made
 from tests.helpers.pushed_requests import assert_refused, authorize_pushed, pushed_uri
 
 ISSUER = f"https://{HOST}"

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import re
 
-from tests.api.oauth.test_client_credentials import basic, bound_app
-from tests.api.oauth.test_device import DEVICE_GRANT, start
 from tests.helpers import BACKEND, PASSWORD, REDIRECT_URI, authorize, get_code, headers, signin
+from tests.helpers.client_credentials import basic, bound_app
 from tests.helpers.counting import trips
+from tests.helpers.device import DEVICE_GRANT, start
 from tests.helpers.dpop import Holder
 
 POSTGRESQL = BACKEND == "postgresql"

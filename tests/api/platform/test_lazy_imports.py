@@ -17,7 +17,6 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.admin_api import call
-from tests.helpers.admin_api import keys as keys  # noqa: F401 - a fixture
 
 ROOT = Path(__file__).resolve().parents[3]
 LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic")  # segno: our QR codes

@@ -1,20 +1,12 @@
 """The migrations build the models' schema; settings come from the environment."""
 
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
-
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from authsvc.core.database import db
 from config import settings
-
-ROOT = Path(__file__).resolve().parents[3]
-# This process's own: workers of pytest-xdist and the two passes may run these at once.
-INSTANCE = Path(tempfile.mkdtemp(prefix="authsvc-config-test-"))
+from tests.helpers.python_run import run_python
 
 
 def test_migrations_build_exactly_the_models_schema(app):
@@ -38,13 +30,6 @@ def test_database_url_accepts_herokus_postgres_scheme(given, expected):
 def test_no_database_url_means_sqlite_under_instance():
     assert settings.database_url(None).startswith("sqlite:///")
     assert settings.database_url(None).endswith("authsvc.sqlite3")
-
-
-def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    base = {"PATH": "/usr/bin:/bin", "AUTHSVC_INSTANCE_DIR": str(INSTANCE)}
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=60
-    )
 
 
 def test_production_refuses_to_start_without_secret_key():

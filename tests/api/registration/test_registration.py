@@ -18,9 +18,6 @@ from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord, RegistrationToken
 from tests.helpers import HOST, OTHER_HOST, PASSWORD, REDIRECT_URI, get_code, headers, pkce_pair
 from tests.helpers.client_registration import METADATA, REGISTER, manage, register, stored
-from tests.helpers.client_registration import domain as domain  # noqa: F401 - a fixture
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
-from tests.helpers.client_registration import setup_person as setup_person  # noqa: F401 - a fixture
 
 # Registering
 

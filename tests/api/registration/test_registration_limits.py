@@ -10,8 +10,6 @@ from sqlalchemy import select
 from authsvc.core.models import Application, RegistrationToken
 from tests.helpers import REDIRECT_URI, headers
 from tests.helpers.client_registration import METADATA, REGISTER, register
-from tests.helpers.client_registration import domain as domain  # noqa: F401 - a fixture
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
 
 # Invalid metadata and hostile bodies
 

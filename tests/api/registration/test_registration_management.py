@@ -10,9 +10,6 @@ from authsvc.core import security
 from authsvc.core.models import Application, AuditRecord
 from tests.helpers import REDIRECT_URI, get_code, headers, pkce_pair
 from tests.helpers.client_registration import METADATA, REGISTER, manage, register, stored
-from tests.helpers.client_registration import domain as domain  # noqa: F401 - a fixture
-from tests.helpers.client_registration import issue as issue  # noqa: F401 - a fixture
-from tests.helpers.client_registration import setup_person as setup_person  # noqa: F401 - a fixture
 from tests.helpers.pages import INSPECT
 
 

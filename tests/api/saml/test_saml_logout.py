@@ -16,10 +16,8 @@ import requests
 
 from tests.fakes.saml_idp import SamlIdp
 from tests.helpers import HOST, headers, stored_session
-from tests.helpers.oidc_logout import app as app  # noqa: F401 - a fixture (back-channel receivers on loopback)
+from tests.helpers import oidc_logout as oidc_logout_helpers
 from tests.helpers.oidc_logout import claims_of, id_token
-from tests.helpers.oidc_logout import receiver as receiver  # noqa: F401 - a fixture
-from tests.helpers.oidc_logout import rp as rp  # noqa: F401 - a fixture
 from tests.helpers.saml import (
     ADA,
     audit_events,
@@ -30,8 +28,9 @@ from tests.helpers.saml import (
     read_form,
     sign_in,
 )
-from tests.helpers.saml import idp as idp  # noqa: F401 - a fixture
-from tests.helpers.saml import saml_provider as saml_provider  # noqa: F401 - a fixture
+
+# Back-channel receivers on loopback need the operator's setting: this module's app allows it.
+app = oidc_logout_helpers.app
 
 pytestmark = needs_xmlsec
 

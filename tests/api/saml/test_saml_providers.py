@@ -14,8 +14,6 @@ from authsvc.core.models import SsoProvider
 from tests.fakes.slow_peer import SlowPeer
 from tests.helpers import HOST, headers
 from tests.helpers.saml import audit_events, create_saml, needs_xmlsec, refusal_reasons, sign_in
-from tests.helpers.saml import idp as idp  # noqa: F401 - a fixture
-from tests.helpers.saml import saml_provider as saml_provider  # noqa: F401 - a fixture
 
 pytestmark = needs_xmlsec
 

@@ -23,8 +23,6 @@ from tests.helpers.saml import (
     sign_in,
     to_idp,
 )
-from tests.helpers.saml import idp as idp  # noqa: F401 - a fixture
-from tests.helpers.saml import saml_provider as saml_provider  # noqa: F401 - a fixture
 
 pytestmark = needs_xmlsec
 

@@ -6,8 +6,6 @@ import re
 
 from tests.helpers import headers
 from tests.helpers.console import as_admin, get, text
-from tests.helpers.console import people as people  # noqa: F401 - a fixture
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 API = "/api/engine/v2"
 

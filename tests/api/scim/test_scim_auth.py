@@ -9,7 +9,6 @@ from sqlalchemy import select
 from authsvc.core.models import Application, AuditRecord, Domain, User
 from tests.helpers import OTHER_HOST, PASSWORD, headers
 from tests.helpers.scim import SCIM, USER_SCHEMA, assert_scim_error
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 
 def client_credentials_token(client, app, secret: str, scope: str) -> str:

@@ -11,7 +11,6 @@ import json
 import pytest
 
 from tests.helpers.scim import GROUP_SCHEMA, MEDIA_TYPE, PATCH_SCHEMA, USER_SCHEMA, assert_scim_error
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 # Past INTEGER, past BIGINT, past anything; digits int() reads ("١" is 1) or refuses ("²").
 HUGE = ["2147483648", "9223372036854775808", "99999999999999999999999999", "²", "١"]

@@ -7,11 +7,12 @@ from sqlalchemy import select
 
 from authsvc.core.models import ApiKey, AuditRecord, ExternalIdentity, ScimGroupMember, SsoProvider, Token, User
 from tests.helpers import PASSWORD, HttpsClient, authorize, headers, signin
-from tests.helpers.oidc_logout import app as app  # noqa: F401 - a fixture
+from tests.helpers import oidc_logout as oidc_logout_helpers
 from tests.helpers.oidc_logout import claims_of, id_token
-from tests.helpers.oidc_logout import receiver as receiver  # noqa: F401 - a fixture
-from tests.helpers.oidc_logout import rp as rp  # noqa: F401 - a fixture
 from tests.helpers.scim import GROUP_SCHEMA, Scim, assert_scim_error
+
+# Back-channel receivers on loopback need the operator's setting: this module's app allows it.
+app = oidc_logout_helpers.app
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 

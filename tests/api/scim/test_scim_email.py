@@ -10,7 +10,6 @@ from sqlalchemy import select
 from authsvc.core.models import User as Account
 from tests.helpers import headers
 from tests.helpers.scim import USER_SCHEMA, assert_scim_error
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 # Active Directory's UPN suffixes, RFC 6761's .test, a single-label host: what LDAP and SSO create today.
 DIRECTORY_ADDRESSES = ["alice@corp.local", "bob@qa.test", "carol@intranet"]

@@ -9,7 +9,6 @@ from authsvc.core.models import ScimGroup, ScimGroupMember, User
 from tests.helpers import OTHER_HOST, headers, signin
 from tests.helpers.oidc_logout import claims_of, id_token
 from tests.helpers.scim import GROUP_SCHEMA, Scim, assert_scim_error
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 

@@ -9,7 +9,6 @@ from sqlalchemy import select
 from authsvc.core.models import User as Account
 from tests.helpers import OTHER_HOST, PASSWORD, headers, signin
 from tests.helpers.scim import MEDIA_TYPE, USER_SCHEMA, assert_scim_error
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 
 def stored(world, email: str) -> Account:

@@ -14,7 +14,6 @@ from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, User
 from tests.helpers import HttpsClient
 from tests.helpers.scim import GROUP_SCHEMA, PATCH_SCHEMA
-from tests.helpers.scim import scim as scim  # noqa: F401 - a fixture
 
 
 def _waiting_on_a_lock(app) -> int:

@@ -22,10 +22,6 @@ from authsvc.core import store
 from authsvc.core.models import ExternalIdentity, User
 from tests.helpers import HOST, OTHER_HOST, PASSWORD, headers
 from tests.helpers.sso import PERSON, create_provider, sign_in
-from tests.helpers.sso import oauth2 as oauth2  # noqa: F401 - a fixture
-from tests.helpers.sso import oauth2_id as oauth2_id  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc_id as oidc_id  # noqa: F401 - a fixture
 
 # The start and the callback
 

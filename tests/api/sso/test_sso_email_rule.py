@@ -7,8 +7,6 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.core.models import User
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc_id as oidc_id  # noqa: F401 - a fixture
 from tests.helpers.sso import sign_in
 
 

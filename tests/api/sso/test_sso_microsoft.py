@@ -11,9 +11,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import ExternalIdentity, User
 from tests.helpers import HOST
-from tests.helpers.sso import admin_key as admin_key  # noqa: F401 - a fixture
 from tests.helpers.sso import api, create_provider, sign_in
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
 
 # The preset
 

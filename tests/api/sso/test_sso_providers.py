@@ -18,10 +18,6 @@ from authsvc.core.models import SsoProvider
 from tests.fakes.providers import Provider
 from tests.helpers import HOST, headers
 from tests.helpers.sso import PERSON, api, create_provider, sign_in
-from tests.helpers.sso import admin_key as admin_key  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc_id as oidc_id  # noqa: F401 - a fixture
-from tests.helpers.sso import on_premises_app as on_premises_app  # noqa: F401 - a fixture
 
 # The CLI
 

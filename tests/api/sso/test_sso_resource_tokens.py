@@ -12,8 +12,6 @@ from sqlalchemy import select
 
 from authsvc.core.models import Application, ExternalIdentity, User
 from tests.helpers import OTHER_HOST, REDIRECT_URI, get_code, headers
-from tests.helpers.sso import oidc as oidc  # noqa: F401 - a fixture
-from tests.helpers.sso import oidc_id as oidc_id  # noqa: F401 - a fixture
 from tests.helpers.sso import sign_in
 
 # The reserved scopes a credential needs for delegated tokens: its user's own, or (with admin) another user's.
