@@ -31,10 +31,19 @@ from tests.helpers import (
     WORKER,
     HttpsClient,
     World,
+    admin_api,
     base_config,
     clear_of_a_minute_boundary,
+    client_registration,
+    console,
     empty_database,
+    ldap,
+    oidc_logout,
+    saml,
+    sso,
 )
+from tests.helpers import key_server as key_server_helpers
+from tests.helpers import scim as scim_helpers
 
 # isort: split
 # After tests.helpers, which prepares the environment (no developer settings) first.
@@ -121,10 +130,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 # their tests go to any worker, one by one. Each held one worker for a third of a pass (the
 # schemathesis module: 1,900 of 7,060 test-seconds of a pass) while the others had finished.
 SPREAD = {
-    "tests/api/test_openapi_schemathesis.py",
-    "tests/api/test_hostile_input.py",
-    "tests/api/test_hostile_input_bodies.py",
-    "tests/api/test_hostile_input_scim.py",
+    "tests/api/fuzz/test_openapi_schemathesis.py",
+    "tests/api/fuzz/test_hostile_input.py",
+    "tests/api/fuzz/test_hostile_input_bodies.py",
+    "tests/api/fuzz/test_hostile_input_scim.py",
 }
 
 
@@ -355,3 +364,22 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
         terminalreporter.section("documentation")
         for line in lines:
             terminalreporter.write_line(line)
+
+
+# Fixtures of tests/helpers/ that the tests of several groups use; a group's own are in its conftest.py.
+key_server = key_server_helpers.key_server
+keys = admin_api.keys
+people = console.people
+domain = client_registration.domain
+issue = client_registration.issue
+scim = scim_helpers.scim
+receiver = oidc_logout.receiver
+rp = oidc_logout.rp
+corp = ldap.corp
+directory = ldap.directory
+idp = saml.idp
+saml_provider = saml.saml_provider
+admin_key = sso.admin_key
+oauth2 = sso.oauth2
+oauth2_id = sso.oauth2_id
+oidc_id = sso.oidc_id

@@ -12,7 +12,6 @@ import pytest
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
 from tests.helpers.smtp import link_in
-from tests.helpers.smtp import smtp_server as smtp_server  # noqa: F401 - a fixture
 
 PASSWORD = "person password"
 NEW_PASSWORD = "a brand new password"
@@ -20,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def service(schema, tmp_path_factory, smtp_server):  # noqa: F811 - the fixture imported above
+def service(schema, tmp_path_factory, smtp_server):
     smtp = {"AUTHSVC_SMTP_URL": smtp_server.url, "AUTHSVC_MAIL_FROM": "accounts@example.com"}
     with running_service(tmp_path_factory.mktemp("instance"), **smtp, AUTHSVC_OUTBOX_POLL="1") as service:
         service.cli("domains", "create", "--name", "Workplace", "--host", "localhost")
@@ -28,7 +27,7 @@ def service(schema, tmp_path_factory, smtp_server):  # noqa: F811 - the fixture 
         yield service
 
 
-def test_a_person_resets_a_forgotten_password_in_chromium(service, smtp_server):  # noqa: F811
+def test_a_person_resets_a_forgotten_password_in_chromium(service, smtp_server):
     base = service.url.replace("127.0.0.1", "localhost")
     with chromium() as browser:
         page = browser.new_context().new_page()

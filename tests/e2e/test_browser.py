@@ -6,11 +6,10 @@ import secrets
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 
 from tests.fakes.providers import Provider
 from tests.helpers import pkce_pair
-from tests.helpers.browser import ClientApplication, chromium
+from tests.helpers.browser import ClientApplication, chromium, exchange_and_inspect
 from tests.helpers.servers import running_service
 
 PASSWORD = "person password"
@@ -57,28 +56,6 @@ def stage(schema, tmp_path_factory):
             "Person",
         )
         yield service, client_app
-
-
-def exchange_and_inspect(service, client_id: str, code: str, redirect_uri: str, verifier: str) -> dict:
-    token = requests.post(
-        service.url + "/auth/oauth/token",
-        data={
-            "grant_type": "authorization_code",
-            "code": code,
-            "client_id": client_id,
-            "redirect_uri": redirect_uri,
-            "code_verifier": verifier,
-        },
-        timeout=10,
-    )
-    assert token.status_code == 200, token.text
-    inspect = requests.get(
-        service.url + "/api/engine/v2/api_keys/inspect",
-        headers={"Authorization": f"Bearer {token.json()['access_token']}"},
-        timeout=10,
-    )
-    assert inspect.status_code == 200
-    return inspect.json()
 
 
 def test_application_link_sign_in_and_back_with_code_and_state(stage, tmp_path):

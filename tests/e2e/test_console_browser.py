@@ -7,9 +7,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.e2e.test_browser import exchange_and_inspect
 from tests.helpers import pkce_pair
-from tests.helpers.browser import ClientApplication, chromium
+from tests.helpers.browser import ClientApplication, chromium, exchange_and_inspect
 from tests.helpers.servers import running_service
 
 ADMIN = "ops@acme.example"

@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.test_oidc_relying_parties import PASSWORD, SCOPES
-from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
-from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.helpers.relying_party import PASSWORD, REDIRECT_URI, SCOPES, run_harness, seed_domain
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow

@@ -1,4 +1,5 @@
-"""Issue 26's proof: panva's openid-client 6 as the client of a ``fapi2`` domain (docs/fapi.md), over HTTP
+"""A client nobody here wrote completes the FAPI 2.0 flows: panva's openid-client 6 as the client of a
+``fapi2`` domain (docs/fapi.md), over HTTP
 against gunicorn.
 
 tests/e2e/rp/fapi.mjs, as a confidential application with ``private_key_jwt`` (ES256) in a domain made with
@@ -22,9 +23,7 @@ import requests
 from joserfc import jwt
 from joserfc.jwk import ECKey
 
-from tests.e2e.test_oidc_relying_parties import PASSWORD, SCOPES
-from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
-from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.helpers.relying_party import PASSWORD, REDIRECT_URI, SCOPES, run_harness, seed_domain
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow

@@ -1,13 +1,9 @@
-"""Issue 16 against the real service (the Procfile's web line under gunicorn): machine clients
+"""Machine-to-machine grants against the real service (the Procfile's web line under gunicorn): machine clients
 with Authlib's own client, presenting their tokens to inspect as a resource server does."""
 
 from __future__ import annotations
 
-import json
-import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import requests
@@ -15,7 +11,7 @@ from authlib.integrations.requests_client import OAuth2Session
 from authlib.oauth2.rfc7523 import PrivateKeyJWT
 from joserfc.jwk import ECKey, RSAKey
 
-from tests.helpers import QUICK_SHUTDOWN
+from tests.helpers.key_server import KeyServer
 from tests.helpers.servers import running_service
 
 PASSWORD = "service account password"
@@ -89,46 +85,6 @@ def test_a_wrong_secret_gets_no_token(service, monkeypatch):
     session = OAuth2Session(service.app["client_id"], "wrong secret")
     with pytest.raises(Exception, match="invalid_client"):
         session.fetch_token(service.url + "/auth/oauth/token", grant_type="client_credentials")
-
-
-class KeyServer:
-    """An application's jwks_uri on loopback: serves ``jwks``, or hangs when ``hang`` is set."""
-
-    def __init__(self) -> None:
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                server.fetches += 1
-                if server.hang:
-                    time.sleep(3)
-                data = json.dumps(server.jwks).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}/jwks"
-        self.jwks: dict = {}
-        self.fetches = 0
-        self.hang = False
-
-    def serve(self, *keys) -> None:
-        self.jwks = {"keys": [key.as_dict(private=False) for key in keys]}
-
-
-@pytest.fixture
-def key_server() -> Iterator[KeyServer]:
-    server = KeyServer()
-    threading.Thread(target=server.http.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
-    yield server
-    server.http.shutdown()
-    server.http.server_close()
 
 
 def keyed_app(service, key_server: KeyServer) -> dict:

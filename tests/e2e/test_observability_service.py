@@ -241,7 +241,8 @@ def test_the_logs_of_a_full_flow_hold_no_secret(service):
 
 
 def test_nonce_sid_and_id_tokens_never_reach_the_logs_of_an_openid_connect_flow(service):
-    """Issue 15.9: an OpenID Connect flow at DEBUG (ID token, refresh, UserInfo, id_token_hint), then a scan."""
+    """No nonce, sid or ID token of an OpenID Connect flow at DEBUG (ID token, refresh, UserInfo,
+    id_token_hint) reaches the logs: the flow, then a scan."""
     url = service.url
     service.cli("domains", "scopes", "add", "--domain", "127.0.0.1", "openid", "email")
     redirect_uri = "http://127.0.0.1:9/oidc"

@@ -1,4 +1,4 @@
-"""Relying parties nobody here wrote, over HTTP against gunicorn (issue 15, proof).
+"""Relying parties nobody here wrote, over HTTP against gunicorn.
 
 - panva's openid-client (Node, OpenID certified; tests/e2e/rp/, installed from its
   lock with ``npm ci`` into a cache directory): discovery, code + PKCE + nonce,
@@ -26,14 +26,11 @@ from joserfc import jws, jwt
 from joserfc.jwk import KeySet
 
 from tests.helpers.oidc_logout import Receiver
-from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
-from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
+from tests.helpers.relying_party import PASSWORD, REDIRECT_URI, SCOPES, run_harness, seed_domain
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow
 
-PASSWORD = "relying party password"
-SCOPES = "openid profile email groups"
 POST_LOGOUT_REDIRECT_URI = "http://127.0.0.1:9/signed-out"
 
 

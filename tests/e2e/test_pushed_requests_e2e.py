@@ -1,4 +1,5 @@
-"""Issue 26 points 2 and 3 against the real service (gunicorn), with clients nobody here wrote.
+"""Pushed authorisation requests and request objects against the real service (gunicorn), with clients nobody
+here wrote.
 
 - panva's openid-client (tests/rp/par.mjs): ``buildAuthorizationUrlWithPAR`` with a secret, then with
   ``private_key_jwt`` and a pushed request object (``buildAuthorizationUrlWithJAR``) for an application
@@ -22,7 +23,6 @@ from joserfc import jwt
 from joserfc.jwk import ECKey
 
 from tests.helpers.relying_party import REDIRECT_URI, run_harness, seed_domain
-from tests.helpers.relying_party import openid_client as openid_client  # noqa: F401 - a fixture
 from tests.helpers.servers import running_service
 
 pytestmark = pytest.mark.slow

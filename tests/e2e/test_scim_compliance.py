@@ -1,4 +1,5 @@
-"""Issue 27: scim2-tester, the python-scim compliance checker, against the service over HTTP on loopback.
+"""The SCIM surface is compliant: scim2-tester, the python-scim compliance checker, against the service
+over HTTP on loopback.
 
 Every check passes, or is named in KNOWN_DIFFERENCES with the reason docs/scim.md
 gives (its "Compliance" section cites the RFC clause for each).

@@ -124,7 +124,7 @@ def base_config() -> dict:
         "REDIS_URL": redis_url(),
         # Cheap hashes keep the suite fast; the cost is a setting, not logic.
         "AUTHSVC_BCRYPT_ROUNDS": 4,
-        # Tests sign in far faster than people do; tests/api/test_limits.py sets
+        # Tests sign in far faster than people do; tests/api/auth/test_limits.py sets
         # the rates it is about.
         "AUTHSVC_SIGNIN_RATE_LIMIT": "10000/minute",
         "AUTHSVC_SIGNIN_ACCOUNT_RATE_LIMIT": "10000/minute",
@@ -201,7 +201,7 @@ class World:
 
     def application(self, domain: Domain, *, confidential: bool = False, **fields) -> tuple[Application, str | None]:
         """An application; in the legacy mode (no PKCE required) unless asked, as most tests run the
-        specification's flow literally. tests/api/test_authorize.py covers the default of a new application."""
+        specification's flow literally. tests/api/oauth/test_authorize.py covers the default of a new application."""
         fields.setdefault("require_pkce", False)
         secret = security.new_secret() if confidential else None
         application = Application(

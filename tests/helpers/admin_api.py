@@ -1,6 +1,6 @@
 """The admin API for the tests: its base path, an API key of each kind of caller, and a call with one.
 
-Used by the tests/api/test_admin_api*.py modules and others that call the admin API.
+Used by the tests/api/admin/test_admin_api*.py modules and others that call the admin API.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlencode
 
 import pytest
+import requests
 
 from tests.helpers import QUICK_SHUTDOWN
 
@@ -80,3 +81,25 @@ class ClientApplication:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def exchange_and_inspect(service, client_id: str, code: str, redirect_uri: str, verifier: str) -> dict:
+    token = requests.post(
+        service.url + "/auth/oauth/token",
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "client_id": client_id,
+            "redirect_uri": redirect_uri,
+            "code_verifier": verifier,
+        },
+        timeout=10,
+    )
+    assert token.status_code == 200, token.text
+    inspect = requests.get(
+        service.url + "/api/engine/v2/api_keys/inspect",
+        headers={"Authorization": f"Bearer {token.json()['access_token']}"},
+        timeout=10,
+    )
+    assert inspect.status_code == 200
+    return inspect.json()

@@ -1,7 +1,7 @@
 """Dynamic client registration for the tests: the endpoint, its initial access tokens, and calls to it.
 
-Used by tests/api/test_registration.py, tests/api/test_registration_management.py and
-tests/api/test_registration_limits.py, which import the fixtures they need from here.
+Used by tests/api/registration/test_registration.py, tests/api/registration/test_registration_management.py and
+tests/api/registration/test_registration_limits.py, which import the fixtures they need from here.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The console at /auth/admin/ for the tests: who is signed in to it, and its pages and forms as a
 browser gets and posts them.
 
-Used by tests/api/test_console.py, tests/api/test_console_accounts.py and others that drive the console.
+Used by tests/api/admin/test_console.py, tests/api/admin/test_console_accounts.py and others that drive the console.
 """
 
 from __future__ import annotations

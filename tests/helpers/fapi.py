@@ -1,4 +1,4 @@
-"""The FAPI 2.0 profile tests' world and requests (tests/api/test_fapi_profile*.py): the ``fapi`` fixture (the
+"""The FAPI 2.0 profile tests' world and requests (tests/api/fapi/test_fapi_profile*.py): the ``fapi`` fixture (the
 profile's own domain HOST and a standard domain OTHER_HOST with the same applications), and the one place where
 the client's requests are made: as the profile requires, ``authorize_request`` pushes an authorisation request
 (RFC 9126, authenticated with private_key_jwt) and ``token_request`` sends, in the profile's domain, a DPoP proof

@@ -1,4 +1,4 @@
-"""For the hostile input tests (tests/api/test_hostile_input.py, tests/api/test_hostile_input_bodies.py):
+"""For the hostile input tests (tests/api/fuzz/test_hostile_input.py, tests/api/fuzz/test_hostile_input_bodies.py):
 a client of an app with a domain, its applications, a person, a service account and an API key."""
 
 from __future__ import annotations

@@ -2,8 +2,7 @@
 as an operator does, and signing in against it.
 
 The directory speaks StartTLS and LDAPS with a CA the test made; the service verifies its certificate with
-that CA. Used by tests/api/test_ldap.py, tests/api/test_ldap_deprovisioning.py and tests/api/test_ldap_admin.py, which
-import the fixtures they need from here.
+that CA. Used by the tests in tests/api/ldap/, whose conftest.py offers the fixtures defined here.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Multi-factor sign-in for the tests: an authenticator app's codes (computed by pyotp, as a phone would),
 enrolment on the settings page, and the two steps of /auth/signin.
 
-Used by tests/api/test_mfa.py, tests/api/test_mfa_policy.py and tests/api/test_mfa_oidc.py, which import the fixtures
-they need from here.
+Used by tests/api/auth/test_mfa.py, tests/api/auth/test_mfa_policy.py and tests/api/auth/test_mfa_oidc.py, through
+tests/api/auth/conftest.py, which offers the fixtures defined here.
 """
 
 from __future__ import annotations

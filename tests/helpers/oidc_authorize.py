@@ -1,7 +1,7 @@
 """OpenID Connect authorisation requests for the tests: getting an ID token, going through the
 sign-in page an answer sends the browser to, an error redirected to the client, and ID token hints.
 
-Used by tests/api/test_oidc_authorize_prompt.py and tests/api/test_oidc_authorize_params.py, which import
+Used by tests/api/oidc/test_oidc_authorize_prompt.py and tests/api/oidc/test_oidc_authorize_params.py, which import
 the fixture they need from here.
 """
 
@@ -14,8 +14,8 @@ from sqlalchemy import select
 from authsvc.core.database import db
 from authsvc.core.models import Domain
 from authsvc.oauth import keys
-from tests.api.test_id_tokens import exchange, verify
 from tests.helpers import HOST, PASSWORD, REDIRECT_URI, authorize, headers, location_params
+from tests.helpers.id_tokens import exchange, verify
 from tests.helpers.pages import csrf_token
 
 ISS = f"https://{HOST}"

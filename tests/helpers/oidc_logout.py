@@ -1,7 +1,7 @@
 """OpenID Connect logout for the tests: an application's back-channel logout endpoint on loopback,
 an app that may reach it, the relying party registered with it, and ID tokens to hint with.
 
-Used by tests/api/test_oidc_logout.py and tests/api/test_oidc_logout_backchannel.py, which import the
+Used by tests/api/oidc/test_oidc_logout.py and tests/api/oidc/test_oidc_logout_backchannel.py, which import the
 fixtures they need from here, and by tests/e2e/test_oidc_relying_parties.py.
 """
 

@@ -1,7 +1,8 @@
 """The OpenAPI document for the tests: as the app serves it, and as the file read at import time,
 with its operations (for parametrising).
 
-Used by tests/api/test_openapi.py, tests/api/test_openapi_schemathesis.py and tests/api/test_openapi_answers.py.
+Used by tests/api/fuzz/test_openapi.py, tests/api/fuzz/test_openapi_schemathesis.py and
+tests/api/fuzz/test_openapi_answers.py.
 """
 
 import json

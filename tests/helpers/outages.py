@@ -1,4 +1,5 @@
-"""For the tests of outages (tests/api/test_failures_database.py, tests/api/test_failures_redis.py): the
+"""For the tests of outages (tests/api/platform/test_failures_database.py,
+tests/api/platform/test_failures_redis.py): the
 requests they send, timed, and what an answer during an outage must look like.
 """
 

@@ -1,7 +1,7 @@
 """What the tests of the browser's pages share: the CSRF token of a page's form, the sign-in and
 consent forms as a browser posts them, and the endpoint that says whether a token still works.
 
-Used by tests/api/test_pages.py, tests/api/test_sessions.py and every test that posts a form.
+Used by tests/api/auth/test_pages.py, tests/api/auth/test_sessions.py and every test that posts a form.
 """
 
 import re

@@ -1,5 +1,5 @@
-"""Pushed authorisation requests (RFC 9126) as the tests make them (tests/api/test_pushed_requests*.py,
-tests/api/test_request_objects.py): ``push`` posts a request to /auth/oauth/par, authenticated by a Basic header
+"""Pushed authorisation requests (RFC 9126) as the tests make them (tests/api/par_jar/test_pushed_requests*.py,
+tests/api/par_jar/test_request_objects.py): ``push`` posts a request to /auth/oauth/par, authenticated by a Basic header
 (``basic``) or in the body; ``pushed_uri`` takes the request_uri of an accepted push and ``authorize_pushed``
 sends the browser to /auth/oauth/authorize with it; ``assert_refused`` checks a JSON error that is no redirect;
 ``confidential`` is the setup's confidential application with its Basic header.

@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+# The password of the relying parties' person and the scopes they ask for.
+PASSWORD = "relying party password"
+SCOPES = "openid profile email groups"
+
 RP_SOURCE = Path(__file__).resolve().parents[1] / "e2e" / "rp"
 REDIRECT_URI = "http://127.0.0.1:9/callback"
 EMAIL = "alice@example.com"

@@ -6,8 +6,8 @@ the IdP's auto-posting form, that POST to our ACS from the IdP's site (a
 foreign Origin, and no cookie: ours are SameSite=Lax), then our redirect back
 to ourselves, which carries the flow cookie.
 
-Used by tests/api/test_saml.py, tests/api/test_saml_refusals.py and tests/api/test_saml_providers.py, which import the
-fixtures they need from here and skip without xmlsec1 (``needs_xmlsec``).
+Used by the tests in tests/api/saml/, whose conftest.py offers the fixtures defined here, and which skip
+without xmlsec1 (``needs_xmlsec``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Single sign-on for the tests: loopback providers (tests/fakes/providers.py) registered as an operator does, the
 browser's round trip through them, and the admin API's calls.
 
-Used by tests/api/test_sso.py, tests/api/test_sso_linking.py, tests/api/test_sso_resource_tokens.py,
-tests/api/test_sso_providers.py and tests/api/test_sso_microsoft.py, which import the fixtures they need from here.
+Used by tests/api/sso/test_sso.py, tests/api/sso/test_sso_linking.py, tests/api/sso/test_sso_resource_tokens.py,
+tests/api/sso/test_sso_providers.py and tests/api/sso/test_sso_microsoft.py, through tests/api/sso/conftest.py,
+which offers the fixtures defined here.
 In those modules ``oidc`` is the loopback OpenID provider below, not conftest's OIDC domain.
 """
 

@@ -1,7 +1,7 @@
 """The claims an ID token and userinfo state (OpenID Connect Core 5.4, 2), as plain functions: no app, no HTTP.
 
-The same claims in signed ID tokens and userinfo answers are tests/api/test_id_tokens.py and
-tests/api/test_oidc_discovery_userinfo.py.
+The same claims in signed ID tokens and userinfo answers are tests/api/oidc/test_id_tokens.py and
+tests/api/oidc/test_oidc_discovery_userinfo.py.
 """
 
 from __future__ import annotations

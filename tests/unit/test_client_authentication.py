@@ -1,6 +1,6 @@
 """Which token_endpoint_auth_method and keys an application may register (RFC 7591 2, RFC 7523 2.2):
 oauth/client_authentication.py's rules, without the app. Signing in with the keys is
-tests/api/test_private_key_jwt.py."""
+tests/api/oauth/test_private_key_jwt.py."""
 
 from __future__ import annotations
 

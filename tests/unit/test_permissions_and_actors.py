@@ -1,4 +1,4 @@
-"""Issue 25 point 6: the permission bits and the audit names of actors, as pure rules."""
+"""The permission bits and the audit names of actors, as pure rules."""
 
 from __future__ import annotations
 

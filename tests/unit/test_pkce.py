@@ -1,7 +1,7 @@
 """PKCE (RFC 7636, as RFC 9700 2.1.1 has it) as a plain rule: which challenge an application accepts.
 
-The same through the authorisation endpoint and the code exchange is tests/api/test_authorize.py and
-tests/api/test_code_exchange.py.
+The same through the authorisation endpoint and the code exchange is tests/api/oauth/test_authorize.py and
+tests/api/oauth/test_code_exchange.py.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from authsvc.core import validation
 from authsvc.core.validation import Invalid
 
 # 127.0.0.1 in every form the system resolver reads, and other inside addresses
-# (the list of tests/api/test_client_metadata_rules.py, plus a subdomain of localhost).
+# (the list of tests/api/admin/test_client_metadata_rules.py, plus a subdomain of localhost).
 INSIDE = [
     "https://127.0.0.1/x",
     "https://2130706433/x",

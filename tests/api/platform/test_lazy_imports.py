@@ -1,0 +1,140 @@
+"""A worker loads the rarely used features' libraries only when one is first used.
+
+joserfc's keys, JWS and JWTs load cryptography (about 10 MB with joserfc): a
+worker that serves opaque bearer tokens (inspect, the code flow and refresh
+without ``openid``, client credentials with a secret) never loads them; the
+first request that signs or verifies a JWS, or asks for ``openid``, does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.admin_api import call
+
+ROOT = Path(__file__).resolve().parents[3]
+# segno: our QR codes; Flask-Migrate (Alembic, Mako, Pygments): a `flask db` command's own (authsvc/cli/migrations.py).
+LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments")
+# Modules (not packages: ``joserfc.errors`` and cryptography's package are light, and loaded).
+JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindings._rust")
+DEFERRED = (
+    *JOSE,
+    "authlib.oidc.core",  # ID tokens: authsvc.oauth.id_tokens
+    "authlib.oauth2.rfc7523",  # private_key_jwt: authsvc.oauth.private_key_jwt
+    "authlib.oauth2.rfc7591",  # dynamic registration: authsvc.oauth.registration
+    "authsvc.oauth.id_tokens",
+    "authsvc.oauth.private_key_jwt",
+    "authsvc.oauth.registration",
+)
+
+PROBE = """
+import json, sys
+from authsvc import create_app
+create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in %r or m in %r)))
+"""
+
+# Requests in the order a worker might first see them; after each, the deferred modules loaded.
+FIRST_USES = """
+import json, sys
+from authsvc import create_app
+from authsvc.core.database import db
+from authsvc.core.models import Domain
+
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+with app.app_context():
+    db.create_all()
+    db.session.add(Domain(name="localhost", host="localhost", scopes="public"))
+    db.session.commit()
+client = app.test_client()
+ASSERTION = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+BASIC = {"Authorization": "Basic bm9wZTpub3Bl"}
+TOKEN = "/auth/oauth/token"
+uses = [
+    ("inspect", "GET", "/api/engine/v2/api_keys/inspect", {"headers": {"Authorization": "Bearer abc"}}),
+    ("refresh", "POST", TOKEN, {"data": {"grant_type": "refresh_token", "refresh_token": "x"}, "headers": BASIC}),
+    ("client credentials", "POST", TOKEN, {"data": {"grant_type": "client_credentials"}, "headers": BASIC}),
+    ("DPoP proof", "POST", TOKEN, {"data": {"grant_type": "client_credentials"}, "headers": {**BASIC, "DPoP": "a.b"}}),
+    (
+        "client assertion",
+        "POST",
+        TOKEN,
+        {"data": {"grant_type": "client_credentials", "client_assertion_type": ASSERTION, "client_assertion": "a.b"}},
+    ),
+    ("code grant", "POST", TOKEN, {"data": {"grant_type": "authorization_code", "code": "x"}, "headers": BASIC}),
+    ("authorisation request", "GET", "/auth/oauth/authorize?response_type=code&client_id=nope&scope=public", {}),
+    ("openid authorisation request", "GET", "/auth/oauth/authorize?response_type=code&client_id=nope&scope=openid", {}),
+    ("registration", "POST", "/auth/oauth/register", {"json": {"redirect_uris": ["https://app.example/cb"]}}),
+]
+loaded = {"create_app": sorted(m for m in %r if m in sys.modules)}
+for name, method, path, kwargs in uses:
+    response = client.open(path, method=method, base_url="https://localhost", **kwargs)
+    assert response.status_code in (400, 401), (name, response.status_code, response.get_data(as_text=True))
+    loaded[name] = sorted(m for m in %r if m in sys.modules)
+print(json.dumps(loaded))
+"""
+
+
+def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env["AUTHSVC_INSTANCE_DIR"] = str(tmp_path)
+    if web_worker:
+        env["AUTHSVC_WEB_WORKER"] = "1"  # as config/gunicorn.py sets it
+    else:
+        env.pop("AUTHSVC_WEB_WORKER", None)
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
+def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_or_jose(tmp_path, web_worker):
+    assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
+
+
+def test_jose_loads_at_the_first_request_that_signs_or_verifies_a_jws(tmp_path):
+    loaded = json.loads(_probe(tmp_path, FIRST_USES % (DEFERRED, DEFERRED)))
+    # Bearer tokens, a refresh without openid, a client secret: none of it.
+    assert loaded["create_app"] == loaded["inspect"] == loaded["refresh"] == loaded["client credentials"] == []
+    assert {"joserfc.jws", "cryptography.hazmat.bindings._rust"} <= set(loaded["DPoP proof"])
+    assert "authsvc.oauth.private_key_jwt" not in loaded["DPoP proof"]
+    assert "authsvc.oauth.private_key_jwt" in loaded["client assertion"]
+    assert "authsvc.oauth.id_tokens" not in loaded["client assertion"]
+    # The code flow without openid (an exchange, an authorisation request) loads no ID tokens; with it, it does.
+    assert "authsvc.oauth.id_tokens" not in loaded["code grant"]
+    assert "authsvc.oauth.id_tokens" not in loaded["authorisation request"]
+    assert {"authsvc.oauth.id_tokens", "authlib.oidc.core"} <= set(loaded["openid authorisation request"])
+    assert "authsvc.oauth.registration" not in loaded["openid authorisation request"]
+    assert "authsvc.oauth.registration" in loaded["registration"]
+
+
+ENDED_SESSIONS = """
+import json, sys
+from authsvc import create_app
+from authsvc.auth import sessions
+
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+receivers = sorted(f"{r.__module__}.{r.__name__}" for r in sessions.sessions_ended.receivers_for(app))
+print(json.dumps({"id_tokens": "authsvc.oauth.id_tokens" in sys.modules, "receivers": receivers}))
+"""
+
+
+def test_a_worker_that_never_issued_an_id_token_still_tells_applications_of_ended_sessions(tmp_path):
+    # ID tokens load at a worker's first use of openid; the worker that ends a session may never have had one,
+    # and its applications must be told all the same (back-channel logout).
+    probed = json.loads(_probe(tmp_path, ENDED_SESSIONS))
+    assert probed["id_tokens"] is False
+    assert probed["receivers"] == ["authsvc.oauth.backchannel._sessions_ended"]
+
+
+def test_the_admin_schemas_still_answer_once_loaded(client, keys):
+    """The first admin write loads pydantic and reads its body as before: every problem at once."""
+    response = call(client, "post", "/users", keys.admin_key, json={"email": 5, "admin": "yes"})
+    assert response.status_code == 422, response.get_json()
+    assert set(response.get_json()["fields"]) >= {"email", "admin"}
