@@ -80,8 +80,9 @@ def _sqlite_dir() -> Path:
 def fuzz_examples(production: int) -> int:
     """Hypothesis examples per fuzzing test (hostile input, schemathesis) in this pass.
 
-    ``production`` against PostgreSQL and Redis, the deployment's backends; a quarter of it on
-    the SQLite pass when the PostgreSQL pass runs beside it in the same command: fuzzing was half
+    ``production`` against PostgreSQL and Redis, the deployment's backends, where the search
+    happens; one example of each case on the SQLite pass when the PostgreSQL pass runs beside it in
+    the same command (every operation and input class still reaches SQLite once): fuzzing was half
     of each pass's time, and what it finds is mostly in the request handling both passes share.
     A SQLite pass alone (``AUTHSVC_TEST_BACKENDS=sqlite``, or pytest run directly) fuzzes in full.
     Each pass draws its own random examples. ``AUTHSVC_HOSTILE_EXAMPLES`` sets the number of
@@ -91,7 +92,7 @@ def fuzz_examples(production: int) -> int:
     if given:
         return int(given)
     beside_postgresql = "postgresql" in os.environ.get("AUTHSVC_TEST_PASSES", "").split(",")
-    return max(1, production // 4) if BACKEND == "sqlite" and beside_postgresql else production
+    return 1 if BACKEND == "sqlite" and beside_postgresql else production
 
 
 def redis_url() -> str | None:
