@@ -96,8 +96,9 @@ def test_a_host_the_resolver_never_answers_for_is_a_503_within_the_timeout(silen
     assert answer["status"] == 503
     assert answer["retry_after"] == "7"
     assert answer["body"]["error"] == "directory_unavailable"
-    # The resolver alone would have waited 10 s; the bound is AUTHSVC_LDAP_TIMEOUT (1 s).
-    assert answer["seconds"] < 3, answer
+    # The resolver alone would have waited 10 s; the bound is AUTHSVC_LDAP_TIMEOUT (1 s), plus what
+    # a loaded machine adds to a fresh process's first request (3.5 s seen on 2 busy cores).
+    assert answer["seconds"] < 5, answer
     assert time.monotonic() - started < 30
 
 
