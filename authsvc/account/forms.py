@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-from wtforms import EmailField, PasswordField, SubmitField
-from wtforms.validators import DataRequired, EqualTo, Length, Regexp
+from wtforms import PasswordField, SubmitField
+from wtforms.validators import DataRequired, EqualTo
 
-from authsvc.web.forms import PageForm
+from authsvc.web.forms import PageForm, email_field
 
 
 class ForgotForm(PageForm):
-    email = EmailField(
-        "E-mail address",
-        validators=[
-            DataRequired(),
-            Length(max=320),
-            Regexp(r"[^\x00-\x1f\x7f]*\Z", message="The e-mail address contains control characters."),
-        ],
-    )
+    email = email_field()
 
 
 class ResetForm(PageForm):

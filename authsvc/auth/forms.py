@@ -3,26 +3,17 @@
 from __future__ import annotations
 
 from wtforms import (
-    EmailField,
     HiddenField,
     PasswordField,
     SubmitField,
 )
-from wtforms.validators import DataRequired, Length, Regexp
+from wtforms.validators import DataRequired, Length
 
-from authsvc.web.forms import PageForm
+from authsvc.web.forms import PageForm, email_field
 
 
 class LoginForm(PageForm):
-    email = EmailField(
-        "E-mail address",
-        validators=[
-            DataRequired(),
-            Length(max=320),
-            # No address has them, and PostgreSQL refuses NUL in a query parameter.
-            Regexp(r"[^\x00-\x1f\x7f]*\Z", message="The e-mail address contains control characters."),
-        ],
-    )
+    email = email_field()
     password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
     # "continue" is a Python keyword; the field keeps the query parameter's name on the wire.
     next = HiddenField(name="continue")

@@ -83,16 +83,7 @@ def purge_batch(after: int, before: int, limit: int) -> tuple[int, int, int]:
     skipped (PostgreSQL), so a purge never waits on live traffic. The caller
     commits, once per batch: no lock outlives its batch.
     """
-    doomed = (
-        select(Token.id)
-        .where(Token.purgeable_at >= after, Token.purgeable_at < before)
-        .order_by(Token.purgeable_at)
-        .limit(limit)
-        .with_for_update(skip_locked=True)
-    )
-    rows = db.session.execute(
-        delete(Token).where(among(Token.id, doomed)).returning(Token.purgeable_at, Token.revoked_at)
-    ).all()
+    rows = _delete_batch(Token.id, Token.purgeable_at, after, before, limit, Token.revoked_at)
     revoked = sum(1 for row in rows if row.revoked_at is not None)
     return len(rows) - revoked, revoked, max((row.purgeable_at for row in rows), default=after)
 
@@ -105,14 +96,22 @@ def purge_spent_codes(after: int, before: int, limit: int) -> tuple[int, int]:
     ``after``: one statement through the index on ``expires_at``, as
     ``purge_batch``. The caller commits, once per batch.
     """
+    rows = _delete_batch(SpentCode.digest, SpentCode.expires_at, after, before, limit)
+    return len(rows), max((row.expires_at for row in rows), default=after)
+
+
+def _delete_batch(key: Any, moment: Any, after: int, before: int, limit: int, *also: Any) -> list[Any]:
+    """Delete up to ``limit`` rows whose ``moment`` is from ``after`` to before ``before``, earliest first.
+
+    One statement, found through ``moment``'s index and deleted by ``key``; rows another
+    transaction holds locked are skipped. Returns each deleted row's ``moment`` and ``also``.
+    """
     doomed = (
-        select(SpentCode.digest)
-        .where(SpentCode.expires_at >= after, SpentCode.expires_at < before)
-        .order_by(SpentCode.expires_at)
+        select(key)
+        .where(moment >= after, moment < before)
+        .order_by(moment)
         .limit(limit)
         .with_for_update(skip_locked=True)
     )
-    rows = db.session.execute(
-        delete(SpentCode).where(among(SpentCode.digest, doomed)).returning(SpentCode.expires_at)
-    ).all()
-    return len(rows), max((row.expires_at for row in rows), default=after)
+    table = key.class_
+    return list(db.session.execute(delete(table).where(among(key, doomed)).returning(moment, *also)).all())

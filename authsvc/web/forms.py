@@ -6,6 +6,8 @@ from typing import Any
 
 from flask import request
 from flask_wtf import FlaskForm
+from wtforms import EmailField
+from wtforms.validators import DataRequired, Length, Regexp
 
 
 class PageForm(FlaskForm):
@@ -20,3 +22,16 @@ class PageForm(FlaskForm):
             if request.is_json and formdata is not None and not hasattr(formdata, "getlist"):
                 formdata = request.form if form.is_submitted() else None
             return super().wrap_formdata(form, formdata)  # type: ignore[misc]  # Flask-WTF is untyped
+
+
+def email_field() -> EmailField:
+    """The e-mail address a person types to name their account (the account's rule is validation.account_name)."""
+    return EmailField(
+        "E-mail address",
+        validators=[
+            DataRequired(),
+            Length(max=320),
+            # No address has them, and PostgreSQL refuses NUL in a query parameter.
+            Regexp(r"[^\x00-\x1f\x7f]*\Z", message="The e-mail address contains control characters."),
+        ],
+    )
