@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, request
 
+from authsvc.auth import lockouts
 from authsvc.auth.sessions import SESSION_COOKIE
 from authsvc.core import security
 from authsvc.core.tenancy import current_domain
@@ -13,11 +14,11 @@ bp = Blueprint("account", __name__, url_prefix="/auth")
 
 def mail_recipient() -> str:
     """Whom a request for a link would mail, for its rate limit (authsvc.app.limits): the address asked for,
-    else the session asking; a digest, which keeps addresses out of Redis."""
+    else the session asking; an address is keyed as the lockouts key its account (one digest, no address in Redis)."""
     try:
         email = request.form.get("email", "")
     except Exception:  # noqa: BLE001 - malformed input is the view's to refuse
         email = ""
     if email.strip():
-        return security.digest(f"{current_domain().id} {email.strip().lower()}")
+        return lockouts.account_key(current_domain().id, email)
     return security.digest(request.cookies.get(SESSION_COOKIE, ""))
