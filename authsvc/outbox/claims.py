@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, or_, select, update
 
 from authsvc.core import audit, clock
-from authsvc.core.database import db, rows_affected
+from authsvc.core.database import among, db, rows_affected
 from authsvc.outbox.models import OutboxItem
 
 # Retries wait at most this long between attempts, however many failed.
@@ -57,7 +57,7 @@ def claim(sender: str, kinds: Collection[str], lease_seconds: int, most: int = 2
         waiting = waiting.with_for_update(skip_locked=True)
     db.session.execute(
         update(OutboxItem)
-        .where(OutboxItem.id.in_(waiting.scalar_subquery()))
+        .where(among(OutboxItem.id, waiting))
         .values(claimed_by=name, claimed_until=moment + lease_seconds * 1000)
         .execution_options(synchronize_session=False)
     )
