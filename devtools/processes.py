@@ -27,10 +27,23 @@ class ServiceError(RuntimeError):
     """A server could not be had; the message says why and what to do."""
 
 
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback port nothing listens on, and none this process handed out before.
+
+    Callers pick several ports before any server binds one (the benchmark starts a dozen): the
+    kernel may give a port it just gave again, once its probe socket is closed, so two servers
+    would be told the same port and one would fail to bind.
+    """
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 def tool(name: str) -> str:
