@@ -107,10 +107,15 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Each worker sends what the outbox holds (authsvc.outbox.sender), off its requests' threads."""
-    from authsvc.outbox.sender import Sender
+    """Each worker sends what the outbox holds (authsvc.outbox.sender), off its requests' threads.
 
-    Sender(worker.wsgi).start()
+    The benchmark serves its floors (a bare Flask route, Authlib's twin) with these settings too:
+    an app without the outbox has nothing to send.
+    """
+    from authsvc.outbox.sender import EXTENSION, Sender
+
+    if EXTENSION in getattr(worker.wsgi, "extensions", {}):
+        Sender(worker.wsgi).start()
 
 
 def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker
