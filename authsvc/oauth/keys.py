@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 from flask import current_app
 from joserfc.errors import JoseError
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
     PrivateKey = RSAKey | ECKey
 
-ALGORITHMS = ("RS256", "ES256")
-DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
+Algorithm = Literal["RS256", "ES256"]
+ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
+DEFAULT_ALGORITHM: Algorithm = "RS256"  # OpenID Connect Core 15.1: every provider supports it
 # The typ of our ID tokens (RFC 7519 5.1): what tells them from the other JWTs signed with the same keys.
 ID_TOKEN_TYPE = "JWT"
 EXTENSION = "authsvc.signing_keys"
