@@ -6,7 +6,7 @@ audit record of every change, are decided there.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from authlib.oauth2 import OAuth2Error
@@ -114,7 +114,7 @@ def _domain_arg() -> int | None:
     return domain_id
 
 
-def _created(data: dict[str, Any]) -> Response:
+def _created(data: Mapping[str, Any]) -> Response:
     response = jsonify(data)
     response.status_code = 201
     return response

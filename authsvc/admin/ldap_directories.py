@@ -100,7 +100,13 @@ def delete_ldap_directory(actor: Actor, directory: LdapDirectory) -> None:
     db.session.commit()
 
 
-def check_ldap_directory(actor: Actor, directory: LdapDirectory) -> dict[str, Any]:
+class DirectoryTest(ldap_client.ConnectionTest):
+    """A directory's test as the admin API answers it (authsvc.admin.schemas.ldap.LdapDirectoryTest)."""
+
+    id: str
+
+
+def check_ldap_directory(actor: Actor, directory: LdapDirectory) -> DirectoryTest:
     """The service bind and a search of the base DN, now: ``{"ok": true}`` or ``{"ok": false, "error"}``."""
     require_change(actor, directory.domain_id)
-    return {"id": directory.id, **ldap_client.test_connection(directory)}
+    return DirectoryTest(id=directory.id, **ldap_client.test_connection(directory))

@@ -15,13 +15,13 @@ from authsvc.core.models import Domain
 from authsvc.oauth import keys
 
 
-def signing_keys(actor: Actor, domain: Domain) -> list[dict[str, Any]]:
+def signing_keys(actor: Actor, domain: Domain) -> list[keys.KeyState]:
     """The domain's keys, newest first: ``kid``, ``alg``, ``state`` (current, previous, expired)."""
     # Reading was checked when the domain was looked up (admin.get).
     return keys.key_states(domain)
 
 
-def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
+def rotate_signing_key(actor: Actor, domain: Domain, data: Any) -> keys.KeyState:
     """A new current key of ``alg`` (default RS256); the old one stays published until its tokens expire."""
     from authsvc.admin.schemas.signing_keys import SigningKeyRotation
 

@@ -1,8 +1,11 @@
 """Every surface's blueprint, registered on the app.
 
-Blueprint names are mostly their package's (``authsvc.auth`` registers "auth", ``authsvc.sso``
-"sso", ``authsvc.api`` "api"), not always (the console, the MFA pages, the device page have
-their own); docs/development.md has the table of packages, blueprints and URL prefixes.
+A package's main blueprint has the package's name ("auth", "account", "oauth", "sso", "api",
+"scim", "openapi"), so an endpoint's name says which package answers it. The others are named for
+what they serve: "admin_api" and "console" (``authsvc.admin``), "mfa" and "mfa_settings"
+(``authsvc.auth.mfa``), "end_session", "device" and "well_known" (``authsvc.oauth``), "saml" and
+"resource_tokens" (``authsvc.sso``), "health" (``authsvc.web``) and "front_door" (``authsvc.app``).
+docs/development.md has the table of packages, blueprints and URL prefixes.
 """
 
 from __future__ import annotations

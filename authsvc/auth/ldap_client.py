@@ -23,7 +23,7 @@ import ssl
 import threading
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
 from urllib.parse import urlsplit
 
 from authsvc.core import deadline, security
@@ -324,7 +324,14 @@ def password_matches(directory: LdapDirectory, dn: str, password: str) -> bool:
     raise DirectoryUnavailable(directory, f"bind failed: {result.get('description')}")
 
 
-def test_connection(directory: LdapDirectory) -> dict:
+class ConnectionTest(TypedDict):
+    """What ``test_connection`` found: ``ok``, or what failed (``error``)."""
+
+    ok: bool
+    error: NotRequired[str]
+
+
+def test_connection(directory: LdapDirectory) -> ConnectionTest:
     """The service bind and a base search of ``base_dn``: ``{"ok": true}`` or ``{"ok": false, "error"}``.
 
     The error says what failed (no secrets: the bind password is never in it).

@@ -7,7 +7,7 @@ command-line actor: the admin rules apply and every change is audited as ``cli``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -20,7 +20,7 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 
 
-def emit(data: dict[str, Any]) -> None:
+def emit(data: Mapping[str, Any]) -> None:
     click.echo(json.dumps(data))
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-from typing import Any
+from typing import Any, TypedDict
 
 from flask import has_request_context, request
 from sqlalchemy import event, insert
@@ -102,7 +102,21 @@ def record(
     return entry
 
 
-def record_in_transaction(values: dict[str, Any]) -> int:
+class AuditValues(TypedDict):
+    """An audit record's columns as ``record_values`` makes them, for a statement of its caller's own
+    (authsvc.tokens.rows) and for publishing the row it inserted (``AuditRecord.json_of``)."""
+
+    at: int
+    domain_id: int | None
+    event: str
+    actor: str
+    target: str | None
+    ip: str | None
+    # The event's own facts (each event has its own), scrubbed of secrets.
+    details: dict[str, Any]
+
+
+def record_in_transaction(values: AuditValues) -> int:
     """``record(..., commit=False)`` as one Core INSERT on the session's connection; the record's id.
 
     ``values``: the record's columns, from ``record_values``. For the token
@@ -123,7 +137,7 @@ def record_values(
     actor: str,
     target: str | None = None,
     details: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+) -> AuditValues:
     """A record's columns, for record_in_transaction or a statement of the caller's own."""
     return {
         "at": now(),
@@ -136,12 +150,12 @@ def record_values(
     }
 
 
-def note_inserted(ident: int, values: dict[str, Any]) -> None:
+def note_inserted(ident: int, values: AuditValues) -> None:
     """Publish the record ``ident`` (``values``, inserted in the session's transaction) once that commits."""
     db.session().info.setdefault(_PENDING, []).append(json.dumps(AuditRecord.json_of(ident, **values)))
 
 
-def note_committed(ident: int, values: dict[str, Any]) -> None:
+def note_committed(ident: int, values: AuditValues) -> None:
     """Publish the record ``ident`` (``values``), committed already by a statement in autocommit."""
     PUBLISHER.put((store.client(), json.dumps(AuditRecord.json_of(ident, **values))))
 

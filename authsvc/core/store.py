@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from typing import Any, cast
 
 import redis
@@ -221,8 +222,19 @@ def user_sids(user_id: int) -> list[str]:
     return sorted(cast("set[str]", client().smembers(_user_sids_key(user_id))))
 
 
-def take_relying_parties(sid: str) -> dict[str, Any] | None:
-    """The session's record (``sid``, ``user``, ``domain``, ``iss``, ``applications``), taken: one caller gets it."""
+@dataclass(frozen=True)
+class RelyingParties:
+    """An ended session's record: the applications that received an ID token in it (back-channel logout)."""
+
+    sid: str
+    user: int
+    domain: int
+    iss: str
+    applications: list[int]
+
+
+def take_relying_parties(sid: str) -> RelyingParties | None:
+    """The session ``sid``'s record, taken: one caller gets it."""
     key = _relying_parties_key(sid)
     pipe = client().pipeline()  # MULTI: read and delete together
     pipe.hgetall(key)
@@ -231,10 +243,10 @@ def take_relying_parties(sid: str) -> dict[str, Any] | None:
     if not raw:
         return None
     client().srem(_user_sids_key(int(raw["user"])), sid)
-    return {
-        "sid": raw["sid"],
-        "user": int(raw["user"]),
-        "domain": int(raw["domain"]),
-        "iss": raw["iss"],
-        "applications": sorted(int(name[4:]) for name in raw if name.startswith("app:")),
-    }
+    return RelyingParties(
+        sid=raw["sid"],
+        user=int(raw["user"]),
+        domain=int(raw["domain"]),
+        iss=raw["iss"],
+        applications=sorted(int(name[4:]) for name in raw if name.startswith("app:")),
+    )

@@ -26,7 +26,7 @@ from __future__ import annotations
 import logging
 import secrets
 import time
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import redis
@@ -66,17 +66,17 @@ def remember(sid: str | None, user_id: int, domain: Domain, issuer: str, applica
         log.warning("application %s was not noted for back-channel logout (Redis)", application.client_id)
 
 
-def logout_token(application: Application, session: dict[str, Any]) -> str:
+def logout_token(application: Application, session: store.RelyingParties) -> str:
     """The Logout Token (Back-Channel Logout 2.4), signed as the application's ID tokens are."""
     at = clock.now()
     claims = {
-        "iss": session["iss"],
-        "sub": str(session["user"]),
+        "iss": session.iss,
+        "sub": str(session.user),
         "aud": application.client_id,
         "iat": at,
         "exp": at + TOKEN_TTL,
         "jti": secrets.token_urlsafe(24),
-        "sid": session["sid"],
+        "sid": session.sid,
         "events": {EVENT: {}},
     }
     alg = application.id_token_signed_response_alg or keys.DEFAULT_ALGORITHM
@@ -120,8 +120,8 @@ def deliver(sid: str) -> None:
         return
     applications = db.session.scalars(
         select(Application).where(
-            Application.id.in_(session["applications"]),
-            Application.domain_id == session["domain"],
+            Application.id.in_(session.applications),
+            Application.domain_id == session.domain,
             Application.backchannel_logout_uri.is_not(None),
         )
     ).all()
@@ -132,7 +132,7 @@ def deliver(sid: str) -> None:
             # Only applications with a URI were read.
             destination(cast(str, application.backchannel_logout_uri)),
             (app, session, application.id),
-            str(session["domain"]),
+            str(session.domain),
         )
 
 
@@ -146,7 +146,7 @@ def destination(url: str) -> str:
     return f"{(parts.hostname or '').lower()}:{port or (80 if parts.scheme == 'http' else 443)}"
 
 
-def send(session: dict[str, Any], application_id: int) -> None:
+def send(session: store.RelyingParties, application_id: int) -> None:
     """POST the Logout Token of ``session`` to the application's URI; log and audit a failure."""
     from authsvc.core import outbound  # imports requests: see the note at the top
 
@@ -185,7 +185,7 @@ def _deliver_in(item: tuple[Flask, str]) -> None:
             db.session.remove()
 
 
-def _send_in(item: tuple[Flask, dict[str, Any], int]) -> None:
+def _send_in(item: tuple[Flask, store.RelyingParties, int]) -> None:
     app, session, application_id = item
     with app.app_context():
         try:
@@ -212,7 +212,7 @@ DISPATCHER: BackgroundQueue[tuple[Flask, str]] = BackgroundQueue(
 )
 
 # Four threads per process POST the logouts, at most one on a destination at a time.
-SENDER: KeyedQueue[tuple[Flask, dict[str, Any], int]] = KeyedQueue(
+SENDER: KeyedQueue[tuple[Flask, store.RelyingParties, int]] = KeyedQueue(
     "authsvc-backchannel-send",
     _send_in,
     threads=4,

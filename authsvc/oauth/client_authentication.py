@@ -1,10 +1,11 @@
-"""How an application authenticates at the token endpoint: the method and the keys that go with it.
+"""Which client authentication an application may have: the method and the keys that go with it.
 
 The policy the CLI, the admin API and dynamic registration share (RFC 7591
 names): which ``token_endpoint_auth_method`` values exist, which public keys a
 private_key_jwt client (RFC 7523) may register, and which algorithms its
 assertions may use. Every function returns the value to store or raises
-``validation.Invalid``.
+``validation.Invalid``. Nothing here runs at a token request: authenticating
+a request's client is authsvc.oauth.clients' (and private_key_jwt's).
 """
 
 from __future__ import annotations

@@ -1,4 +1,11 @@
-"""Applications as OAuth clients: how they authenticate, finding them in the request's domain, their lifetimes."""
+"""Applications as OAuth clients at a request: authenticating them, finding them in its domain, their lifetimes.
+
+Authenticating: the methods the server registers (HTTP Basic refusing what it cannot parse;
+private_key_jwt, loaded from authsvc.oauth.private_key_jwt at the first assertion), the methods a
+request carries credentials for (the server allows one a request) and its outcome, noted for the
+limiter. Which method and keys an application may have is authsvc.oauth.client_authentication's;
+a private_key_jwt client's keys are authsvc.oauth.client_assertion_keys'.
+"""
 
 from __future__ import annotations
 

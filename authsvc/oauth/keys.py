@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, cast, get_args
 
 from flask import current_app
 from joserfc.errors import JoseError
@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
     PrivateKey = RSAKey | ECKey
 
-ALGORITHMS = ("RS256", "ES256")
-DEFAULT_ALGORITHM = "RS256"  # OpenID Connect Core 15.1: every provider supports it
+Algorithm = Literal["RS256", "ES256"]
+ALGORITHMS: tuple[Algorithm, ...] = get_args(Algorithm)
+DEFAULT_ALGORITHM: Algorithm = "RS256"  # OpenID Connect Core 15.1: every provider supports it
 # The typ of our ID tokens (RFC 7519 5.1): what tells them from the other JWTs signed with the same keys.
 ID_TOKEN_TYPE = "JWT"
 EXTENSION = "authsvc.signing_keys"
@@ -215,18 +216,24 @@ def rotate(domain: Domain, alg: str, actor: str) -> SigningKey:
     return row
 
 
-def key_states(domain: Domain) -> list[dict[str, Any]]:
+class KeyState(TypedDict):
+    """A key as the admin API and the command line show it (authsvc.admin.schemas.signing_keys.SigningKey)."""
+
+    kid: str
+    alg: str
+    state: str
+    created_at: int
+    retire_after: int | None
+
+
+def key_states(domain: Domain) -> list[KeyState]:
     """Every key of the domain with its state (current, previous, expired), newest first."""
     at = now()
     return [key_state(row, at) for row in SigningKey.of_domain(domain.id)]
 
 
-def key_state(row: SigningKey, at: int) -> dict[str, Any]:
+def key_state(row: SigningKey, at: int) -> KeyState:
     """A key as the admin API shows it: never its private part."""
-    return {
-        "kid": row.kid,
-        "alg": row.alg,
-        "state": row.state(at),
-        "created_at": row.created_at,
-        "retire_after": row.retire_after,
-    }
+    return KeyState(
+        kid=row.kid, alg=row.alg, state=row.state(at), created_at=row.created_at, retire_after=row.retire_after
+    )

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 from urllib.parse import urlencode, urlsplit
 
 from sqlalchemy import select
@@ -267,7 +267,18 @@ def missing_scopes(provider: SsoProvider, granted: str) -> list[str]:
     return [s for s in provider.required_scopes.split() if s.lower() not in have]
 
 
-def check(provider: SsoProvider) -> dict[str, Any]:
+class ScopeCheck(TypedDict):
+    """``check``'s answer (``sso check`` and the admin API's ``missing_scopes``): None before any sign-in."""
+
+    id: str
+    required: list[str]
+    granted: list[str] | None
+    missing: list[str] | None
+    note: NotRequired[str]  # before any sign-in
+    checked_at: NotRequired[int]  # the latest sign-in's time
+
+
+def check(provider: SsoProvider) -> ScopeCheck:
     """What the latest sign-in through ``provider`` was granted, against what is required."""
     latest = db.session.scalar(
         select(ExternalIdentity)

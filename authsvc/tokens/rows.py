@@ -63,6 +63,13 @@ class SpentCodeRow(TypedDict):
     spent_until: int
 
 
+class Claim(TypedDict):
+    """A refresh token's claim: the row ``claim_id``, refreshed at ``claimed_at`` (its successor's issued_at)."""
+
+    claim_id: int
+    claimed_at: int
+
+
 TOKEN_COLUMNS = tuple(TokenRow.__annotations__)
 _RECORD_COLUMNS = ("at", "domain_id", "event", "actor", "ip", "details")
 TARGET_PREFIX = "token:"
@@ -122,7 +129,7 @@ CLAIM_AND_INSERT = _with_record(
 
 
 def one_statement(
-    row: TokenRow, record: dict[str, Any], spent_code: SpentCodeRow | None, claimed: dict[str, Any] | None
+    row: TokenRow, record: audit.AuditValues, spent_code: SpentCodeRow | None, claimed: Claim | None
 ) -> tuple[Insert, dict[str, Any]]:
     """PostgreSQL's one statement for a grant's writes, and its parameters: the token ``row``, its audit
     ``record``'s values, and the spent code's or the claim's when there is one."""
@@ -155,16 +162,17 @@ def insert_token_and_record(
     """
     session = db.session()
     values = audit.record_values(event, domain_id=domain_id, actor=actor, details=details)
-    claimed = {"claim_id": claim, "claimed_at": row["issued_at"]}
+    claimed = Claim(claim_id=claim, claimed_at=row["issued_at"]) if claim is not None else None
     if session.get_bind().dialect.name != "postgresql":
         connection = session.connection()
-        if claim is not None and connection.execute(CLAIM_REFRESH, claimed).rowcount != 1:
+        if claimed is not None and connection.execute(CLAIM_REFRESH, claimed).rowcount != 1:
             session.rollback()
             return False
         if spent_code is not None:
             connection.execute(SPEND_CODE, spent_code)
         token_id = connection.execute(INSERT_TOKEN, row).inserted_primary_key[0]  # type: ignore[index]  # one row
-        audit.record_in_transaction({**values, "target": f"{TARGET_PREFIX}{token_id}"})
+        values["target"] = f"{TARGET_PREFIX}{token_id}"
+        audit.record_in_transaction(values)
         return True
     # Nothing of the request in a transaction (its rows came from the readers) and nothing of it waiting to be
     # flushed: the one statement is a transaction of its own, without BEGIN and COMMIT, and its record is
@@ -175,7 +183,7 @@ def insert_token_and_record(
         connection, autocommit = session.connection(execution_options={"isolation_level": "AUTOCOMMIT"}), True
     else:
         connection, autocommit = session.connection(), connected == AUTOCOMMIT
-    statement, parameters = one_statement(row, values, spent_code, claimed if claim is not None else None)
+    statement, parameters = one_statement(row, values, spent_code, claimed)
     inserted = connection.execute(statement, parameters).one_or_none()
     if inserted is None:  # the claim lost
         # Also in autocommit: the session lets the connection go, so what the caller writes next (a reuse's

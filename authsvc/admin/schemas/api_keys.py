@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Choice, DomainId, DomainScopes, Name, Text, Whole
+from authsvc.admin.schemas.types import DOMAIN_SCOPES, TRIMMED, DomainId, Name, Omissible, Text, Whole
 from authsvc.core import validation
-from authsvc.core.models import API_KEY_PERMISSIONS
+from authsvc.core.models import ApiKeyPermission
 
-Permission = Choice(*API_KEY_PERMISSIONS)
-ExpiresAt = Whole(
-    0,
-    validation.MAX_INTEGER,
-    f"must be at most {validation.MAX_INTEGER} (seconds since the epoch), and not negative",
-    description="Seconds since the epoch (in the future, on create); null: never.",
-)
+Permission = Annotated[ApiKeyPermission, TRIMMED]
+ExpiresAt = Annotated[
+    int,
+    Whole(
+        0,
+        validation.MAX_INTEGER,
+        f"must be at most {validation.MAX_INTEGER} (seconds since the epoch), and not negative",
+    ),
+    Field(description="Seconds since the epoch (in the future, on create); null: never."),
+]
 SCOPES_DESCRIPTION = (
     "Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
     "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning, a domain admin's key only); "
@@ -30,18 +35,20 @@ PERMISSION_DESCRIPTION = (
 class ApiKeyChange(Schema):
     """Only the fields given change."""
 
-    name: Name() = None
-    scopes: DomainScopes(min_length=1, description=SCOPES_DESCRIPTION) = None
-    permission: Permission = Field(default=None, description=PERMISSION_DESCRIPTION)
+    name: Omissible[Name] = None
+    scopes: Omissible[
+        Annotated[str, Text(2000, min_length=1), DOMAIN_SCOPES, Field(description=SCOPES_DESCRIPTION)]
+    ] = None
+    permission: Omissible[Permission] = Field(default=None, description=PERMISSION_DESCRIPTION)
     expires_at: ExpiresAt | None = None
 
 
 class ApiKeyCreate(ApiKeyChange):
     """A new API key of a user; its value is in the answer, once."""
 
-    domain: DomainId = None
-    user: Text(320, min_length=1, description="The user's e-mail or id.")
-    name: Name()
+    domain: Omissible[DomainId] = None
+    user: Annotated[str, Text(320, min_length=1), Field(description="The user's e-mail or id.")]
+    name: Name
 
 
 # Answers

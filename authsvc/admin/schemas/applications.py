@@ -2,86 +2,107 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any
 
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Choice, DomainId, DomainScopes, Lifetime, Name, Strings, Text
-from authsvc.core import validation
-from authsvc.core.models import ACCESS_TOKEN_FORMATS
-from authsvc.oauth.keys import ALGORITHMS as ID_TOKEN_ALGORITHMS
-
-RedirectUris = Strings(
-    validation.redirect_uri,
-    description="Absolute URIs without a fragment, compared exactly; plain http only for loopback hosts. Not "
-    "empty, unless the application has a service account (client credentials redirect nowhere).",
+from authsvc.admin.schemas.types import (
+    DOMAIN_SCOPES,
+    TRIMMED,
+    DomainId,
+    Each,
+    Lifetime,
+    Name,
+    Omissible,
+    StringList,
+    Text,
 )
+from authsvc.core import validation
+from authsvc.core.models import AccessTokenFormat
+from authsvc.oauth.keys import Algorithm as IdTokenAlgorithm
+
+RedirectUris = Annotated[
+    StringList,
+    Each(validation.redirect_uri),
+    Field(
+        description="Absolute URIs without a fragment, compared exactly; plain http only for loopback hosts. Not "
+        "empty, unless the application has a service account (client credentials redirect nowhere).",
+    ),
+]
+Scopes = Annotated[
+    str,
+    Text(2000),
+    DOMAIN_SCOPES,
+    Field(
+        description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
+        "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning with client credentials for a "
+        "bound domain admin account); default `public`."
+    ),
+]
+ServiceAccount = Annotated[
+    str, Text(20), Field(description="The id of a service account of the domain; a confidential application only.")
+]
 
 
 class ApplicationChange(Schema):
     """Only the fields given change; `confidential` and `client_id` cannot be changed. `jwks` / `jwks_uri` change
     only on a private_key_jwt application (key rotation)."""
 
-    name: Name() = None
-    redirect_uris: RedirectUris = None
-    scopes: DomainScopes(
-        description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
-        "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning with client credentials for a "
-        "bound domain admin account); default `public`."
-    ) = None
-    consent: bool = Field(default=None, description="Ask the user to approve the scopes (default false).")
-    require_pkce: bool = None
-    allow_plain_pkce: bool = None
-    device: bool = Field(default=None, description="May use the device authorisation grant (RFC 8628).")
-    introspect: bool = Field(
+    name: Omissible[Name] = None
+    redirect_uris: Omissible[RedirectUris] = None
+    scopes: Omissible[Scopes] = None
+    consent: Omissible[bool] = Field(default=None, description="Ask the user to approve the scopes (default false).")
+    require_pkce: Omissible[bool] = None
+    allow_plain_pkce: Omissible[bool] = None
+    device: Omissible[bool] = Field(default=None, description="May use the device authorisation grant (RFC 8628).")
+    introspect: Omissible[bool] = Field(
         default=None,
         description="A resource server: may introspect other applications' tokens (RFC 7662). A confidential "
         "application an admin created only, never a dynamically registered client. Default false.",
     )
-    dpop_bound_access_tokens: bool = Field(
+    dpop_bound_access_tokens: Omissible[bool] = Field(
         default=None,
         description="Require DPoP (RFC 9449) for every token request: its tokens are all bound to the proof's key. "
         "Default false.",
     )
-    require_pushed_authorization_requests: bool = Field(
+    require_pushed_authorization_requests: Omissible[bool] = Field(
         default=None,
         description="Its authorisation requests must be pushed first (PAR, RFC 9126): /auth/oauth/authorize "
         "takes only a request_uri from /auth/oauth/par. Default false.",
     )
     access_token_ttl: Lifetime | None = None
     refresh_token_ttl: Lifetime | None = None
-    access_token_format: Choice(*ACCESS_TOKEN_FORMATS) = Field(
+    access_token_format: Omissible[Annotated[AccessTokenFormat, TRIMMED]] = Field(
         default=None,
         description="`opaque` (default): random strings; `jwt`: JWT access tokens (RFC 9068) signed with the "
         "domain's key (its JWKS). Either kind is revocable: the service keeps its digest.",
     )
-    resources: Strings(validation.resource_indicator) | None = Field(
+    resources: Annotated[StringList, Each(validation.resource_indicator)] | None = Field(
         default=None,
         description="The resources (RFC 8707 `resource`) its tokens may be for: absolute URIs without a fragment. "
         "A token asked for some has them as its audience; null or [] for none.",
     )
-    service_account: (
-        Text(20, description="The id of a service account of the domain; a confidential application only.") | None
-    ) = Field(default=None, description="null unbinds.")
-    id_token_signed_response_alg: Choice(*ID_TOKEN_ALGORITHMS) | None = Field(
+    service_account: ServiceAccount | None = Field(default=None, description="null unbinds.")
+    id_token_signed_response_alg: Annotated[IdTokenAlgorithm, TRIMMED] | None = Field(
         default=None, description="How its ID tokens are signed (OpenID Connect); null for the default, RS256."
     )
-    post_logout_redirect_uris: Strings(validation.redirect_uri) | None = Field(
+    post_logout_redirect_uris: Annotated[StringList, Each(validation.redirect_uri)] | None = Field(
         default=None,
         description="Absolute URIs without a fragment, by the rules of redirect_uris; null or [] for none.",
     )
-    backchannel_logout_uri: Text(2000, rule=validation.backchannel_logout_uri) | None = Field(
+    backchannel_logout_uri: Annotated[str, Text(2000, rule=validation.backchannel_logout_uri)] | None = Field(
         default=None,
         description="An absolute https URL without a fragment (plain http only for loopback hosts); null for none.",
     )
-    jwks: dict[str, Any] = Field(
+    # A JWKS as the client gives it: the keys are checked after (authsvc.oauth.client_authentication).
+    jwks: Omissible[dict[str, Any]] = Field(
         default=None,
         description="The application's public signing keys (a JWKS: RSA of 2048 to 8192 bits or EC keys, no private "
         "members, at most 10), for private_key_jwt (RFC 7523). Makes it a confidential application without a secret.",
     )
-    jwks_uri: Text(2000) = Field(
+    jwks_uri: Omissible[Annotated[str, Text(2000)]] = Field(
         default=None,
         description="Where the service fetches the application's JWKS (https, public address unless "
         "AUTHSVC_CLIENT_JWKS_ALLOW_PRIVATE_NETWORKS), for private_key_jwt. Exclusive with `jwks`.",
@@ -91,9 +112,9 @@ class ApplicationChange(Schema):
 class ApplicationCreate(ApplicationChange):
     """A new application of the domain. `redirect_uris` is required unless `service_account` is given."""
 
-    name: Name()
-    domain: DomainId = None
-    confidential: bool = Field(
+    name: Name
+    domain: Omissible[DomainId] = None
+    confidential: Omissible[bool] = Field(
         default=None, description="Give it a client secret (shown once, in the answer). Default false."
     )
 
@@ -135,16 +156,14 @@ class Application(Answer):
     )
     access_token_ttl: int | None = Field(description="Seconds; null for the default.")
     refresh_token_ttl: int | None = Field(description="Seconds; null for the default.")
-    access_token_format: Literal[*ACCESS_TOKEN_FORMATS] = Field(
-        default="opaque", description="`opaque` or `jwt` (RFC 9068)."
-    )
+    access_token_format: AccessTokenFormat = Field(default="opaque", description="`opaque` or `jwt` (RFC 9068).")
     resources: list[str] = Field(
         default_factory=list, description="The resources (RFC 8707) its tokens may be for; the token's audience."
     )
     service_account: str | None = Field(
         description="The id of the service account its client_credentials tokens act as; null when unbound."
     )
-    id_token_signed_response_alg: Literal[*ID_TOKEN_ALGORITHMS] | None = Field(
+    id_token_signed_response_alg: IdTokenAlgorithm | None = Field(
         description="How its ID tokens are signed; null is RS256."
     )
     post_logout_redirect_uris: list[str] = Field(
@@ -170,7 +189,9 @@ class Application(Answer):
 
 
 class CreatedApplication(Application):
-    client_secret: str = Field(default=None, description="A confidential application's client secret, shown this once.")
+    client_secret: Omissible[str] = Field(
+        default=None, description="A confidential application's client secret, shown this once."
+    )
 
 
 class ApplicationList(Page):

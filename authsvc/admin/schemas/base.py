@@ -44,7 +44,11 @@ class Schema(BaseModel):
         return {name: value for name, value in data.items() if value is not None or name in nullable}
 
     def given(self) -> dict[str, Any]:
-        """The fields the body gave, with their values (None: reset to the default)."""
+        """The fields the body gave, with their values (None: reset to the default).
+
+        A change by field name, as the service functions apply it to the record (``save_change``);
+        what each field holds is the schema's to say, read from the model where a rule needs it.
+        """
         return self.model_dump(exclude_unset=True)
 
 

@@ -2,36 +2,43 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.choices import POLICIES, MfaRequirement, SecurityProfile
-from authsvc.admin.schemas.types import Choice, Lifetime, Name, Text
+from authsvc.admin.schemas.choices import MfaRequirement, SecurityProfile
+from authsvc.admin.schemas.types import TRIMMED, Lifetime, Name, Omissible, Text
 from authsvc.core import validation
-from authsvc.core.models import PROFILES
 
-Host = Text(253, min_length=1, rule=validation.host, description="A host name or IP address.")
-Scopes = Text(
-    2000, rule=validation.scopes, description="Space-separated scopes; default `public mqtt.read mqtt.write`."
-)
+Host = Annotated[str, Text(253, min_length=1, rule=validation.host), Field(description="A host name or IP address.")]
+Scopes = Annotated[
+    str,
+    Text(2000, rule=validation.scopes),
+    Field(description="Space-separated scopes; default `public mqtt.read mqtt.write`."),
+]
+# A change's scopes: not empty.
+SomeScopes = Annotated[
+    str, Text(2000, min_length=1, rule=validation.scopes), Field(description="Space-separated scopes.")
+]
 PROFILE_DESCRIPTION = (
     "The security profile of every application of the domain: `standard`, or `fapi2`, the FAPI 2.0 Security "
     "Profile (docs/fapi.md: confidential private_key_jwt clients, PKCE S256, pushed and DPoP-bound requests, "
     "60-second codes, no password or device grant, credentials in headers only)."
 )
-Profile = Choice(*PROFILES, description=PROFILE_DESCRIPTION)
+Profile = Annotated[SecurityProfile, TRIMMED, Field(description=PROFILE_DESCRIPTION)]
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
 class DomainCreate(Schema):
     """A new domain (tenant), found by the requests' Host."""
 
-    name: Name()
+    name: Name
     host: Host
     scopes: Scopes | None = None
     session_ttl: Lifetime | None = SessionTtl
-    profile: Profile = None
+    profile: Omissible[Profile] = None
 
 
 class DomainChange(Schema):
@@ -39,23 +46,23 @@ class DomainChange(Schema):
     domain's applications and live API keys use; `profile` `fapi2` needs every application to comply, and revokes
     the tokens the profile would not have issued (docs/fapi.md#switching-a-domain)."""
 
-    name: Name() = None
-    host: Host = None
-    scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.") = None
+    name: Omissible[Name] = None
+    host: Omissible[Host] = None
+    scopes: Omissible[SomeScopes] = None
     session_ttl: Lifetime | None = SessionTtl
-    profile: Profile = None
+    profile: Omissible[Profile] = None
 
 
 class DomainScopes(Schema):
     """Scopes to add to the domain's, or to remove from them."""
 
-    scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.")
+    scopes: SomeScopes
 
 
 class MfaPolicy(Schema):
     """Who of the domain must sign in with a second factor."""
 
-    require: Choice(*POLICIES)
+    require: Annotated[MfaRequirement, TRIMMED]
 
 
 # Answers

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, Name, Secret, Text
+from authsvc.admin.schemas.types import SECRET, DomainId, Name, Omissible, Text
 from authsvc.core import validation
 
 # An attribute description (RFC 4512): a name or an OID.
@@ -88,16 +88,18 @@ CA_PEM = (
 ALLOW_PRIVATE_NETWORK = "The directory may be on loopback or private addresses. Only a system admin may set it."
 ENABLED = "Switched off, the directory signs nobody in, and its users' sessions end at their next check."
 
-Url = Text(500, min_length=1, rule=directory_url, description=URL)
+Url = Annotated[str, Text(500, min_length=1, rule=directory_url), Field(description=URL)]
 StartTls = Annotated[bool, Field(description=STARTTLS)]
-BindDn = Text(500, min_length=1, rule=distinguished_name, description=BIND_DN)
-BindPassword = Secret(1000, min_length=1, description="Its password; stored encrypted, never shown.")
-BaseDn = Text(500, min_length=1, rule=distinguished_name, description=BASE_DN)
-UserFilter = Text(1000, rule=search_filter, description=USER_FILTER)
-GroupAttribute = Text(100, rule=attribute, description=GROUP_ATTRIBUTE)
+BindDn = Annotated[str, Text(500, min_length=1, rule=distinguished_name), Field(description=BIND_DN)]
+BindPassword = Annotated[
+    str, Text(1000, min_length=1), SECRET, Field(description="Its password; stored encrypted, never shown.")
+]
+BaseDn = Annotated[str, Text(500, min_length=1, rule=distinguished_name), Field(description=BASE_DN)]
+UserFilter = Annotated[str, Text(1000, rule=search_filter), Field(description=USER_FILTER)]
+GroupAttribute = Annotated[str, Text(100, rule=attribute), Field(description=GROUP_ATTRIBUTE)]
 # Optional settings a change may clear with null: their descriptions go on the field, beside the null.
-DisabledAttribute = Text(100, rule=attribute)
-CaPem = Text(50_000, rule=ca_certificates)
+DisabledAttribute = Annotated[str, Text(100, rule=attribute)]
+CaPem = Annotated[str, Text(50_000, rule=ca_certificates)]
 AllowPrivateNetwork = Annotated[bool, Field(description=ALLOW_PRIVATE_NETWORK)]
 Enabled = Annotated[bool, Field(description=ENABLED)]
 
@@ -105,37 +107,37 @@ Enabled = Annotated[bool, Field(description=ENABLED)]
 class LdapDirectoryCreate(Schema):
     """A directory the domain's users sign in with: the service binds as `bind_dn` and searches `base_dn` for them."""
 
-    domain: DomainId = None
-    name: Name()
+    domain: Omissible[DomainId] = None
+    name: Name
     url: Url
-    starttls: StartTls = None
+    starttls: Omissible[StartTls] = None
     bind_dn: BindDn
     bind_password: BindPassword
     base_dn: BaseDn
-    user_filter: UserFilter = None
-    group_attribute: GroupAttribute = None
-    disabled_attribute: DisabledAttribute = Field(default=None, description=DISABLED_ATTRIBUTE)
-    ca_pem: CaPem = Field(default=None, description=CA_PEM)
-    allow_private_network: AllowPrivateNetwork = None
-    enabled: Enabled = None
+    user_filter: Omissible[UserFilter] = None
+    group_attribute: Omissible[GroupAttribute] = None
+    disabled_attribute: Omissible[DisabledAttribute] = Field(default=None, description=DISABLED_ATTRIBUTE)
+    ca_pem: Omissible[CaPem] = Field(default=None, description=CA_PEM)
+    allow_private_network: Omissible[AllowPrivateNetwork] = None
+    enabled: Omissible[Enabled] = None
 
 
 class LdapDirectoryChange(Schema):
     """Only the fields given change."""
 
-    name: Name() = None
-    url: Url = None
-    starttls: StartTls = None
-    bind_dn: BindDn = None
-    bind_password: BindPassword = None
-    base_dn: BaseDn = None
-    user_filter: UserFilter = None
-    group_attribute: GroupAttribute = None
+    name: Omissible[Name] = None
+    url: Omissible[Url] = None
+    starttls: Omissible[StartTls] = None
+    bind_dn: Omissible[BindDn] = None
+    bind_password: Omissible[BindPassword] = None
+    base_dn: Omissible[BaseDn] = None
+    user_filter: Omissible[UserFilter] = None
+    group_attribute: Omissible[GroupAttribute] = None
     # An explicit null clears these optional settings.
     disabled_attribute: DisabledAttribute | None = Field(default=None, description=DISABLED_ATTRIBUTE)
     ca_pem: CaPem | None = Field(default=None, description=CA_PEM)
-    allow_private_network: AllowPrivateNetwork = None
-    enabled: Enabled = None
+    allow_private_network: Omissible[AllowPrivateNetwork] = None
+    enabled: Omissible[Enabled] = None
 
 
 # Answers
@@ -166,4 +168,4 @@ class LdapDirectoryList(Page):
 class LdapDirectoryTest(Answer):
     id: str
     ok: bool
-    error: str = Field(default=None, description="What failed (no secrets).")
+    error: Omissible[str] = Field(default=None, description="What failed (no secrets).")

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer, Page
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.choices import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
-from authsvc.admin.schemas.types import DomainId, Text, Whole
+from authsvc.admin.schemas.types import DomainId, Omissible, Text, Whole
 
 
 class RegistrationTokenCreate(Schema):
     """A new initial access token; its value is in the answer, once."""
 
-    domain: DomainId = None
-    name: Text(200) = None
-    expires_in: Whole(
-        60, MAX_EXPIRES_IN, f"must be from 60 to {MAX_EXPIRES_IN} seconds", description="Seconds; default 86400."
-    ) = Field(default=DEFAULT_EXPIRES_IN)
-    max_uses: Whole(1, MAX_USES, f"must be from 1 to {MAX_USES}", description="Default 1.") = Field(default=1)
+    domain: Omissible[DomainId] = None
+    name: Omissible[Annotated[str, Text(200)]] = None
+    expires_in: Annotated[
+        int,
+        Whole(60, MAX_EXPIRES_IN, f"must be from 60 to {MAX_EXPIRES_IN} seconds"),
+        Field(description="Seconds; default 86400."),
+    ] = DEFAULT_EXPIRES_IN
+    max_uses: Annotated[int, Whole(1, MAX_USES, f"must be from 1 to {MAX_USES}"), Field(description="Default 1.")] = 1
 
 
 # Answers

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import Answer
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Choice
+from authsvc.admin.schemas.types import TRIMMED
 from authsvc.oauth import keys
 
 
 class SigningKeyRotation(Schema):
     """The new key's algorithm; the old key stays published until the tokens it signed expire."""
 
-    alg: Choice(*keys.ALGORITHMS) = Field(default=keys.DEFAULT_ALGORITHM, description="Default RS256.")
+    alg: Annotated[keys.Algorithm, TRIMMED] = Field(default=keys.DEFAULT_ALGORITHM, description="Default RS256.")
 
 
 # Answers
@@ -23,7 +23,7 @@ class SigningKeyRotation(Schema):
 
 class SigningKey(Answer):
     kid: str
-    alg: Literal[*keys.ALGORITHMS]
+    alg: keys.Algorithm
     state: Literal["current", "previous", "expired"] = Field(
         description="current signs new tokens; previous is still published (its tokens may not have expired); "
         "expired is no longer published."

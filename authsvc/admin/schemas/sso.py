@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
+from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, Field, StringConstraints
 
 from authsvc.admin.schemas.answers import EPOCH, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Choice, DomainId, Name, Secret, Text, Whole
+from authsvc.admin.schemas.types import SECRET, TRIMMED, DomainId, Name, Omissible, Text, Whole
 from authsvc.core import validation
 from authsvc.sso import providers, saml_setup
 
@@ -19,35 +21,43 @@ URL_DESCRIPTION = (
 )
 
 
-def ProviderUrl(name: str, description: str = URL_DESCRIPTION) -> Any:  # noqa: N802
-    """A URL the service calls at the provider; its problems name the field ``name``."""
-    return Text(500, rule=lambda url: validation.provider_url(url, name), description=description)
+def provider_url(name: str) -> Text:
+    """On a str: a URL the service calls at the provider; its problems name the field ``name``."""
+    return Text(500, rule=lambda url: validation.provider_url(url, name))
 
 
 # A mapping's names as given: a claim or parameter name is not trimmed.
 MappingName = Annotated[str, StringConstraints(strip_whitespace=False)]
 
 
-def Mapping(values: dict[str, Any], accepts: Callable[[Any], bool], message: str, **field: Any) -> Any:  # noqa: N802
-    """A JSON object whose every value ``accepts`` takes (``values``: their JSON schema), kept as given."""
+@dataclass(frozen=True)
+class Mapping(GroupedMetadata):
+    """On a JSON object: every value ``accepts`` takes (``values``: their JSON schema), kept as given."""
 
-    def check(mapping: dict[str, Any]) -> dict[str, Any]:
-        if not all(accepts(value) for value in mapping.values()):
-            raise validation.Invalid(message)
+    values: dict[str, Any]
+    accepts: Callable[[Any], bool]
+    message: str
+
+    def __iter__(self) -> Iterator[object]:
+        yield AfterValidator(self.check)
+        yield Field(json_schema_extra={"additionalProperties": self.values})
+
+    def check(self, mapping: dict[str, Any]) -> dict[str, Any]:
+        if not all(self.accepts(value) for value in mapping.values()):
+            raise validation.Invalid(self.message)
         return mapping
-
-    extra = {"additionalProperties": values}
-    return Annotated[dict[MappingName, Any], AfterValidator(check), Field(json_schema_extra=extra, **field)]
 
 
 def _is_strings(value: Any) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
-def ClaimLists(**field: Any) -> Any:  # noqa: N802
-    """Names mapped to lists of strings: profile mappings and match rules."""
-    strings = {"type": "array", "items": {"type": "string"}}
-    return Mapping(strings, _is_strings, "must map names to lists of strings", **field)
+# Names mapped to lists of strings: profile mappings and match rules. (The values stay Any to the
+# type checker: the mapping is kept as given, and ``Mapping`` checks them.)
+ClaimLists = Annotated[
+    dict[MappingName, Any],
+    Mapping({"type": "array", "items": {"type": "string"}}, _is_strings, "must map names to lists of strings"),
+]
 
 
 def _authorize_params(params: dict[str, Any]) -> dict[str, Any]:
@@ -58,23 +68,31 @@ def _authorize_params(params: dict[str, Any]) -> dict[str, Any]:
 
 
 AuthorizeParams = Annotated[
-    Mapping(
-        {"type": "string"},
-        lambda value: isinstance(value, str),
-        "must map names to strings",
+    dict[MappingName, Any],
+    Mapping({"type": "string"}, lambda value: isinstance(value, str), "must map names to strings"),
+    Field(
         description='Extra authorise parameters, e.g. `{"prompt": "login"}`. Not state, nonce, redirect_uri, '
-        "client_id, response_type, code_challenge, code_challenge_method or scope.",
+        "client_id, response_type, code_challenge, code_challenge_method or scope."
     ),
     AfterValidator(_authorize_params),
 ]
-ClientId = Text(255, min_length=1)
-ClientSecret = Secret(
-    2000, min_length=1, description="Our client secret at the provider; stored encrypted, never shown."
-)
-Issuer = ProviderUrl("issuer", "OpenID Connect issuer; endpoints come from its discovery document.")
-Scopes = Text(
-    2000, rule=validation.scopes, description="Default `openid email profile` (OpenID Connect) or `email profile`."
-)
+ClientId = Annotated[str, Text(255, min_length=1)]
+ClientSecret = Annotated[
+    str,
+    Text(2000, min_length=1),
+    SECRET,
+    Field(description="Our client secret at the provider; stored encrypted, never shown."),
+]
+Issuer = Annotated[
+    str,
+    provider_url("issuer"),
+    Field(description="OpenID Connect issuer; endpoints come from its discovery document."),
+]
+Scopes = Annotated[
+    str,
+    Text(2000, rule=validation.scopes),
+    Field(description="Default `openid email profile` (OpenID Connect) or `email profile`."),
+]
 TrustEmail = Annotated[
     bool, Field(description="Link to an existing user by e-mail even when the provider does not assert it verified.")
 ]
@@ -83,81 +101,113 @@ AllowPrivateNetwork = Annotated[
 ]
 
 
+AuthorizeUrl = Annotated[str, provider_url("authorize_url"), Field(description=URL_DESCRIPTION)]
+TokenUrl = Annotated[str, provider_url("token_url"), Field(description=URL_DESCRIPTION)]
+UserinfoUrl = Annotated[str, provider_url("userinfo_url"), Field(description=URL_DESCRIPTION)]
+JwksUrl = Annotated[str, provider_url("jwks_url"), Field(description=URL_DESCRIPTION)]
+
+
 class _OidcSettings(Schema):
-    issuer: Issuer = None
-    authorize_url: ProviderUrl("authorize_url") = None
-    token_url: ProviderUrl("token_url") = None
-    userinfo_url: ProviderUrl("userinfo_url") = None
-    jwks_url: ProviderUrl("jwks_url") = None
-    scopes: Scopes = None
-    required_scopes: Text(2000) = None
-    authorize_params: AuthorizeParams = None
-    token_endpoint_auth_method: Choice("client_secret_post", "client_secret_basic") = None
-    profile_mappings: ClaimLists(description="Our user field (uid, email, name, ...) -> claim names.") = None
-    match_rules: ClaimLists(description="Claim name (or `email_domain`) -> allowed values.") = None
-    trust_email: TrustEmail = None
-    allow_private_network: AllowPrivateNetwork = None
+    issuer: Omissible[Issuer] = None
+    authorize_url: Omissible[AuthorizeUrl] = None
+    token_url: Omissible[TokenUrl] = None
+    userinfo_url: Omissible[UserinfoUrl] = None
+    jwks_url: Omissible[JwksUrl] = None
+    scopes: Omissible[Scopes] = None
+    required_scopes: Omissible[Annotated[str, Text(2000)]] = None
+    authorize_params: Omissible[AuthorizeParams] = None
+    token_endpoint_auth_method: Omissible[Annotated[Literal["client_secret_post", "client_secret_basic"], TRIMMED]] = (
+        None
+    )
+    profile_mappings: Omissible[
+        Annotated[ClaimLists, Field(description="Our user field (uid, email, name, ...) -> claim names.")]
+    ] = None
+    match_rules: Omissible[
+        Annotated[ClaimLists, Field(description="Claim name (or `email_domain`) -> allowed values.")]
+    ] = None
+    trust_email: Omissible[TrustEmail] = None
+    allow_private_network: Omissible[AllowPrivateNetwork] = None
 
 
 class OidcSsoProviderCreate(_OidcSettings):
     """Give `issuer` (OpenID Connect), or `authorize_url`, `token_url` and `userinfo_url` (OAuth 2.0), or `preset`
     with `tenant`."""
 
-    domain: DomainId = None
-    name: Name()
+    domain: Omissible[DomainId] = None
+    name: Name
     client_id: ClientId
     client_secret: ClientSecret
-    preset: Choice("microsoft", description="Fill endpoints, scopes and mappings (Microsoft Entra ID).") = None
-    tenant: Text(100, description="With the microsoft preset: the tenant's id or domain, or `organizations`.") = None
+    preset: Omissible[
+        Annotated[
+            Literal["microsoft"],
+            TRIMMED,
+            Field(description="Fill endpoints, scopes and mappings (Microsoft Entra ID)."),
+        ]
+    ] = None
+    tenant: Omissible[
+        Annotated[
+            str,
+            Text(100),
+            Field(description="With the microsoft preset: the tenant's id or domain, or `organizations`."),
+        ]
+    ] = None
 
 
 class OidcSsoProviderChange(_OidcSettings):
     """Only the fields given change."""
 
-    name: Name() = None
-    client_id: ClientId = None
-    client_secret: ClientSecret = None
+    name: Omissible[Name] = None
+    client_id: Omissible[ClientId] = None
+    client_secret: Omissible[ClientSecret] = None
 
 
-MetadataUrl = ProviderUrl("metadata_url", "SAML: the IdP's metadata URL (refetched when stale).")
-MetadataXml = Text(saml_setup.MAX_METADATA_BYTES, description="SAML: the IdP's metadata document.")
-Attribute = Text(255)
-ClockSkew = Whole(0, 600, "must be between 0 and 600 seconds")
+MetadataUrl = Annotated[
+    str,
+    provider_url("metadata_url"),
+    Field(description="SAML: the IdP's metadata URL (refetched when stale)."),
+]
+MetadataXml = Annotated[
+    str, Text(saml_setup.MAX_METADATA_BYTES), Field(description="SAML: the IdP's metadata document.")
+]
+Attribute = Annotated[str, Text(255)]
+ClockSkew = Annotated[int, Whole(0, 600, "must be between 0 and 600 seconds")]
 
 
 class _SamlSettings(Schema):
-    metadata_url: MetadataUrl = None
-    metadata_xml: MetadataXml = None
-    email_attribute: Attribute = None
-    name_attribute: Attribute = None
-    groups_attribute: Attribute = None
-    allow_unsolicited: bool = None
-    clock_skew: ClockSkew = None
-    trust_email: TrustEmail = None
-    allow_private_network: AllowPrivateNetwork = None
+    metadata_url: Omissible[MetadataUrl] = None
+    metadata_xml: Omissible[MetadataXml] = None
+    email_attribute: Omissible[Attribute] = None
+    name_attribute: Omissible[Attribute] = None
+    groups_attribute: Omissible[Attribute] = None
+    allow_unsolicited: Omissible[bool] = None
+    clock_skew: Omissible[ClockSkew] = None
+    trust_email: Omissible[TrustEmail] = None
+    allow_private_network: Omissible[AllowPrivateNetwork] = None
 
 
 class SamlSsoProviderCreate(_SamlSettings):
     """A SAML 2.0 provider: `protocol` `saml`, a name, and `metadata_url` or `metadata_xml`."""
 
     protocol: Literal["saml"] = Field(description="`saml` for a SAML 2.0 IdP; the other fields below are SAML's.")
-    domain: DomainId = None
-    name: Name()
+    domain: Omissible[DomainId] = None
+    name: Name
 
 
 class SamlSsoProviderChange(_SamlSettings):
     """Only the fields given change. New metadata (a document, or a URL's) is read before anything is saved."""
 
-    name: Name() = None
+    name: Omissible[Name] = None
 
 
 class IdentityLink(Schema):
     """An account at one of the user's domain's SSO providers, to link to the user."""
 
-    provider: Text(32, min_length=1, description="The SSO provider's id (of the user's domain).")
-    subject: Text(
-        255, min_length=1, description="The user's id at the provider (the profile's `uid`, e.g. the ID token's `sub`)."
-    )
+    provider: Annotated[str, Text(32, min_length=1), Field(description="The SSO provider's id (of the user's domain).")]
+    subject: Annotated[
+        str,
+        Text(255, min_length=1),
+        Field(description="The user's id at the provider (the profile's `uid`, e.g. the ID token's `sub`)."),
+    ]
 
 
 # Answers
@@ -194,8 +244,8 @@ class OidcSsoProvider(Answer):
     )
     preset: str | None
     tenant: str | None
-    callback_url: str = Field(default=None, description="The redirect URI to register at the provider.")
-    admin_consent_url: str = Field(
+    callback_url: Omissible[str] = Field(default=None, description="The redirect URI to register at the provider.")
+    admin_consent_url: Omissible[str] = Field(
         default=None, description="Microsoft preset: where a tenant administrator grants the permissions."
     )
     missing_scopes: list[str] | None = Field(
@@ -224,9 +274,9 @@ class SamlSsoProvider(Answer):
     allow_private_network: bool
     allow_unsolicited: bool = Field(description="IdP-initiated responses are accepted (they carry no browser binding).")
     clock_skew: int = Field(description="Seconds of clock difference allowed on NotBefore / NotOnOrAfter.")
-    callback_url: str = Field(default=None, description="The ACS (Reply URL) to register at the IdP.")
-    metadata_url: str = Field(default=None, description="Our SP metadata for this provider.")
-    entity_id: str = Field(default=None, description="Our entity id (Identifier) at the IdP.")
+    callback_url: Omissible[str] = Field(default=None, description="The ACS (Reply URL) to register at the IdP.")
+    metadata_url: Omissible[str] = Field(default=None, description="Our SP metadata for this provider.")
+    entity_id: Omissible[str] = Field(default=None, description="Our entity id (Identifier) at the IdP.")
     email_attribute: str | None = None
     name_attribute: str | None = None
     groups_attribute: str | None = None

@@ -3,16 +3,42 @@
 Each type carries its bounds twice: as pydantic constraints (which also go
 into the OpenAPI document) and, where a rule of ``authsvc.core.validation``
 applies, as that rule, so the API, the console and the CLI refuse alike.
+
+A field's type is written ``Annotated[str, Text(320, min_length=1), Field(description=...)]``:
+the type checker reads the first argument, pydantic the rest. ``Text``, ``Whole``,
+``Each`` and ``Mapping`` are groups of pydantic's metadata (``annotated_types.GroupedMetadata``,
+as pydantic's own ``StringConstraints``); what a field says about itself (its description,
+``SECRET``) is a ``Field`` beside them, where pydantic looks for it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, TypeVar
 
+from annotated_types import GroupedMetadata
 from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints, ValidationInfo
 
 from authsvc.core import validation
+
+T = TypeVar("T")
+
+if TYPE_CHECKING:
+    Omissible: TypeAlias = T | None
+else:
+
+    class Omissible:
+        """A field a body may leave out: ``Omissible[Name] = None``.
+
+        The model's attribute is None when the body left the field out (or sent null where
+        the field admits none: ``base.Schema``); pydantic validates what a body gives by the
+        field's own type, and the document shows that type alone. To the type checker it is
+        ``T | None``; to pydantic, ``T``.
+        """
+
+        def __class_getitem__(cls, item: Any) -> Any:
+            return item
 
 
 def _without_nul(max_length: int) -> Callable[[str], str]:
@@ -24,52 +50,69 @@ def _without_nul(max_length: int) -> Callable[[str], str]:
     return check
 
 
-def Text(  # noqa: N802 - a type, read as one: name: Text(320)
-    max_length: int = 200, *, min_length: int = 0, rule: Callable[[str], Any] | None = None, **field: Any
-) -> Any:
+@dataclass(frozen=True)
+class Text(GroupedMetadata):
     """A trimmed string of at most ``max_length`` characters without NUL, checked by ``rule`` if given."""
-    checks = [AfterValidator(_without_nul(max_length))] + ([AfterValidator(rule)] if rule else [])
-    return Annotated[str, StringConstraints(min_length=min_length, max_length=max_length), *checks, Field(**field)]
+
+    max_length: int = 200
+    min_length: int = 0
+    rule: Callable[[str], Any] | None = None
+
+    def __iter__(self) -> Iterator[object]:
+        yield from StringConstraints(min_length=self.min_length, max_length=self.max_length)
+        yield AfterValidator(_without_nul(self.max_length))
+        if self.rule:
+            yield AfterValidator(self.rule)
 
 
 def _trimmed(value: Any) -> Any:
     return value.strip() if isinstance(value, str) else value
 
 
-def Choice(*values: str, **field: Any) -> Any:  # noqa: N802 - a type, read as one: preset: Choice("microsoft")
-    """One of ``values``, trimmed as every string is (a Literal alone is compared untrimmed)."""
-    return Annotated[Literal[values], BeforeValidator(_trimmed), Field(**field)]
+# On a Literal: one of its values, trimmed as every string is (a Literal alone is compared untrimmed).
+TRIMMED = BeforeValidator(_trimmed)
+# A secret: written, never shown (write-only in the document), kept out of a model's repr.
+SECRET = Field(json_schema_extra={"writeOnly": True}, repr=False)
+
+# A record's display name: not empty, at most 200 characters.
+Name = Annotated[str, Text(200, min_length=1)]
 
 
-def Secret(max_length: int, **field: Any) -> Any:  # noqa: N802
-    """Text that is a secret: written, never shown (write-only in the document), kept out of a model's repr."""
-    return Text(max_length, json_schema_extra={"writeOnly": True}, repr=False, **field)
+@dataclass(frozen=True)
+class Each(GroupedMetadata):
+    """On a list of strings: duplicates dropped in order, each checked by ``rule`` if given."""
 
+    rule: Callable[[str], str] | None = None
 
-def Name(**field: Any) -> Any:  # noqa: N802
-    """A record's display name: not empty, at most 200 characters."""
-    return Text(200, min_length=1, **field)
+    def __iter__(self) -> Iterator[object]:
+        yield AfterValidator(self.unique)
 
-
-def Strings(rule: Callable[[str], str] | None = None, **field: Any) -> Any:  # noqa: N802
-    """A list of strings (each 1 to 2000 characters), duplicates dropped in order, each checked by ``rule``."""
-
-    def unique(values: list[str]) -> list[str]:
+    def unique(self, values: list[str]) -> list[str]:
+        rule = self.rule
         return list(dict.fromkeys(rule(v) for v in values) if rule else dict.fromkeys(values))
 
-    item = Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=False)]
-    return Annotated[list[item], Field(**field), AfterValidator(unique)]
+
+# A list of strings, each 1 to 2000 characters (untrimmed); ``Each`` beside it drops duplicates.
+StringList = list[Annotated[str, StringConstraints(min_length=1, max_length=2000, strip_whitespace=False)]]
+Strings = Annotated[StringList, Each()]
 
 
-def Whole(low: int, high: int, message: str, **field: Any) -> Any:  # noqa: N802
-    """A whole number from ``low`` to ``high``; ``message`` says so when it is not."""
+@dataclass(frozen=True)
+class Whole(GroupedMetadata):
+    """On an int: a whole number from ``low`` to ``high``; ``message`` says so when it is not."""
 
-    def within(value: int) -> int:
-        if not low <= value <= high:
-            raise validation.Invalid(message)
+    low: int
+    high: int
+    message: str
+
+    def __iter__(self) -> Iterator[object]:
+        yield AfterValidator(self.within)
+        yield Field(json_schema_extra={"minimum": self.low, "maximum": self.high})
+
+    def within(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise validation.Invalid(self.message)
         return value
-
-    return Annotated[int, AfterValidator(within), Field(json_schema_extra={"minimum": low, "maximum": high}, **field)]
 
 
 TTL_DESCRIPTION = "Seconds; null or 0 for the service's default."
@@ -90,10 +133,8 @@ def _domain_scopes(value: str, info: ValidationInfo) -> str:
     return validation.scopes(value, domain.assignable_scopes)
 
 
-def DomainScopes(*, min_length: int = 0, **field: Any) -> Any:  # noqa: N802
-    """Space-separated scopes, each known to the target domain or reserved."""
-    return Annotated[Text(2000, min_length=min_length), AfterValidator(_domain_scopes), Field(**field)]
-
+# On a Text: space-separated scopes, each known to the target domain or reserved.
+DOMAIN_SCOPES = AfterValidator(_domain_scopes)
 
 DOMAIN_DESCRIPTION = "The domain's id; default the credential's own domain. An admin may name only their own."
-DomainId = Text(20, description=DOMAIN_DESCRIPTION)
+DomainId = Annotated[str, Text(20), Field(description=DOMAIN_DESCRIPTION)]

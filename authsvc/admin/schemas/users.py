@@ -2,48 +2,50 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import DomainId, Secret, Strings, Text
+from authsvc.admin.schemas.types import SECRET, DomainId, Omissible, Strings, Text
 from authsvc.core import validation
 
-Email = Text(320, min_length=1, rule=validation.email, description="Unique in the domain.")
-Password = Secret(
-    1024,
-    min_length=8,
-    rule=validation.password,
-    description="Never shown. A new password ends the user's sessions and revokes their tokens.",
-)
+Email = Annotated[str, Text(320, min_length=1, rule=validation.email), Field(description="Unique in the domain.")]
+Password = Annotated[
+    str,
+    Text(1024, min_length=8, rule=validation.password),
+    SECRET,
+    Field(description="Never shown. A new password ends the user's sessions and revokes their tokens."),
+]
 
 
 class UserFields(Schema):
     """What a user is: name, e-mail, password, rights and groups."""
 
-    email: Email = None
-    password: Password = None
-    name: Text(200) = None
-    service_account: bool = None
-    admin: bool = None
-    support: bool = None
-    groups: Strings() = None
-    system_admin: bool = Field(default=None, description="Only a system admin may grant or remove it.")
+    email: Omissible[Email] = None
+    password: Omissible[Password] = None
+    name: Omissible[Annotated[str, Text(200)]] = None
+    service_account: Omissible[bool] = None
+    admin: Omissible[bool] = None
+    support: Omissible[bool] = None
+    groups: Omissible[Strings] = None
+    system_admin: Omissible[bool] = Field(default=None, description="Only a system admin may grant or remove it.")
 
 
 class UserCreate(UserFields):
     """A new user of the domain."""
 
     email: Email
-    domain: DomainId = None
+    domain: Omissible[DomainId] = None
 
 
 class UserChange(UserFields):
     """Only the fields given change. Disabling ends the user's sessions and revokes their tokens; nobody may
     disable, demote or delete themselves."""
 
-    disabled: bool = None
-    email_verified: bool = Field(
+    disabled: Omissible[bool] = None
+    email_verified: Omissible[bool] = Field(
         default=None,
         description="Whether the address is verified (the email_verified claim). A new email sets it to false "
         "unless given, and a link to confirm it is sent to the new address.",

@@ -25,10 +25,11 @@ from authsvc.core.models.tenancy import (
     PROFILES,
     RESERVED_SCOPES,
     STANDARD_PROFILE,
+    AccessTokenFormat,
     Application,
     Domain,
 )
-from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, Token, capped_permissions
+from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, ApiKeyPermission, Token, capped_permissions
 
 # Whether the user has an entry in a directory, read with the user (an EXISTS on an indexed column):
 # a session or a refresh of a user of no directory asks nothing more (ldap_signin.still_allowed).
@@ -43,7 +44,9 @@ __all__ = [
     "PROFILES",
     "RESERVED_SCOPES",
     "STANDARD_PROFILE",
+    "AccessTokenFormat",
     "ApiKey",
+    "ApiKeyPermission",
     "Application",
     "AuditRecord",
     "Consent",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -13,7 +13,8 @@ from authsvc.core.database import Model, now
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
 ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT = "opaque", "jwt"
-ACCESS_TOKEN_FORMATS = (ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT)
+AccessTokenFormat = Literal["opaque", "jwt"]
+ACCESS_TOKEN_FORMATS: tuple[AccessTokenFormat, ...] = get_args(AccessTokenFormat)
 
 # A domain's security profile: "standard", or "fapi2" (the FAPI 2.0 Security Profile for every
 # application of the domain; its rules are authsvc.oauth.profile's, docs/fapi.md).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal, get_args
 
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
@@ -116,7 +116,8 @@ class Token(Model):
         return self.application
 
 
-API_KEY_PERMISSIONS = ("user", "support", "admin")
+ApiKeyPermission = Literal["user", "support", "admin"]
+API_KEY_PERMISSIONS: tuple[ApiKeyPermission, ...] = get_args(ApiKeyPermission)
 
 
 def capped_permissions(level: str, bits: Permission) -> Permission:
