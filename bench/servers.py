@@ -236,7 +236,12 @@ class Servers:
             seed.vacuum_analyze(conn)
         else:
             batch = tokens.grow(
-                conn, instance.tokens, EXPIRED_SHARE, self.seed.application_id, self.seed.service_user_id
+                conn,
+                instance.tokens,
+                EXPIRED_SHARE,
+                self.seed.application_id,
+                self.seed.service_user_id,
+                connect=instance.db.connect,
             )
             kept = batch.sample(INSPECT_SAMPLE)
         seed.insert_users(conn, instance.users)

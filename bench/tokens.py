@@ -19,11 +19,13 @@ domain, or the ones given. bench/README.md, "Ten million tokens".
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import secrets
 import sys
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import psycopg
@@ -103,28 +105,50 @@ def grow(
     application_id: int | None = None,
     user_id: int | None = None,
     say: Callable[[str], None] | None = None,
+    connect: Callable[[], psycopg.Connection] | None = None,
 ) -> Batch:
-    """Add tokens until ``conn``'s database holds ``count``; ``expired`` of the new ones are dead. VACUUM ANALYZEs."""
+    """Add tokens until ``conn``'s database holds ``count``; ``expired`` of the new ones are dead. VACUUM ANALYZEs.
+
+    With ``connect`` (a new connection to the same database), the chunks are shared among as many
+    connections as the machine has cores: each INSERT is one backend's work on one core.
+    """
     if application_id is None or user_id is None:
         application_id, user_id = owner(conn)
     batch = Batch(secrets.token_urlsafe(24), 0, count - count_tokens(conn) - 1, round(expired * GRAIN))
+    conn.commit()  # the reads above opened a transaction (without autocommit); the inserts are each their own
     now = int(time.time())
-    for first in range(batch.first, batch.last + 1, CHUNK):
-        last = min(batch.last, first + CHUNK - 1)
-        parameters = {
-            "application": application_id,
-            "user": user_id,
-            "prefix": batch.prefix,
-            "dead": batch.dead,
-            "now": now,
-            "dead_issued": now - DAY - DEAD_TTL,
-            "first": first,
-            "last": last,
-        }
-        conn.execute(INSERT, parameters)
-        conn.commit()
-        if say:
-            say(f"  {last + 1:,} of {batch.count:,} tokens")
+    chunks = [(first, min(batch.last, first + CHUNK - 1)) for first in range(batch.first, batch.last + 1, CHUNK)]
+    done = [0]
+
+    def insert(connection: psycopg.Connection, share: list[tuple[int, int]]) -> None:
+        for first, last in share:
+            parameters = {
+                "application": application_id,
+                "user": user_id,
+                "prefix": batch.prefix,
+                "dead": batch.dead,
+                "now": now,
+                "dead_issued": now - DAY - DEAD_TTL,
+                "first": first,
+                "last": last,
+            }
+            connection.execute(INSERT, parameters)
+            connection.commit()
+            done[0] += last - first + 1
+            if say:
+                say(f"  {done[0]:,} of {batch.count:,} tokens")
+
+    def insert_apart(share: list[tuple[int, int]]) -> None:
+        assert connect is not None
+        with connect() as connection:
+            insert(connection, share)
+
+    lanes = min(len(chunks), os.cpu_count() or 1) if connect is not None else 1
+    if lanes > 1:
+        with ThreadPoolExecutor(lanes) as pool:
+            list(pool.map(insert_apart, [chunks[lane::lanes] for lane in range(lanes)]))
+    else:
+        insert(conn, chunks)
     if batch.count:
         # What autovacuum does in a steady state: statistics and the visibility map (index-only scans).
         was, conn.autocommit = conn.autocommit, True
@@ -141,8 +165,6 @@ def _url(url: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    import os
-
     p = argparse.ArgumentParser(prog="python -m bench.tokens", description=__doc__.split("\n\n")[0])
     p.add_argument("count", help="tokens the database holds when done (10_000_000 for ten million)")
     p.add_argument("--expired", type=float, default=0.5, help="share of the new tokens that expired (0.5)")
@@ -156,7 +178,9 @@ def main(argv: list[str]) -> int:
         return 2
     began = time.monotonic()
     with psycopg.connect(_url(url)) as conn:
-        batch = grow(conn, int(args.count.replace("_", "")), args.expired, say=print)
+        batch = grow(
+            conn, int(args.count.replace("_", "")), args.expired, say=print, connect=lambda: psycopg.connect(_url(url))
+        )
     print(
         f"bench.tokens: {batch.count:,} tokens added in {time.monotonic() - began:.1f} s "
         f"({batch.dead / GRAIN:.0%} expired); a live one: {batch.sample(1)[0] if batch.count else '-'}"
