@@ -76,7 +76,7 @@ def _signed_in(response: Response, user: User, domain: Domain) -> Response:
 
 
 @bp.get("/signin/passkey")
-@rate_limited(Rate.MFA_ADDRESS)
+@rate_limited(Rate.PASSKEY_OPTIONS_ADDRESS)
 def options() -> Response:
     """Options for a passkey sign-in (any passkey of the domain), bound to this browser by a cookie."""
     domain = current_domain()
