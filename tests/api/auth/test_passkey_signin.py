@@ -215,6 +215,14 @@ def test_malformed_requests_are_a_400(client, setup, body):
     assert answer.get_json()["error"] == "invalid_request"
 
 
+def test_a_form_body_is_refused_only_json_signs_in(client, setup, passkey):
+    """A cross-site form cannot post JSON: the programmatic sign-in reads nothing else."""
+    answer = passkey.get(signin_options(client))
+    posted = client.post("/auth/signin/passkey", data={"credential": json.dumps(answer)}, headers=headers())
+    assert posted.status_code == 415
+    assert client.get_cookie("user", domain=HOST) is None
+
+
 @pytest.mark.parametrize(
     "credential",
     [
