@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 from devtools.processes import free_port
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Page
+    from playwright.sync_api import CDPSession, Page
 
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs"
@@ -68,7 +68,9 @@ def _sign_in(page: Page, base: str, person: dict, then: str = "") -> None:
 
 
 def signin(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The sign-in page, with its passkey button (shown by passkey-signin.js where the browser has WebAuthn)."""
     page.goto(f"{base}/auth/login")
+    page.wait_for_selector("#passkey-start", state="visible")
     page.screenshot(path=str(DOCS / "signin.png"))
 
 
@@ -80,7 +82,7 @@ def console(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "console.png"))
 
 
-def _virtual_authenticator(page: Page) -> None:
+def _virtual_authenticator(page: Page) -> tuple[CDPSession, str]:
     """A passkey in Chromium (the DevTools protocol's virtual authenticator), as the browser tests make one."""
     cdp = page.context.new_cdp_session(page)
     cdp.send("WebAuthn.enable")
@@ -92,13 +94,13 @@ def _virtual_authenticator(page: Page) -> None:
         "isUserVerified": True,
         "automaticPresenceSimulation": True,
     }
-    cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})
+    return cdp, cdp.send("WebAuthn.addVirtualAuthenticator", {"options": options})["authenticatorId"]
 
 
 def mfa(page: Page, base: str, person: dict, instance: Path) -> None:
     """docs/mfa-totp.png, mfa-recovery-codes.png and mfa-code.png: the demo person adds an authenticator
     app's page (not confirmed), then a passkey (whose recovery codes come with it), then signs in again."""
-    _virtual_authenticator(page)
+    cdp, authenticator = _virtual_authenticator(page)
     _sign_in(page, base, person, then="/auth/mfa")
     page.wait_for_url("**/auth/mfa")
     page.click("text=Add an authenticator app")
@@ -111,6 +113,9 @@ def mfa(page: Page, base: str, person: dict, instance: Path) -> None:
     page.click("#webauthn-start")
     page.wait_for_selector("text=Your recovery codes")
     page.screenshot(path=str(DOCS / "mfa-recovery-codes.png"))
+    # The sign-in page offers the passkey in its autofill (conditional UI), which a simulated presence
+    # accepts at once: this time the person types the password, and the second step asks for the passkey.
+    cdp.send("WebAuthn.setAutomaticPresenceSimulation", {"authenticatorId": authenticator, "enabled": False})
     page.goto(f"{base}/auth/logout")
     _sign_in(page, base, person, then="/auth/mfa")
     page.wait_for_selector("#webauthn-start")

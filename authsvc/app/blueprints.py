@@ -18,6 +18,7 @@ from authsvc.admin import api as admin_api
 from authsvc.admin.console import views as console
 from authsvc.api import views as api
 from authsvc.app import front_door
+from authsvc.auth import passkey_signin
 from authsvc.auth import views as auth
 from authsvc.auth.mfa import settings as mfa_settings
 from authsvc.auth.mfa import views as mfa
@@ -34,6 +35,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(account.bp)
     app.register_blueprint(mfa.bp)
     app.register_blueprint(mfa_settings.bp)
+    app.register_blueprint(passkey_signin.bp)
     app.register_blueprint(oauth.bp)
     app.register_blueprint(device_page.bp)
     app.register_blueprint(end_session.bp)

@@ -227,6 +227,7 @@ def _limits(app: Flask) -> dict[Rate, Limit]:
             limit(Rate.CLIENT_FAILURE_ADDRESS, rates.client_failure_rate_limit, deduct_when=_unauthenticated),
             limit(Rate.SSO_START_ADDRESS, rates.sso_start_rate_limit),
             limit(Rate.MFA_ADDRESS, rates.signin_rate_limit),
+            limit(Rate.PASSKEY_OPTIONS_ADDRESS, rates.signin_rate_limit),
             limit(
                 Rate.DEVICE_VERIFY_ADDRESS,
                 rates.device_verify_rate_limit,

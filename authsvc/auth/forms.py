@@ -21,3 +21,10 @@ class LoginForm(PageForm):
 
 class LogoutAllForm(PageForm):
     submit = SubmitField("Sign out everywhere")
+
+
+class PasskeySignInForm(PageForm):
+    """The sign-in page's passkey: the browser's answer (filled in by passkey-signin.js) and where to go on."""
+
+    webauthn = HiddenField(validators=[DataRequired(), Length(max=20000)])
+    next = HiddenField(name="continue")

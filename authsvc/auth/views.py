@@ -88,17 +88,23 @@ SSO_MESSAGES = {
     "invalid_email": "The e-mail address the provider gave for you is not one this service can use.",
 }
 SSO_DEFAULT_MESSAGE = "Sign-in with your organisation did not succeed. Please try again."
+# The sign-in form runs passkey-signin.js (authsvc.auth.passkey_signin), which fetches its options; nothing else runs.
+SIGNIN_CSP = (
+    "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'; base-uri 'none'"
+)
 
 
-def _login_page(
+def login_form_page(
     domain: Domain,
     form: LoginForm,
     next_url: str,
     error: str | None = None,
     status: int = 200,
     again: bool = False,
-):
-    return page(
+) -> Response:
+    """The sign-in form (password, a passkey, the domain's SSO providers), with ``error`` if one."""
+    response = page(
         "login.html",
         status,
         domain=domain,
@@ -110,6 +116,8 @@ def _login_page(
         again=again,
         can_mail=mail.available(),
     )
+    response.headers["Content-Security-Policy"] = SIGNIN_CSP
+    return response
 
 
 @bp.get("/login")
@@ -137,7 +145,7 @@ def login_page() -> Response:
     form = LoginForm(email=request.args.get("login_hint"))
     if form.email.data and not form.email.validate(form):
         form = LoginForm()  # not an address the form would take: no prefill
-    return _login_page(domain, form, next_url, error, again=again)
+    return login_form_page(domain, form, next_url, error, again=again)
 
 
 @bp.post("/login")
@@ -149,23 +157,23 @@ def login() -> Response:
     next_url = safe_continue(form.next.data, issuer(), default="")
     if not form.validate_on_submit():
         if form.csrf_token.errors:
-            return _login_page(domain, form, next_url, "The form expired. Please sign in again.", 400)
-        return _login_page(domain, form, next_url, "Enter your e-mail address and password.", 400)
+            return login_form_page(domain, form, next_url, "The form expired. Please sign in again.", 400)
+        return login_form_page(domain, form, next_url, "Enter your e-mail address and password.", 400)
     retry_form = LoginForm(formdata=None, email=form.email.data)
     try:
         user = sign_in(domain, form.email.data, form.password.data, via="login_page")
     except LockedOut as exc:
         refused = answer(exc)
-        response = _login_page(domain, retry_form, next_url, refused.description, refused.status)
+        response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
         response.headers.update(refused.headers)
         return response
     except DirectoryUnavailable as exc:
         refused = answer(exc)
-        response = _login_page(domain, retry_form, next_url, refused.description, refused.status)
+        response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
         response.headers.update(refused.headers)
         return response
     if user is None:
-        return _login_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
+        return login_form_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(next_url)):
         return challenge(user, domain, next_url, "login_page", html=True)
     response = make_response(redirect(next_url or url_for("auth.login_page"), 303))

@@ -182,6 +182,11 @@ class WrongCode(MfaRefused):
     """The second factor's code (or passkey) was not right."""
 
 
+class PasskeyRefused(Exception):
+    """A sign-in with a passkey alone failed: an unknown passkey, a bad signature, an expired or used
+    challenge, a disabled account. One answer for all, as for a wrong password."""
+
+
 def _retry_after(exc: LockedOut | TooManyFlows) -> dict[str, Any]:
     return {"headers": {"Retry-After": str(exc.retry_after)}, "extra": {"retry_after": exc.retry_after}}
 
@@ -214,6 +219,9 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
     ProviderUnavailable: lambda exc: ApiError(503, "provider_unavailable", exc.message),
     PendingSignInGone: lambda exc: ApiError(401, "invalid_mfa_token", str(exc)),
     WrongCode: lambda exc: ApiError(401, "invalid_mfa_code", str(exc)),
+    PasskeyRefused: lambda exc: ApiError(
+        401, "invalid_credentials", "The passkey was not recognised. Try again, or sign in with your password."
+    ),
 }
 
 

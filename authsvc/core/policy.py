@@ -41,6 +41,9 @@ class Rate(StrEnum):
     CLIENT_FAILURE_ADDRESS = "client-failure-address"
     SSO_START_ADDRESS = "sso-start-address"
     MFA_ADDRESS = "mfa-address"
+    # Passkey sign-ins started (each keeps a challenge in Redis for minutes) per client address: a
+    # count of its own, as every sign-in page a browser shows starts one (conditional UI).
+    PASSKEY_OPTIONS_ADDRESS = "passkey-options-address"
     # User codes entered (RFC 8628 5.1: they can be guessed): only the requests ``attempt`` says enter one.
     DEVICE_VERIFY_ADDRESS = "device-verify-address"
     SCIM_CREDENTIAL = "scim-credential"

@@ -1,16 +1,23 @@
-"""Passkeys and security keys (WebAuthn) as a second factor, through py_webauthn.
+"""Passkeys and security keys (WebAuthn), through py_webauthn: a second factor after the password,
+and a sign-in of their own (docs/mfa.md, "Signing in with a passkey").
 
 The relying party id is the domain's host and the expected origin the issuer
 (the scheme, host and port the request came in on), so a passkey made for one
-domain is useless on another. User verification is preferred, not required: a
-security key without a PIN still is a second factor beside the password. The
-library checks the challenge, origin, RP id hash, signature and that the
-signature counter grew; each ceremony's challenge is kept in Redis for one use.
+domain is useless on another. Registration asks for a discoverable credential
+(resident key preferred) under the user's random handle (``User.passkey_handle``),
+so that the passkey can later sign in alone. As a second factor, user
+verification is preferred, not required: a security key without a PIN still is
+a second factor beside the password. Signing in with the passkey alone requires
+it (the PIN or biometric is the second factor). The library checks the
+challenge, origin, RP id hash, signature and that the signature counter grew;
+each ceremony's challenge is kept in Redis for one use.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
+import secrets
 from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import select
@@ -31,19 +38,38 @@ CEREMONY_TTL = 300
 CHALLENGE_KIND = "webauthn"
 
 
-def _save_challenge(holder: str, challenge: str) -> None:
+# What passkeys registered before users had a random handle carry as theirs (WebAuthn's user.id).
+LEGACY_HANDLE = "authsvc-user-{}"
+
+
+def _save_challenge(holder: str, challenge: str, **more: Any) -> None:
     """The challenge of a passkey ceremony that ``holder`` (a session, a pending sign-in) started."""
-    store.put(CHALLENGE_KIND, holder, {"challenge": challenge}, CEREMONY_TTL)
+    store.put(CHALLENGE_KIND, holder, {"challenge": challenge, **more}, CEREMONY_TTL)
+
+
+def _take_record(holder: str) -> dict[str, Any] | None:
+    """The ceremony's record, once: its answer is checked against it a single time."""
+    return store.take(CHALLENGE_KIND, holder)
 
 
 def _take_challenge(holder: str) -> str | None:
-    """The challenge, once: a ceremony's answer is checked against it a single time."""
-    record = store.take(CHALLENGE_KIND, holder)
+    record = _take_record(holder)
     return record["challenge"] if record else None
 
 
 class Refused(Exception):
-    """The authenticator's answer did not verify."""
+    """The authenticator's answer did not verify. ``user``: whose passkey it named, when one did."""
+
+    def __init__(self, reason: str, user: User | None = None) -> None:
+        super().__init__(reason)
+        self.user = user
+
+
+def user_handle(user: User) -> str:
+    """The user's passkey handle (base64url); a new random one for a user who has none yet (not stored here)."""
+    from webauthn.helpers import bytes_to_base64url
+
+    return user.passkey_handle or bytes_to_base64url(secrets.token_bytes(32))
 
 
 def passkeys(user: User) -> list[MfaFactor]:
@@ -63,7 +89,7 @@ def _descriptors(user: User) -> list[PublicKeyCredentialDescriptor]:
 
 def registration_options(user: User, domain: Domain, holder: str) -> str:
     """``navigator.credentials.create`` options (JSON) for a new passkey of ``user``."""
-    from webauthn import generate_registration_options, options_to_json
+    from webauthn import base64url_to_bytes, generate_registration_options, options_to_json
     from webauthn.helpers import bytes_to_base64url
     from webauthn.helpers.structs import (
         AuthenticatorSelectionCriteria,
@@ -71,11 +97,13 @@ def registration_options(user: User, domain: Domain, holder: str) -> str:
         UserVerificationRequirement,
     )
 
+    handle = user_handle(user)
     options = generate_registration_options(
         rp_id=domain.host,
         rp_name=domain.name,
         user_name=user.email,
-        user_id=f"authsvc-user-{user.id}".encode(),
+        # Random, never the address or the row's id: the authenticator shows the name, it keeps the handle.
+        user_id=base64url_to_bytes(handle),
         user_display_name=user.name or user.email,
         authenticator_selection=AuthenticatorSelectionCriteria(
             resident_key=ResidentKeyRequirement.PREFERRED, user_verification=UserVerificationRequirement.PREFERRED
@@ -84,7 +112,7 @@ def registration_options(user: User, domain: Domain, holder: str) -> str:
         exclude_credentials=_descriptors(user),
         timeout=CEREMONY_TTL * 1000,
     )
-    _save_challenge(f"reg:{holder}", bytes_to_base64url(options.challenge))
+    _save_challenge(f"reg:{holder}", bytes_to_base64url(options.challenge), handle=handle)
     return options_to_json(options)
 
 
@@ -99,13 +127,20 @@ def _credential(raw: Any) -> dict:
 
 
 def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> MfaFactor:
-    """Verify a ``navigator.credentials.create`` answer and keep the passkey (not committed)."""
+    """Verify a ``navigator.credentials.create`` answer and keep the passkey (not committed).
+
+    The user's first passkey also keeps the handle its options gave (``User.passkey_handle``).
+    """
     from webauthn import base64url_to_bytes, verify_registration_response
     from webauthn.helpers import bytes_to_base64url
     from webauthn.helpers.exceptions import WebAuthnException
 
-    challenge = _take_challenge(f"reg:{holder}")
-    if challenge is None:
+    record = _take_record(f"reg:{holder}")
+    if record is None:
+        raise Refused("the registration expired; start again")
+    challenge, handle = record["challenge"], record.get("handle")
+    if handle and user.passkey_handle not in (None, handle):
+        # Another registration (another tab) gave the user a handle meanwhile: this passkey holds another.
         raise Refused("the registration expired; start again")
     try:
         verified = verify_registration_response(
@@ -129,6 +164,8 @@ def register(user: User, domain: Domain, holder: str, raw: Any, name: str) -> Mf
         sign_count=verified.sign_count,
         confirmed=True,
     )
+    if handle and user.passkey_handle is None:
+        user.passkey_handle = handle
     db.session.add(factor)
     return factor
 
@@ -172,3 +209,102 @@ def authenticate(user: User, domain: Domain, holder: str, raw: Any) -> MfaFactor
         raise Refused(f"the passkey did not verify: {exc}") from None
     factor.sign_count = verified.new_sign_count
     return factor
+
+
+# Signing in with a passkey alone: a discoverable credential names its user.
+
+# The store's holder prefix of a passkey sign-in's challenge (its browser's binding follows).
+SIGNIN = "signin:"
+
+
+def signin_options(domain: Domain, holder: str) -> str:
+    """``navigator.credentials.get`` options (JSON) for a sign-in by any passkey of ``domain``.
+
+    No ``allowCredentials``: the authenticator offers the passkeys it holds for the
+    domain's host (and the browser in the e-mail field's autofill, conditional UI).
+    User verification is required: the passkey alone is the whole sign-in.
+    """
+    from webauthn import generate_authentication_options, options_to_json
+    from webauthn.helpers import bytes_to_base64url
+    from webauthn.helpers.structs import UserVerificationRequirement
+
+    options = generate_authentication_options(
+        rp_id=domain.host,
+        allow_credentials=[],
+        user_verification=UserVerificationRequirement.REQUIRED,
+        timeout=CEREMONY_TTL * 1000,
+    )
+    _save_challenge(f"{SIGNIN}{holder}", bytes_to_base64url(options.challenge), domain=domain.id)
+    return options_to_json(options)
+
+
+def _presented_handle(credential: dict) -> bytes:
+    """The user handle of a discoverable credential's answer (raw bytes); Refused if it has none."""
+    from webauthn import base64url_to_bytes
+
+    response = credential.get("response")
+    handle = response.get("userHandle") if isinstance(response, dict) else None
+    if not isinstance(handle, str) or not handle or len(handle) > 200:
+        raise Refused("the answer names no user")
+    try:
+        return base64url_to_bytes(handle)
+    except ValueError:
+        raise Refused("the answer's user handle is not base64url") from None
+
+
+def _owned(factor_user: User, handle: bytes) -> bool:
+    """Whether ``handle`` is ``factor_user``'s: the random one, or the one passkeys registered before it had."""
+    from webauthn import base64url_to_bytes
+
+    known = [LEGACY_HANDLE.format(factor_user.id).encode()]
+    if factor_user.passkey_handle:
+        known.append(base64url_to_bytes(factor_user.passkey_handle))
+    return any(hmac.compare_digest(handle, candidate) for candidate in known)
+
+
+def signin_passkey(domain: Domain, holder: str, raw: Any) -> tuple[MfaFactor, User]:
+    """The passkey of ``domain`` that signed a sign-in's challenge, and its user; records its counter.
+
+    The challenge is taken first, whatever follows: an answer is checked once. The
+    credential id finds the passkey among the domain's users' passkeys only, and its
+    user must be the one the authenticator named (the user handle). ``Refused`` for
+    everything that fails, with the user when the answer named a real passkey.
+    Whether that user may sign in (disabled, locked out) is the caller's decision.
+    """
+    from webauthn import base64url_to_bytes, verify_authentication_response
+    from webauthn.helpers.exceptions import WebAuthnException
+
+    record = _take_record(f"{SIGNIN}{holder}") if holder else None
+    credential = _credential(raw)
+    if record is None or record.get("domain") != domain.id:
+        raise Refused("the sign-in step expired or was already used")
+    handle = _presented_handle(credential)
+    found = db.session.execute(
+        select(MfaFactor, User)
+        .join(User, User.id == MfaFactor.user_id)
+        .where(
+            MfaFactor.credential_id == credential["id"],
+            MfaFactor.kind == "webauthn",
+            MfaFactor.confirmed.is_(True),
+            User.domain_id == domain.id,
+        )
+    ).first()
+    if found is None:
+        raise Refused("no such passkey")
+    factor, user = found
+    if not _owned(user, handle):
+        raise Refused("the passkey names another user", user)
+    try:
+        verified = verify_authentication_response(
+            credential=credential,
+            expected_challenge=base64url_to_bytes(record["challenge"]),
+            expected_rp_id=domain.host,
+            expected_origin=issuer(),
+            credential_public_key=base64url_to_bytes(cast(str, factor.public_key)),
+            credential_current_sign_count=factor.sign_count,
+            require_user_verification=True,
+        )
+    except (WebAuthnException, ValueError, KeyError, TypeError) as exc:
+        raise Refused(f"the passkey did not verify: {exc}", user) from None
+    factor.sign_count = verified.new_sign_count
+    return factor, user

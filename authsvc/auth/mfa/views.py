@@ -29,7 +29,14 @@ from authsvc.web.pages import page
 bp = Blueprint("mfa", __name__, url_prefix="/auth")
 
 # OpenID Connect's amr (RFC 8176) for each second factor; "mfa" says there were two.
-AMR = {"otp": ["pwd", "otp", "mfa"], "recovery_code": ["pwd", "otp", "mfa"], "hwk": ["pwd", "hwk", "mfa"]}
+# A passkey alone (authsvc.auth.passkey_signin): the key ("hwk") and the user verification it required
+# ("user", the PIN or biometric RFC 8176 has no one value for) are the two factors.
+AMR = {
+    "otp": ["pwd", "otp", "mfa"],
+    "recovery_code": ["pwd", "otp", "mfa"],
+    "hwk": ["pwd", "hwk", "mfa"],
+    "passkey": ["hwk", "user", "mfa"],
+}
 # The second-factor pages run mfa.js (passkeys); nothing else may run.
 SCRIPT_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "

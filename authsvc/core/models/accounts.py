@@ -67,6 +67,11 @@ class User(Model):
     scim_profile: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     scim_modified_at: Mapped[int | None] = mapped_column(BigInteger)
     scim_deleted_at: Mapped[int | None] = mapped_column(Integer)
+    # The user handle of the user's passkeys (WebAuthn's user.id; base64url of 32 random bytes): what a
+    # discoverable passkey gives back at sign-in. Random, never the e-mail or the row's id; set by the
+    # first passkey registration (authsvc.auth.mfa.passkeys) and kept, so an authenticator holds one
+    # entry for the account.
+    passkey_handle: Mapped[str | None] = mapped_column(String(64), index=True, unique=True)
 
     def set_password(self, password: str) -> None:
         self.password_hash = security.hash_password(password)
