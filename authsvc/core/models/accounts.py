@@ -22,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql import ColumnElement
 
 from authsvc.core import clock, security
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
 
@@ -32,6 +32,7 @@ class User(Model):
     __table_args__ = (
         UniqueConstraint("domain_id", "email"),
         Index("ix_user_domain_external_id", "domain_id", "external_id"),
+        IDS_NEVER_REUSED,
     )
     if TYPE_CHECKING:
         # Whether the user has a directory entry: a column authsvc.core.models attaches once LdapAccount exists.
