@@ -56,8 +56,8 @@ class User(Model):
     system_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Sessions started before this moment (milliseconds) are refused: set on
     # a password change or when the user is disabled. It starts at the row's
-    # creation: an id can come back (SQLite gives a new row the id after the
-    # largest), and what a deleted user was granted under it is not the new one's.
+    # creation: were an id ever to come back (ids are never reused, IDS_NEVER_REUSED,
+    # but a database may be restored), what a deleted user was granted is not the new one's.
     sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=clock.now_ms)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # SCIM provisioning (RFC 7643): "scim" once a provisioning client created or adopted the user;

@@ -182,9 +182,9 @@ def test_the_password_grant_asks_again_and_its_refresh_token_ends_with_the_rest(
 
 
 def test_what_a_deleted_user_was_granted_is_no_grant_of_a_user_made_after(client, world, setup, keys):
-    """A user's id can come back: SQLite gives a new row the id after the largest, so the next user made
-    after the newest one is deleted gets its id. The deleted user's session, code and device approval name
-    that id, and must not become the new user's sign-in or tokens."""
+    """The deleted user's session, code and device approval name its id, and must not become the sign-in or
+    tokens of a user made after: ids are never given twice (tests/api/platform/test_ids_never_reused.py), and
+    the watermark of a new user starts at its creation should one ever come back (a database restored)."""
     device_app, _ = world.application(setup.domain, name="Lobby screen", device=True)
     leaving = call(client, "post", "/users", keys.admin_key, {"email": "leaving@example.com", "password": PASSWORD})
     assert leaving.status_code in (200, 201), leaving.get_json()
