@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import func, select
 
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read
+from authsvc.core import dependents
 from authsvc.core.database import db
 from authsvc.core.errors import Conflict, Forbidden, ValidationFailed
 from authsvc.core.models import (
@@ -17,13 +18,9 @@ from authsvc.core.models import (
     STANDARD_PROFILE,
     ApiKey,
     Application,
-    Consent,
     Domain,
-    ExternalIdentity,
-    LdapAccount,
     LdapDirectory,
-    RegistrationToken,
-    SigningKey,
+    ScimGroup,
     SsoProvider,
     User,
 )
@@ -154,20 +151,21 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     users = select(User.id).where(User.domain_id == domain.id).scalar_subquery()
     applications = select(Application.id).where(Application.domain_id == domain.id).scalar_subquery()
     providers = select(SsoProvider.id).where(SsoProvider.domain_id == domain.id).scalar_subquery()
-    # Children first: tokens and approvals, keys and links, then users, applications and providers.
+    directories = select(LdapDirectory.id).where(LdapDirectory.domain_id == domain.id).scalar_subquery()
+    groups = select(ScimGroup.id).where(ScimGroup.domain_id == domain.id).scalar_subquery()
+    # Children first: tokens and keys, then what refers to the domain's users, applications,
+    # providers, directories and groups, then those rows and the rest of the domain's (core.dependents).
     revocation.delete_of_users(users, applications)
-    db.session.execute(delete(Consent).where(or_(Consent.application_id.in_(applications), Consent.user_id.in_(users))))
     api_keys.delete_of_domain(domain.id)
-    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.provider_id.in_(providers)))
-    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
-    db.session.execute(delete(LdapAccount).where(LdapAccount.user_id.in_(users)))
-    db.session.execute(update(Application).where(Application.domain_id == domain.id).values(service_account_id=None))
-    db.session.execute(delete(User).where(User.domain_id == domain.id))
-    db.session.execute(delete(Application).where(Application.domain_id == domain.id))
-    db.session.execute(delete(RegistrationToken).where(RegistrationToken.domain_id == domain.id))
-    db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
-    db.session.execute(delete(LdapDirectory).where(LdapDirectory.domain_id == domain.id))
-    db.session.execute(delete(SigningKey).where(SigningKey.domain_id == domain.id))
+    for table, rows in (
+        ("user", users),
+        ("application", applications),
+        ("sso_provider", providers),
+        ("ldap_directory", directories),
+        ("scim_group", groups),
+    ):
+        dependents.delete_referrers(table, rows)
+    dependents.delete_referrers("domain", domain.id)
     db.session.delete(domain)
     audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)
     db.session.commit()

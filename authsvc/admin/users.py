@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, update
-
 from authsvc.account import verification
 from authsvc.admin.actors import Actor, audit_change, commit, require_change_of_user, save_new
 from authsvc.admin.schemas import read, target_domain
 from authsvc.auth import sessions, signin
-from authsvc.core import actors
+from authsvc.core import actors, dependents
 from authsvc.core.database import db
 from authsvc.core.errors import Conflict, ValidationFailed
-from authsvc.core.models import Application, Consent, Domain, ExternalIdentity, LdapAccount, User
+from authsvc.core.models import Domain, User
 from authsvc.sso import delegated
 from authsvc.tokens import api_keys, revocation
 
@@ -117,14 +115,10 @@ def delete_user(actor: Actor, user: User) -> None:
         raise Conflict("you cannot delete yourself")
     before = user.as_json()
     revocation.delete_of_users(user.id)
-    db.session.execute(delete(Consent).where(Consent.user_id == user.id))
     api_keys.delete_of_user(user.id)
-    db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id == user.id))
-    db.session.execute(delete(LdapAccount).where(LdapAccount.user_id == user.id))
-    # An application bound to the account is left unbound: its client_credentials grant stops.
-    db.session.execute(
-        update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)
-    )
+    # Everything else of the user's (approvals, links, factors, group memberships, e-mailed links);
+    # an application bound to the account is left unbound: its client_credentials grant stops.
+    dependents.delete_referrers("user", user.id)
     sessions.invalidate_sessions(user)
     db.session.delete(user)
     audit_change(actor, "user.deleted", int(before["domain"]), actors.of_user(before["id"]), before=before)

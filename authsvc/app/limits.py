@@ -8,7 +8,8 @@ and when it counts) and puts the declared ones on their views.
 
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests
-  per client (device authorisation requests and client registrations too), SSO starts per client
+  per client (device authorisation requests and client registrations too; a registration's management
+  per the client it names and per address), SSO starts per client
   address, and user codes entered at ``/auth/device`` per client address. Over the rate, a request gets
   429 before any password is checked. Accounts are keyed on the domain's id,
   not on the Host header, so another port or host name for the domain counts
@@ -225,6 +226,7 @@ def _limits(app: Flask) -> dict[Rate, Limit]:
             ),
             limit(Rate.TOKEN_CLIENT, rates.token_rate_limit, requesting_client, deduct_when=_counts_for_the_client),
             limit(Rate.CLIENT_FAILURE_ADDRESS, rates.client_failure_rate_limit, deduct_when=_unauthenticated),
+            limit(Rate.CLIENT_NAMING_ADDRESS, rates.token_rate_limit),
             limit(Rate.SSO_START_ADDRESS, rates.sso_start_rate_limit),
             limit(Rate.MFA_ADDRESS, rates.signin_rate_limit),
             limit(Rate.PASSKEY_OPTIONS_ADDRESS, rates.signin_rate_limit),

@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 else:
     Model = db.Model
 
+# The table arguments of a table whose ids name something outside the database (a token's ``sub``,
+# SCIM and admin API ids, audit targets): SQLite gives a rowid table's new row the id after the
+# largest, so after the newest row is deleted its id would name someone else. AUTOINCREMENT never
+# hands out an id twice; PostgreSQL's sequences never do anyway (docs/security.md, "Ids").
+IDS_NEVER_REUSED: dict[str, Any] = {"sqlite_autoincrement": True}
+
 
 def rows_affected(result: Result[Any]) -> int:
     """How many rows an UPDATE or DELETE matched (SQLAlchemy types execute()'s answer as a plain Result)."""

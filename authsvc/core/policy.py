@@ -39,6 +39,9 @@ class Rate(StrEnum):
     TOKEN_CLIENT = "token-client"
     # Declared where the client authenticates: requests that did not authenticate it count per address.
     CLIENT_FAILURE_ADDRESS = "client-failure-address"
+    # Every request per address, whatever client it names: a view keyed per named client declares it too,
+    # so that made-up client_ids share one budget (RFC 7592's registration management).
+    CLIENT_NAMING_ADDRESS = "client-naming-address"
     SSO_START_ADDRESS = "sso-start-address"
     MFA_ADDRESS = "mfa-address"
     # Passkey sign-ins started (each keeps a challenge in Redis for minutes) per client address: a

@@ -6,6 +6,7 @@ message fit to show the operator.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -136,13 +137,27 @@ email_validator.SPECIAL_USE_DOMAIN_NAMES = []
 email_validator.STRICT = True
 
 
-def account_name(email: str) -> str:
-    """The account a typed e-mail address names in its domain: without surrounding spaces, in lower case.
+def account_name(typed: str) -> str:
+    """The account a typed e-mail address names in its domain: the address in its stored form (``email``:
+    lower case, NFC, the domain's Unicode form), or, for what is no address, trimmed and lower-cased
+    (which names no account, since every stored address is one).
 
     One rule for finding the user, checking a directory, and counting attempts against the account
     (authsvc.auth.lockouts, the request rates): a variant spelling is the same account everywhere.
     """
-    return email.strip().lower()
+    if len(typed) > 400:
+        # No address is this long (``email`` refuses one over 320), and the cache below keeps no such string.
+        return typed.strip().lower()
+    return _account_name(typed)
+
+
+@functools.lru_cache(maxsize=1024)
+def _account_name(typed: str) -> str:
+    # Cached: one sign-in asks for it three or four times (its rates, its lockout, the lookup).
+    try:
+        return email(typed)
+    except Invalid:
+        return typed.strip().lower()
 
 
 def email(value: str) -> str:

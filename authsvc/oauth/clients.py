@@ -16,11 +16,12 @@ from typing import Any, cast
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
-from sqlalchemy import FromClause, Integer, Select, Table, bindparam, delete, select
+from sqlalchemy import FromClause, Integer, Select, Table, bindparam, select
 from sqlalchemy.orm.attributes import set_committed_value
 
+from authsvc.core import dependents
 from authsvc.core.database import db
-from authsvc.core.models import Application, Consent, Domain, User
+from authsvc.core.models import Application, Domain, User
 from authsvc.core.readers import entities
 from authsvc.core.readers.pool import read_one
 from authsvc.core.request_state import part, state
@@ -215,6 +216,6 @@ def delete_client(application: Application) -> int:
     The admin verbs and RFC 7592's DELETE both end an application this way.
     """
     live = revocation.delete_of_application(application.id)
-    db.session.execute(delete(Consent).where(Consent.application_id == application.id))
+    dependents.delete_referrers("application", application.id)  # its approvals
     db.session.delete(application)
     return live

@@ -37,8 +37,9 @@ class IssuedCode:
     dpop_jkt: str | None = None
     # RFC 8707: the resources the authorisation request named; None when it named none.
     resources: list[str] | None = None
-    # When the code was issued (clock.now_ms): refused once the user's sessions are invalidated after it
-    # (sessions.granted_since_invalidation). A record without it (written before it was kept) counts as
+    # When the session the code was issued through began (clock.now_ms): refused once the user's sessions
+    # are invalidated after that (sessions.granted_since_invalidation), even when the code was saved in the
+    # instant after a concurrent invalidation. A record without it (written before it was kept) counts as
     # older than any invalidation.
     issued_ms: int = 0
     # Whether the code was issued under the FAPI 2.0 profile: one of a domain that switched since is refused.

@@ -84,13 +84,17 @@ def pending_by_user_code(user_code: str) -> DevicePending | None:
     return DevicePending(digest, data["client_id"], data["scope"], data["domain_id"])
 
 
-def decide(pending: DevicePending, user: User, approved: bool) -> bool:
-    """Record the person's answer; False when the request was answered already (once only)."""
+def decide(pending: DevicePending, user: User, approved: bool, session_created: int) -> bool:
+    """Record the person's answer; False when the request was answered already (once only).
+
+    The answer is dated by ``session_created``, when the session it was given through began, as a code
+    is: an invalidation of the user's sessions that lands while this request runs voids it all the same.
+    """
     redis = store.client()
     ttl = cast(int, redis.ttl(_key("device", pending.digest)))
     if ttl <= 0:
         return False
-    answer = json.dumps({"user": user.id, "approved": approved, "at": clock.now_ms()})
+    answer = json.dumps({"user": user.id, "approved": approved, "at": session_created})
     return bool(redis.set(_key("device_decision", pending.digest), answer, nx=True, ex=ttl))
 
 

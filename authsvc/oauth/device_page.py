@@ -125,7 +125,8 @@ def decision() -> Response:
         return _entry_page(domain, user, DeviceCodeForm(formdata=None), UNKNOWN_CODE, 400)
     pending, application = found
     approved = bool(form.approve.data)
-    if not decide(pending, user, approved):
+    session = sessions.current_session(domain)
+    if not decide(pending, user, approved, session.created if session else 0):
         return _entry_page(domain, user, DeviceCodeForm(formdata=None), UNKNOWN_CODE, 400)
     audit.record(
         "device.approved" if approved else "device.denied",

@@ -19,7 +19,7 @@ from authlib.oauth2.rfc6749 import (
 from authlib.oauth2.rfc7636 import CodeChallenge
 
 from authsvc.auth import sessions, signin
-from authsvc.core import clock, security
+from authsvc.core import security
 from authsvc.core.models import Application, User
 from authsvc.core.readers import entities
 from authsvc.core.settings import settings
@@ -176,7 +176,9 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
             sid=session.sid if session else None,
             dpop_jkt=data.get("dpop_jkt"),
             resources=grant_state().resources,
-            issued_ms=clock.now_ms(),
+            # Dated by the session's start, not by now: a revocation that lands between this request's check
+            # of the session and this save must still void the code (no session: none today; fail closed).
+            issued_ms=session.created if session else 0,
             fapi2=profile.fapi2(request.client),
         )
         codes.save(code, issued, profile.code_ttl(request.client, settings().code_ttl))

@@ -258,7 +258,8 @@ def register() -> Response:
 
 
 @bp.route("/register/<client_id>", methods=["GET", "PUT", "DELETE"])
-@rate_limited(Rate.TOKEN_CLIENT, client=lambda: (request.view_args or {}).get("client_id"))
+# Per the client its URL names, and per address: made-up client_ids each have a count of their own.
+@rate_limited(Rate.TOKEN_CLIENT, Rate.CLIENT_NAMING_ADDRESS, client=lambda: (request.view_args or {}).get("client_id"))
 def client_configuration(client_id: str) -> Response:
     """RFC 7592: read, replace or delete a registration with its registration access token."""
     current_domain()

@@ -10,19 +10,14 @@ AUTHSVC_SCIM_HARD_DELETE is set.
 
 from __future__ import annotations
 
-from sqlalchemy import delete, update
+from sqlalchemy import delete
 
 from authsvc.auth import sessions
-from authsvc.core import actors, audit, clock
+from authsvc.core import actors, audit, clock, dependents
 from authsvc.core.database import db
 from authsvc.core.models import (
-    Application,
-    Consent,
     ExternalIdentity,
     LdapAccount,
-    MfaFactor,
-    RecoveryCode,
-    ScimGroupMember,
     User,
 )
 from authsvc.tokens import api_keys, revocation
@@ -56,9 +51,5 @@ def remove(user: User, actor: str, hard: bool) -> None:
         return
     revocation.delete_of_users(user.id)
     api_keys.delete_of_user(user.id)
-    for model in (Consent, MfaFactor, RecoveryCode, ScimGroupMember):
-        db.session.execute(delete(model).where(model.user_id == user.id))
-    db.session.execute(
-        update(Application).where(Application.service_account_id == user.id).values(service_account_id=None)
-    )
+    dependents.delete_referrers("user", user.id)
     db.session.delete(user)

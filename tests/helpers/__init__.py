@@ -152,7 +152,7 @@ def empty_database(app) -> None:
 
     DELETE, not TRUNCATE: on tables this small TRUNCATE's new files cost 35-120 ms
     a test, DELETE 1-4 ms. On PostgreSQL the identity sequences are reset
-    too (TRUNCATE's RESTART IDENTITY); SQLite's rowids restart by themselves.
+    too (TRUNCATE's RESTART IDENTITY); on SQLite, the AUTOINCREMENT counters (``sqlite_sequence``).
     """
     tables = [t.name for t in reversed(db.metadata.sorted_tables)]
     statements = [f'DELETE FROM "{table}"' for table in tables]  # noqa: S608 - names from our metadata
@@ -167,7 +167,7 @@ def empty_database(app) -> None:
             # One round trip: psycopg sends a parameterless string of statements as one query.
             conn.exec_driver_sql("; ".join(statements))
         else:
-            for statement in statements:
+            for statement in [*statements, "DELETE FROM sqlite_sequence"]:
                 conn.exec_driver_sql(statement)
 
 

@@ -22,7 +22,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from sqlalchemy.sql import ColumnElement
 
 from authsvc.core import clock, security
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
 
@@ -32,6 +32,7 @@ class User(Model):
     __table_args__ = (
         UniqueConstraint("domain_id", "email"),
         Index("ix_user_domain_external_id", "domain_id", "external_id"),
+        IDS_NEVER_REUSED,
     )
     if TYPE_CHECKING:
         # Whether the user has a directory entry: a column authsvc.core.models attaches once LdapAccount exists.
@@ -55,8 +56,8 @@ class User(Model):
     system_admin: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Sessions started before this moment (milliseconds) are refused: set on
     # a password change or when the user is disabled. It starts at the row's
-    # creation: an id can come back (SQLite gives a new row the id after the
-    # largest), and what a deleted user was granted under it is not the new one's.
+    # creation: were an id ever to come back (ids are never reused, IDS_NEVER_REUSED,
+    # but a database may be restored), what a deleted user was granted is not the new one's.
     sessions_valid_after: Mapped[int] = mapped_column(BigInteger, default=clock.now_ms)
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # SCIM provisioning (RFC 7643): "scim" once a provisioning client created or adopted the user;

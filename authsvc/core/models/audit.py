@@ -7,13 +7,13 @@ from typing import Any
 from sqlalchemy import JSON, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 
 
 class AuditRecord(Model):
     """Something that happened: who did what to what, when. Never holds a secret."""
 
-    __table_args__ = (Index("ix_audit_record_domain_at", "domain_id", "at"),)
+    __table_args__ = (Index("ix_audit_record_domain_at", "domain_id", "at"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     at: Mapped[int] = mapped_column(Integer, default=now, index=True)

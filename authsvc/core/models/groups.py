@@ -5,11 +5,11 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, ForeignKey, Integer, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 
 
 class ScimGroup(Model):
-    __table_args__ = (UniqueConstraint("domain_id", "display_name"),)
+    __table_args__ = (UniqueConstraint("domain_id", "display_name"), IDS_NEVER_REUSED)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)

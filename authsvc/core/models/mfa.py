@@ -8,7 +8,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 
 
 class MfaFactor(Model):
@@ -17,6 +17,8 @@ class MfaFactor(Model):
     An app is ``confirmed`` once the user typed a first valid code; a passkey once
     its registration was verified.
     """
+
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(primary_key=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("user.id"), index=True)

@@ -8,7 +8,7 @@ from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
@@ -33,6 +33,8 @@ RESERVED_SCOPES = {
 
 class Domain(Model):
     """A tenant (PlaceOS: an authority), found from the request's Host."""
+
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(200))
@@ -82,6 +84,8 @@ def _public(context: Any) -> bool:
 
 class Application(Model):
     """An OAuth 2.0 client, listed under Domains -> Applications."""
+
+    __table_args__ = IDS_NEVER_REUSED
 
     id: Mapped[int] = mapped_column(primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)

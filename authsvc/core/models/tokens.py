@@ -7,7 +7,7 @@ from typing import Any, Literal, get_args
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from authsvc.core.database import Model, now
+from authsvc.core.database import IDS_NEVER_REUSED, Model, now
 from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
@@ -40,6 +40,7 @@ class Token(Model):
                 "audience",
             ],
         ),
+        IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)

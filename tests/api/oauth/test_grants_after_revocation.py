@@ -10,8 +10,11 @@ for up to the code's or device code's lifetime (docs/security.md#ending-what-a-u
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
+from authsvc.oauth import device_page, pushed
 from tests.helpers import PASSWORD, REDIRECT_URI, authorize, get_code, headers, location_params, signin
 from tests.helpers.admin_api import call
 from tests.helpers.device import answer, poll, start
@@ -109,6 +112,47 @@ def test_an_approved_device_code_is_refused_after_the_event(client, world, setup
     _everything_before_is_refused(client, setup, tokens)
 
 
+@pytest.mark.parametrize("grant", ["code", "device approval"])
+def test_a_grant_saved_just_after_a_concurrent_revocation_is_refused(
+    app, client, world, setup, keys, clock, monkeypatch, grant
+):
+    """A grant is dated by the start of the session it was made through, not by the moment it was saved: a
+    revocation that commits while the request runs (after it checked the session, before it saved the code or
+    the approval) must void it as well, or the grant outlives the revocation that was meant to end it."""
+    device_app, _ = world.application(setup.domain, name="Lobby screen", device=True)
+    signin(client)
+    revoked: list[int] = []
+
+    def revoke_meanwhile(step):
+        """``step`` of the request (between its check of the session and its save), a revocation committing first."""
+
+        def stepping(*args, **kwargs):
+            def revoke() -> None:
+                revoker = app.test_client()
+                revoked.append(call(revoker, "post", f"/users/{setup.person.id}/revoke", keys.admin_key).status_code)
+
+            other_request = threading.Thread(target=revoke)
+            other_request.start()
+            other_request.join(10)
+            clock.advance(1)  # the save comes after the revocation's watermark
+            return step(*args, **kwargs)
+
+        return stepping
+
+    if grant == "code":
+        # The first step of saving a code: spending the pushed request it came from, if any.
+        monkeypatch.setattr(pushed, "spend", revoke_meanwhile(pushed.spend))
+        code = get_code(client, setup.public_app.client_id)
+        assert revoked == [200]
+        _invalid_grant(_exchange(client, setup.public_app.client_id, code))
+    else:
+        started = start(client, device_app.client_id).get_json()
+        monkeypatch.setattr(device_page, "decide", revoke_meanwhile(device_page.decide))
+        assert answer(client, started["user_code"], "approve").status_code == 200
+        assert revoked == [200]
+        _invalid_grant(poll(client, device_app.client_id, started["device_code"]))
+
+
 def test_what_is_granted_after_the_event_is_honoured(client, setup, keys):
     """The watermark voids earlier grants only: signing in again with the new password works at once."""
     _tokens(client, setup)
@@ -138,9 +182,9 @@ def test_the_password_grant_asks_again_and_its_refresh_token_ends_with_the_rest(
 
 
 def test_what_a_deleted_user_was_granted_is_no_grant_of_a_user_made_after(client, world, setup, keys):
-    """A user's id can come back: SQLite gives a new row the id after the largest, so the next user made
-    after the newest one is deleted gets its id. The deleted user's session, code and device approval name
-    that id, and must not become the new user's sign-in or tokens."""
+    """The deleted user's session, code and device approval name its id, and must not become the sign-in or
+    tokens of a user made after: ids are never given twice (tests/api/platform/test_ids_never_reused.py), and
+    the watermark of a new user starts at its creation should one ever come back (a database restored)."""
     device_app, _ = world.application(setup.domain, name="Lobby screen", device=True)
     leaving = call(client, "post", "/users", keys.admin_key, {"email": "leaving@example.com", "password": PASSWORD})
     assert leaving.status_code in (200, 201), leaving.get_json()

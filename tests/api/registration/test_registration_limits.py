@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import Application, RegistrationToken
 from tests.helpers import REDIRECT_URI, headers
-from tests.helpers.client_registration import METADATA, REGISTER, register
+from tests.helpers.client_registration import METADATA, REGISTER, manage, register
 
 # Invalid metadata and hostile bodies
 
@@ -133,6 +133,23 @@ def test_registrations_are_rate_limited_per_address(make_app, world):
     answers = [register(client, value).status_code for _ in range(3)]
     assert answers == [201, 201, 429]
     assert register(client, value, environ_base={"REMOTE_ADDR": "192.0.2.9"}).status_code == 201
+
+
+def test_managing_made_up_client_ids_shares_one_budget_per_address(make_app, world):
+    """RFC 7592's client URI is counted per client it names, so each made-up client_id would start a new
+    count: guessing registration access tokens, or loading the server, across made-up ids would go
+    unlimited. Its requests also count per address, whatever client they name."""
+    from tests.helpers import HttpsClient
+
+    app = make_app(AUTHSVC_TOKEN_RATE_LIMIT="2/minute")
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    world.domain()
+    made_up = [{"client_id": f"made-up-{n}", "registration_access_token": "guess"} for n in range(3)]
+    answers = [manage(client, "get", registration).status_code for registration in made_up]
+    assert answers == [401, 401, 429]
+    another = manage(client, "get", made_up[0], environ_base={"REMOTE_ADDR": "192.0.2.9"})
+    assert another.status_code == 401
 
 
 # Generated metadata

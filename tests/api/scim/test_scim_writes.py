@@ -13,7 +13,7 @@ from sqlalchemy import select, text
 from authsvc.core.database import db
 from authsvc.core.models import ScimGroup, User
 from tests.helpers import HttpsClient
-from tests.helpers.scim import GROUP_SCHEMA, PATCH_SCHEMA
+from tests.helpers.scim import GROUP_SCHEMA, PATCH_SCHEMA, assert_scim_error
 
 
 def _waiting_on_a_lock(app) -> int:
@@ -62,6 +62,72 @@ def test_two_writes_with_the_same_if_match_one_wins_and_one_is_412(app, scim, re
     assert sorted(answers.values()) == [200, 412], answers
     winner = next(name for name, status in answers.items() if status == 200)
     assert scim.get(f"/{resource}/{row_id}").get_json()["displayName"] == winner
+
+
+@pytest.mark.parametrize("resource", ["Users", "Groups"])
+def test_a_delete_naming_a_stale_version_is_412_and_deletes_nothing(scim, resource):
+    """If-Match on DELETE (RFC 7644 3.14): a client that read an older version must not delete what changed since."""
+    if resource == "Users":
+        row_id = scim.create_user("ada@example.com", displayName="Ada")["id"]
+    else:
+        row_id = scim.post("/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "Staff"}).get_json()["id"]
+    stale = scim.get(f"/{resource}/{row_id}").headers["ETag"]
+    renamed = scim.patch(f"/{resource}/{row_id}", [{"op": "replace", "path": "displayName", "value": "Renamed"}])
+    assert renamed.status_code == 200, renamed.get_json()
+    assert_scim_error(scim.delete(f"/{resource}/{row_id}", **{"If-Match": stale}), 412)
+    assert scim.get(f"/{resource}/{row_id}").get_json()["displayName"] == "Renamed"
+    current = scim.get(f"/{resource}/{row_id}").headers["ETag"]
+    assert scim.delete(f"/{resource}/{row_id}", **{"If-Match": current}).status_code == 204
+    assert_scim_error(scim.get(f"/{resource}/{row_id}"), 404)
+
+
+@pytest.mark.postgresql
+@pytest.mark.parametrize("resource", ["Users", "Groups"])
+@pytest.mark.parametrize("other", ["DELETE", "PATCH"])
+def test_a_delete_and_another_write_with_the_same_if_match_one_wins_and_one_is_412(app, scim, resource, other):
+    """The version is claimed in the statement that holds the row (a conditional UPDATE) before the delete: of two
+    writes that read the same version, the one that comes second finds it moved and is 412, never a second success."""
+    if resource == "Users":
+        row_id = scim.create_user("ada@example.com", displayName="Ada")["id"]
+        model = User
+    else:
+        row_id = scim.post("/Groups", {"schemas": [GROUP_SCHEMA], "displayName": "Staff"}).get_json()["id"]
+        model = ScimGroup
+    version = scim.get(f"/{resource}/{row_id}").headers["ETag"]
+    answers: dict[str, int] = {}
+
+    def write(name: str, method: str) -> None:
+        app.test_client_class = HttpsClient
+        operations = {
+            "schemas": [PATCH_SCHEMA],
+            "Operations": [{"op": "replace", "path": "displayName", "value": "Renamed"}],
+        }
+        response = app.test_client().open(
+            f"/scim/v2/{resource}/{row_id}",
+            method=method,
+            json=operations if method == "PATCH" else None,
+            headers=scim.headers(**{"If-Match": version}),
+        )
+        answers[name] = response.status_code
+
+    with app.app_context(), db.engine.connect() as locker:
+        locker.execute(select(model.id).where(model.id == int(row_id)).with_for_update())
+        writers = [
+            threading.Thread(target=write, args=("delete", "DELETE")),
+            threading.Thread(target=write, args=("other", other)),
+        ]
+        for writer in writers:
+            writer.start()
+        deadline = time.monotonic() + 10
+        while _waiting_on_a_lock(app) < 2:
+            assert time.monotonic() < deadline, "the two writes did not both reach the row"
+            time.sleep(0.05)
+        locker.rollback()
+    for writer in writers:
+        writer.join(10)
+    assert sorted(answers.values()) in ([200, 412], [204, 412]), answers
+    gone = scim.get(f"/{resource}/{row_id}").status_code == 404
+    assert gone == (answers["delete"] == 204 or (other == "DELETE" and answers["other"] == 204)), answers
 
 
 def test_patch_remove_takes_an_optional_attribute_away(scim, world):
