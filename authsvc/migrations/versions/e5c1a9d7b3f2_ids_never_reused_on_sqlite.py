@@ -1,7 +1,7 @@
 """ids never reused on SQLite: AUTOINCREMENT for the tables whose ids name something outside the database
 
 Revision ID: e5c1a9d7b3f2
-Revises: b7d2e9f4a1c6
+Revises: c5e1a9d3f7b2
 Create Date: 2026-12-02 08:20:00.000000
 
 A SQLite table without AUTOINCREMENT gives a new row the id after the largest one, so once
@@ -19,7 +19,7 @@ from alembic import op
 
 # revision identifiers, used by Alembic.
 revision = 'e5c1a9d7b3f2'
-down_revision = 'b7d2e9f4a1c6'
+down_revision = 'c5e1a9d3f7b2'
 branch_labels = None
 depends_on = None
 
