@@ -167,7 +167,8 @@ class Run:
         say("lint: ruff format --check .")
         ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
         self.results.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
-        # The types ([tool.mypy] in pyproject.toml: strict on authsvc.core, authsvc.api and authsvc.tokens; no module skipped).
+        # The types ([tool.mypy] in pyproject.toml): strict on authsvc.core, authsvc.api and authsvc.tokens;
+        # no module skipped.
         say("lint: mypy")
         self.results.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
 
