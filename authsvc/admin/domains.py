@@ -6,6 +6,7 @@ from typing import Any
 
 from sqlalchemy import delete, func, or_, select, update
 
+from authsvc.account.invitations import Invitation
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read
 from authsvc.core.database import db
@@ -14,6 +15,7 @@ from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
     FAPI2_PROFILE,
     RESERVED_SCOPES,
+    SIGNUP_RESTRICTED,
     STANDARD_PROFILE,
     ApiKey,
     Application,
@@ -71,6 +73,11 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
         in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
         if in_use:
             problems["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
+    if "signup_email_domains" in changes:
+        changes["signup_email_domains"] = " ".join(changes["signup_email_domains"] or [])
+    signup = changes.get("signup", domain.signup)
+    if signup == SIGNUP_RESTRICTED and not changes.get("signup_email_domains", domain.signup_email_domains):
+        problems["signup_email_domains"] = "restricted sign-up needs at least one e-mail domain"
     if problems:
         raise ValidationFailed(problems)
     if changes.get("profile") == FAPI2_PROFILE and not domain.fapi2:
@@ -162,6 +169,7 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(delete(ExternalIdentity).where(ExternalIdentity.user_id.in_(users)))
     db.session.execute(delete(LdapAccount).where(LdapAccount.user_id.in_(users)))
     db.session.execute(update(Application).where(Application.domain_id == domain.id).values(service_account_id=None))
+    db.session.execute(delete(Invitation).where(Invitation.domain_id == domain.id))
     db.session.execute(delete(User).where(User.domain_id == domain.id))
     db.session.execute(delete(Application).where(Application.domain_id == domain.id))
     db.session.execute(delete(RegistrationToken).where(RegistrationToken.domain_id == domain.id))

@@ -6,8 +6,8 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.choices import POLICIES, MfaRequirement, SecurityProfile
-from authsvc.admin.schemas.types import Choice, Lifetime, Name, Text
+from authsvc.admin.schemas.choices import POLICIES, SIGNUP_MODES, MfaRequirement, SecurityProfile, SignupMode
+from authsvc.admin.schemas.types import Choice, Lifetime, Name, Strings, Text
 from authsvc.core import validation
 from authsvc.core.models import PROFILES
 
@@ -21,6 +21,13 @@ PROFILE_DESCRIPTION = (
     "60-second codes, no password or device grant, credentials in headers only)."
 )
 Profile = Choice(*PROFILES, description=PROFILE_DESCRIPTION)
+SIGNUP_DESCRIPTION = (
+    "Who may create an account at /auth/signup: `off` (default; accounts by invitation or by an admin), `open` "
+    "(anyone) or `restricted` (addresses at `signup_email_domains`). docs/account.md#sign-up."
+)
+Signup = Choice(*SIGNUP_MODES, description=SIGNUP_DESCRIPTION)
+EMAIL_DOMAINS_DESCRIPTION = "The e-mail domains whose addresses may sign up under `restricted`."
+SignupEmailDomains = Strings(validation.email_domain, description=EMAIL_DOMAINS_DESCRIPTION)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -44,6 +51,8 @@ class DomainChange(Schema):
     scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.") = None
     session_ttl: Lifetime | None = SessionTtl
     profile: Profile = None
+    signup: Signup = None
+    signup_email_domains: SignupEmailDomains = None
 
 
 class DomainScopes(Schema):
@@ -73,6 +82,10 @@ class Domain(Answer):
     profile: SecurityProfile = Field(description=PROFILE_DESCRIPTION)
     scim_last_activity: int | None = Field(
         description="When a SCIM client last called /scim/v2 for this domain (seconds; to the minute); null if never."
+    )
+    signup: SignupMode = Field(description=SIGNUP_DESCRIPTION)
+    signup_email_domains: list[str] = Field(
+        description="The e-mail domains whose addresses may sign up under `restricted`."
     )
 
 
