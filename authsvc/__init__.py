@@ -20,6 +20,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
     from authsvc.account import password as account_password
+    from authsvc.account import signup as account_signup
     from authsvc.api import fastpath
     from authsvc.app import blueprints, client_failures, errors, limits
     from authsvc.core import budget, database, security, store
@@ -95,5 +96,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     outbox.init_app(app)
     mail.init_app(app)
     account_password.init_app(app)
+    account_signup.init_app(app)
     cli.init_app(app)
     return app

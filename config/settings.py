@@ -240,6 +240,8 @@ class Settings:
     # A forgotten password's link, and an address's verification link, last this many seconds.
     reset_ttl: int = _setting("AUTHSVC_RESET_TTL", 1800, _positive_int)
     verify_ttl: int = _setting("AUTHSVC_VERIFY_TTL", 3 * 24 * 3600, _positive_int)
+    # An invitation's link works this many seconds (once).
+    invitation_ttl: int = _setting("AUTHSVC_INVITATION_TTL", 7 * 24 * 3600, _positive_int)
     # Links sent on request (a forgotten password, a new verification link): per address asked for,
     # and per client address.
     account_mail_rate_limit: str = _setting("AUTHSVC_ACCOUNT_MAIL_RATE_LIMIT", "5/hour", _rate)

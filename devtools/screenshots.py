@@ -9,6 +9,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots console    # only docs/console.png
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
+    python -m devtools.screenshots signup invitation  # docs/signup.png and docs/invitation.png
 """
 
 from __future__ import annotations
@@ -144,6 +145,51 @@ def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "password-reset.png"))
 
 
+def _flask(instance: Path, *args: str) -> dict:
+    """A ``flask --app app`` command on the instance ./scripts/run serves (its JSON answer)."""
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(instance),
+        "AUTHSVC_INSTANCE_DIR": str(instance),
+    }
+    done = subprocess.run(
+        [str(REPO / ".venv/bin/flask"), "--app", "app", *args], cwd=REPO, env=env, capture_output=True, check=True
+    )
+    answer: dict = json.loads(done.stdout)
+    return answer
+
+
+def _written_link(instance: Path, to: str) -> str:
+    """The token link of the message to ``to`` that development wrote to instance/mail/."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for written in (instance / "mail").glob("*.eml"):
+            message = email.message_from_bytes(written.read_bytes(), policy=email.policy.default)
+            body = message.get_body(preferencelist=("plain",))
+            if message["To"] == to and body is not None:
+                [link] = re.findall(r"https?://\S+\?token=\S+", body.get_content())
+                return link
+        time.sleep(0.2)
+    raise SystemExit(f"no message to {to} in {instance / 'mail'}")
+
+
+def signup(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The demo domain with sign-up on (``domains update --signup open``), as its sign-in page links to it."""
+    _flask(instance, "domains", "update", "--domain", "localhost", "--signup", "open")
+    page.goto(f"{base}/auth/login")
+    page.click("text=Create an account")
+    page.screenshot(path=str(DOCS / "signup.png"))
+
+
+def invitation(page: Page, base: str, person: dict, instance: Path) -> None:
+    """Invite from the command line; development writes the message to instance/mail/, whose link names the
+    domain's own https host: the page is opened on this server's origin instead."""
+    _flask(instance, "users", "invite", "--domain", "localhost", "--email", "invitee@example.com", "--name", "Invitee")
+    link = _written_link(instance, "invitee@example.com")
+    page.goto(base + link[link.index("/auth/invitation") :])
+    page.screenshot(path=str(DOCS / "invitation.png"))
+
+
 # Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
@@ -151,6 +197,8 @@ SHOTS: dict[str, Callable] = {
     "mfa": mfa,
     "password-forgot": password_forgot,
     "password-reset": password_reset,
+    "signup": signup,
+    "invitation": invitation,
 }
 
 

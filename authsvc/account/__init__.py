@@ -1,2 +1,3 @@
-"""People help themselves by e-mail: a forgotten password (``password``) and a verified address
-(``verification``), both through single-use links (``links``). docs/account.md."""
+"""People help themselves by e-mail: a forgotten password (``password``), a verified address
+(``verification``), invitations (``invitations``, ``invitation_pages``) and sign-up (``signup``), all through
+single-use links (``links``; an invitation's secret is its own row's). docs/account.md."""

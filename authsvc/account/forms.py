@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wtforms import PasswordField, SubmitField
-from wtforms.validators import DataRequired, EqualTo
+from wtforms import PasswordField, StringField, SubmitField
+from wtforms.validators import DataRequired, EqualTo, Length
 
 from authsvc.web.forms import PageForm, email_field
 
@@ -24,3 +24,17 @@ class ConfirmForm(PageForm):
     """A button and the CSRF token: what a link opened by a mail scanner cannot press."""
 
     submit = SubmitField("Confirm")
+
+
+class PasswordForm(PageForm):
+    """A first password: an invitation accepted with one (the service's rules are applied by the view)."""
+
+    password = PasswordField("Password", validators=[DataRequired()])
+    confirm = PasswordField(
+        "The password again", validators=[DataRequired(), EqualTo("password", message="The passwords differ.")]
+    )
+
+
+class SignupForm(PasswordForm):
+    name = StringField("Your name", validators=[Length(max=200)])
+    email = email_field()

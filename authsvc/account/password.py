@@ -184,6 +184,9 @@ def reset_submit() -> Response:
         db.session.rollback()
         return _expired()
     links.spend_all(user.id, links.PASSWORD_RESET)
+    if link.email == user.email:
+        # The link reached the address: it is confirmed, and a sign-up's account usable (with the new password).
+        user.email_verified, user.signup_pending = True, False
     revoked = sessions.change_password(user, form.password.data, actor=actors.of_user(user.id))
     audit.record(
         "user.password_reset",

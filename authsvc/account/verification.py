@@ -29,14 +29,15 @@ SECRET_KEY = "authsvc_verify"
 PATH = "/auth/email/verify"
 
 
-def send_link(user: User, domain: Domain) -> bool:
+def send_link(user: User, domain: Domain, origin: str | None = None) -> bool:
     """Queue a verification link to ``user``'s address in the caller's transaction; False when no mail
-    can be sent from here (the address stays unverified until an admin vouches for it)."""
+    can be sent from here (the address stays unverified until an admin vouches for it). ``origin``: where
+    the link points when there is no request to tell (the outbox's sender), else ``links.origin``."""
     if not mail.available():
         return False
     secret = links.issue(user.id, user.email, links.EMAIL_VERIFY, settings().verify_ttl)
     days = max(1, settings().verify_ttl // 86400)
-    link = f"{links.origin(domain)}{PATH}?token={secret}"
+    link = f"{origin or links.origin(domain)}{PATH}?token={secret}"
     mail.queue(domain, user.email, "verify_email", "Confirm your e-mail address", link=link, days=days)
     return True
 
@@ -83,6 +84,8 @@ def verify_submit() -> Response:
         db.session.rollback()
         return _expired()
     user.email_verified = True
+    # A sign-up's account can be used from now on.
+    user.signup_pending = False
     audit.record(
         "user.email_verified",
         domain_id=domain.id,

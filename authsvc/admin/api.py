@@ -374,3 +374,7 @@ def user_resource_token(user_id: str) -> Response:
 def clear_user_resource_token(user_id: str) -> Response:
     actor = current_actor("resource_token")
     return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))
+
+
+# The invitations' routes join this blueprint (a module of their own).
+from authsvc.admin import invitation_api  # noqa: E402, F401

@@ -15,6 +15,7 @@ from authsvc.core.models import (
     DEFAULT_DOMAIN_SCOPES,
     FAPI2_PROFILE,
     RESERVED_SCOPES,
+    SIGNUP_RESTRICTED,
     STANDARD_PROFILE,
     ApiKey,
     Application,
@@ -68,6 +69,11 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
         in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
         if in_use:
             problems["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
+    if "signup_email_domains" in changes:
+        changes["signup_email_domains"] = " ".join(changes["signup_email_domains"] or [])
+    signup = changes.get("signup", domain.signup)
+    if signup == SIGNUP_RESTRICTED and not changes.get("signup_email_domains", domain.signup_email_domains):
+        problems["signup_email_domains"] = "restricted sign-up needs at least one e-mail domain"
     if problems:
         raise ValidationFailed(problems)
     if changes.get("profile") == FAPI2_PROFILE and not domain.fapi2:

@@ -7,6 +7,7 @@ from sqlalchemy import select
 from authsvc.auth import ldap_signin, lockouts, sessions
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
+from authsvc.core.errors import AddressUnconfirmed
 from authsvc.core.models import Domain, User
 from authsvc.web import metrics
 
@@ -74,7 +75,9 @@ def sign_in(domain: Domain, email: str, password: str, via: str) -> User | None:
     """The one password sign-in decision, for /auth/signin and the sign-in page alike.
 
     None for an unknown e-mail, a wrong password and a disabled account: the
-    caller answers all three the same way.
+    caller answers all three the same way. The right password of an account made
+    by sign-up whose address is not confirmed raises ``AddressUnconfirmed``: only
+    who knows the password learns that the account exists.
     """
     user, extra = _authenticate(domain, email, password, via)
     if user is None:
@@ -82,5 +85,8 @@ def sign_in(domain: Domain, email: str, password: str, via: str) -> User | None:
     if user.disabled:
         refused(domain, user, "disabled", via, directory=extra.get("directory"))
         return None
+    if user.signup_pending:
+        refused(domain, user, "email_unverified", via)
+        raise AddressUnconfirmed()
     audit.record("signin.succeeded", domain_id=domain.id, actor=actors.of_user(user.id), details={"via": via, **extra})
     return user

@@ -12,7 +12,7 @@ from authsvc.auth.mfa.views import challenge
 from authsvc.auth.signin import sign_in
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError, DirectoryUnavailable, LockedOut, answer
+from authsvc.core.errors import AddressUnconfirmed, ApiError, DirectoryUnavailable, LockedOut, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.policy import Rate, rate_limited
@@ -115,6 +115,7 @@ def login_form_page(
         user=None,
         again=again,
         can_mail=mail.available(),
+        can_signup=domain.signup_open and mail.available(),
     )
     response.headers["Content-Security-Policy"] = SIGNIN_CSP
     return response
@@ -167,7 +168,7 @@ def login() -> Response:
         response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
         response.headers.update(refused.headers)
         return response
-    except DirectoryUnavailable as exc:
+    except (DirectoryUnavailable, AddressUnconfirmed) as exc:
         refused = answer(exc)
         response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
         response.headers.update(refused.headers)

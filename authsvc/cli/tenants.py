@@ -20,7 +20,7 @@ from authsvc.cli.common import (
     user_by_email,
 )
 from authsvc.core.database import db
-from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, PROFILES, STANDARD_PROFILE, Application, Domain
+from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, PROFILES, SIGNUP_MODES, STANDARD_PROFILE, Application, Domain
 from authsvc.oauth import client_authentication
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
@@ -31,6 +31,10 @@ apps = AppGroup("apps", help="Client applications of a domain.")
 PROFILE_HELP = (
     "fapi2: the FAPI 2.0 Security Profile for every application of the domain (docs/fapi.md); "
     "standard: the service's usual rules."
+)
+SIGNUP_HELP = (
+    "Who may create an account at /auth/signup: off (default), open (anyone), restricted (addresses at the "
+    "--signup-email-domain domains); docs/account.md#sign-up."
 )
 INTROSPECT_HELP = (
     "A resource server: may introspect other applications' tokens (RFC 7662); confidential applications only."
@@ -71,11 +75,25 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
 @click.option("--domain", "host", required=True, help="The domain's host.")
 @click.option("--name")
 @click.option("--profile", type=click.Choice(PROFILES), help=PROFILE_HELP)
-def update_domain(host: str, name: str | None, profile: str | None) -> None:
+@click.option("--signup", type=click.Choice(SIGNUP_MODES), help=SIGNUP_HELP)
+@click.option(
+    "--signup-email-domain",
+    "signup_email_domains",
+    multiple=True,
+    help="An e-mail domain whose addresses may sign up under --signup restricted; repeat the option. "
+    "Given, the list replaces the domain's.",
+)
+def update_domain(
+    host: str, name: str | None, profile: str | None, signup: str | None, signup_email_domains: tuple[str, ...]
+) -> None:
     """Change a domain; fapi2 needs every application of it to comply first."""
     domain = domain_by_host(host)
-    changes = {k: v for k, v in {"name": name, "profile": profile}.items() if v is not None}
-    with admin_rules():
+    changes: dict[str, Any] = {
+        k: v for k, v in {"name": name, "profile": profile, "signup": signup}.items() if v is not None
+    }
+    if signup_email_domains:
+        changes["signup_email_domains"] = list(signup_email_domains)
+    with admin_rules({"signup_email_domains": "--signup-email-domain"}):
         admin.update_domain(admin.command_line(), domain, changes)
     emit(domain.as_json())
 

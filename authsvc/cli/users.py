@@ -9,6 +9,7 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
+from authsvc.admin import invitations
 from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, user_by_email
 from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
@@ -54,6 +55,30 @@ def create_user(
     with admin_rules():
         user = admin.create_user(admin.command_line(), data)
     emit({"id": str(user.id), "email": user.email})
+
+
+@users.command("invite")
+@click.option("--domain", "host", required=True)
+@click.option("--email", required=True)
+@click.option("--name", default="")
+@click.option("--admin", "is_admin", is_flag=True, help="An admin of the domain once accepted.")
+@click.option("--support", is_flag=True, help="A support user of the domain once accepted.")
+def invite_user(host: str, email: str, name: str, is_admin: bool, support: bool) -> None:
+    """Invite a person by e-mail: a single-use link to set a password or passkey (docs/account.md#invitations).
+
+    The link is printed only when this service cannot send e-mail; hand it to the person then.
+    """
+    if is_admin and support:
+        raise click.UsageError("--admin and --support cannot go together: an invitation gives one role")
+    domain = domain_by_host(host)
+    role = "admin" if is_admin else "support" if support else "user"
+    with admin_rules():
+        sent = invitations.invite(admin.command_line(), domain, {"email": email, "name": name, "role": role})
+    found = sent.invitation
+    emit(
+        {"id": found.id, "email": found.email, "expires_at": found.expires_at}
+        | ({"link": sent.link} if sent.link else {})
+    )
 
 
 @users.command("list")

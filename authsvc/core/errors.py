@@ -126,6 +126,15 @@ class LockedOut(Exception):
         super().__init__(self.description)
 
 
+class AddressUnconfirmed(Exception):
+    """The right password of an account made by sign-up whose address is not confirmed yet: no session."""
+
+    description = (
+        "Confirm your e-mail address first: follow the link in the message we sent to it. No message? Sign up "
+        "again with the same address for a new link."
+    )
+
+
 class DirectoryUnavailable(Exception):
     """An LDAP directory could not answer (``why``, for the log); the password was not checked."""
 
@@ -207,6 +216,7 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
     ),
     LockedOut: lambda exc: ApiError(429, "too_many_attempts", exc.description, **_retry_after(exc)),
     DirectoryUnavailable: _unavailable,
+    AddressUnconfirmed: lambda exc: ApiError(403, "email_unverified", exc.description),
     TooManyFlows: lambda exc: ApiError(
         429,
         "too_many_flows",

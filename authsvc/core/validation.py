@@ -175,6 +175,18 @@ def email(value: str) -> str:
         raise Invalid(f"{value!r} is not an e-mail address") from None
 
 
+def email_domain(value: str) -> str:
+    """The domain part of an e-mail address (``example.com``), in the form ``email`` stores it: what an
+    address's part after ``@`` is compared with (a domain's sign-up list)."""
+    domain = value.strip().lower().removeprefix("@")
+    if not domain or "@" in domain or len(domain) > 253:
+        raise Invalid(f"{value[:60]!r} is not an e-mail domain")
+    try:
+        return email(f"someone@{domain}").rpartition("@")[2]
+    except Invalid:
+        raise Invalid(f"{value[:60]!r} is not an e-mail domain") from None
+
+
 def password(value: str) -> str:
     if len(value) < 8:
         raise Invalid("the password must have at least 8 characters")

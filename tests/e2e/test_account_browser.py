@@ -1,13 +1,16 @@
-"""A forgotten password in a real browser, against the service under gunicorn with a real SMTP server.
+"""A forgotten password, an invitation and a sign-up in a real browser, against the service under gunicorn with
+a real SMTP server.
 
-Chromium asks for a link from the sign-in page; the gunicorn worker's outbox sender mails it to aiosmtpd on
-loopback; the browser opens the link read from the received message, sets a new password and signs in with
-it. Production settings (DATABASE_URL set): only the SMTP server makes e-mail possible.
+Chromium asks for a link from the sign-in page (or an admin invites over the admin API); the gunicorn worker's
+outbox sender mails it to aiosmtpd on loopback; the browser opens the link read from the received message, sets a
+password (or confirms the address) and signs in. Production settings (DATABASE_URL set): only the SMTP server
+makes e-mail possible.
 """
 
 from __future__ import annotations
 
 import pytest
+import requests
 
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
@@ -24,6 +27,7 @@ def service(schema, tmp_path_factory, smtp_server):
     with running_service(tmp_path_factory.mktemp("instance"), **smtp, AUTHSVC_OUTBOX_POLL="1") as service:
         service.cli("domains", "create", "--name", "Workplace", "--host", "localhost")
         service.cli("users", "create", "--domain", "localhost", "--email", "person@example.com", "--password", PASSWORD)
+        service.cli("domains", "update", "--domain", "localhost", "--signup", "open")
         yield service
 
 
@@ -55,3 +59,84 @@ def test_a_person_resets_a_forgotten_password_in_chromium(service, smtp_server):
         assert "You are signed in" in page.content()
     changed = smtp_server.wait_for("person@example.com", count=2, timeout=15)
     assert [m["Subject"] for m in changed] == ["Reset your password", "Your password was changed"]
+
+
+def test_an_invited_person_joins_in_chromium_and_is_signed_in(service, smtp_server):
+    base = service.url.replace("127.0.0.1", "localhost")
+    service.cli(
+        "users", "create", "--domain", "localhost", "--email", "admin@example.com", "--password", PASSWORD, "--admin"
+    )
+    key = service.cli(
+        "api-keys",
+        "create",
+        "--domain",
+        "localhost",
+        "--user",
+        "admin@example.com",
+        "--name",
+        "invites",
+        "--scopes",
+        "public admin",
+        "--permission",
+        "admin",
+    )["key"]
+    [domain] = [d for d in service.cli("domains", "list")["domains"] if d["host"] == "localhost"]
+    invited = requests.post(
+        f"{base}/api/engine/v2/domains/{domain['id']}/invitations",
+        json={"email": "invited@example.com", "name": "Invited Person"},
+        headers={"X-API-Key": key},
+        timeout=10,
+    )
+    assert invited.status_code == 201 and "link" not in invited.json()
+    [message] = smtp_server.wait_for("invited@example.com", timeout=15)
+    link = link_in(message)
+    assert link.startswith(f"{base}/auth/invitation?token=")
+    with chromium() as browser:
+        page = browser.new_context().new_page()
+        page.goto(link)
+        assert page.url == f"{base}/auth/invitation", "the secret left the address bar"
+        assert "invited@example.com" in page.content()
+        page.fill("input[name=password]", NEW_PASSWORD)
+        page.fill("input[name=confirm]", NEW_PASSWORD)
+        page.click("text=Set the password and join")
+        assert "You are signed in" in page.content() and "invited@example.com" in page.content()
+        # The link made its account once: opened again, it says so.
+        page.goto(link)
+        assert "This invitation does not work" in page.content()
+    listed = requests.get(
+        f"{base}/api/engine/v2/domains/{domain['id']}/invitations", headers={"X-API-Key": key}, timeout=10
+    ).json()["items"]
+    assert [i["state"] for i in listed] == ["accepted"]
+
+
+def test_a_person_signs_up_in_chromium_and_signs_in_once_the_address_is_confirmed(service, smtp_server):
+    base = service.url.replace("127.0.0.1", "localhost")
+    with chromium() as browser:
+        page = browser.new_context().new_page()
+        page.goto(f"{base}/auth/login")
+        page.click("text=Create an account")
+        page.fill("input[name=name]", "Signed Up")
+        page.fill("input[name=email]", "signed-up@example.com")
+        page.fill("input[name=password]", NEW_PASSWORD)
+        page.fill("input[name=confirm]", NEW_PASSWORD)
+        page.click("button[type=submit]")
+        assert "Check your inbox" in page.content()
+
+        [message] = smtp_server.wait_for("signed-up@example.com", timeout=15)
+        link = link_in(message)
+        assert link.startswith(f"{base}/auth/email/verify?token=")
+        # Not before the address is confirmed.
+        page.goto(f"{base}/auth/login")
+        page.fill("input[name=email]", "signed-up@example.com")
+        page.fill("input[name=password]", NEW_PASSWORD)
+        page.click("button[type=submit]")
+        assert "Confirm your e-mail address first" in page.content()
+
+        page.goto(link)
+        page.click("button[type=submit]")
+        assert "Address confirmed" in page.content()
+        page.goto(f"{base}/auth/login")
+        page.fill("input[name=email]", "signed-up@example.com")
+        page.fill("input[name=password]", NEW_PASSWORD)
+        page.click("button[type=submit]")
+        assert "You are signed in" in page.content()

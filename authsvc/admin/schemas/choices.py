@@ -14,3 +14,11 @@ SecurityProfile = Literal["standard", "fapi2"]
 DEFAULT_EXPIRES_IN = 24 * 3600
 MAX_EXPIRES_IN = 365 * 24 * 3600
 MAX_USES = 1000
+
+# Sign-up at /auth/signup (authsvc.core.models.SIGNUP_MODES; docs/account.md).
+SignupMode = Literal["off", "open", "restricted"]
+SIGNUP_MODES: tuple[str, ...] = get_args(SignupMode)
+
+# The role an invitation gives (authsvc.account.invitations.ROLES).
+InvitationRole = Literal["user", "support", "admin"]
+INVITATION_ROLES: tuple[str, ...] = get_args(InvitationRole)

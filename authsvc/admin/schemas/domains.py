@@ -8,8 +8,8 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.choices import MfaRequirement, SecurityProfile
-from authsvc.admin.schemas.types import TRIMMED, Lifetime, Name, Omissible, Text
+from authsvc.admin.schemas.choices import MfaRequirement, SecurityProfile, SignupMode
+from authsvc.admin.schemas.types import TRIMMED, Each, Lifetime, Name, Omissible, StringList, Text
 from authsvc.core import validation
 
 Host = Annotated[str, Text(253, min_length=1, rule=validation.host), Field(description="A host name or IP address.")]
@@ -28,6 +28,13 @@ PROFILE_DESCRIPTION = (
     "60-second codes, no password or device grant, credentials in headers only)."
 )
 Profile = Annotated[SecurityProfile, TRIMMED, Field(description=PROFILE_DESCRIPTION)]
+SIGNUP_DESCRIPTION = (
+    "Who may create an account at /auth/signup: `off` (default; accounts by invitation or by an admin), `open` "
+    "(anyone) or `restricted` (addresses at `signup_email_domains`). docs/account.md#sign-up."
+)
+Signup = Annotated[SignupMode, TRIMMED, Field(description=SIGNUP_DESCRIPTION)]
+EMAIL_DOMAINS_DESCRIPTION = "The e-mail domains whose addresses may sign up under `restricted`."
+SignupEmailDomains = Annotated[StringList, Each(validation.email_domain), Field(description=EMAIL_DOMAINS_DESCRIPTION)]
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -51,6 +58,8 @@ class DomainChange(Schema):
     scopes: Omissible[SomeScopes] = None
     session_ttl: Lifetime | None = SessionTtl
     profile: Omissible[Profile] = None
+    signup: Omissible[Signup] = None
+    signup_email_domains: Omissible[SignupEmailDomains] = None
 
 
 class DomainScopes(Schema):
@@ -80,6 +89,10 @@ class Domain(Answer):
     profile: SecurityProfile = Field(description=PROFILE_DESCRIPTION)
     scim_last_activity: int | None = Field(
         description="When a SCIM client last called /scim/v2 for this domain (seconds; to the minute); null if never."
+    )
+    signup: SignupMode = Field(description=SIGNUP_DESCRIPTION)
+    signup_email_domains: list[str] = Field(
+        description="The e-mail domains whose addresses may sign up under `restricted`."
     )
 
 

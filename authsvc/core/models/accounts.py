@@ -45,6 +45,8 @@ class User(Model):
     # Whether someone vouched for the address (an admin, or the provider that
     # created the user): the email_verified claim says exactly this.
     email_verified: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Signed up at /auth/signup and not yet confirmed the address: no sign-in until the link is followed.
+    signup_pending: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     name: Mapped[str] = mapped_column(String(200), default="")
     password_hash: Mapped[str | None] = mapped_column(String(100))
     service_account: Mapped[bool] = mapped_column(Boolean, default=False)

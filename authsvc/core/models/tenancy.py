@@ -22,6 +22,11 @@ STANDARD_PROFILE = "standard"
 FAPI2_PROFILE = "fapi2"
 PROFILES = (STANDARD_PROFILE, FAPI2_PROFILE)
 
+# Who may create an account at /auth/signup: nobody ("off", the default), anyone ("open"), or the owners of
+# addresses at the domain's listed e-mail domains ("restricted"). docs/account.md, "Sign-up".
+SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED = "off", "open", "restricted"
+SIGNUP_MODES = (SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED)
+
 # Scopes every domain knows, for surfaces that act with the user's powers;
 # the consent page shows these descriptions.
 RESERVED_SCOPES = {
@@ -48,6 +53,21 @@ class Domain(Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
+    signup: Mapped[str] = mapped_column(String(10), default=SIGNUP_OFF, server_default=SIGNUP_OFF)
+    # Space-separated e-mail domains whose addresses may sign up under "restricted".
+    signup_email_domains: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+    @property
+    def signup_open(self) -> bool:
+        """Whether /auth/signup takes anyone's sign-up (of an allowed address)."""
+        return self.signup != SIGNUP_OFF
+
+    def signup_allows(self, email: str) -> bool:
+        """Whether an address (in its stored form) may sign up here: sign-up is on, and under "restricted"
+        the address's domain is one of the listed ones."""
+        if self.signup == SIGNUP_OPEN:
+            return True
+        return self.signup == SIGNUP_RESTRICTED and email.rpartition("@")[2] in self.signup_email_domains.split()
 
     @property
     def scope_list(self) -> list[str]:
@@ -72,6 +92,8 @@ class Domain(Model):
             "mfa_require": self.mfa_require,
             "profile": self.profile,
             "scim_last_activity": self.scim_last_activity,
+            "signup": self.signup,
+            "signup_email_domains": self.signup_email_domains.split(),
         }
 
 

@@ -98,7 +98,7 @@ def test_real_admin_answers_conform_too(client, world, document):
     succeeded = set()
 
     def call(method, template, status, *, record_id=None, key=admin_key, **kwargs):
-        path = api + template.format(record_id=record_id)
+        path = api + template.format(record_id=record_id, invitation_id=kwargs.pop("invitation_id", None))
         response = getattr(client, method)(path, headers=key, **kwargs)
         assert response.status_code == status, (method, path, response.get_data(as_text=True))
         answer = document["paths"][api + template][method]["responses"][str(status)]
@@ -250,6 +250,14 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert call("get", "/domains/{record_id}/signing_keys", 200, record_id=domain.id) == {"keys": []}
     rotated = call("post", "/domains/{record_id}/signing_keys/rotate", 201, record_id=domain.id, json={"alg": "ES256"})
     assert rotated["alg"] == "ES256" and rotated["state"] == "current"
+    invitations = "/domains/{record_id}/invitations"
+    invited = call("post", invitations, 201, record_id=domain.id, json={"email": "invited@example.com"})
+    assert invited["state"] == "pending"
+    assert len(call("get", invitations, 200, record_id=domain.id)["items"]) == 1
+    resent = "/domains/{record_id}/invitations/{invitation_id}/resend"
+    call("post", resent, 200, record_id=domain.id, invitation_id=invited["id"])
+    one = "/domains/{record_id}/invitations/{invitation_id}"
+    assert call("delete", one, 200, record_id=domain.id, invitation_id=invited["id"])["state"] == "revoked"
 
     # The audit log of all that, whole and filtered.
     log = call("get", "/audit", 200)
