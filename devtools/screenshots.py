@@ -9,6 +9,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots console    # only docs/console.png
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
+    python -m devtools.screenshots account account-sessions  # docs/account.png, docs/account-sessions.png
 """
 
 from __future__ import annotations
@@ -139,6 +140,28 @@ def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "password-reset.png"))
 
 
+def account(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The account page, signed in from two browsers so that the sessions list has two rows."""
+    other = page.context.browser.new_context() if page.context.browser else None
+    if other is not None:
+        _sign_in(other.new_page(), base, person)
+        other.close()
+    _sign_in(page, base, person, then="/auth/account")
+    page.set_viewport_size({"width": 1100, "height": 1900})
+    page.goto(f"{base}/auth/account")
+    page.screenshot(path=str(DOCS / "account.png"), full_page=True)
+
+
+def account_sessions(page: Page, base: str, person: dict, instance: Path) -> None:
+    other = page.context.browser.new_context() if page.context.browser else None
+    if other is not None:
+        _sign_in(other.new_page(), base, person)
+        other.close()
+    _sign_in(page, base, person, then="/auth/account/sessions")
+    page.goto(f"{base}/auth/account/sessions")
+    page.screenshot(path=str(DOCS / "account-sessions.png"))
+
+
 # Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
@@ -146,6 +169,8 @@ SHOTS: dict[str, Callable] = {
     "mfa": mfa,
     "password-forgot": password_forgot,
     "password-reset": password_reset,
+    "account": account,
+    "account-sessions": account_sessions,
 }
 
 

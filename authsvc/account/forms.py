@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from wtforms import PasswordField, SubmitField
-from wtforms.validators import DataRequired, EqualTo
+from wtforms import PasswordField, StringField, SubmitField
+from wtforms.validators import DataRequired, EqualTo, Length
 
 from authsvc.web.forms import PageForm, email_field
 
@@ -24,3 +24,18 @@ class ConfirmForm(PageForm):
     """A button and the CSRF token: what a link opened by a mail scanner cannot press."""
 
     submit = SubmitField("Confirm")
+
+
+class NameForm(PageForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=200)])
+
+
+class EmailChangeForm(PageForm):
+    email = email_field()
+
+
+class PasswordChangeForm(PageForm):
+    # The checks (current password, the password rules, the two new ones alike) are authsvc.account.changes'.
+    current = PasswordField("Current password")
+    password = PasswordField("New password")
+    confirm = PasswordField("The new password again")

@@ -1,6 +1,7 @@
-"""The account's blueprint with every route on it: a forgotten password and a verified address."""
+"""The account's blueprints with every route on them: a forgotten password, a verified address, the account
+page (``page``) and its API for single-page apps (``me``)."""
 
-from authsvc.account import password, verification
+from authsvc.account import me, page, password, verification
 from authsvc.account.blueprint import bp
 
-__all__ = ["bp", "password", "verification"]
+__all__ = ["bp", "me", "page", "password", "verification"]

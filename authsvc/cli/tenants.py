@@ -71,10 +71,17 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
 @click.option("--domain", "host", required=True, help="The domain's host.")
 @click.option("--name")
 @click.option("--profile", type=click.Choice(PROFILES), help=PROFILE_HELP)
-def update_domain(host: str, name: str | None, profile: str | None) -> None:
+@click.option(
+    "--new-device-notice",
+    type=click.Choice(["on", "off"]),
+    help="Mail a notice when a user signs in from a browser not seen before for them (default on).",
+)
+def update_domain(host: str, name: str | None, profile: str | None, new_device_notice: str | None) -> None:
     """Change a domain; fapi2 needs every application of it to comply first."""
     domain = domain_by_host(host)
-    changes = {k: v for k, v in {"name": name, "profile": profile}.items() if v is not None}
+    notice = None if new_device_notice is None else new_device_notice == "on"
+    given = {"name": name, "profile": profile, "new_device_notice": notice}
+    changes = {k: v for k, v in given.items() if v is not None}
     with admin_rules():
         admin.update_domain(admin.command_line(), domain, changes)
     emit(domain.as_json())

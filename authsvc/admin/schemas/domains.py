@@ -21,6 +21,9 @@ PROFILE_DESCRIPTION = (
     "60-second codes, no password or device grant, credentials in headers only)."
 )
 Profile = Choice(*PROFILES, description=PROFILE_DESCRIPTION)
+NEW_DEVICE_NOTICE = (
+    "Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md); default true."
+)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -44,6 +47,7 @@ class DomainChange(Schema):
     scopes: Text(2000, min_length=1, rule=validation.scopes, description="Space-separated scopes.") = None
     session_ttl: Lifetime | None = SessionTtl
     profile: Profile = None
+    new_device_notice: bool | None = Field(default=None, description=NEW_DEVICE_NOTICE)
 
 
 class DomainScopes(Schema):
@@ -74,6 +78,7 @@ class Domain(Answer):
     scim_last_activity: int | None = Field(
         description="When a SCIM client last called /scim/v2 for this domain (seconds; to the minute); null if never."
     )
+    new_device_notice: bool = Field(description=NEW_DEVICE_NOTICE)
 
 
 class DomainList(Page):

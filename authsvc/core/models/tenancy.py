@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false, true
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
@@ -45,6 +45,8 @@ class Domain(Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
+    # Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md).
+    new_device_notice: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
 
     @property
     def scope_list(self) -> list[str]:
@@ -69,6 +71,7 @@ class Domain(Model):
             "mfa_require": self.mfa_require,
             "profile": self.profile,
             "scim_last_activity": self.scim_last_activity,
+            "new_device_notice": self.new_device_notice,
         }
 
 
