@@ -62,6 +62,7 @@ def _sign_in(page, base: str, password: str, then: str = "/auth/account") -> Non
     page.fill("input[name=email]", "worker@example.com")
     page.fill("input[name=password]", password)
     page.click("button[type=submit]")
+    page.wait_for_url(f"{base}{then}")
 
 
 def test_a_person_ends_another_session_and_changes_the_password_on_the_account_page(service, smtp_server):
@@ -79,7 +80,8 @@ def test_a_person_ends_another_session_and_changes_the_password_on_the_account_p
         _sign_in(page, base, PASSWORD)
         assert page.url == f"{base}/auth/account"
         row = page.locator("ul.sessions li", has_text="Chrome on Windows")
-        row.locator("button").click()
+        with page.expect_navigation():
+            row.locator("button").click()
         assert "The session ended." in page.content()
         assert page.locator("ul.sessions li").count() == 1
         other.goto(f"{base}/auth/account")
@@ -88,7 +90,8 @@ def test_a_person_ends_another_session_and_changes_the_password_on_the_account_p
         page.fill("input[name=current]", PASSWORD)
         page.fill("input[name=password]", NEW_PASSWORD)
         page.fill("input[name=confirm]", NEW_PASSWORD)
-        page.click("button:text-is('Change password')")
+        with page.expect_navigation():
+            page.click("button:text-is('Change password')")
         assert "Your password was changed" in page.content()
         page.goto(f"{base}/auth/account")
         assert page.url == f"{base}/auth/account", "this browser stays signed in"
