@@ -140,9 +140,14 @@ def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "password-reset.png"))
 
 
+# The other browser signed in to the same account, so that the sessions lists have two rows.
+PHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Mobile Safari/604.1"
+DESKTOP = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
+
 def account(page: Page, base: str, person: dict, instance: Path) -> None:
-    """The account page, signed in from two browsers so that the sessions list has two rows."""
-    other = page.context.browser.new_context() if page.context.browser else None
+    """The account page, signed in from a second browser too."""
+    other = page.context.browser.new_context(user_agent=PHONE) if page.context.browser else None
     if other is not None:
         _sign_in(other.new_page(), base, person)
         other.close()
@@ -153,7 +158,7 @@ def account(page: Page, base: str, person: dict, instance: Path) -> None:
 
 
 def account_sessions(page: Page, base: str, person: dict, instance: Path) -> None:
-    other = page.context.browser.new_context() if page.context.browser else None
+    other = page.context.browser.new_context(user_agent=DESKTOP) if page.context.browser else None
     if other is not None:
         _sign_in(other.new_page(), base, person)
         other.close()

@@ -42,6 +42,7 @@ DONE = {
 }
 # What the security events list calls an audit event; others show by their name.
 EVENTS = {
+    "user.created": "Account created",
     "signin.succeeded": "Signed in",
     "signin.failed": "A sign-in failed",
     "signin.mfa_passed": "Second factor accepted",
