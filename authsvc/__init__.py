@@ -19,6 +19,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
     from authsvc import cli
+    from authsvc.account import devices as account_devices
+    from authsvc.account import notices as account_notices
     from authsvc.account import password as account_password
     from authsvc.account import signup as account_signup
     from authsvc.api import fastpath
@@ -97,5 +99,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     mail.init_app(app)
     account_password.init_app(app)
     account_signup.init_app(app)
+    account_notices.init_app(app)
+    account_devices.init_app(app)
     cli.init_app(app)
     return app

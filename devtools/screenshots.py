@@ -10,6 +10,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
     python -m devtools.screenshots signup invitation  # docs/signup.png and docs/invitation.png
+    python -m devtools.screenshots account account-sessions  # docs/account.png, docs/account-sessions.png
 """
 
 from __future__ import annotations
@@ -190,6 +191,33 @@ def invitation(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "invitation.png"))
 
 
+# The other browser signed in to the same account, so that the sessions lists have two rows.
+PHONE = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 Version/17.0 Mobile Safari/604.1"
+DESKTOP = "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:133.0) Gecko/20100101 Firefox/133.0"
+
+
+def account(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The account page, signed in from a second browser too."""
+    other = page.context.browser.new_context(user_agent=PHONE) if page.context.browser else None
+    if other is not None:
+        _sign_in(other.new_page(), base, person)
+        other.close()
+    _sign_in(page, base, person, then="/auth/account")
+    page.set_viewport_size({"width": 1100, "height": 1900})
+    page.goto(f"{base}/auth/account")
+    page.screenshot(path=str(DOCS / "account.png"), full_page=True)
+
+
+def account_sessions(page: Page, base: str, person: dict, instance: Path) -> None:
+    other = page.context.browser.new_context(user_agent=DESKTOP) if page.context.browser else None
+    if other is not None:
+        _sign_in(other.new_page(), base, person)
+        other.close()
+    _sign_in(page, base, person, then="/auth/account/sessions")
+    page.goto(f"{base}/auth/account/sessions")
+    page.screenshot(path=str(DOCS / "account-sessions.png"))
+
+
 # Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
@@ -199,6 +227,8 @@ SHOTS: dict[str, Callable] = {
     "password-reset": password_reset,
     "signup": signup,
     "invitation": invitation,
+    "account": account,
+    "account-sessions": account_sessions,
 }
 
 

@@ -38,3 +38,18 @@ class PasswordForm(PageForm):
 class SignupForm(PasswordForm):
     name = StringField("Your name", validators=[Length(max=200)])
     email = email_field()
+
+
+class NameForm(PageForm):
+    name = StringField("Name", validators=[DataRequired(), Length(max=200)])
+
+
+class EmailChangeForm(PageForm):
+    email = email_field()
+
+
+class PasswordChangeForm(PageForm):
+    # The checks (current password, the password rules, the two new ones alike) are authsvc.account.changes'.
+    current = PasswordField("Current password")
+    password = PasswordField("New password")
+    confirm = PasswordField("The new password again")

@@ -19,6 +19,8 @@ from authsvc.core.tenancy import host_name
 
 PASSWORD_RESET = "password_reset"
 EMAIL_VERIFY = "email_verify"
+# A new address, confirmed at that address before it becomes the account's (authsvc.account.changes).
+EMAIL_CHANGE = "email_change"
 
 
 class AccountLink(Model):
@@ -57,9 +59,14 @@ def find(secret: str | None, purpose: str) -> AccountLink | None:
     if not secret or len(secret) > 200:
         return None
     link = db.session.scalar(select(AccountLink).where(AccountLink.digest == security.digest(secret)))
-    if link is None or link.purpose != purpose or link.used_at is not None or link.expires_at <= clock.now():
+    if link is None or link.purpose != purpose or not find_valid(link):
         return None
     return link
+
+
+def find_valid(link: AccountLink) -> bool:
+    """Whether ``link`` can still be followed: not spent, not expired."""
+    return link.used_at is None and link.expires_at > clock.now()
 
 
 def spend(link: AccountLink) -> bool:

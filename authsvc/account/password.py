@@ -19,7 +19,7 @@ import json
 from flask import Flask, Response, make_response, redirect, request, session, url_for
 from sqlalchemy import select
 
-from authsvc.account import links
+from authsvc.account import links, notices
 from authsvc.account.blueprint import bp
 from authsvc.account.forms import ForgotForm, ResetForm
 from authsvc.auth import sessions, signin
@@ -196,14 +196,7 @@ def reset_submit() -> Response:
         details={"revoked_tokens": revoked},
         commit=False,
     )
-    origin = links.origin(domain)
-    mail.queue(
-        domain,
-        user.email,
-        "password_changed",
-        "Your password was changed",
-        link=f"{origin}{url_for_path('forgot')}",
-    )
+    notices.password_changed(domain, user, others_ended=False)
     db.session.commit()
     session.pop(SECRET_KEY, None)
     response = _message(

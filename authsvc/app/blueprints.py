@@ -33,6 +33,7 @@ from authsvc.web import health
 def init_app(app: Flask) -> None:
     app.register_blueprint(auth.bp)
     app.register_blueprint(account.bp)
+    app.register_blueprint(account.me.bp)
     app.register_blueprint(mfa.bp)
     app.register_blueprint(mfa_settings.bp)
     app.register_blueprint(passkey_signin.bp)

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from authsvc.auth import ldap_signin, session_record
 from authsvc.auth.session_record import SignInSession
-from authsvc.core import actors, audit, clock, store
+from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 from authsvc.core.readers import entities
@@ -46,6 +46,9 @@ sessions_ended = Namespace().signal("sessions-ended")
 # that must tell the user's identity provider (SAML Single Logout) returns the
 # URL to send the browser to instead of ``continue_url``; others return None.
 signing_out = Namespace().signal("signing-out")
+# Sent (sender: the app) with ``response``, ``user`` and ``domain`` when a person signs in (a new session that
+# replaces none of the same sign-in): the account's new-device notice (authsvc.account.devices) listens.
+signed_in = Namespace().signal("signed-in")
 _ENDED = "authsvc_sessions_ended"
 
 
@@ -102,7 +105,14 @@ def start_session(
         _ended_session(session_record.take(previous))
     ttl = domain.session_ttl or config.session_ttl
     session_id = session_record.create(
-        user.id, user.domain_id, ttl, amr, now() if auth_time is None else auth_time, saml
+        user.id,
+        user.domain_id,
+        ttl,
+        amr,
+        now() if auth_time is None else auth_time,
+        saml,
+        agent=request.headers.get("User-Agent"),
+        address=request.remote_addr,
     )
     response.set_cookie(
         SESSION_COOKIE,
@@ -113,7 +123,34 @@ def start_session(
         samesite=config.cookie_samesite,
         path="/",
     )
+    if auth_time is None:
+        signed_in.send(_sender(), response=response, user=user, domain=domain)
     return session_id
+
+
+def keep_only_this(response: Response, user: User, domain: Domain) -> None:
+    """End every other session of ``user`` (and what was granted through them) and give this browser a new
+    session of the same sign-in (its ``amr`` and ``auth_time``); the caller's changes commit here."""
+    record = current_session(domain)
+    amr = (record.amr if record else None) or ["pwd"]
+    invalidate_sessions(user)
+    db.session.commit()
+    start_session(response, user, domain, amr=amr, auth_time=record.auth_time if record else now())
+
+
+def live_sessions(user: User) -> list[session_record.Listed]:
+    """``user``'s sessions that still let them in (of their domain, started after the last ``invalidate_sessions``)."""
+    return [
+        listed
+        for listed in session_record.of_user(user.id)
+        if listed.record.domain == user.domain_id and granted_since_invalidation(user, listed.record.created)
+    ]
+
+
+def current_digest() -> str | None:
+    """The digest of the request's session id (what ``live_sessions`` names it by), if there is a cookie."""
+    session_id = request.cookies.get(SESSION_COOKIE)
+    return security.digest(session_id) if session_id else None
 
 
 def end_session(response: Response) -> SignInSession | None:
@@ -170,7 +207,7 @@ def session_user(domain: Domain) -> User | None:
     user = None
     session_id = request.cookies.get(SESSION_COOKIE)
     session = session_record.get(session_id) if session_id else None
-    if session and session.domain == domain.id:
+    if session_id and session and session.domain == domain.id:
         # On a reader (authsvc.core.readers.entities): a request that goes on to write one row can do it in autocommit.
         candidate = entities.user(session.user)
         if (
@@ -181,6 +218,7 @@ def session_user(domain: Domain) -> User | None:
             and directory_allows(candidate)
         ):
             user = candidate
+            session_record.touch(session_id, session, request.remote_addr)
     noted.read, noted.user, noted.record = True, user, session if user is not None else None
     # Who acts when no credential says: the audit records of the request name them (authsvc.core.audit).
     state().acting_user_id = user.id if user is not None else None

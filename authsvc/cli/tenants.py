@@ -83,14 +83,24 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
     help="An e-mail domain whose addresses may sign up under --signup restricted; repeat the option. "
     "Given, the list replaces the domain's.",
 )
+@click.option(
+    "--new-device-notice",
+    type=click.Choice(["on", "off"]),
+    help="Mail a notice when a user signs in from a browser not seen before for them (default on).",
+)
 def update_domain(
-    host: str, name: str | None, profile: str | None, signup: str | None, signup_email_domains: tuple[str, ...]
+    host: str,
+    name: str | None,
+    profile: str | None,
+    signup: str | None,
+    signup_email_domains: tuple[str, ...],
+    new_device_notice: str | None,
 ) -> None:
     """Change a domain; fapi2 needs every application of it to comply first."""
     domain = domain_by_host(host)
-    changes: dict[str, Any] = {
-        k: v for k, v in {"name": name, "profile": profile, "signup": signup}.items() if v is not None
-    }
+    notice = None if new_device_notice is None else new_device_notice == "on"
+    given = {"name": name, "profile": profile, "signup": signup, "new_device_notice": notice}
+    changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if signup_email_domains:
         changes["signup_email_domains"] = list(signup_email_domains)
     with admin_rules({"signup_email_domains": "--signup-email-domain"}):

@@ -8,12 +8,12 @@ from typing import cast
 from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
 from flask.typing import ResponseReturnValue
-from sqlalchemy import delete, select
+from sqlalchemy import select
 
 from authsvc.api import lookup
-from authsvc.auth import sessions
-from authsvc.core import actors, audit
-from authsvc.core.database import db, rows_affected, without_transaction
+from authsvc.auth import approvals, sessions
+from authsvc.core import actors
+from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
@@ -23,7 +23,6 @@ from authsvc.oauth import dpop, keys, oidc, oidc_request
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.parameters import parameter
 from authsvc.oauth.server import authorization_server
-from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
 bp = Blueprint("oauth", __name__, url_prefix="/auth/oauth")
@@ -149,9 +148,8 @@ def _approving_user(domain: Domain) -> User:
 @unbudgeted
 @no_store
 def authorized_applications() -> Response:
-    """The applications the user approved, with the scopes approved."""
+    """The applications the user approved, with the scopes approved (the account page lists more: authsvc.account)."""
     user = _approving_user(current_domain())
-    consents = db.session.scalars(select(Consent).where(Consent.user_id == user.id).order_by(Consent.id))
     return jsonify(
         applications=[
             {
@@ -160,7 +158,7 @@ def authorized_applications() -> Response:
                 "scopes": c.scopes,
                 "approved_at": c.created_at,
             }
-            for c in consents
+            for c in approvals.approvals(user)
         ]
     )
 
@@ -172,27 +170,12 @@ def revoke_authorized_application(client_id: str) -> Response:
     """Withdraw the approval of an application and revoke the user's tokens for it."""
     domain = current_domain()
     user = _approving_user(domain)
-    # The token endpoint's lookup: of this domain, and a client_id with control characters
-    # (NUL, which PostgreSQL refuses) is simply unknown.
-    application = authorization_server().query_client(client_id)
-    if application is None:
-        raise ApiError(404, "not_found", "No such application.")
-    removed = rows_affected(
-        db.session.execute(delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id))
-    )
-    revoked = revocation.revoke_of_user(user.id, application.id)
-    if revoked:
-        audit.record(
-            "token.revoked",
-            domain_id=domain.id,
-            actor=actors.of_user(user.id),
-            target=actors.of_client(client_id),
-            details={"count": revoked, "via": "approval_withdrawn"},
-            commit=False,
-        )
+    try:
+        revoked = approvals.disconnect(user, domain, client_id, actors.of_user(user.id))
+    except approvals.NotConnected:
+        db.session.rollback()
+        raise ApiError(404, "not_found", "This application holds no approval of yours.") from None
     db.session.commit()
-    if not removed and not revoked:
-        raise ApiError(404, "not_found", "This application holds no approval of yours.")
     return jsonify(client_id=client_id, revoked_tokens=revoked)
 
 

@@ -140,3 +140,45 @@ def test_a_person_signs_up_in_chromium_and_signs_in_once_the_address_is_confirme
         page.fill("input[name=password]", NEW_PASSWORD)
         page.click("button[type=submit]")
         assert "You are signed in" in page.content()
+
+
+def _sign_in(page, base: str, password: str, then: str = "/auth/account") -> None:
+    page.goto(f"{base}/auth/login?continue={then}")
+    page.fill("input[name=email]", "worker@example.com")
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}{then}")
+
+
+def test_a_person_ends_another_session_and_changes_the_password_on_the_account_page(service, smtp_server):
+    """The account page in Chromium: two browsers signed in; one ends the other's session, then sets a new
+    password (the current one asked), and stays signed in while the notice reaches the SMTP server."""
+    service.cli("users", "create", "--domain", "localhost", "--email", "worker@example.com", "--password", PASSWORD)
+    base = service.url.replace("127.0.0.1", "localhost")
+    with chromium() as browser:
+        elsewhere = browser.new_context(user_agent="Mozilla/5.0 (Windows NT 10.0) Chrome/131.0.0.0 Safari/537.36")
+        other = elsewhere.new_page()
+        _sign_in(other, base, PASSWORD)
+        assert "Your account" in other.content()
+
+        page = browser.new_context().new_page()
+        _sign_in(page, base, PASSWORD)
+        assert page.url == f"{base}/auth/account"
+        row = page.locator("ul.sessions li", has_text="Chrome on Windows")
+        with page.expect_navigation():
+            row.locator("button").click()
+        assert "The session ended." in page.content()
+        assert page.locator("ul.sessions li").count() == 1
+        other.goto(f"{base}/auth/account")
+        assert "/auth/login" in other.url, "the ended session's browser is asked to sign in"
+
+        page.fill("input[name=current]", PASSWORD)
+        page.fill("input[name=password]", NEW_PASSWORD)
+        page.fill("input[name=confirm]", NEW_PASSWORD)
+        with page.expect_navigation():
+            page.click("button:text-is('Change password')")
+        assert "Your password was changed" in page.content()
+        page.goto(f"{base}/auth/account")
+        assert page.url == f"{base}/auth/account", "this browser stays signed in"
+    changed = smtp_server.wait_for("worker@example.com", count=2, timeout=15)
+    assert "Your password was changed" in [m["Subject"] for m in changed]

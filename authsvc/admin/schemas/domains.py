@@ -35,6 +35,9 @@ SIGNUP_DESCRIPTION = (
 Signup = Annotated[SignupMode, TRIMMED, Field(description=SIGNUP_DESCRIPTION)]
 EMAIL_DOMAINS_DESCRIPTION = "The e-mail domains whose addresses may sign up under `restricted`."
 SignupEmailDomains = Annotated[StringList, Each(validation.email_domain), Field(description=EMAIL_DOMAINS_DESCRIPTION)]
+NEW_DEVICE_NOTICE = (
+    "Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md); default true."
+)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -60,6 +63,7 @@ class DomainChange(Schema):
     profile: Omissible[Profile] = None
     signup: Omissible[Signup] = None
     signup_email_domains: Omissible[SignupEmailDomains] = None
+    new_device_notice: bool | None = Field(default=None, description=NEW_DEVICE_NOTICE)
 
 
 class DomainScopes(Schema):
@@ -94,6 +98,7 @@ class Domain(Answer):
     signup_email_domains: list[str] = Field(
         description="The e-mail domains whose addresses may sign up under `restricted`."
     )
+    new_device_notice: bool = Field(description=NEW_DEVICE_NOTICE)
 
 
 class DomainList(Page):

@@ -15,6 +15,8 @@ from typing import cast
 from urllib.parse import parse_qsl, urlsplit
 
 import pyotp
+from blinker import Namespace
+from flask import current_app
 from sqlalchemy import delete, select, update
 
 from authsvc.core import security
@@ -28,6 +30,16 @@ MFA_ACR = "mfa"
 VALID_WINDOW = 1
 # Recovery codes: 10 characters of Crockford-like base32 (50 bits), shown as XXXXX-XXXXX.
 _RECOVERY_ALPHABET = "23456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+# Sent (sender: the app) with ``user``, ``domain``, ``change`` ("added" or "removed") and ``kind`` when a
+# person adds or removes a second factor, in the change's transaction: the account's notice listens
+# (authsvc.account.notices), and what it queues commits with the change.
+factor_changed = Namespace().signal("factor-changed")
+
+
+def changed(user: User, domain: Domain, change: str, kind: str) -> None:
+    """Announce a factor ``change`` of ``user`` (``factor_changed``); the caller commits."""
+    factor_changed.send(current_app._get_current_object(), user=user, domain=domain, change=change, kind=kind)  # type: ignore[attr-defined]
 
 
 def confirmed_factors(user: User) -> list[MfaFactor]:

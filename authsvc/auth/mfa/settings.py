@@ -92,6 +92,7 @@ def add_totp() -> Response:
             audit.record("mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"})
             response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
             # The session that just proved the app counts as a multi-factor one from now on.
+            factors.changed(user, domain, "added", "totp")
             amr = _amr(domain)
             _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
             return response
@@ -145,6 +146,7 @@ def add_passkey() -> Response:
                     "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details=details, commit=False
                 )
                 response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
+                factors.changed(user, domain, "added", "webauthn")
                 amr = _amr(domain)
                 _rotate(response, user, domain, list(dict.fromkeys([*amr, "hwk", "mfa"])))
                 return response
@@ -198,6 +200,7 @@ def remove(factor_id: str) -> Response:
         details={"kind": factor.kind},
         commit=False,
     )
+    factors.changed(user, domain, "removed", factor.kind)
     response = make_response(redirect(url_for(".settings"), 303))
     amr = _amr(domain)
     _rotate(response, user, domain, amr)

@@ -276,6 +276,7 @@ def login_enrol() -> Response:
     audit.record(
         "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"}, commit=False
     )
+    factors.changed(user, domain, "added", "totp")
     target = safe_continue(record.continue_url, issuer(), default="") or url_for("auth.login_page")
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=target, user=None)
     _finish(token, user, domain, "otp", response)

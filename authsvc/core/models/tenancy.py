@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false
+from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false, true
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
@@ -53,6 +53,8 @@ class Domain(Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
+    # Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md).
+    new_device_notice: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     signup: Mapped[str] = mapped_column(String(10), default=SIGNUP_OFF, server_default=SIGNUP_OFF)
     # Space-separated e-mail domains whose addresses may sign up under "restricted".
     signup_email_domains: Mapped[str] = mapped_column(Text, default="", server_default="")
@@ -94,6 +96,7 @@ class Domain(Model):
             "scim_last_activity": self.scim_last_activity,
             "signup": self.signup,
             "signup_email_domains": self.signup_email_domains.split(),
+            "new_device_notice": self.new_device_notice,
         }
 
 

@@ -1,0 +1,83 @@
+"""Short notices to the account's address when something about its security changes.
+
+A password changed or reset, the address changed (to the old address), a
+second factor added or removed, a sign-in from a browser not seen before
+(authsvc.account.devices). Each is queued in the transaction of the change, so
+it goes only if the change is kept; an instance that cannot mail sends none.
+The second factors' pages announce their changes (authsvc.auth.mfa.factors'
+``factor_changed``), which ``init_app`` connects here. docs/account.md#notices.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask
+
+from authsvc.account import links
+from authsvc.auth.mfa import factors
+from authsvc.core.models import Domain, User
+from authsvc.mail import messages as mail
+
+ACCOUNT_PATH = "/auth/account"
+FORGOT_PATH = "/auth/password/forgot"
+# How a kind of factor is named in a notice.
+FACTOR_NAMES = {"totp": "an authenticator app", "webauthn": "a passkey or security key"}
+
+
+def init_app(app: Flask) -> None:
+    factors.factor_changed.connect(_factor_changed)  # once: blinker keeps one connection per receiver
+
+
+def _queue(domain: Domain, to: str, template: str, subject: str, **context: Any) -> None:
+    if mail.available():
+        origin = links.origin(domain)
+        mail.queue(
+            domain,
+            to,
+            template,
+            subject,
+            account_link=f"{origin}{ACCOUNT_PATH}",
+            reset_link=f"{origin}{FORGOT_PATH}",
+            **context,
+        )
+
+
+def password_changed(domain: Domain, user: User, *, others_ended: bool) -> None:
+    """The password of ``user`` was changed (on the account page: ``others_ended``) or reset (every session ended)."""
+    origin = links.origin(domain)
+    _queue(
+        domain,
+        user.email,
+        "password_changed",
+        "Your password was changed",
+        link=f"{origin}{FORGOT_PATH}",
+        others_ended=others_ended,
+    )
+
+
+def email_changed(domain: Domain, old: str, new: str) -> None:
+    """To the address that was the account's: it no longer is, ``new`` is."""
+    _queue(domain, old, "email_changed", "Your e-mail address was changed", old=old, new=new)
+
+
+def factor_changed(domain: Domain, user: User, change: str, kind: str) -> None:
+    subject = "A second factor was added" if change == "added" else "A second factor was removed"
+    factor = FACTOR_NAMES.get(kind, "a second factor")
+    _queue(domain, user.email, "factor_changed", subject, change=change, factor=factor)
+
+
+def new_device(domain: Domain, user: User, browser: str, address: str | None, when: str) -> None:
+    _queue(
+        domain,
+        user.email,
+        "new_device",
+        "A sign-in from a new device",
+        browser=browser,
+        address=address or "an unknown address",
+        when=when,
+    )
+
+
+def _factor_changed(app: Flask, user: User, domain: Domain, change: str, kind: str) -> None:
+    factor_changed(domain, user, change, kind)

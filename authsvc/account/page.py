@@ -1,0 +1,312 @@
+"""The account page (/auth/account): name, address, password, second factors, sessions, applications,
+and the account's recent security events; and the link that confirms a new address.
+
+Every form carries the page's CSRF token; every change is audited (authsvc.account.changes
+does it). A new password or address needs a recent sign-in (authsvc.auth.reauth); ending a
+session or disconnecting an application does not: they only take away. After a change the
+browser comes back to the page (303) with ``?done=`` naming what was done, never a text
+from the request. The second factors are managed on their own pages (/auth/mfa), linked
+from here. docs/account.md.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Response, make_response, redirect, request, session, url_for
+
+from authsvc.account import agents, changes, links
+from authsvc.account.blueprint import bp
+from authsvc.account.forms import ConfirmForm, EmailChangeForm, NameForm, PasswordChangeForm
+from authsvc.auth import approvals, reauth, sessions
+from authsvc.auth.mfa import factors
+from authsvc.core import actors
+from authsvc.core.database import db
+from authsvc.core.errors import LockedOut, answer
+from authsvc.core.headers import NO_REFERRER, uncached
+from authsvc.core.models import Domain, User
+from authsvc.core.policy import Rate, rate_limited
+from authsvc.core.tenancy import current_domain
+from authsvc.mail import messages as mail
+from authsvc.web.pages import page
+
+CHANGE_SECRET_KEY = "authsvc_email_change"
+# What ``?done=`` may say.
+DONE = {
+    "name": "Your name was changed.",
+    "email": "A link is on its way to the new address: your address changes when you follow it.",
+    "password": "Your password was changed, and every other session ended.",
+    "session": "The session ended.",
+    "others": "Every other session ended.",
+    "application": "The application was disconnected, and its tokens revoked.",
+}
+# What the security events list calls an audit event; others show by their name.
+EVENTS = {
+    "user.created": "Account created",
+    "signin.succeeded": "Signed in",
+    "signin.failed": "A sign-in failed",
+    "signin.mfa_passed": "Second factor accepted",
+    "user.password_changed": "Password changed",
+    "user.password_reset": "Password reset by e-mail",
+    "user.email_change_requested": "New address asked for",
+    "user.email_changed": "Address changed",
+    "user.email_verified": "Address confirmed",
+    "user.name_changed": "Name changed",
+    "mfa.enrolled": "Second factor added",
+    "mfa.factor_removed": "Second factor removed",
+    "mfa.recovery_codes_regenerated": "New recovery codes",
+    "session.ended": "A session ended",
+    "session.others_ended": "Every other session ended",
+    "token.revoked": "Tokens revoked",
+    "consent.withdrawn": "An application disconnected",
+}
+
+
+def _signed_in() -> Response | tuple[User, Domain]:
+    domain = current_domain()
+    user = sessions.session_user(domain)
+    if user is None:
+        here: dict[str, Any] = {"continue": request.full_path if request.query_string else request.path}
+        return make_response(redirect(url_for("auth.login_page", **here), 303))
+    return user, domain
+
+
+def _back(done: str, anchor: str = "") -> Response:
+    return uncached(make_response(redirect(url_for("account.account_page", done=done) + anchor, 303)))
+
+
+def _session_rows(user: User) -> list[dict[str, object]]:
+    current = sessions.current_digest()
+    return [
+        {
+            "id": changes.public_id(listed),
+            "browser": agents.describe(listed.record.agent),
+            "address": listed.record.address or "unknown",
+            "method": agents.method(listed.record.amr),
+            "signed_in": listed.record.auth_time,
+            "seen": listed.record.seen,
+            "current": listed.digest == current,
+        }
+        for listed in sessions.live_sessions(user)
+    ]
+
+
+def _page(user: User, domain: Domain, status: int = 200, errors: dict[str, str] | None = None, **forms: object):
+    context: dict[str, object] = {
+        "name_form": NameForm(formdata=None, name=user.name),
+        "email_form": EmailChangeForm(formdata=None),
+        "password_form": PasswordChangeForm(formdata=None),
+        "action_form": ConfirmForm(formdata=None),
+        **forms,
+    }
+    response = page(
+        "account.html",
+        status,
+        domain=domain,
+        user=user,
+        errors=errors or {},
+        done=DONE.get(request.args.get("done", "")),
+        pending=changes.pending_email(user),
+        can_mail=mail.available(),
+        factors=factors.confirmed_factors(user),
+        sessions=_session_rows(user),
+        applications=approvals.connections(user),
+        events=[(record, EVENTS.get(record.event, record.event)) for record in changes.security_events(user, domain)],
+        **context,
+    )
+    return uncached(response)
+
+
+@bp.get("/account")
+def account_page() -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    return _page(*found)
+
+
+@bp.get("/account/sessions")
+def sessions_page() -> Response:
+    """The sessions alone (the account page shows them too)."""
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    return uncached(
+        page(
+            "account_sessions.html",
+            domain=domain,
+            user=user,
+            sessions=_session_rows(user),
+            action_form=ConfirmForm(formdata=None),
+        )
+    )
+
+
+def _refused(user: User, domain: Domain, section: str, message: str, **forms: object) -> Response:
+    db.session.rollback()
+    return _page(user, domain, 400, {section: message}, **forms)
+
+
+EXPIRED_FORM = "The form expired. Reload the page and try again."
+
+
+@bp.post("/account/name")
+def change_name() -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    form = NameForm()
+    if not form.validate_on_submit():
+        return _refused(user, domain, "name", EXPIRED_FORM if form.csrf_token.errors else "Enter your name.")
+    try:
+        changes.rename(user, domain, form.name.data)
+    except changes.Refused as exc:
+        return _refused(user, domain, "name", exc.message)
+    db.session.commit()
+    return _back("name")
+
+
+@bp.post("/account/email")
+@rate_limited(Rate.ACCOUNT_MAIL_ADDRESS, Rate.ACCOUNT_MAIL_RECIPIENT)
+def change_email() -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    stale = reauth.required(user, domain, url_for("account.account_page"))
+    if stale is not None:
+        return stale
+    form = EmailChangeForm()
+    if not form.validate_on_submit():
+        message = EXPIRED_FORM if form.csrf_token.errors else "Enter a valid e-mail address."
+        return _refused(user, domain, "email", message, email_form=form)
+    try:
+        changes.ask_email_change(user, domain, form.email.data)
+    except changes.Refused as exc:
+        return _refused(user, domain, "email", exc.message, email_form=form)
+    db.session.commit()
+    return _back("email")
+
+
+@bp.post("/account/password")
+def change_password() -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    stale = reauth.required(user, domain, url_for("account.account_page"))
+    if stale is not None:
+        return stale
+    form = PasswordChangeForm()
+    if not form.validate_on_submit():
+        return _refused(user, domain, "password", EXPIRED_FORM)
+    response = _back("password")
+    try:
+        changes.change_password(
+            response, user, domain, form.current.data or "", form.password.data or "", form.confirm.data or ""
+        )
+    except changes.Refused as exc:
+        db.session.commit()  # the refused sign-in's audit record stays
+        return _refused(user, domain, "password", exc.message)
+    except LockedOut as exc:
+        refused = answer(exc)
+        failed = _refused(user, domain, "password", refused.description)
+        failed.status_code = refused.status
+        return failed
+    return response
+
+
+@bp.post("/account/sessions/<session_id>/end")
+def end_session(session_id: str) -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    if not ConfirmForm().validate_on_submit():
+        return _refused(user, domain, "sessions", EXPIRED_FORM)
+    if not changes.end_session(user, domain, session_id[:64]):
+        return _refused(user, domain, "sessions", "That session has already ended.")
+    db.session.commit()
+    return _back("session", "#sessions")
+
+
+@bp.post("/account/sessions/end-others")
+def end_other_sessions() -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    if not ConfirmForm().validate_on_submit():
+        return _refused(user, domain, "sessions", EXPIRED_FORM)
+    response = _back("others", "#sessions")
+    changes.end_other_sessions(response, user, domain)
+    return response
+
+
+@bp.post("/account/applications/<client_id>/disconnect")
+def disconnect_application(client_id: str) -> Response:
+    found = _signed_in()
+    if not isinstance(found, tuple):
+        return found
+    user, domain = found
+    if not ConfirmForm().validate_on_submit():
+        return _refused(user, domain, "applications", EXPIRED_FORM)
+    try:
+        approvals.disconnect(user, domain, client_id, actors.of_user(user.id))
+    except approvals.NotConnected:
+        return _refused(user, domain, "applications", "That application is not connected to your account.")
+    db.session.commit()
+    return _back("application", "#applications")
+
+
+# Following the link sent to a new address: as a verification's, the secret leaves the address bar first,
+# and a button (POST) confirms, which a mail scanner that opens links does not press.
+
+
+def _message(title: str, message: str, status: int = 200) -> Response:
+    response = page("message.html", status, title=title, message=message, link=url_for("account.account_page"))
+    return uncached(response, referrer_policy=NO_REFERRER)
+
+
+EXPIRED_LINK = "The link has expired or was already used. Ask for a new one on your account page."
+
+
+@bp.get("/account/email/confirm")
+def confirm_email() -> Response:
+    secret = request.args.get("token")
+    if secret is not None:
+        session[CHANGE_SECRET_KEY] = secret[:200]
+        target = url_for("account.confirm_email")
+        return uncached(make_response(redirect(target, 303)), referrer_policy=NO_REFERRER)
+    link = links.find(session.get(CHANGE_SECRET_KEY), links.EMAIL_CHANGE)
+    if link is None:
+        return _message("This link does not work", EXPIRED_LINK, 400)
+    form = ConfirmForm()
+    response = page(
+        "email_verify.html",
+        domain=current_domain(),
+        form=form,
+        email=link.email,
+        action=url_for("account.confirm_email_submit"),
+    )
+    return uncached(response, referrer_policy=NO_REFERRER)
+
+
+@bp.post("/account/email/confirm")
+def confirm_email_submit() -> Response:
+    domain = current_domain()
+    link = links.find(session.get(CHANGE_SECRET_KEY), links.EMAIL_CHANGE)
+    if link is None:
+        return _message("This link does not work", EXPIRED_LINK, 400)
+    if not ConfirmForm().validate_on_submit():
+        return _message("The form expired", "Open the link in the message again.", 400)
+    try:
+        user = changes.confirm_email_change(link, domain)
+    except changes.Refused as exc:
+        db.session.rollback()
+        return _message("Not changed", exc.message, 400)
+    db.session.commit()
+    session.pop(CHANGE_SECRET_KEY, None)
+    return _message("Address changed", f"{user.email} is now your account's address.")
