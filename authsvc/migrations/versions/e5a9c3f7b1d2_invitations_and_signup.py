@@ -9,6 +9,9 @@ from alembic import op
 import sqlalchemy as sa
 
 
+# A rebuild of `user` or `domain` on SQLite keeps AUTOINCREMENT (migration e5c1a9d7b3f2).
+IDS_NEVER_REUSED = {'sqlite_autoincrement': True}
+
 # revision identifiers, used by Alembic.
 revision = 'e5a9c3f7b1d2'
 down_revision = 'f1b8c4e2a7d9'
@@ -38,17 +41,17 @@ def upgrade():
     )
     with op.batch_alter_table('invitation', schema=None) as batch_op:
         batch_op.create_index(batch_op.f('ix_invitation_domain_id'), ['domain_id'], unique=False)
-    with op.batch_alter_table('domain', schema=None) as batch_op:
+    with op.batch_alter_table('domain', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.add_column(sa.Column('signup', sa.String(length=10), server_default='off', nullable=False))
         batch_op.add_column(sa.Column('signup_email_domains', sa.Text(), server_default='', nullable=False))
-    with op.batch_alter_table('user', schema=None) as batch_op:
+    with op.batch_alter_table('user', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.add_column(sa.Column('signup_pending', sa.Boolean(), server_default=sa.false(), nullable=False))
 
 
 def downgrade():
-    with op.batch_alter_table('user', schema=None) as batch_op:
+    with op.batch_alter_table('user', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.drop_column('signup_pending')
-    with op.batch_alter_table('domain', schema=None) as batch_op:
+    with op.batch_alter_table('domain', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.drop_column('signup_email_domains')
         batch_op.drop_column('signup')
     with op.batch_alter_table('invitation', schema=None) as batch_op:
