@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 
 from flask import Flask, Response, make_response, redirect, request, session, url_for
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from authsvc.account import links, notices
 from authsvc.account.blueprint import bp
@@ -26,7 +26,15 @@ from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.headers import NO_REFERRER, uncached
-from authsvc.core.models import Domain, ExternalIdentity, LdapAccount, LdapDirectory, SsoProvider, User
+from authsvc.core.models import (
+    Domain,
+    ExternalIdentity,
+    LdapAccount,
+    LdapDirectory,
+    MfaFactor,
+    SsoProvider,
+    User,
+)
 from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
@@ -94,7 +102,10 @@ def answer_request(item: OutboxItem) -> None:
     user = signin.find_user(domain, question["email"]) if domain is not None else None
     if domain is None or user is None or user.disabled or user.service_account:
         return
-    if user.password_hash:
+    ways = [] if user.password_hash else _ways_to_sign_in(user)
+    if not ways:
+        # A local password to reset, or no way in at all (an invitee who chose a passkey and left before
+        # registering one): the link sets a password either way.
         secret = links.issue(user.id, user.email, links.PASSWORD_RESET, settings().reset_ttl)
         link = f"{question['origin']}{url_for_path('reset')}?token={secret}"
         minutes = settings().reset_ttl // 60
@@ -105,7 +116,7 @@ def answer_request(item: OutboxItem) -> None:
         user.email,
         "password_elsewhere",
         "How you sign in",
-        ways=_ways_to_sign_in(user),
+        ways=ways,
         link=f"{question['origin']}{url_for_path('login')}",
     )
 
@@ -116,7 +127,7 @@ def url_for_path(name: str) -> str:
 
 
 def _ways_to_sign_in(user: User) -> list[str]:
-    """How an account without a local password signs in: the names of its providers and directories."""
+    """How an account without a local password signs in: its providers, directories and passkeys (none: no way)."""
     providers = db.session.scalars(
         select(SsoProvider.name)
         .join(ExternalIdentity, ExternalIdentity.provider_id == SsoProvider.id)
@@ -127,9 +138,15 @@ def _ways_to_sign_in(user: User) -> list[str]:
         .join(LdapAccount, LdapAccount.directory_id == LdapDirectory.id)
         .where(LdapAccount.user_id == user.id)
     )
+    passkeys = db.session.scalar(
+        select(func.count())
+        .select_from(MfaFactor)
+        .where(MfaFactor.user_id == user.id, MfaFactor.kind == "webauthn", MfaFactor.confirmed.is_(True))
+    )
     ways = [f"Sign in with {name}" for name in providers]
     ways += [f"Sign in with your password of {name} (your organisation's directory)" for name in directories]
-    return ways or ["Ask an administrator of this service how your account signs in"]
+    ways += ["Sign in with your passkey (the sign-in page offers it)"] if passkeys else []
+    return ways
 
 
 @bp.get("/password/reset")

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select
 
-from authsvc.core.models import AuditRecord, User
+from authsvc.core.models import AuditRecord, ExternalIdentity, MfaFactor, SsoProvider, User
 from tests.helpers import HOST, PASSWORD, get_code, headers, signin
 from tests.helpers.id_tokens import exchange, refresh
 from tests.helpers.pages import csrf_token, submit_login
@@ -150,11 +150,36 @@ def test_a_reset_does_not_skip_the_second_factor(app, client, setup, smtp, enrol
 
 
 def test_an_account_without_a_password_is_told_how_it_signs_in(app, client, setup, smtp, world):
-    world.save(User(domain_id=setup.domain.id, email="sso@example.com", name="Single sign-on only"))
+    user = world.save(User(domain_id=setup.domain.id, email="sso@example.com", name="Single sign-on only"))
+    common = {"domain_id": setup.domain.id, "kind": "oidc", "client_id": "c", "client_secret_encrypted": "x"}
+    world.save(SsoProvider(id="corp", name="Corp Login", scopes="openid", **common))
+    world.save(ExternalIdentity(provider_id="corp", user_id=user.id, subject="s-1"))
     assert ask(client, "sso@example.com").status_code == 200
     deliver(app)
     [message] = smtp.to("sso@example.com")
     assert "no password here" in text_of(message) and "token=" not in text_of(message)
+    assert "Sign in with Corp Login" in text_of(message)
+
+
+def test_an_account_with_only_a_passkey_is_told_to_use_it(app, client, setup, smtp, world):
+    user = world.save(User(domain_id=setup.domain.id, email="keyholder@example.com", name="Passkey only"))
+    world.save(MfaFactor(user_id=user.id, kind="webauthn", name="Laptop", credential_id="c-1", confirmed=True))
+    assert ask(client, "keyholder@example.com").status_code == 200
+    deliver(app)
+    [message] = smtp.to("keyholder@example.com")
+    assert "passkey" in text_of(message) and "token=" not in text_of(message)
+
+
+def test_an_account_with_no_way_in_gets_a_link_that_sets_a_first_password(app, client, setup, smtp, world):
+    """An invitee who chose a passkey and left before registering one is not stuck: the link sets a password."""
+    world.save(User(domain_id=setup.domain.id, email="stranded@example.com", name="No way in"))
+    assert ask(client, "stranded@example.com").status_code == 200
+    deliver(app)
+    [message] = smtp.to("stranded@example.com")
+    _, form = follow(client, link_in(message))
+    assert set_password(client, form).status_code == 200
+    signed = submit_login(client, email="stranded@example.com", password=NEW_PASSWORD)
+    assert signed.status_code in (200, 302, 303) and client.get_cookie("user", domain=HOST) is not None
 
 
 def test_known_and_unknown_addresses_get_the_same_answer_after_the_same_work(app, client, setup, smtp):
