@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 from authsvc.account import links, notices
 from authsvc.account.blueprint import bp
 from authsvc.account.forms import ForgotForm, ResetForm
+from authsvc.account.invitations import Invitation
 from authsvc.auth import sessions, signin
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
@@ -103,9 +104,13 @@ def answer_request(item: OutboxItem) -> None:
     if domain is None or user is None or user.disabled or user.service_account:
         return
     ways = [] if user.password_hash else _ways_to_sign_in(user)
+    if not ways and not user.password_hash and not _joined_by_invitation(user):
+        # Made by an admin, SCIM or a directory without a password: it waits for its single sign-on, and
+        # a password set here would go around it.
+        ways = ["Ask an administrator of this service how your account signs in"]
     if not ways:
-        # A local password to reset, or no way in at all (an invitee who chose a passkey and left before
-        # registering one): the link sets a password either way.
+        # A local password to reset, or an invitee who chose a passkey and left before registering one
+        # (no way in at all): the link sets a password either way.
         secret = links.issue(user.id, user.email, links.PASSWORD_RESET, settings().reset_ttl)
         link = f"{question['origin']}{url_for_path('reset')}?token={secret}"
         minutes = settings().reset_ttl // 60
@@ -124,6 +129,10 @@ def answer_request(item: OutboxItem) -> None:
 def url_for_path(name: str) -> str:
     """The paths links point to (the sender has no request to build a URL from)."""
     return {"reset": "/auth/password/reset", "login": "/auth/login", "forgot": "/auth/password/forgot"}[name]
+
+
+def _joined_by_invitation(user: User) -> bool:
+    return db.session.scalar(select(Invitation.id).where(Invitation.user_id == user.id).limit(1)) is not None
 
 
 def _ways_to_sign_in(user: User) -> list[str]:

@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 from sqlalchemy import select
 
+from authsvc.account.invitations import Invitation
 from authsvc.core.models import AuditRecord, ExternalIdentity, MfaFactor, SsoProvider, User
 from tests.helpers import HOST, PASSWORD, get_code, headers, signin
 from tests.helpers.id_tokens import exchange, refresh
@@ -170,9 +171,35 @@ def test_an_account_with_only_a_passkey_is_told_to_use_it(app, client, setup, sm
     assert "passkey" in text_of(message) and "token=" not in text_of(message)
 
 
-def test_an_account_with_no_way_in_gets_a_link_that_sets_a_first_password(app, client, setup, smtp, world):
+def test_an_account_made_without_a_password_gets_no_link_that_would_go_around_its_single_sign_on(
+    app, client, setup, smtp, world
+):
+    """Made by an admin or SCIM for a single sign-on not linked yet: a password set by e-mail would bypass it."""
+    world.save(User(domain_id=setup.domain.id, email="waiting@example.com", name="Provisioned"))
+    assert ask(client, "waiting@example.com").status_code == 200
+    deliver(app)
+    [message] = smtp.to("waiting@example.com")
+    assert "Ask an administrator" in text_of(message) and "token=" not in text_of(message)
+
+
+def test_an_invitee_with_no_way_in_gets_a_link_that_sets_a_first_password(app, client, setup, smtp, world):
     """An invitee who chose a passkey and left before registering one is not stuck: the link sets a password."""
-    world.save(User(domain_id=setup.domain.id, email="stranded@example.com", name="No way in"))
+    user = world.save(User(domain_id=setup.domain.id, email="stranded@example.com", name="No way in"))
+    world.save(
+        Invitation(
+            id="joined-with-a-passkey",
+            domain_id=setup.domain.id,
+            email=user.email,
+            name=user.name,
+            role="user",
+            digest="0" * 64,
+            created_by="admin",
+            created_at=0,
+            expires_at=1,
+            accepted_at=0,
+            user_id=user.id,
+        )
+    )
     assert ask(client, "stranded@example.com").status_code == 200
     deliver(app)
     [message] = smtp.to("stranded@example.com")
