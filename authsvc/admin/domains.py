@@ -19,6 +19,7 @@ from authsvc.core.models import (
     Application,
     Consent,
     Domain,
+    DomainBranding,
     ExternalIdentity,
     LdapAccount,
     LdapDirectory,
@@ -168,6 +169,7 @@ def delete_domain(actor: Actor, domain: Domain, force: bool) -> None:
     db.session.execute(delete(SsoProvider).where(SsoProvider.domain_id == domain.id))
     db.session.execute(delete(LdapDirectory).where(LdapDirectory.domain_id == domain.id))
     db.session.execute(delete(SigningKey).where(SigningKey.domain_id == domain.id))
+    db.session.execute(delete(DomainBranding).where(DomainBranding.domain_id == domain.id))
     db.session.delete(domain)
     audit_change(actor, "domain.deleted", None, f"domain:{before['id']}", before=before)
     db.session.commit()

@@ -45,6 +45,9 @@ class Domain(Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
+    # Changes with every change of its branding (authsvc.core.models.branding); None: the default look.
+    # Read with the row, it keys the workers' cached brand: a page asks nothing more (authsvc.core.branding).
+    branding_version: Mapped[int | None] = mapped_column(Integer)
 
     @property
     def scope_list(self) -> list[str]:
