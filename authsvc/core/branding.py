@@ -150,7 +150,7 @@ def link(value: str) -> str:
         raise validation.Invalid(f"{value[:60]!r} must be an absolute https URL")
     if parts.scheme == "http" and not validation.is_loopback(hostname):
         raise validation.Invalid(f"{value[:60]!r} must use https (plain http only for a loopback host)")
-    if parts.username is not None or parts.password is not None or any(c.isspace() for c in value):
+    if parts.username is not None or parts.password is not None or any(c.isspace() or ord(c) < 32 for c in value):
         raise validation.Invalid(f"{value[:60]!r} must be a URL without credentials or spaces")
     return value
 

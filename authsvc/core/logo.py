@@ -37,7 +37,7 @@ def reencode(upload: bytes) -> Logo:
     if not upload:
         raise Invalid("the logo is empty")
     if len(upload) > MAX_BYTES:
-        raise Invalid(f"the logo is {len(upload)} bytes; at most {MAX_BYTES} (256 KiB)")
+        raise Invalid(f"the logo is larger than 256 KiB ({MAX_BYTES} bytes)")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -47,7 +47,9 @@ def reencode(upload: bytes) -> Logo:
                     raise Invalid(f"the logo is {image.width}x{image.height} pixels; at most {MAX_SIDE} a side")
                 image.load()
                 data = _encode(image, kind)
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning):
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise Invalid(f"the logo claims far more pixels than it may have (at most {MAX_SIDE} a side)") from None
+    except UnidentifiedImageError:
         raise Invalid("the logo must be a PNG, JPEG or WebP image (SVG and other formats are refused)") from None
     except (OSError, SyntaxError, ValueError) as exc:
         if isinstance(exc, Invalid):

@@ -64,4 +64,5 @@ def _cached(response: Response, version: str) -> Response:
     """Immutable for a year when the URL names the current version; else revalidated by the ETag."""
     response.set_etag(version)
     response.headers["Cache-Control"] = FOREVER if request.args.get("v") == version else REVALIDATE
-    return response.make_conditional(request)
+    response.make_conditional(request)
+    return response

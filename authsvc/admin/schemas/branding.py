@@ -1,40 +1,57 @@
-"""A domain's branding (docs/branding.md): what the admin API's PUT reads and what it answers."""
+"""A domain's branding (docs/branding.md): what the admin API's PUT reads and what it answers.
+
+The field types are written out as ``Annotated`` aliases (not built by
+calling ``types.Text``), so that the type checker reads them; the rules are
+authsvc.core.branding's, which the command line and the console share.
+"""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import Annotated
+
+from pydantic import AfterValidator, Field, StringConstraints
 
 from authsvc.admin.schemas.answers import Answer
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.types import Text
 from authsvc.core import branding, validation
 
 NULL_RESETS = "null returns it to the default."
-Color = Text(7, rule=branding.color, description=f"A colour as `#RRGGBB`; {NULL_RESETS}")
-Link = Text(2000, rule=branding.link, description=f"An https URL (plain http only for loopback); {NULL_RESETS}")
+
+
+def _without_nul(value: str) -> str:
+    if "\x00" in value:
+        raise validation.Invalid("must not contain NUL")
+    return value
+
+
+DisplayName = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(_without_nul)]
+Color = Annotated[str, StringConstraints(max_length=7), AfterValidator(branding.color)]
+Link = Annotated[str, StringConstraints(max_length=2000), AfterValidator(branding.link)]
+Email = Annotated[str, StringConstraints(max_length=320), AfterValidator(validation.email)]
+Locale = Annotated[str, StringConstraints(max_length=35), AfterValidator(branding.locale)]
+LINK = f"An https URL (plain http only for a loopback host); {NULL_RESETS}"
 
 
 class BrandingChange(Schema):
     """Only the fields given change; a field given as null returns to the default. The logo is uploaded apart
     (`PUT /domains/{id}/branding/logo`, the image as the body)."""
 
-    display_name: Text(200, min_length=1, description=f"Shown in the header; {NULL_RESETS}") | None = None
+    display_name: DisplayName | None = Field(default=None, description=f"Shown in the header; {NULL_RESETS}")
     primary_color: Color | None = Field(
         default=None,
-        description="The main button's background (the sign-in button included); a colour on which white text "
-        "would fail WCAG 2.1 AA gets black text. " + NULL_RESETS,
+        description="`#RRGGBB`: the main button's background (the sign-in button included); a colour on which "
+        f"white text would fail WCAG 2.1 AA gets black text. {NULL_RESETS}",
     )
-    background_color: Color | None = Field(default=None, description=f"The page's background; {NULL_RESETS}")
-    support_url: Link | None = None
-    support_email: (
-        Text(320, rule=validation.email, description=f"Shown as the support link without a support_url; {NULL_RESETS}")
-        | None
-    ) = None
-    privacy_url: Link | None = None
-    terms_url: Link | None = None
-    default_locale: (
-        Text(35, rule=branding.locale, description=f"A language tag such as `en` or `de-CH`; {NULL_RESETS}") | None
-    ) = None
+    background_color: Color | None = Field(default=None, description=f"`#RRGGBB`: the page's. {NULL_RESETS}")
+    support_url: Link | None = Field(default=None, description=LINK)
+    support_email: Email | None = Field(
+        default=None, description=f"The footer's support link when there is no support_url; {NULL_RESETS}"
+    )
+    privacy_url: Link | None = Field(default=None, description=LINK)
+    terms_url: Link | None = Field(default=None, description=LINK)
+    default_locale: Locale | None = Field(
+        default=None, description=f"A language tag such as `en` or `de-CH`; {NULL_RESETS}"
+    )
 
 
 class BrandingLogo(Answer):
