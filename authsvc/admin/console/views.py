@@ -3,6 +3,7 @@
 from authsvc.admin.console import (
     api_keys,
     applications,
+    branding,
     ldap_directories,
     mfa,
     registration_tokens,
@@ -18,6 +19,7 @@ __all__ = [
     "api_keys",
     "applications",
     "bp",
+    "branding",
     "ldap_directories",
     "mfa",
     "registration_tokens",
