@@ -9,6 +9,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots console    # only docs/console.png
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
+    python -m devtools.screenshots branding   # docs/branding-before.png and branding-after.png
 """
 
 from __future__ import annotations
@@ -139,13 +140,48 @@ def password_reset(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "password-reset.png"))
 
 
-# Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
+def _flask(instance: Path, *args: str) -> str:
+    """A ``flask --app app`` command on the running service's instance (its database), as docs/cli.md runs it."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(instance)}
+    env["AUTHSVC_INSTANCE_DIR"] = str(instance)
+    done = subprocess.run(
+        [str(REPO / ".venv/bin/flask"), "--app", "app", *args], cwd=REPO, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"flask {' '.join(args)}: {done.stderr.strip()}")
+    return done.stdout
+
+
+def branding(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The demo domain's sign-in page in the default look, then branded from the command line (docs/branding.md)."""
+    from PIL import Image, ImageDraw
+
+    page.goto(f"{base}/auth/login")
+    page.screenshot(path=str(DOCS / "branding-before.png"))
+    logo = instance / "logo.png"
+    picture = Image.new("RGBA", (96, 96), (0, 0, 0, 0))
+    ImageDraw.Draw(picture).ellipse((4, 4, 92, 92), fill=(255, 212, 0, 255), outline=(16, 24, 32, 255), width=8)
+    picture.save(logo)
+    _flask(
+        instance, "domains", "brand", "--domain", "localhost", "--display-name", "Acme Corp", "--logo", str(logo),
+        "--primary-color", "#FFD400", "--background-color", "#101820", "--support-url", "https://help.acme.example/",
+        "--privacy-url", "https://acme.example/privacy", "--terms-url", "https://acme.example/terms",
+    )  # fmt: skip
+    try:
+        page.goto(f"{base}/auth/login")
+        page.screenshot(path=str(DOCS / "branding-after.png"))
+    finally:
+        _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
+
+
+# Each makes docs/<name>.png, but mfa and branding: mfa's three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
     "console": console,
     "mfa": mfa,
     "password-forgot": password_forgot,
     "password-reset": password_reset,
+    "branding": branding,
 }
 
 
@@ -171,7 +207,7 @@ def main(names: list[str]) -> None:
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
                     SHOTS[name](context.new_page(), base, person, instance)
                     context.close()
-                    print(f"wrote docs/{name}.png" if name != "mfa" else "wrote docs/mfa-*.png")
+                    print(f"wrote docs/{name}-*.png" if name in ("mfa", "branding") else f"wrote docs/{name}.png")
             finally:
                 browser.close()
     finally:
