@@ -9,7 +9,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots console    # only docs/console.png
     python -m devtools.screenshots mfa        # docs/mfa-totp.png, mfa-recovery-codes.png, mfa-code.png
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
-    python -m devtools.screenshots branding   # docs/branding-before.png and branding-after.png
+    python -m devtools.screenshots branding   # docs/branding-before.png, branding-after.png, console-branding.png
 """
 
 from __future__ import annotations
@@ -170,6 +170,12 @@ def branding(page: Page, base: str, person: dict, instance: Path) -> None:
     try:
         page.goto(f"{base}/auth/login")
         page.screenshot(path=str(DOCS / "branding-after.png"))
+        _sign_in(page, base, person)
+        page.goto(f"{base}/auth/admin/")
+        page.get_by_role("link", name="Demo", exact=True).click()
+        page.get_by_role("link", name="Branding", exact=True).click()
+        page.wait_for_url("**/branding")
+        page.screenshot(path=str(DOCS / "console-branding.png"), full_page=True)
     finally:
         _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
 
