@@ -11,6 +11,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots password-reset  # only docs/password-reset.png (signin, password-forgot likewise)
     python -m devtools.screenshots signup invitation  # docs/signup.png and docs/invitation.png
     python -m devtools.screenshots account account-sessions  # docs/account.png, docs/account-sessions.png
+    python -m devtools.screenshots branding   # docs/branding-before.png, branding-after.png, console-branding.png
 """
 
 from __future__ import annotations
@@ -218,7 +219,35 @@ def account_sessions(page: Page, base: str, person: dict, instance: Path) -> Non
     page.screenshot(path=str(DOCS / "account-sessions.png"))
 
 
-# Each makes docs/<name>.png, but mfa: its three pictures follow one person's enrolment.
+def branding(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The demo domain's sign-in page in the default look, then branded from the command line (docs/branding.md)."""
+    from PIL import Image, ImageDraw
+
+    page.goto(f"{base}/auth/login")
+    page.screenshot(path=str(DOCS / "branding-before.png"))
+    logo = instance / "logo.png"
+    picture = Image.new("RGBA", (96, 96), (0, 0, 0, 0))
+    ImageDraw.Draw(picture).ellipse((4, 4, 92, 92), fill=(255, 212, 0, 255), outline=(16, 24, 32, 255), width=8)
+    picture.save(logo)
+    _flask(
+        instance, "domains", "brand", "--domain", "localhost", "--display-name", "Acme Corp", "--logo", str(logo),
+        "--primary-color", "#FFD400", "--background-color", "#101820", "--support-url", "https://help.acme.example/",
+        "--privacy-url", "https://acme.example/privacy", "--terms-url", "https://acme.example/terms",
+    )  # fmt: skip
+    try:
+        page.goto(f"{base}/auth/login")
+        page.screenshot(path=str(DOCS / "branding-after.png"))
+        _sign_in(page, base, person)
+        page.goto(f"{base}/auth/admin/")
+        page.get_by_role("link", name="Demo", exact=True).click()
+        page.get_by_role("link", name="Branding", exact=True).click()
+        page.wait_for_url("**/branding")
+        page.screenshot(path=str(DOCS / "console-branding.png"), full_page=True)
+    finally:
+        _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
+
+
+# Each makes docs/<name>.png, but mfa and branding: mfa's three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
     "console": console,
@@ -229,6 +258,7 @@ SHOTS: dict[str, Callable] = {
     "invitation": invitation,
     "account": account,
     "account-sessions": account_sessions,
+    "branding": branding,
 }
 
 
@@ -254,7 +284,7 @@ def main(names: list[str]) -> None:
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
                     SHOTS[name](context.new_page(), base, person, instance)
                     context.close()
-                    print(f"wrote docs/{name}.png" if name != "mfa" else "wrote docs/mfa-*.png")
+                    print(f"wrote docs/{name}-*.png" if name in ("mfa", "branding") else f"wrote docs/{name}.png")
             finally:
                 browser.close()
     finally:

@@ -15,6 +15,7 @@ from flask import Flask
 from authsvc import openapi
 from authsvc.account import views as account
 from authsvc.admin import api as admin_api
+from authsvc.admin import branding_api
 from authsvc.admin.console import views as console
 from authsvc.api import views as api
 from authsvc.app import front_door
@@ -27,7 +28,7 @@ from authsvc.oauth import views as oauth
 from authsvc.scim import views as scim
 from authsvc.sso import saml_views
 from authsvc.sso import views as sso
-from authsvc.web import health
+from authsvc.web import branding, health
 
 
 def init_app(app: Flask) -> None:
@@ -47,8 +48,10 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(saml_views.bp)
     app.register_blueprint(metadata.bp)
     app.register_blueprint(admin_api.bp)
+    app.register_blueprint(branding_api.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(health.bp)
+    app.register_blueprint(branding.bp)
     health.show_servers_to(app, admin_api.system_admin_presented)
     app.register_blueprint(front_door.bp)
     app.register_blueprint(scim.bp)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import Flask
 
 from authsvc.cli import migrations
+from authsvc.cli.branding import brand
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
@@ -14,6 +15,8 @@ from authsvc.cli.sso import sso
 from authsvc.cli.tenants import apps, domains
 from authsvc.cli.tokens import tokens
 from authsvc.cli.users import api_keys, users
+
+domains.add_command(brand)
 
 
 def init_app(app: Flask) -> None:

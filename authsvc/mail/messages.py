@@ -1,5 +1,10 @@
 """Messages: composed from a template pair (mail/NAME.txt and mail/NAME.html), queued in the outbox.
 
+Each part is put in its layout (mail/_layout.txt and mail/_layout.html): the
+domain's brand (authsvc.core.branding) around every message, its name and
+logo above, its support, privacy and terms links below; a message's own
+template holds only what it says.
+
 A message is composed when it is queued, in the transaction of the change
 that causes it, and stored whole (encrypted, authsvc.outbox); the sender only
 sends it. Its ``Message-ID`` is made then too, so that a message tried again
@@ -14,9 +19,10 @@ import email.utils
 from email.message import EmailMessage
 from typing import Any
 
-from flask import Flask, render_template
+from flask import Flask, has_request_context, render_template, url_for
 
 from authsvc import outbox
+from authsvc.core.branding import Brand, brand_of
 from authsvc.core.models import Domain
 from authsvc.core.settings import settings
 from authsvc.mail import transport as transports
@@ -56,9 +62,21 @@ def compose(domain: Domain, to: str, template: str, subject: str, **context: Any
     message["Date"] = email.utils.formatdate(localtime=False)
     message["Message-ID"] = email.utils.make_msgid(domain=domain.host)
     message["Auto-Submitted"] = "auto-generated"
-    message.set_content(render_template(f"mail/{template}.txt", **context))
-    message.add_alternative(render_template(f"mail/{template}.html", **context), subtype="html")
+    brand = brand_of(domain)
+    layout = {"brand": brand, "brand_name": brand.display_name or domain.name, "logo_url": _logo_url(domain, brand)}
+    message.set_content(render_template("mail/_layout.txt", body=f"mail/{template}.txt", **context, **layout))
+    html = render_template("mail/_layout.html", body=f"mail/{template}.html", **context, **layout)
+    message.add_alternative(html, subtype="html")
     return message
+
+
+def _logo_url(domain: Domain, brand: Brand) -> str | None:
+    """The logo's absolute URL on our own host (a mail reader fetches it from there), or None."""
+    if brand.logo_digest is None:
+        return None
+    if has_request_context():
+        return url_for("branding.logo", v=brand.logo_digest, _external=True)
+    return f"https://{domain.host}/auth/branding/logo?v={brand.logo_digest}"
 
 
 def queue(domain: Domain, to: str, template: str, subject: str, **context: Any) -> OutboxItem:

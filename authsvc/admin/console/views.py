@@ -3,6 +3,7 @@
 from authsvc.admin.console import (
     api_keys,
     applications,
+    branding,
     invitations,
     ldap_directories,
     mfa,
@@ -20,6 +21,7 @@ __all__ = [
     "applications",
     "bp",
     "invitations",
+    "branding",
     "ldap_directories",
     "mfa",
     "registration_tokens",

@@ -10,6 +10,7 @@ from sqlalchemy.orm import column_property
 
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
+from authsvc.core.models.branding import DomainBranding
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.groups import ScimGroup, ScimGroupMember
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
@@ -59,6 +60,7 @@ __all__ = [
     "AuditRecord",
     "Consent",
     "Domain",
+    "DomainBranding",
     "ExternalIdentity",
     "LdapAccount",
     "LdapDirectory",

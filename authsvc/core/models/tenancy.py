@@ -53,6 +53,9 @@ class Domain(Model):
     created_at: Mapped[int] = mapped_column(Integer, default=now)
     # The last authenticated SCIM request (seconds; moved at most once a minute).
     scim_last_activity: Mapped[int | None] = mapped_column(Integer)
+    # Changes with every change of its branding (authsvc.core.models.branding); None: the default look.
+    # Read with the row, it keys the workers' cached brand: a page asks nothing more (authsvc.core.branding).
+    branding_version: Mapped[int | None] = mapped_column(Integer)
     # Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md).
     new_device_notice: Mapped[bool] = mapped_column(Boolean, default=True, server_default=true())
     signup: Mapped[str] = mapped_column(String(10), default=SIGNUP_OFF, server_default=SIGNUP_OFF)

@@ -2,7 +2,10 @@
 user's credential, and every admin operation with real admin credentials (success and the usual
 failures). Fuzzing rarely finds valid credentials; these tests bring them."""
 
+import io
 import json
+
+from PIL import Image
 
 from tests.fakes.saml_idp import SamlIdp
 from tests.helpers import PASSWORD, headers
@@ -258,6 +261,28 @@ def test_real_admin_answers_conform_too(client, world, document):
     call("post", resent, 200, record_id=domain.id, invitation_id=invited["id"])
     one = "/domains/{record_id}/invitations/{invitation_id}"
     assert call("delete", one, 200, record_id=domain.id, invitation_id=invited["id"])["state"] == "revoked"
+
+    # The domain's branding: set, its logo uploaded and removed, read by support, reset.
+    branded = call("put", "/domains/{record_id}/branding", 200, record_id=domain.id, json={"primary_color": "#FFD400"})
+    assert branded["primary_text_color"] == "#000000"
+    call("put", "/domains/{record_id}/branding", 422, record_id=domain.id, json={"terms_url": "http://x.example"})
+    png = io.BytesIO()
+    Image.new("RGB", (8, 8)).save(png, "PNG")
+    uploaded = call(
+        "put",
+        "/domains/{record_id}/branding/logo",
+        200,
+        record_id=domain.id,
+        data=png.getvalue(),
+        content_type="image/png",
+    )
+    assert uploaded["logo"]["content_type"] == "image/png"
+    call(
+        "put", "/domains/{record_id}/branding/logo", 422, record_id=domain.id, data=b"<svg/>", content_type="image/png"
+    )
+    assert call("delete", "/domains/{record_id}/branding/logo", 200, record_id=domain.id)["logo"] is None
+    assert call("get", "/domains/{record_id}/branding", 200, record_id=domain.id, key=support_key)["logo"] is None
+    assert call("delete", "/domains/{record_id}/branding", 200, record_id=domain.id)["primary_color"] is None
 
     # The audit log of all that, whole and filtered.
     log = call("get", "/audit", 200)

@@ -1,0 +1,62 @@
+"""``domains brand``: a domain's branding, set or reset from the command line (docs/branding.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from flask.cli import with_appcontext
+
+from authsvc import admin
+from authsvc.admin import branding
+from authsvc.cli.common import admin_rules, domain_by_host, emit
+from authsvc.core import logo
+
+FIELDS = (
+    "display_name",
+    "primary_color",
+    "background_color",
+    "support_url",
+    "support_email",
+    "privacy_url",
+    "terms_url",
+    "default_locale",
+)
+
+
+@click.command("brand")
+@click.option("--domain", "host", required=True, help="The domain's host.")
+@click.option("--display-name", help="Shown in the header of its pages and e-mails.")
+@click.option("--logo", "logo_path", type=click.Path(dir_okay=False, path_type=Path), help="PNG, JPEG or WebP file.")
+@click.option("--primary-color", help="#RRGGBB: the main button's background.")
+@click.option("--background-color", help="#RRGGBB: the page's background.")
+@click.option("--support-url", help="https URL of the footer's support link.")
+@click.option("--support-email", help="The support address, when there is no support URL.")
+@click.option("--privacy-url", help="https URL of the footer's privacy link.")
+@click.option("--terms-url", help="https URL of the footer's terms link.")
+@click.option("--default-locale", help="A language tag such as en or de-CH.")
+@click.option("--reset", is_flag=True, help="Back to the default look (before any other option is applied).")
+@with_appcontext
+def brand(host: str, logo_path: Path | None, reset: bool, **values: str | None) -> None:
+    """Set the options given (the others stay); print the domain's branding as JSON."""
+    domain = domain_by_host(host)
+    actor = admin.command_line()
+    changes = {field: values[field] for field in FIELDS if values.get(field) is not None}
+    upload = _read(logo_path) if logo_path is not None else None
+    with admin_rules():
+        if reset:
+            branding.reset_branding(actor, domain)
+        if changes:
+            branding.set_branding(actor, domain, changes)
+        if upload is not None:
+            branding.set_logo(actor, domain, upload)
+    emit(branding.get_branding(actor, domain))
+
+
+def _read(path: Path) -> bytes:
+    try:
+        with path.open("rb") as file:
+            # One byte past the limit is enough to refuse it, with the limit in the message.
+            return file.read(logo.MAX_BYTES + 1)
+    except OSError as exc:
+        raise click.ClickException(f"--logo: cannot read {str(path)!r}: {exc.strerror}") from None
