@@ -12,6 +12,7 @@ from authsvc import admin
 from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, user_by_email
 from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
+from authsvc.tokens import api_keys as tokens_api_keys
 
 users = AppGroup("users", help="Users of a domain.")
 api_keys = AppGroup("api-keys", help="API keys of a user.")
@@ -127,10 +128,8 @@ def create_api_key(host: str, email: str, name: str, scopes: str, permission: st
 @api_keys.command("list")
 @click.option("--domain", "host", help="Only this domain's keys.")
 def list_api_keys(host: str | None) -> None:
-    query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
-    if host:
-        query = query.where(ApiKey.domain_id == domain_by_host(host).id)
-    emit({"api_keys": [k.as_json() for k in db.session.scalars(query)]})
+    keys = tokens_api_keys.listed(domain_by_host(host).id if host else None)
+    emit({"api_keys": [k.as_json() for k in keys]})
 
 
 @api_keys.command("revoke")
