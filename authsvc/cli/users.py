@@ -9,7 +9,7 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
-from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, user_by_email
+from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, record_named, user_by_email
 from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
 from authsvc.tokens import api_keys as tokens_api_keys
@@ -136,10 +136,7 @@ def list_api_keys(host: str | None) -> None:
 @click.argument("key_id")
 def revoke_api_key(key_id: str) -> None:
     """Revoke a key; it fails from its next use on, on every worker."""
-    try:
-        key = admin.get(admin.command_line(), ApiKey, key_id)
-    except admin.NotFound:
-        raise click.ClickException(f"no API key with id {key_id!r}") from None
+    key = record_named(ApiKey, key_id, "API key")
     with admin_rules():
         admin.revoke_api_key(admin.command_line(), key)
     emit({"id": key.id, "revoked": True, "revoked_at": key.revoked_at})

@@ -3,8 +3,11 @@
 A feature says what happened (``LockedOut``, ``UnknownDomain``, ``SsoExpired``, the admin rules'
 ``NotFound``...), not how to answer it. ``ANSWERS``, below, is the one table from those to an
 answer: authsvc.app.errors sends it as JSON, SCIM's handlers (authsvc.scim.handlers) as a SCIM
-error, and an HTML view that catches one shows a page with its status and text (``answer(exc)``).
-OAuth errors stay Authlib's (one class per RFC error), answered by Authlib's own rules.
+error, an HTML view that catches one (the console's pages, sign-in) shows a page with its status,
+text and heading (``answer(exc)``, ``title``), and a ``flask`` command prints its text
+(authsvc.cli.common): no surface words a refusal itself. OAuth errors stay Authlib's (one class
+per RFC error), answered by Authlib's own rules. ``ApiError`` itself is for an answer that is not
+an event: a request a view refuses as malformed.
 """
 
 from __future__ import annotations
@@ -220,3 +223,22 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
 def answer(exc: Exception) -> ApiError:
     """How the feature exception ``exc`` is answered (``ANSWERS``)."""
     return next(ANSWERS[cls](exc) for cls in type(exc).__mro__ if cls in ANSWERS)
+
+
+# A page's heading for an answer, by its status (the console's pages of a refusal).
+TITLES = {
+    400: "Not accepted",
+    401: "Not signed in",
+    403: "Not allowed",
+    404: "Not found",
+    409: "Conflict",
+    422: "Not valid",
+    429: "Too many attempts",
+    502: "Not answered",
+    503: "Unavailable",
+}
+
+
+def title(refusal: ApiError) -> str:
+    """The heading of a page that shows ``refusal`` (``TITLES``)."""
+    return TITLES.get(refusal.status, "Refused")
