@@ -185,6 +185,66 @@ class WrongCode(MfaRefused):
     """The second factor's code (or passkey) was not right."""
 
 
+class SignInFailed(Exception):
+    """The e-mail address and password name no account that may sign in (which of them is wrong is not told)."""
+
+
+class SignInRequired(Exception):
+    """The request needs a signed-in user and has none; ``str(exc)`` says how to be one."""
+
+
+class ReauthenticationRequired(Exception):
+    """The change needs a recent sign-in (authsvc.auth.reauth); ``reauth_uri`` signs in again and comes back."""
+
+    def __init__(self, reauth_uri: str) -> None:
+        super().__init__(reauth_uri)
+        self.reauth_uri = reauth_uri
+
+
+class NotStaff(Exception):
+    """The credential's user is neither an admin nor support staff: the admin API is not for it."""
+
+
+class CrossSiteRefused(Exception):
+    """Another site's page sent a request that changes something; ``str(exc)`` says which and why."""
+
+
+class ResourceTokenUnavailable(Exception):
+    """A provider's token for the user cannot be handed out (authsvc.sso.delegated); ``str(exc)`` says why."""
+
+
+class NoResourceToken(ResourceTokenUnavailable):
+    """The user holds no provider token: never signed in through SSO, or it was cleared."""
+
+
+class ResourceSignInRequired(ResourceTokenUnavailable):
+    """The provider refused a refresh, or none is stored: the user must sign in through SSO again."""
+
+
+class ResourceProviderDown(ResourceTokenUnavailable):
+    """The provider did not answer the refresh of its token."""
+
+
+class UnknownApplication(Exception):
+    """No application of the request's domain has the client_id the user named."""
+
+
+class NoApproval(Exception):
+    """The application holds no approval (consent) and no token of the user's."""
+
+
+class UnknownSamlProvider(Exception):
+    """No SAML provider of the request's domain has the id in the URL."""
+
+
+class SamlUnavailable(Exception):
+    """SAML cannot work on this server at all (its XML signature tool is missing); ``str(exc)`` says so."""
+
+
+class SamlLogoutRefused(Exception):
+    """The identity provider's Single Logout message was refused; ``str(exc)`` says why."""
+
+
 def _retry_after(exc: LockedOut | TooManyFlows) -> dict[str, Any]:
     return {"headers": {"Retry-After": str(exc.retry_after)}, "extra": {"retry_after": exc.retry_after}}
 
@@ -217,6 +277,28 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
     ProviderUnavailable: lambda exc: ApiError(503, "provider_unavailable", exc.message),
     PendingSignInGone: lambda exc: ApiError(401, "invalid_mfa_token", str(exc)),
     WrongCode: lambda exc: ApiError(401, "invalid_mfa_code", str(exc)),
+    SignInFailed: lambda exc: ApiError(401, "invalid_credentials", "The e-mail address or password is incorrect."),
+    SignInRequired: lambda exc: ApiError(401, "login_required", str(exc)),
+    ReauthenticationRequired: lambda exc: ApiError(
+        401,
+        "reauthentication_required",
+        "This change needs a recent sign-in: sign in again, then repeat it.",
+        extra={"reauth_uri": exc.reauth_uri},
+    ),
+    NotStaff: lambda exc: ApiError(403, "forbidden", "An admin or support credential is needed."),
+    CrossSiteRefused: lambda exc: ApiError(403, "cross_site_request", str(exc)),
+    NoResourceToken: lambda exc: ApiError(
+        404, "no_resource_token", "The user has no stored provider token; sign in through SSO."
+    ),
+    UnknownApplication: lambda exc: ApiError(404, "not_found", "No such application."),
+    NoApproval: lambda exc: ApiError(404, "not_found", "This application holds no approval of yours."),
+    UnknownSamlProvider: lambda exc: ApiError(404, "not_found", "No SAML provider with this id here."),
+    SamlUnavailable: lambda exc: ApiError(503, "saml_unavailable", str(exc)),
+    SamlLogoutRefused: lambda exc: ApiError(400, "saml_logout_refused", str(exc)),
+    ResourceSignInRequired: lambda exc: ApiError(409, "reauthentication_required", str(exc)),
+    ResourceProviderDown: lambda exc: ApiError(
+        502, "provider_unavailable", "The identity provider did not answer; try again later."
+    ),
 }
 
 

@@ -14,7 +14,7 @@ from authsvc.api import lookup
 from authsvc.auth import sessions
 from authsvc.core import actors, audit
 from authsvc.core.database import db, rows_affected, without_transaction
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, NoApproval, SignInRequired, UnknownApplication
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
@@ -141,7 +141,7 @@ def _approving_user(domain: Domain) -> User:
         return lookup.authenticate(domain).user
     user = sessions.session_user(domain)
     if user is None:
-        raise ApiError(401, "login_required", "Sign in, or present a bearer token.")
+        raise SignInRequired("Sign in, or present a bearer token.")
     return user
 
 
@@ -176,7 +176,7 @@ def revoke_authorized_application(client_id: str) -> Response:
     # (NUL, which PostgreSQL refuses) is simply unknown.
     application = authorization_server().query_client(client_id)
     if application is None:
-        raise ApiError(404, "not_found", "No such application.")
+        raise UnknownApplication()
     removed = rows_affected(
         db.session.execute(delete(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id))
     )
@@ -192,7 +192,7 @@ def revoke_authorized_application(client_id: str) -> Response:
         )
     db.session.commit()
     if not removed and not revoked:
-        raise ApiError(404, "not_found", "This application holds no approval of yours.")
+        raise NoApproval()
     return jsonify(client_id=client_id, revoked_tokens=revoked)
 
 

@@ -75,7 +75,7 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
                 looking.domain = kwargs["domain"] = admin.get(actor, Domain, kwargs.pop("domain_id"))
             return view(actor, **kwargs)
         except (admin.Forbidden, admin.NotFound) as exc:
-            return refused(exc)
+            return refusal_page(exc)
 
     return wrapped
 
@@ -123,7 +123,7 @@ def message(status: int, title: str, message: str) -> Response:
     return render("console/message.html", status, title=title, message=message)
 
 
-def refused(exc: Exception) -> Response:
+def refusal_page(exc: Exception) -> Response:
     """An admin rule's refusal as a page: its status, title and text from the one error table (core.errors)."""
     answer = errors.answer(exc)
     return message(answer.status, errors.title(answer), answer.description)
