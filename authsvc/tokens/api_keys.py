@@ -1,7 +1,8 @@
 """API keys: issued, listed, noted used, revoked and deleted here; inspect's read of them is ``presented``.
 
 A key is presented as ``<id>.<secret>``; only the secret's digest is stored
-(authsvc.core.security). Callers: the admin verbs (authsvc.admin.api_keys), ``api-keys list``
+(authsvc.core.security). Callers: the admin verbs (authsvc.admin.api_keys; a domain's scopes in
+use, authsvc.admin.domains), ``api-keys list``
 (authsvc.cli.users), inspect (authsvc.api.credentials, which notes a use),
 SCIM's deprovisioning and the deletion of a user or a domain. Nothing here
 commits but ``note_use``: the caller's audit record goes with its commit.
@@ -51,6 +52,11 @@ def listed(domain_id: int | None = None) -> list[ApiKey]:
     if domain_id is not None:
         query = query.where(ApiKey.domain_id == domain_id)
     return list(db.session.scalars(query))
+
+
+def live_of_domain(domain_id: int) -> list[ApiKey]:
+    """The domain's keys not revoked (expired ones included): what still holds its scopes."""
+    return list(db.session.scalars(select(ApiKey).where(ApiKey.domain_id == domain_id, ApiKey.revoked_at.is_(None))))
 
 
 def revoke(key: ApiKey) -> bool:
