@@ -7,7 +7,8 @@ error, an HTML view that catches one (the console's pages, sign-in) shows a page
 text and heading (``answer(exc)``, ``title``), and a ``flask`` command prints its text
 (authsvc.cli.common): no surface words a refusal itself. OAuth errors stay Authlib's (one class
 per RFC error), answered by Authlib's own rules. ``ApiError`` itself is for an answer that is not
-an event: a request a view refuses as malformed.
+an event: a request a view refuses as malformed, and RFC 6750's challenges to a presented
+credential (authsvc.api.lookup), whose ``WWW-Authenticate`` is decided where it is read.
 """
 
 from __future__ import annotations
