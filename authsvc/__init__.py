@@ -25,7 +25,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.account import signup as account_signup
     from authsvc.api import fastpath
     from authsvc.app import blueprints, client_failures, errors, limits
-    from authsvc.core import budget, database, security, store
+    from authsvc.core import budget, database, request_state, security, store
     from authsvc.core import settings as typed_settings
     from authsvc.core.database import db
     from authsvc.core.readers import pool as readers
@@ -62,6 +62,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
         options.setdefault("pool_timeout", settings.database_timeout)
     app.json.sort_keys = False  # type: ignore[attr-defined]  # Flask's DefaultJSONProvider has it
 
+    # Each request's typed state starts empty, before any hook writes to it.
+    request_state.init_app(app)
     # First in, so that the request id and the clock are there for every
     # answer, including a 429 from the limiter's own before_request.
     logs.init_app(app)

@@ -125,15 +125,15 @@ def _print_plans(app: Any, token: str, api_key: str) -> None:
     """Each lookup's plan as a reader's session runs it (generic), with the buffers it reads: the database's count."""
     from psycopg import sql
 
-    from authsvc.api import credentials
     from authsvc.core import security
     from authsvc.core.readers.pool import READERS, _Prepared
+    from authsvc.tokens import presented
 
     readers = app.extensions[READERS]
     values = {"digest": security.digest(token), "key_id": api_key.split(".")[0], "host": HOST, "default_host": None}
     statements = {
-        "token": credentials._TOKEN_CLAIMS_BY_HOST,
-        "api key": credentials._API_KEY_CLAIMS_BY_HOST,
+        "token": presented.TOKEN_CLAIMS_BY_HOST,
+        "api key": presented.API_KEY_CLAIMS_BY_HOST,
     }
     for name, statement in statements.items():
         prepared = _Prepared.of(statement, readers.dialect)

@@ -17,7 +17,7 @@ from authsvc import admin
 from authsvc.api import credentials, lookup
 from authsvc.core import actors, validation
 from authsvc.core.database import db
-from authsvc.core.errors import ApiError, UnknownDomain
+from authsvc.core.errors import ApiError, NotStaff, UnknownDomain
 from authsvc.core.headers import no_store
 from authsvc.core.models import (
     ApiKey,
@@ -46,7 +46,7 @@ def current_actor(*scopes: str) -> admin.Actor:
     """
     credential = lookup.authenticate(current_domain())
     if not credential.permissions & SUPPORT_OR_ADMIN:
-        raise ApiError(403, "forbidden", "An admin or support credential is needed.")
+        raise NotStaff()
     lookup.require_scopes(credential, "admin", *scopes)
     return admin.Actor(user=credential.user, name=_actor_name(credential), permissions=credential.permissions)
 
@@ -58,7 +58,7 @@ def system_admin_presented() -> bool:
         return False
     try:
         return current_actor().system_admin
-    except (ApiError, UnknownDomain, OAuth2Error):
+    except (ApiError, NotStaff, UnknownDomain, OAuth2Error):
         return False
 
 

@@ -17,7 +17,6 @@ from authsvc.core.models import (
     RESERVED_SCOPES,
     SIGNUP_RESTRICTED,
     STANDARD_PROFILE,
-    ApiKey,
     Application,
     Domain,
     LdapDirectory,
@@ -125,11 +124,7 @@ def remove_domain_scopes(actor: Actor, domain: Domain, data: Any) -> Domain:
         f"application {a.client_id}"
         for a in db.session.scalars(select(Application).where(Application.domain_id == domain.id))
         if removed & set(a.scope_list)
-    ] + [
-        f"API key {k.id}"
-        for k in db.session.scalars(select(ApiKey).where(ApiKey.domain_id == domain.id, ApiKey.revoked_at.is_(None)))
-        if removed & set(k.scopes.split())
-    ]
+    ] + [f"API key {k.id}" for k in api_keys.live_of_domain(domain.id) if removed & set(k.scopes.split())]
     if holders:
         # Reserved scopes too: update_domain lets them go, but an application naming one here chose it.
         raise Conflict(f"still in use by {', '.join(holders)}; change those first")
@@ -140,9 +135,8 @@ def _scopes_in_use(domain: Domain) -> set[str]:
     used: set[str] = set()
     for scopes in db.session.scalars(select(Application.scopes).where(Application.domain_id == domain.id)):
         used.update(scopes.split())
-    keys = select(ApiKey.scopes).where(ApiKey.domain_id == domain.id, ApiKey.revoked_at.is_(None))
-    for scopes in db.session.scalars(keys):
-        used.update(scopes.split())
+    for key in api_keys.live_of_domain(domain.id):
+        used.update(key.scopes.split())
     return used
 
 

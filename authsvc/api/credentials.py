@@ -1,26 +1,24 @@
-"""The credential behind a presented token or API key: one statement each, on the tables.
+"""The credential behind a presented token or API key: one statement each, read by authsvc.tokens.presented.
 
 ``find_token`` and ``find_api_key`` answer a ``Credential`` (the token's or key's
-claims, its user and the domain chosen by host) or None; ``authsvc.api.lookup``
-decides what a request presents and whether it may. Nothing is cached: a
-revoked credential fails on its next use, on every worker.
+claims, its user and the domain chosen by host) or None: the rows are the tokens
+package's reads, what they mean (expiry, the secret's compare, permissions) is
+decided here; ``authsvc.api.lookup`` decides what a request presents and whether
+it may. Nothing is cached: a revoked credential fails on its next use, on every worker.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, cast
-
-from sqlalchemy import ColumnElement, Select, bindparam, select
+from typing import cast
 
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
-from authsvc.core.models import STANDARD_PROFILE, ApiKey, Application, Domain, Token, User, capped_permissions
+from authsvc.core.models import STANDARD_PROFILE, User, capped_permissions
 from authsvc.core.permissions import Permission
-from authsvc.core.readers.pool import Readers, read_one
-from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST
-from authsvc.tokens import api_keys, lookups
+from authsvc.core.readers.pool import Readers
+from authsvc.tokens import api_keys, presented
 
 # An API key's last_used_at moves at most once per this many seconds: a busy
 # key costs no write per request, and the column still says "in use lately".
@@ -71,77 +69,11 @@ def audience_claim(stored_audience: str | None, host: str) -> str | list[str]:
     return items[0] if len(items) == 1 else items
 
 
-# One statement per credential, on the tables (no ORM entities): the token or
-# key, the columns of the claims, the user, who must be enabled, and the
-# domain, chosen as tenancy.current_domain chooses it: the one whose host is
-# the request's, else the configured default. Expiry is checked here against
-# the clock of this request; nothing is cached.
-_token, _application, _user, _api_key = Token.__table__, Application.__table__, User.__table__, ApiKey.__table__
-_domain = Domain.__table__
-_USER_COLUMNS = (_user.c.id, _user.c.name, _user.c.email, _user.c.groups, _user.c.admin, _user.c.support)
-
-
-def _token_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
-    return (
-        select(
-            _token.c.scope,
-            _token.c.issued_at,
-            _token.c.expires_in,
-            _token.c.dpop_jkt,
-            _token.c.audience,
-            _application.c.client_id,
-            _domain.c.host.label("aud"),
-            _domain.c.profile,
-            *_USER_COLUMNS,
-        )
-        .select_from(
-            _token.join(_application, _application.c.id == _token.c.application_id)
-            .join(_domain, _domain.c.id == _application.c.domain_id)
-            .join(_user, _user.c.id == _token.c.user_id)
-        )
-        .where(
-            lookups.ACCESS_TOKEN,
-            _token.c.revoked_at.is_(None),
-            domain_rule,
-            _user.c.disabled.is_(False),
-        )
-    )
-
-
-def _api_key_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
-    return (
-        select(
-            _api_key.c.secret_digest,
-            _api_key.c.scopes,
-            _api_key.c.created_at,
-            _api_key.c.expires_at,
-            _api_key.c.revoked_at,
-            _api_key.c.permission,
-            _api_key.c.last_used_at,
-            _domain.c.host.label("aud"),
-            _domain.c.profile,
-            _user.c.disabled,
-            *_USER_COLUMNS,
-        )
-        .select_from(
-            _api_key.join(_user, _user.c.id == _api_key.c.user_id).join(_domain, _domain.c.id == _api_key.c.domain_id)
-        )
-        .where(_api_key.c.id == bindparam("key_id"), domain_rule)
-    )
-
-
-# With a default domain configured, and without one (the same rule, cheaper: tenancy.REQUEST_HOST).
-_TOKEN_CLAIMS = _token_claims(REQUEST_DOMAIN)
-_TOKEN_CLAIMS_BY_HOST = _token_claims(REQUEST_HOST)
-_API_KEY_CLAIMS = _api_key_claims(REQUEST_DOMAIN)
-_API_KEY_CLAIMS_BY_HOST = _api_key_claims(REQUEST_HOST)
-
-
-def _claimant(row: Any) -> Claimant:
+def _claimant(row: presented.Claimant) -> Claimant:
     return Claimant(id=row.id, name=row.name, email=row.email, groups=list(row.groups or []))
 
 
-def _user_permissions(row: Any) -> Permission:
+def _user_permissions(row: presented.Claimant) -> Permission:
     return Permission.of(support=row.support, admin=row.admin)
 
 
@@ -151,8 +83,7 @@ def _user_permissions(row: Any) -> Permission:
 
 def find_token(value: str, host: str, default_host: str | None, readers: Readers | None = None) -> Credential | None:
     """The live access token ``value`` of the domain of ``host`` (else ``default_host``), or None."""
-    statement = _TOKEN_CLAIMS if default_host else _TOKEN_CLAIMS_BY_HOST
-    row = read_one(statement, {"digest": security.digest(value), "host": host, "default_host": default_host}, readers)
+    row = presented.token_claims(value, host, default_host, readers)
     if row is None or now() >= row.issued_at + row.expires_in:
         return None
     return Credential(
@@ -173,9 +104,7 @@ def find_api_key(value: str, host: str, default_host: str | None, readers: Reade
     """The live API key ``value`` (``<id>.<secret>``) of the domain of ``host`` (else ``default_host``), or None."""
     key_id, _, secret = value.partition(".")
     well_formed = bool(secret) and validation.text_id(key_id)
-    parameters = {"key_id": key_id, "host": host, "default_host": default_host}
-    statement = _API_KEY_CLAIMS if default_host else _API_KEY_CLAIMS_BY_HOST
-    row = read_one(statement, parameters, readers) if well_formed else None
+    row = presented.api_key_claims(key_id, host, default_host, readers) if well_formed else None
     # Compare even when the key is unknown, so that timing does not tell.
     matches = security.digest_matches(secret, row.secret_digest if row else "0" * 64)
     if (

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, cast
 
-from flask import Flask
+from flask import Flask, request
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
@@ -49,8 +49,10 @@ PREFIX = "/api/engine/v2"
 RULE = "/api_keys/inspect"
 PATH = PREFIX + RULE
 ENDPOINT = "api.inspect"
-# Where the fast path leaves a database error for Flask's view to raise.
-DATABASE_ERROR = "authsvc.fastpath.database_error"
+# Where the fast path leaves a database error for Flask's view to raise (``database_error_left``): a key of
+# the WSGI environ, since the fast path runs before Flask has a request context and with it the typed
+# request state (authsvc.core.request_state). Written and read only here.
+_DATABASE_ERROR = "authsvc.fastpath.database_error"
 
 log = logging.getLogger(__name__)
 # As Flask's jsonify writes it (compact, ASCII, a final newline added), so that both paths send the
@@ -79,7 +81,7 @@ class InspectFastPath:
                 answer = self._answer(environ)
             except (DBAPIError, PoolTimeoutError) as exc:
                 # Flask answers (503), without trying the database a second time.
-                environ[DATABASE_ERROR] = exc
+                environ[_DATABASE_ERROR] = exc
                 answer = None
             except Exception:
                 # A fault here: Flask still answers, but it must not pass unseen.
@@ -168,3 +170,9 @@ def init_app(app: Flask) -> None:
     """Put the fast path in front of Flask, when the database is PostgreSQL."""
     if settings(app).database_url.startswith("postgresql"):
         app.wsgi_app = InspectFastPath(app, app.wsgi_app)  # type: ignore[method-assign]
+
+
+def database_error_left() -> DBAPIError | PoolTimeoutError | None:
+    """The database error the fast path met on this request, for inspect's view to raise (503), once."""
+    failed: DBAPIError | PoolTimeoutError | None = request.environ.pop(_DATABASE_ERROR, None)
+    return failed

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from authsvc.api import fastpath, lookup
 from authsvc.core.headers import no_store
@@ -19,7 +19,7 @@ def inspect() -> Response:
     # On every API request of the platform: one statement finds the domain,
     # the credential and its user together. A bearer token or API key in a
     # header usually never gets here: authsvc.api.fastpath answers it first.
-    failed = request.environ.pop(fastpath.DATABASE_ERROR, None)
+    failed = fastpath.database_error_left()
     if failed is not None:
         raise failed
     return jsonify(lookup.claims(lookup.authenticate(), issuer()))

@@ -45,6 +45,7 @@ from authsvc.account.blueprint import mail_recipient
 from authsvc.auth import lockouts
 from authsvc.core import security, validation
 from authsvc.core.policy import Rate, RateLimits, policy_of
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import clients
@@ -85,16 +86,19 @@ def _attempt(rate: Rate) -> bool:
     return limits is not None and rate in limits.rates and (limits.attempt is None or limits.attempt())
 
 
-_PASSWORD_ATTEMPT = "authsvc.password_attempt"
+@dataclasses.dataclass
+class Attempt:
+    """Whether the request tries a password, once decided (authsvc.core.request_state.part)."""
+
+    password: bool | None = None
 
 
 def _password_attempt() -> bool:
     # Asked by three limits and the domain lookup before them: answered once per request.
-    answer = request.environ.get(_PASSWORD_ATTEMPT)
-    if answer is None:
-        answer = _attempt(Rate.SIGNIN_ADDRESS)
-        request.environ[_PASSWORD_ATTEMPT] = answer
-    return answer
+    noted = part(Attempt)
+    if noted.password is None:
+        noted.password = _attempt(Rate.SIGNIN_ADDRESS)
+    return noted.password
 
 
 def _find_the_domain_first() -> None:

@@ -16,14 +16,12 @@ from flask import Response, make_response, redirect, request, url_for
 
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ReauthenticationRequired
 from authsvc.core.headers import uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.security import safe_continue
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import issuer
-
-REAUTHENTICATION_REQUIRED = "reauthentication_required"
 
 
 def recent(user: User, domain: Domain) -> bool:
@@ -43,7 +41,7 @@ def required(user: User, domain: Domain, back_to: str | None = None) -> Response
 
     ``back_to`` (default: this request's URL) must be a page a GET can open: a
     form posted too late is not replayed, the person presses its button again.
-    JSON callers get 401 ``reauthentication_required``.
+    JSON callers get ReauthenticationRequired (401 ``reauthentication_required``).
     """
     if recent(user, domain):
         return None
@@ -51,12 +49,7 @@ def required(user: User, domain: Domain, back_to: str | None = None) -> Response
     target = safe_continue(back_to or here, issuer(), default=url_for("auth.login_page"))
     login = url_for("auth.login_page") + "?" + urlencode({"prompt": "login", "continue": target})
     if _wants_json():
-        raise ApiError(
-            401,
-            REAUTHENTICATION_REQUIRED,
-            "This change needs a recent sign-in: sign in again, then repeat it.",
-            extra={"reauth_uri": issuer() + login},
-        )
+        raise ReauthenticationRequired(issuer() + login)
     response = make_response(redirect(login, 303))
     uncached(response)
     return response

@@ -29,7 +29,7 @@ from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.database import db
 from authsvc.core.models import Domain, User
 from authsvc.core.readers import entities
-from authsvc.core.request_state import part, state
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.tokens import revocation
 
@@ -220,8 +220,8 @@ def session_user(domain: Domain) -> User | None:
             user = candidate
             session_record.touch(session_id, session, request.remote_addr)
     noted.read, noted.user, noted.record = True, user, session if user is not None else None
-    # Who acts when no credential says: the audit records of the request name them (authsvc.core.audit).
-    state().acting_user_id = user.id if user is not None else None
+    # Who acts when no credential says: the audit records of the request name them.
+    audit.acting_for(user.id if user is not None else None)
     return user
 
 

@@ -12,7 +12,16 @@ from authsvc.auth.mfa.views import challenge
 from authsvc.auth.signin import sign_in
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
-from authsvc.core.errors import AddressUnconfirmed, ApiError, DirectoryUnavailable, LockedOut, answer
+from authsvc.core.errors import (
+    AddressUnconfirmed,
+    ApiError,
+    CrossSiteRefused,
+    DirectoryUnavailable,
+    LockedOut,
+    SignInFailed,
+    SignInRequired,
+    answer,
+)
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.policy import Rate, rate_limited
@@ -23,8 +32,6 @@ from authsvc.tokens import revocation
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
-
-INVALID_CREDENTIALS = "The e-mail address or password is incorrect."
 
 
 def _signin_parameters() -> dict[str, str]:
@@ -60,7 +67,7 @@ def signin() -> Response:
     domain = current_domain()
     user = sign_in(domain, params["email"], params["password"], via="signin")
     if user is None:
-        raise ApiError(401, "invalid_credentials", INVALID_CREDENTIALS)
+        raise SignInFailed()
     target = safe_continue(params.get("continue"), issuer(), default="")
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(target)):
         return challenge(user, domain, target, "signin", html=False)
@@ -174,7 +181,8 @@ def login() -> Response:
         response.headers.update(refused.headers)
         return response
     if user is None:
-        return login_form_page(domain, retry_form, next_url, INVALID_CREDENTIALS, 401)
+        refused = answer(SignInFailed())
+        return login_form_page(domain, retry_form, next_url, refused.description, refused.status)
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(next_url)):
         return challenge(user, domain, next_url, "login_page", html=True)
     response = make_response(redirect(next_url or url_for("auth.login_page"), 303))
@@ -187,7 +195,7 @@ def logout() -> Response:
     """End the session and revoke a bearer token presented with the request."""
     domain = current_domain()
     if embedded_cross_site_request(request.headers):
-        raise ApiError(403, "cross_site_request", "Sign-out from another site must be a link the user follows.")
+        raise CrossSiteRefused("Sign-out from another site must be a link the user follows.")
     token = lookup.presented_token(domain)
     if token is not None:
         revocation.revoke_token(token.id)
@@ -227,7 +235,7 @@ def logout_all() -> Response:
     else:
         user = sessions.session_user(domain)
         if user is None:
-            raise ApiError(401, "login_required", "Sign in first.")
+            raise SignInRequired("Sign in first.")
         form = LogoutAllForm()
         if not form.validate_on_submit():
             raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")

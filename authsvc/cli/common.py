@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from authsvc import admin
 from authsvc.auth import signin
+from authsvc.core import errors
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 
@@ -46,13 +47,25 @@ def application_by_client_id(client_id: str) -> Application:
     return application
 
 
+def record_named(model: type, record_id: str, what: str) -> Any:
+    """The record of ``model`` an argument names by id, else ``no <what> with id '<id>'``.
+
+    A lookup of what the command was given, as ``domain_by_host``: the message names it.
+    """
+    try:
+        return admin.get(admin.command_line(), model, record_id)
+    except admin.NotFound:
+        raise click.ClickException(f"no {what} with id {record_id!r}") from None
+
+
 @contextmanager
 def admin_rules(options: dict[str, str | None] | None = None, hints: dict[str, str] | None = None) -> Iterator[None]:
-    """Run admin verbs; their refusals become ``Error: --option: why`` on stderr and a non-zero exit.
+    """Run admin verbs; their refusals become ``Error: ...`` on stderr and a non-zero exit.
 
-    ``options`` names the option of each admin field whose name differs
-    (``redirect_uris`` -> ``--redirect-uri``; None for an argument, shown bare);
-    ``hints`` adds what to do to a field's message.
+    A field's error is ``--option: why``; any other refusal says the text of the one error table
+    (authsvc.core.errors.ANSWERS), as the admin API and the console do. ``options`` names the
+    option of each admin field whose name differs (``redirect_uris`` -> ``--redirect-uri``; None
+    for an argument, shown bare); ``hints`` adds what to do to a field's message.
     """
     try:
         yield
@@ -63,12 +76,8 @@ def admin_rules(options: dict[str, str | None] | None = None, hints: dict[str, s
             hint = (hints or {}).get(field)
             problems.append((f"{option}: " if option else "") + why + (f" ({hint})" if hint else ""))
         raise click.ClickException("; ".join(problems)) from None
-    except admin.Conflict as exc:
-        raise click.ClickException(str(exc)) from None
-    except admin.NotFound:
-        raise click.ClickException("no such record") from None
-    except admin.Forbidden:
-        raise click.ClickException("the admin rules refuse this change") from None
+    except (admin.Conflict, admin.NotFound, admin.Forbidden) as exc:
+        raise click.ClickException(errors.answer(exc).description) from None
 
 
 RESERVED_SCOPES_HELP = (

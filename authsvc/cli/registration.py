@@ -8,7 +8,7 @@ from sqlalchemy import select
 
 from authsvc import admin
 from authsvc.admin.schemas.choices import DEFAULT_EXPIRES_IN, MAX_EXPIRES_IN, MAX_USES
-from authsvc.cli.common import admin_rules, domain_by_host, emit
+from authsvc.cli.common import admin_rules, domain_by_host, emit, record_named
 from authsvc.core.database import db
 from authsvc.core.models import RegistrationToken
 
@@ -54,10 +54,7 @@ def list_registration_tokens(host: str) -> None:
 @click.argument("token_id")
 def revoke_registration_token(token_id: str) -> None:
     """Revoke a token: no further registration with it; the applications it registered stay."""
-    try:
-        token = admin.get(admin.command_line(), RegistrationToken, token_id)
-    except admin.NotFound:
-        raise click.ClickException(f"no registration token {token_id!r}") from None
+    token = record_named(RegistrationToken, token_id, "registration token")
     with admin_rules():
         admin.revoke_registration_token(admin.command_line(), token)
     emit(token.as_json())

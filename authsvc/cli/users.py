@@ -10,9 +10,10 @@ from sqlalchemy import select
 
 from authsvc import admin
 from authsvc.admin import invitations
-from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, user_by_email
+from authsvc.cli.common import RESERVED_SCOPES_HELP, admin_rules, domain_by_host, emit, record_named, user_by_email
 from authsvc.core.database import db, now
 from authsvc.core.models import API_KEY_PERMISSIONS, ApiKey, User
+from authsvc.tokens import api_keys as tokens_api_keys
 
 users = AppGroup("users", help="Users of a domain.")
 api_keys = AppGroup("api-keys", help="API keys of a user.")
@@ -152,20 +153,15 @@ def create_api_key(host: str, email: str, name: str, scopes: str, permission: st
 @api_keys.command("list")
 @click.option("--domain", "host", help="Only this domain's keys.")
 def list_api_keys(host: str | None) -> None:
-    query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
-    if host:
-        query = query.where(ApiKey.domain_id == domain_by_host(host).id)
-    emit({"api_keys": [k.as_json() for k in db.session.scalars(query)]})
+    keys = tokens_api_keys.listed(domain_by_host(host).id if host else None)
+    emit({"api_keys": [k.as_json() for k in keys]})
 
 
 @api_keys.command("revoke")
 @click.argument("key_id")
 def revoke_api_key(key_id: str) -> None:
     """Revoke a key; it fails from its next use on, on every worker."""
-    try:
-        key = admin.get(admin.command_line(), ApiKey, key_id)
-    except admin.NotFound:
-        raise click.ClickException(f"no API key with id {key_id!r}") from None
+    key = record_named(ApiKey, key_id, "API key")
     with admin_rules():
         admin.revoke_api_key(admin.command_line(), key)
     emit({"id": key.id, "revoked": True, "revoked_at": key.revoked_at})

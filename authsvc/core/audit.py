@@ -22,7 +22,7 @@ from authsvc.core import actors, store
 from authsvc.core.background import BackgroundQueue
 from authsvc.core.database import db, now
 from authsvc.core.models import AuditRecord
-from authsvc.core.request_state import state_if_in_request
+from authsvc.core.request_state import state, state_if_in_request
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,11 @@ def scrub(data: Any) -> Any:
     if isinstance(data, list):
         return [scrub(v) for v in data]
     return data
+
+
+def acting_for(user_id: int | None) -> None:
+    """Name the signed-in user the request acts for (the session's), for ``actor_of`` without a credential."""
+    state().acting_user_id = user_id
 
 
 def actor_of(credential: Any = None) -> str:

@@ -3,8 +3,12 @@
 A feature says what happened (``LockedOut``, ``UnknownDomain``, ``SsoExpired``, the admin rules'
 ``NotFound``...), not how to answer it. ``ANSWERS``, below, is the one table from those to an
 answer: authsvc.app.errors sends it as JSON, SCIM's handlers (authsvc.scim.handlers) as a SCIM
-error, and an HTML view that catches one shows a page with its status and text (``answer(exc)``).
-OAuth errors stay Authlib's (one class per RFC error), answered by Authlib's own rules.
+error, an HTML view that catches one (the console's pages, sign-in) shows a page with its status,
+text and heading (``answer(exc)``, ``title``), and a ``flask`` command prints its text
+(authsvc.cli.common): no surface words a refusal itself. OAuth errors stay Authlib's (one class
+per RFC error), answered by Authlib's own rules. ``ApiError`` itself is for an answer that is not
+an event: a request a view refuses as malformed, and RFC 6750's challenges to a presented
+credential (authsvc.api.lookup), whose ``WWW-Authenticate`` is decided where it is read.
 """
 
 from __future__ import annotations
@@ -196,6 +200,66 @@ class PasskeyRefused(Exception):
     challenge, a disabled account. One answer for all, as for a wrong password."""
 
 
+class SignInFailed(Exception):
+    """The e-mail address and password name no account that may sign in (which of them is wrong is not told)."""
+
+
+class SignInRequired(Exception):
+    """The request needs a signed-in user and has none; ``str(exc)`` says how to be one."""
+
+
+class ReauthenticationRequired(Exception):
+    """The change needs a recent sign-in (authsvc.auth.reauth); ``reauth_uri`` signs in again and comes back."""
+
+    def __init__(self, reauth_uri: str) -> None:
+        super().__init__(reauth_uri)
+        self.reauth_uri = reauth_uri
+
+
+class NotStaff(Exception):
+    """The credential's user is neither an admin nor support staff: the admin API is not for it."""
+
+
+class CrossSiteRefused(Exception):
+    """Another site's page sent a request that changes something; ``str(exc)`` says which and why."""
+
+
+class ResourceTokenUnavailable(Exception):
+    """A provider's token for the user cannot be handed out (authsvc.sso.delegated); ``str(exc)`` says why."""
+
+
+class NoResourceToken(ResourceTokenUnavailable):
+    """The user holds no provider token: never signed in through SSO, or it was cleared."""
+
+
+class ResourceSignInRequired(ResourceTokenUnavailable):
+    """The provider refused a refresh, or none is stored: the user must sign in through SSO again."""
+
+
+class ResourceProviderDown(ResourceTokenUnavailable):
+    """The provider did not answer the refresh of its token."""
+
+
+class UnknownApplication(Exception):
+    """No application of the request's domain has the client_id the user named."""
+
+
+class NoApproval(Exception):
+    """The application holds no approval (consent) and no token of the user's."""
+
+
+class UnknownSamlProvider(Exception):
+    """No SAML provider of the request's domain has the id in the URL."""
+
+
+class SamlUnavailable(Exception):
+    """SAML cannot work on this server at all (its XML signature tool is missing); ``str(exc)`` says so."""
+
+
+class SamlLogoutRefused(Exception):
+    """The identity provider's Single Logout message was refused; ``str(exc)`` says why."""
+
+
 def _retry_after(exc: LockedOut | TooManyFlows) -> dict[str, Any]:
     return {"headers": {"Retry-After": str(exc.retry_after)}, "extra": {"retry_after": exc.retry_after}}
 
@@ -232,9 +296,50 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
     PasskeyRefused: lambda exc: ApiError(
         401, "invalid_credentials", "The passkey was not recognised. Try again, or sign in with your password."
     ),
+    SignInFailed: lambda exc: ApiError(401, "invalid_credentials", "The e-mail address or password is incorrect."),
+    SignInRequired: lambda exc: ApiError(401, "login_required", str(exc)),
+    ReauthenticationRequired: lambda exc: ApiError(
+        401,
+        "reauthentication_required",
+        "This change needs a recent sign-in: sign in again, then repeat it.",
+        extra={"reauth_uri": exc.reauth_uri},
+    ),
+    NotStaff: lambda exc: ApiError(403, "forbidden", "An admin or support credential is needed."),
+    CrossSiteRefused: lambda exc: ApiError(403, "cross_site_request", str(exc)),
+    NoResourceToken: lambda exc: ApiError(
+        404, "no_resource_token", "The user has no stored provider token; sign in through SSO."
+    ),
+    UnknownApplication: lambda exc: ApiError(404, "not_found", "No such application."),
+    NoApproval: lambda exc: ApiError(404, "not_found", "This application holds no approval of yours."),
+    UnknownSamlProvider: lambda exc: ApiError(404, "not_found", "No SAML provider with this id here."),
+    SamlUnavailable: lambda exc: ApiError(503, "saml_unavailable", str(exc)),
+    SamlLogoutRefused: lambda exc: ApiError(400, "saml_logout_refused", str(exc)),
+    ResourceSignInRequired: lambda exc: ApiError(409, "reauthentication_required", str(exc)),
+    ResourceProviderDown: lambda exc: ApiError(
+        502, "provider_unavailable", "The identity provider did not answer; try again later."
+    ),
 }
 
 
 def answer(exc: Exception) -> ApiError:
     """How the feature exception ``exc`` is answered (``ANSWERS``)."""
     return next(ANSWERS[cls](exc) for cls in type(exc).__mro__ if cls in ANSWERS)
+
+
+# A page's heading for an answer, by its status (the console's pages of a refusal).
+TITLES = {
+    400: "Not accepted",
+    401: "Not signed in",
+    403: "Not allowed",
+    404: "Not found",
+    409: "Conflict",
+    422: "Not valid",
+    429: "Too many attempts",
+    502: "Not answered",
+    503: "Unavailable",
+}
+
+
+def title(refusal: ApiError) -> str:
+    """The heading of a page that shows ``refusal`` (``TITLES``)."""
+    return TITLES.get(refusal.status, "Refused")

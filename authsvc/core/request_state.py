@@ -1,11 +1,19 @@
 """What a request notes about itself as it goes: one typed object, stored once on ``flask.g``.
 
 ``state()`` is the request's ``RequestState``, made at its first use. Its
-fields are the core's and neutral ones a feature fills for the core to read
-(``acting_user_id``: who acts, for an audit record without a credential; the
-feature that knows it, the session cookie's, sets it). A feature keeps what
-only it reads in a typed record of its own, the request's one instance of
-which ``part(Record)`` gives: the core names no feature's type.
+fields are the core's, each written by the core module that reads it: a
+feature tells it through that module's function (``tenancy.found``, the
+domain a client lookup read; ``audit.acting_for``, who acts when no credential
+says), so no module of the core reads what a feature wrote. A feature keeps
+what only it reads in a typed record of its own, the request's one instance
+of which ``part(Record)`` gives: the core names no feature's type.
+
+It lives on ``flask.g``, so it exists from the request context on, and each
+request starts with a new one (``init_app``): ``g`` is the app context's, which
+several requests share when one context wraps them (a test's, a command's). What must
+pass from before Flask (a WSGI layer) to a view goes in the WSGI environ under
+one key, with one typed accessor in the module that writes it
+(``authsvc.api.fastpath.database_error_left``).
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from flask import g, has_request_context
+from flask import Flask, g, has_request_context, request_started
 
 if TYPE_CHECKING:
     from authsvc.core.models import Domain
@@ -36,6 +44,15 @@ class RequestState:
     acting_user_id: int | None = None
     # Each feature's own record, by its type (``part``).
     parts: dict[type, Any] = field(default_factory=dict)
+
+
+def _fresh(sender: Flask, **extra: Any) -> None:
+    g.pop(_KEY, None)
+
+
+def init_app(app: Flask) -> None:
+    """Give each request of ``app`` a new state, before its first hook (Flask's ``request_started``)."""
+    request_started.connect(_fresh, app)
 
 
 def state() -> RequestState:

@@ -65,10 +65,6 @@ def init_app(app: Flask) -> None:
     app.extensions["authsvc.redis"] = client
 
 
-# Where a request notes that Redis did not answer it.
-_UNREACHABLE = "authsvc_redis_unreachable"
-
-
 class _FailFast:
     """A Redis connection that, once Redis timed out or refused within a request, is not tried again in it.
 

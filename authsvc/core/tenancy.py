@@ -53,6 +53,19 @@ def request_domain_parameters() -> dict[str, str | None]:
     return {"host": request_host(), "default_host": settings().default_domain or None}
 
 
+def domain_found() -> Domain | None:
+    """The request's domain if it was found already (``current_domain``, ``found``), else None: no read."""
+    return state().domain
+
+
+def found(domain: Domain) -> None:
+    """Note ``domain`` as the request's: a reader that selected it by ``REQUEST_DOMAIN`` with its own row.
+
+    (The token endpoint's client lookup, authsvc.oauth.clients.) ``current_domain`` then answers it unread.
+    """
+    state().domain = domain
+
+
 def current_domain() -> Domain:
     """The domain whose ``host`` is the request's, or the configured default; else UnknownDomain (a 404)."""
     noted = state()

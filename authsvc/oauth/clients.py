@@ -19,12 +19,12 @@ from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from sqlalchemy import FromClause, Integer, Select, Table, bindparam, select
 from sqlalchemy.orm.attributes import set_committed_value
 
-from authsvc.core import dependents
+from authsvc.core import dependents, tenancy
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain, User
 from authsvc.core.readers import entities
 from authsvc.core.readers.pool import read_one
-from authsvc.core.request_state import part, state
+from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
 from authsvc.tokens import revocation
@@ -95,8 +95,7 @@ def client_of_request_domain(client_id: str) -> Application | None:
 
 
 def _client_of_request_domain(client_id: str) -> Application | None:
-    noted = state()
-    domain = noted.domain
+    domain = tenancy.domain_found()
     account = part(ClientRequest).with_service_account
     parameters: dict[str, str | None]
     if domain is not None:
@@ -112,7 +111,8 @@ def _client_of_request_domain(client_id: str) -> Application | None:
             current_domain()  # an unknown host is a 404, not an unknown client
         return None
     if domain is None:
-        domain = noted.domain = entities.entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
+        domain = entities.entity(Domain, row, "d_", _DOMAIN_KEYS)[0]
+        tenancy.found(domain)
     application, made = entities.entity(Application, row, "a_", _CLIENT_KEYS)
     if made:
         # Its relationships loaded, as a joined load leaves them (the session holds its entities weakly:

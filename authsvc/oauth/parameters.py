@@ -60,9 +60,14 @@ def check_value(name: str, value: str) -> None:
         raise InvalidRequestError(f"{_quoted(name)} contains characters that are not allowed.")
 
 
-# The request's parameters once read, or why they could not be: the request rates read them before
-# the view (``parameter``), by the same rules, and one parse serves both.
-_READ = "authsvc.oauth_parameters"
+@dataclass
+class ParametersRead:
+    """The request's parameters once read, or why they could not be (authsvc.core.request_state.part).
+
+    The request rates read them before the view (``parameter``), by the same rules: one parse serves both.
+    """
+
+    read: dict[str, list[str]] | InvalidRequestError | None = None
 
 
 def read_parameters() -> dict[str, list[str]]:
@@ -71,13 +76,14 @@ def read_parameters() -> dict[str, list[str]]:
     RFC 6749 3.1: no parameter may be sent more than once, across all three.
     At the token endpoint only QUERY_PARAMETERS are read from the query string.
     """
-    read = flask_request.environ.get(_READ)
+    noted = part(ParametersRead)
+    read = noted.read
     if read is None:
         try:
             read = _read_parameters()
         except InvalidRequestError as exc:
             read = exc
-        flask_request.environ[_READ] = read
+        noted.read = read
     if isinstance(read, InvalidRequestError):
         raise read
     return read

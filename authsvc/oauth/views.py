@@ -14,7 +14,7 @@ from authsvc.api import lookup
 from authsvc.auth import approvals, sessions
 from authsvc.core import actors
 from authsvc.core.database import db, without_transaction
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, NoApproval, SignInRequired
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
 from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
@@ -140,7 +140,7 @@ def _approving_user(domain: Domain) -> User:
         return lookup.authenticate(domain).user
     user = sessions.session_user(domain)
     if user is None:
-        raise ApiError(401, "login_required", "Sign in, or present a bearer token.")
+        raise SignInRequired("Sign in, or present a bearer token.")
     return user
 
 
@@ -174,7 +174,7 @@ def revoke_authorized_application(client_id: str) -> Response:
         revoked = approvals.disconnect(user, domain, client_id, actors.of_user(user.id))
     except approvals.NotConnected:
         db.session.rollback()
-        raise ApiError(404, "not_found", "This application holds no approval of yours.") from None
+        raise NoApproval() from None
     db.session.commit()
     return jsonify(client_id=client_id, revoked_tokens=revoked)
 

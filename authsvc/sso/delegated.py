@@ -1,7 +1,9 @@
 """Delegated provider tokens (``offline_access``; docs/platform.md): what lets the platform act for a user later.
 
 SSO sign-in stores the provider's tokens on the user's ExternalIdentity,
-encrypted; here they are handed out, refreshed near expiry, and cleared.
+encrypted; here they are handed out, refreshed near expiry, and cleared. When one cannot be
+handed out, ``resource_token`` raises what happened (authsvc.core.errors: ``NoResourceToken``,
+``ResourceSignInRequired``, ``ResourceProviderDown``), which the error table answers.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from sqlalchemy import false, select
 
 from authsvc.core import security
 from authsvc.core.database import db, now
+from authsvc.core.errors import NoResourceToken, ResourceProviderDown, ResourceSignInRequired
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import providers
@@ -23,14 +26,6 @@ log = logging.getLogger(__name__)
 
 # A delegated token this close to expiry is refreshed before it is handed out.
 REFRESH_MARGIN = 300
-
-
-class ResourceTokenError(Exception):
-    def __init__(self, status: int, error: str, description: str):
-        super().__init__(description)
-        self.status = status
-        self.error = error
-        self.description = description
 
 
 @dataclass(frozen=True)
@@ -62,14 +57,10 @@ def resource_token(user: User, provider_id: str | None = None) -> ResourceToken:
     )
     if identity is None:
         db.session.rollback()
-        raise ResourceTokenError(
-            404, "no_resource_token", "The user has no stored provider token; sign in through SSO."
-        )
+        raise NoResourceToken()
     if identity.needs_reauth:
         db.session.rollback()
-        raise ResourceTokenError(
-            409, "reauthentication_required", "The provider refused a refresh; the user must sign in again."
-        )
+        raise ResourceSignInRequired("The provider refused a refresh; the user must sign in again.")
     if identity.expires_at is None or identity.expires_at - now() > REFRESH_MARGIN:
         answer = ResourceToken(token=_access_token(identity), expires=identity.expires_at)
         db.session.rollback()
@@ -94,9 +85,7 @@ def _refresh(identity: ExternalIdentity) -> None:
     if not identity.refresh_token_encrypted:
         identity.needs_reauth = True
         db.session.commit()
-        raise ResourceTokenError(
-            409, "reauthentication_required", "No refresh token is stored; the user must sign in again."
-        )
+        raise ResourceSignInRequired("No refresh token is stored; the user must sign in again.")
     try:
         token = providers.client_for(provider).refresh_token(
             providers.endpoints(provider).token_url,
@@ -112,15 +101,11 @@ def _refresh(identity: ExternalIdentity) -> None:
         )
         identity.needs_reauth = True
         db.session.commit()
-        raise ResourceTokenError(
-            409, "reauthentication_required", "The provider refused the refresh; the user must sign in again."
-        ) from None
+        raise ResourceSignInRequired("The provider refused the refresh; the user must sign in again.") from None
     except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
         db.session.rollback()
         log.warning("SSO provider %s: refresh failed: %s", provider.id, exc.__class__.__name__)
-        raise ResourceTokenError(
-            502, "provider_unavailable", "The identity provider did not answer; try again later."
-        ) from None
+        raise ResourceProviderDown() from None
     store_token(identity, provider, token)
 
 

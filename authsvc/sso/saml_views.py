@@ -8,7 +8,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, make_response, redirect, request, url_for
 
 from authsvc.auth import sessions
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import ApiError, SamlLogoutRefused, SamlUnavailable, UnknownSamlProvider
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import SsoProvider
 from authsvc.core.policy import cross_site
@@ -26,7 +26,7 @@ REFUSED_MESSAGE = "The identity provider's answer could not be accepted. Start t
 def _saml_provider(provider_id: str) -> SsoProvider:
     provider = providers.find_provider(current_domain(), provider_id)
     if provider is None or provider.kind != "saml":
-        raise ApiError(404, "not_found", "No SAML provider with this id here.")
+        raise UnknownSamlProvider()
     return provider
 
 
@@ -37,7 +37,7 @@ def metadata(provider_id: str) -> Response:
     try:
         document = saml.metadata_document(provider, current_domain().host)
     except saml.SamlError as exc:
-        raise ApiError(503, "saml_unavailable", exc.message) from None
+        raise SamlUnavailable(exc.message) from None
     response = Response(document, mimetype="application/samlmetadata+xml")
     response.headers["Content-Disposition"] = f'inline; filename="{provider.id}-sp-metadata.xml"'
     return response
@@ -102,9 +102,9 @@ def slo(provider_id: str) -> Response:
             target = saml_slo.idp_answered(domain, provider, binding, fields)
     except saml.SamlError as exc:
         if exc.reason == "xmlsec1_missing":
-            raise ApiError(503, "saml_unavailable", exc.message) from None
+            raise SamlUnavailable(exc.message) from None
         saml_slo.refused(provider, exc.reason)
-        raise ApiError(400, "saml_logout_refused", exc.message) from None
+        raise SamlLogoutRefused(exc.message) from None
     if "SAMLResponse" in fields:
         response = make_response(redirect(safe_continue(target, issuer(), url_for("auth.login_page")), 303))
     elif answer is None:

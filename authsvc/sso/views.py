@@ -12,7 +12,7 @@ from flask import Blueprint, Response, jsonify, make_response, redirect, request
 from authsvc.api import lookup
 from authsvc.auth import reauth, sessions
 from authsvc.core import security
-from authsvc.core.errors import ApiError, SsoError, answer
+from authsvc.core.errors import SsoError, answer
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.policy import Rate, rate_limited
@@ -167,11 +167,8 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
 
 
 def resource_token_response(fetch: Callable[[str | None], delegated.ResourceToken]) -> Response:
-    try:
-        answer = fetch(request.args.get("provider"))
-    except delegated.ResourceTokenError as exc:
-        raise ApiError(exc.status, exc.error, exc.description) from None
-    response = jsonify(answer.as_json())
+    # A token that cannot be handed out raises what happened (delegated.resource_token), answered by the table.
+    response = jsonify(fetch(request.args.get("provider")).as_json())
     uncached(response)
     return response
 

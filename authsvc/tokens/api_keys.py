@@ -1,8 +1,9 @@
-"""API keys: issued, noted used, revoked and deleted here; inspect's read of them is authsvc.api.credentials.
+"""API keys: issued, listed, noted used, revoked and deleted here; inspect's read of them is ``presented``.
 
 A key is presented as ``<id>.<secret>``; only the secret's digest is stored
-(authsvc.core.security). Callers: the admin verbs and ``users api-keys``
-(authsvc.admin.api_keys), inspect (authsvc.api.credentials, which notes a use),
+(authsvc.core.security). Callers: the admin verbs (authsvc.admin.api_keys; a domain's scopes in
+use, authsvc.admin.domains), ``api-keys list``
+(authsvc.cli.users), inspect (authsvc.api.credentials, which notes a use),
 SCIM's deprovisioning and the deletion of a user or a domain. Nothing here
 commits but ``note_use``: the caller's audit record goes with its commit.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import secrets
 
-from sqlalchemy import delete, or_, update
+from sqlalchemy import delete, or_, select, update
 
 from authsvc.core import security
 from authsvc.core.database import db, now, rows_affected
@@ -43,6 +44,19 @@ def issue(
     )
     db.session.add(key)
     return key, f"{key.id}.{secret}"
+
+
+def listed(domain_id: int | None = None) -> list[ApiKey]:
+    """Every key (only ``domain_id``'s, if given), oldest first; revoked and expired ones included."""
+    query = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if domain_id is not None:
+        query = query.where(ApiKey.domain_id == domain_id)
+    return list(db.session.scalars(query))
+
+
+def live_of_domain(domain_id: int) -> list[ApiKey]:
+    """The domain's keys not revoked (expired ones included): what still holds its scopes."""
+    return list(db.session.scalars(select(ApiKey).where(ApiKey.domain_id == domain_id, ApiKey.revoked_at.is_(None))))
 
 
 def revoke(key: ApiKey) -> bool:

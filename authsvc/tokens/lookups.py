@@ -2,7 +2,7 @@
 
 Only a token's digest is stored (authsvc.core.security); the unique indexes
 on the two digests make each lookup one index probe. Inspect's statement
-(authsvc.api.credentials), revocation and introspection (authsvc.oauth.revocation_introspection),
+(authsvc.tokens.presented), revocation and introspection (authsvc.oauth.revocation_introspection),
 the bearer token of a request (authsvc.api.lookup) and the refresh grant
 (authsvc.oauth.refresh_grant) all find a token by these two conditions.
 """

@@ -13,7 +13,7 @@ from __future__ import annotations
 from flask import Flask, Response, current_app, request
 from werkzeug.middleware.proxy_fix import ProxyFix
 
-from authsvc.core.errors import ApiError
+from authsvc.core.errors import CrossSiteRefused
 from authsvc.core.policy import policy_of
 from authsvc.core.security import UNSAFE_METHODS, forged_cross_site_request
 from authsvc.core.settings import settings
@@ -44,7 +44,7 @@ def init_app(app: Flask) -> None:
             and not policy_of(current_app.view_functions.get(request.endpoint or "")).cross_site
             and forged_cross_site_request(request.method, request.headers, f"{request.scheme}://{request.host}")
         ):
-            raise ApiError(403, "cross_site_request", "State-changing requests from another site's pages are refused.")
+            raise CrossSiteRefused("State-changing requests from another site's pages are refused.")
 
     @app.after_request
     def protective_headers(response: Response) -> Response:

@@ -10,12 +10,13 @@ answer to the POST that made it: never in a URL or the Flask session.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import wraps
 from typing import Any
 from urllib.parse import urlencode
 
-from flask import Blueprint, g, redirect, request, url_for
+from flask import Blueprint, redirect, request, url_for
 from flask_wtf import FlaskForm
 from werkzeug.wrappers import Response
 
@@ -25,10 +26,11 @@ from authsvc.admin.console.forms import (
 )
 from authsvc.auth import sessions
 from authsvc.auth.mfa import factors
-from authsvc.core import actors, validation
+from authsvc.core import actors, errors, validation
 from authsvc.core.models import Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
 from authsvc.core.policy import unbudgeted
+from authsvc.core.request_state import part
 from authsvc.core.tenancy import current_domain
 from authsvc.web.pages import page
 
@@ -43,12 +45,22 @@ FIELD_ALIASES = {"expires_at": "expires_in_days"}
 # Who is looking, and how outcomes become pages
 
 
+@dataclass
+class ConsoleView:
+    """Who looks at the request's console page and at which domain (authsvc.core.request_state.part)."""
+
+    user: User | None = None
+    actor: admin.Actor | None = None
+    domain: Domain | None = None
+
+
 def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
     """Sign-in and permission checks, the domain of the URL, and admin outcomes as pages."""
 
     @wraps(view)
     def wrapped(**kwargs: Any) -> Response:
-        user = g.console_user = sessions.session_user(current_domain())
+        looking = part(ConsoleView)
+        user = looking.user = sessions.session_user(current_domain())
         if user is None:
             here = request.full_path if request.query_string else request.path
             return redirect("/auth/login?" + urlencode({"continue": here}), 303)
@@ -57,15 +69,13 @@ def console_page(view: Callable[..., Response]) -> Callable[..., Response]:
         refused = _second_factor_missing(user)
         if refused is not None:
             return refused
-        g.console_actor = admin.Actor(user=user, name=actors.of_user(user.id), permissions=user.permissions)
+        actor = looking.actor = admin.Actor(user=user, name=actors.of_user(user.id), permissions=user.permissions)
         try:
             if "domain_id" in kwargs:
-                g.console_domain = kwargs["domain"] = admin.get(g.console_actor, Domain, kwargs.pop("domain_id"))
-            return view(g.console_actor, **kwargs)
-        except admin.Forbidden:
-            return message(403, "Not allowed", "You may look at this domain, but not change it.")
-        except admin.NotFound:
-            return message(404, "Not found", "There is no such record, or it is not one you may see.")
+                looking.domain = kwargs["domain"] = admin.get(actor, Domain, kwargs.pop("domain_id"))
+            return view(actor, **kwargs)
+        except (admin.Forbidden, admin.NotFound) as exc:
+            return refusal_page(exc)
 
     return wrapped
 
@@ -91,13 +101,13 @@ def _second_factor_missing(user: User) -> Response | None:
 
 
 def render(template: str, status: int = 200, **context: Any) -> Response:
-    actor: admin.Actor | None = g.get("console_actor")
-    domain: Domain | None = g.get("console_domain")
+    looking = part(ConsoleView)
+    actor, domain = looking.actor, looking.domain
     return page(
         template,
         status,
         actor=actor,
-        user=g.get("console_user"),
+        user=looking.user,
         domain=domain,
         can_change=bool(actor and domain and actor.can_change(domain.id)),
         **context,
@@ -111,6 +121,12 @@ def console_time(timestamp: int) -> str:
 
 def message(status: int, title: str, message: str) -> Response:
     return render("console/message.html", status, title=title, message=message)
+
+
+def refusal_page(exc: Exception) -> Response:
+    """An admin rule's refusal as a page: its status, title and text from the one error table (core.errors)."""
+    answer = errors.answer(exc)
+    return message(answer.status, errors.title(answer), answer.description)
 
 
 def require_change(actor: admin.Actor, domain: Domain) -> None:
@@ -134,9 +150,10 @@ def submit(form: FlaskForm, action: Callable[[], Response], again: Callable[[int
     try:
         return action()
     except admin.ValidationFailed as exc:
-        return again(422, attach_errors(form, exc.fields))
+        return again(errors.answer(exc).status, attach_errors(form, exc.fields))
     except admin.Conflict as exc:
-        return again(409, str(exc))
+        conflict = errors.answer(exc)
+        return again(conflict.status, conflict.description)
 
 
 def attach_errors(form: FlaskForm, fields: dict[str, str]) -> str | None:

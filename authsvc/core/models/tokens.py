@@ -23,7 +23,7 @@ class Token(Model):
 
     __table_args__ = (
         Index("ix_token_family", "family"),
-        # Unique, and on PostgreSQL covering what api.credentials._TOKEN_CLAIMS reads of the
+        # Unique, and on PostgreSQL covering what tokens.presented.TOKEN_CLAIMS reads of the
         # token: the inspect lookup is an index-only scan however large the table grows.
         Index(
             "ix_token_access_token_digest",

@@ -6,7 +6,7 @@ and joined by primary key. These run outside SQLAlchemy's pool and execution
 
 - pool: ``Readers`` (a psycopg_pool pool in autocommit, per app) and
   ``read_one``, the one entry point. Its users: inspect's credential lookups
-  (authsvc.api.credentials, below Flask in authsvc.api.fastpath), the grants'
+  (authsvc.tokens.presented, below Flask in authsvc.api.fastpath), the grants'
   client, code user and refresh-token reads (authsvc.oauth.clients,
   authsvc.oauth.grants, authsvc.oauth.refresh_grant), the current signing key
   (authsvc.oauth.keys) and a session's user (authsvc.auth.sessions).

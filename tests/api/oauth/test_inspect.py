@@ -309,9 +309,9 @@ def test_inspect_plans_its_lookup_by_nested_loops_however_skewed_the_tokens(app,
     """
     from psycopg import sql
 
-    from authsvc.api import credentials
     from authsvc.core import security
     from authsvc.core.readers.pool import READERS, _Prepared
+    from authsvc.tokens import presented
 
     # As the benchmark's data: a thousand users, and thousands of tokens all of the one user.
     with app.app_context():
@@ -340,7 +340,7 @@ def test_inspect_plans_its_lookup_by_nested_loops_however_skewed_the_tokens(app,
     readers = app.extensions[READERS]
     values = {"digest": security.digest(token), "host": HOST, "default_host": None}
     # Both statements: with a default domain configured, and without one (the tests' setting).
-    for claims in (credentials._TOKEN_CLAIMS, credentials._TOKEN_CLAIMS_BY_HOST):
+    for claims in (presented.TOKEN_CLAIMS, presented.TOKEN_CLAIMS_BY_HOST):
         prepared = _Prepared.of(claims, readers.dialect)
         arguments = sql.SQL(", ").join(sql.Literal(values[name]) for name in prepared.parameters)
         with readers.pool.connection() as connection:

@@ -8,11 +8,11 @@ import pytest
 from psycopg import sql
 from sqlalchemy import event, func, insert, select, text
 
-from authsvc.api import credentials
 from authsvc.core import security
 from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
 from authsvc.core.readers import pool as readers
+from authsvc.tokens import presented
 from tests.helpers import HOST, PASSWORD, headers
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
@@ -301,7 +301,7 @@ def test_token_lookups_use_the_digest_indexes_on_a_large_table(app, client, setu
     # read from PostgreSQL itself.
     assert client.get(INSPECT, headers=headers(**bearer)).status_code == 200
     # Both of its statements: with a default domain configured, and without one (the tests' setting).
-    for claims in (credentials._TOKEN_CLAIMS, credentials._TOKEN_CLAIMS_BY_HOST):
+    for claims in (presented.TOKEN_CLAIMS, presented.TOKEN_CLAIMS_BY_HOST):
         with app.app_context():
             prepared = readers._Prepared.of(claims, db.engine.dialect)
             connection = db.engine.raw_connection()
