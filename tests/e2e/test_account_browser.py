@@ -12,13 +12,15 @@ from __future__ import annotations
 import pytest
 import requests
 
+from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
 from tests.helpers.smtp import link_in
 
 PASSWORD = "person password"
 NEW_PASSWORD = "a brand new password"
-pytestmark = pytest.mark.slow
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 @pytest.fixture(scope="module")

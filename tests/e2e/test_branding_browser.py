@@ -14,10 +14,12 @@ import pytest
 from PIL import Image
 
 from authsvc.auth.views import SIGNIN_CSP
+from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
 
-pytestmark = pytest.mark.slow
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 @pytest.fixture(scope="module")

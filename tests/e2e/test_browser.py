@@ -8,12 +8,13 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from tests.fakes.providers import Provider
-from tests.helpers import pkce_pair
+from tests.helpers import in_one_pass, pkce_pair
 from tests.helpers.browser import ClientApplication, chromium, exchange_and_inspect
 from tests.helpers.servers import running_service
 
 PASSWORD = "person password"
-pytestmark = pytest.mark.slow
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 @pytest.fixture(scope="module")

@@ -12,12 +12,14 @@ import time
 import pytest
 import requests
 
+from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
 
 PASSWORD = "person password"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
-pytestmark = pytest.mark.slow
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 def _stage(service) -> dict:

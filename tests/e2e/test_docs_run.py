@@ -8,21 +8,16 @@ docs/development.md. Each page's counts of blocks run and skipped show in the ru
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
-from tests.helpers import BACKEND, docs
+from tests.helpers import docs, in_one_pass
 from tests.helpers.run_command import start, stop
 from tests.helpers.servers import ROOT, free_port
 
 pytestmark = [
     pytest.mark.slow,
     # The service is scripts/run's own (SQLite and the in-process store) whatever the pass: run it once a command.
-    pytest.mark.skipif(
-        BACKEND == "sqlite" and "postgresql" in os.environ.get("AUTHSVC_TEST_PASSES", "").split(","),
-        reason="the PostgreSQL pass runs the documentation",
-    ),
+    in_one_pass("postgresql"),
 ]
 
 # Every page, README.md first and then docs/ by name, in one session: a page continues from the

@@ -13,11 +13,13 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
 
 PASSWORD = "person password"
-pytestmark = pytest.mark.slow
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 @pytest.fixture(scope="module")

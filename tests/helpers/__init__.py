@@ -95,6 +95,18 @@ def fuzz_examples(production: int) -> int:
     return 1 if BACKEND == "sqlite" and beside_postgresql else production
 
 
+def in_one_pass(backend: str) -> pytest.MarkDecorator:
+    """A module run by ``backend``'s pass only, when the command runs both passes.
+
+    For what does not depend on the pass's backend: a browser driving the pages (the API tests
+    check the storage on both backends) and the documentation (``./scripts/run``'s own service,
+    whatever the pass). Run once, and on the pass that would otherwise finish first.
+    """
+    other = "sqlite" if backend == "postgresql" else "postgresql"
+    both = {"postgresql", "sqlite"} <= set(os.environ.get("AUTHSVC_TEST_PASSES", "").split(","))
+    return pytest.mark.skipif(BACKEND == other and both, reason=f"the {backend} pass runs it")
+
+
 def redis_url() -> str | None:
     return os.environ.get("TEST_REDIS_URL") if BACKEND == "postgresql" else None
 
