@@ -63,10 +63,9 @@ def test_requests_that_waited_past_the_bound_are_answered_503_at_once_and_the_ne
     assert inspect(service.url).status_code == 401
     refused = token(service.url).status_code  # an unknown client: 400 or 401
     assert refused in (400, 401)
-    # The readiness probe was sent as the worker started: it waited for the start, longer than the
-    # bound on a loaded machine, and was served all the same (only queueing behind requests is shed).
+    # What was shed before is counted from here: on a loaded machine a request sent as the worker
+    # started (the readiness probe's) can wait past the bound and be shed, as the rule says.
     shed_before = shed_count(service.url)
-    assert shed_before == 0
     sends = [inspect, token, inspect, token, scim, health]
     with ThreadPoolExecutor(len(sends)) as pool:
         os.kill(worker, signal.SIGSTOP)
