@@ -144,7 +144,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         metavar="DIR",
         help="also serve an earlier checkout of authsvc (e.g. `git archive REV | tar -x -C DIR`) on the first "
-        "database, and measure its inspect and grant rows in the same run, for a before/after comparison",
+        "database, and measure its inspect, grant and sign-in rows in the same run, for a before/after comparison",
     )
     p.add_argument(
         "--ha",

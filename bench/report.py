@@ -72,6 +72,7 @@ def rows(
         Row("refresh grant, --before", "refresh_before", "bare"),
         Row("device grant poll, --before", "device_poll_before", "bare"),
         Row("client credentials, --before", "client_credentials_before", "bare"),
+        Row("sign-in, --before", "signin_before", "bcrypt"),
         # --ha: the same rows over a healthy Sentinel / multi-host cluster (issue 28), against the plain ones.
         Row(f"inspect, bearer, {tokens_label(token_counts[0])}, --ha", "inspect_bearer_ha", first),
         Row("code flow, --ha", "code_flow_ha", "code_flow"),

@@ -69,6 +69,7 @@ BEFORE = (
     "refresh",
     "device_poll",
     "client_credentials",
+    "signin",
 )
 
 # The rows that ``--ha`` also measures on the Sentinel / multi-host cluster.
