@@ -40,7 +40,7 @@ USER_FIELDS = {
 }
 GROUP_FIELDS = {"displayName": st.just("Staff"), "externalId": st.just("g-1"), "members": st.just([])}
 PATHS = ["userName", "displayName", "externalId", "active", "title", "name.givenName", "emails", "members", None]
-EXAMPLES = fuzz_examples(20)
+EXAMPLES = fuzz_examples(12)
 
 
 @st.composite
