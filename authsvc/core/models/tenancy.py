@@ -134,7 +134,7 @@ class Application(Model):
     # OpenID Connect: how its ID tokens are signed (Authlib reads this name); None is RS256.
     id_token_signed_response_alg: Mapped[str | None] = mapped_column(String(10))
     created_at: Mapped[int] = mapped_column(Integer, default=now)
-    # The service account a confidential application's client_credentials tokens act as (issue 16).
+    # The service account a confidential application's client_credentials tokens act as (docs/machines.md).
     service_account_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
     # Client authentication at the token, revocation and introspection endpoints (RFC 7591 names):
     # None means the default for its kind (client_secret_basic or post when confidential, none when
