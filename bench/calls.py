@@ -15,10 +15,18 @@ bound to the seeded service account and a device application (through the
 CLI, in process), signs the seeded person in once, then counts the calls
 (cProfile) of 50 requests of each kind after 20 unmeasured ones. The code
 flow counts an authorisation and an exchange as two requests, as the table does.
+
+``--only KEYS`` measures those scenarios only; ``--cpu N`` also times N
+unprofiled requests of each (``time.process_time``: this process's CPU, the
+app's and the test client's, not Redis's or PostgreSQL's), the least of three
+rounds; ``--dump DIR`` writes each scenario's cProfile statistics to
+``DIR/KEY.pstats``, which ``python -m bench.calls_diff BEFORE NOW`` compares
+function by function (two checkouts, each against its own ``--serve`` stack).
 """
 
 from __future__ import annotations
 
+import argparse
 import base64
 import cProfile
 import json
@@ -26,6 +34,7 @@ import logging
 import os
 import pstats
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -52,8 +61,8 @@ def worker_environment(serve_json: Path, redis_url: str, **extra: str) -> dict:
     return info
 
 
-def count(serve_json: Path, redis_url: str) -> dict[str, float]:
-    """Python calls per request of each scenario (and the bare route's, for scale)."""
+def scenarios(serve_json: Path, redis_url: str) -> dict[str, tuple[Callable[[], object], int]]:
+    """Each scenario's request (a callable) and how many requests one call makes, against the stack."""
     unlimited = "100000000/minute"
     info = worker_environment(
         serve_json,
@@ -88,6 +97,7 @@ def count(serve_json: Path, redis_url: str) -> dict[str, float]:
     signin = {"email": PERSON_EMAIL, "password": PASSWORD}
     assert client.post("/auth/signin", query_string=signin, headers=headers).status_code == 202
     client_id = info["client_id"]
+    database = next(iter(info["instances"].values()))["database"]
 
     def authorise(openid: bool) -> str:
         query = {"response_type": "code", "client_id": client_id, "redirect_uri": REDIRECT_URI, "scope": "public"}
@@ -125,18 +135,74 @@ def count(serve_json: Path, redis_url: str) -> dict[str, float]:
         form = {"grant_type": DEVICE_GRANT, "device_code": device_code, "client_id": device["client_id"]}
         assert client.post("/auth/oauth/token", data=form, headers=headers).status_code == 400  # slow_down
 
-    scenarios: dict[str, tuple[Callable[[], object], int]] = {
+    twin_client = twin_client_credentials(database)
+    return {
         "bare": (lambda: bare.get("/"), 1),
+        "twin_client_credentials": (twin_client, 1),
         "code_flow": (lambda: exchange(authorise(False)), 2),
         "code_flow_openid": (lambda: exchange(authorise(True)), 2),
         "refresh": (refresh, 1),
         "client_credentials": (client_credentials, 1),
         "device_poll": (device_poll, 1),
     }
+
+
+def twin_client_credentials(database: str) -> Callable[[], object]:
+    """The Authlib twin's client credentials request (bench/twin.py), in process, with a client of its own."""
+    import hashlib
+    import secrets
+
+    import psycopg
+
+    from bench import twin
+
+    client_id, client_secret = secrets.token_urlsafe(24), secrets.token_urlsafe(32)
+    with psycopg.connect(database, autocommit=True) as conn:
+        user_id = conn.execute("SELECT min(id) FROM twin_user").fetchone()[0]  # type: ignore[index]
+        conn.execute(
+            "INSERT INTO twin_client (client_id, client_secret, client_id_issued_at, client_secret_expires_at, "
+            "client_metadata, user_id) VALUES (%s, %s, 0, 0, %s, %s)",
+            (
+                client_id,
+                hashlib.sha256(client_secret.encode()).hexdigest(),
+                json.dumps({"grant_types": ["client_credentials"], "scope": "public"}),
+                user_id,
+            ),
+        )
+    previous = os.environ["DATABASE_URL"]
+    os.environ["DATABASE_URL"] = database
+    try:
+        client = twin.create_app().test_client()
+    finally:
+        os.environ["DATABASE_URL"] = previous
+    secret = base64.b64encode(f"{client_id}:{client_secret}".encode()).decode()
+
+    def request() -> None:
+        response = client.post(
+            "/oauth/token", data={"grant_type": "client_credentials"}, headers={"Authorization": f"Basic {secret}"}
+        )
+        assert response.status_code == 200, response.data
+
+    return request
+
+
+def count(serve_json: Path, redis_url: str) -> dict[str, float]:
+    """Python calls per request of each scenario (and the bare route's, for scale)."""
     return {
         key: profiled(request, WARMUP, MEASURED).total_calls / MEASURED / per_run  # type: ignore[attr-defined]
-        for key, (request, per_run) in scenarios.items()
+        for key, (request, per_run) in scenarios(serve_json, redis_url).items()
     }
+
+
+def cpu_ms(request: Callable[[], object], runs: int, rounds: int = 3) -> float:
+    """This process's CPU milliseconds per call of ``request``: the least of ``rounds`` rounds of ``runs`` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        began = time.process_time()
+        for _ in range(runs):
+            request()
+        best = min(best, (time.process_time() - began) / runs)
+    return best * 1000
 
 
 def profiled(request: Callable[[], object], warmup: int, measured: int) -> pstats.Stats:
@@ -152,11 +218,26 @@ def profiled(request: Callable[[], object], warmup: int, measured: int) -> pstat
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 2:
-        print(__doc__.split("\n\n")[1], file=sys.stderr)
-        return 2
-    for key, value in count(Path(argv[0]), argv[1]).items():
-        print(f"{key:20s} {value:8.0f} Python calls per request")
+    parser = argparse.ArgumentParser(prog="python -m bench.calls", description=__doc__.split("\n\n")[0])
+    parser.add_argument("serve_json", type=Path, help="the JSON that `python -m bench --serve` wrote")
+    parser.add_argument("redis_url", help="the Redis URL that `python -m bench --serve` printed")
+    parser.add_argument("--only", default="", metavar="KEYS", help="these scenarios only, comma-separated")
+    parser.add_argument("--cpu", type=int, default=0, metavar="N", help="also CPU ms per request over N requests")
+    parser.add_argument("--dump", type=Path, default=None, metavar="DIR", help="write DIR/KEY.pstats")
+    args = parser.parse_args(argv)
+    chosen = scenarios(args.serve_json, args.redis_url)
+    if args.only:
+        chosen = {key: chosen[key] for key in args.only.split(",")}
+    if args.dump:
+        args.dump.mkdir(parents=True, exist_ok=True)
+    for key, (request, per_run) in chosen.items():
+        stats = profiled(request, WARMUP, MEASURED)
+        if args.dump:
+            stats.dump_stats(args.dump / f"{key}.pstats")
+        line = f"{key:20s} {stats.total_calls / MEASURED / per_run:8.0f} Python calls per request"  # type: ignore[attr-defined]
+        if args.cpu:
+            line += f"  {cpu_ms(request, args.cpu) / per_run:7.3f} ms CPU per request"
+        print(line, flush=True)
     return 0
 
 
