@@ -279,6 +279,10 @@ def request_proof(
     ``fapi2``: the request is to a FAPI 2.0 domain (its algorithms only).
     The nonce to give the client next is added to the response by ``add_nonce``.
     """
+    if "HTTP_DPOP" not in flask_request.environ:
+        # No DPoP header (most requests): the environ's key says so at once, where the headers' getlist
+        # walks every header of the request.
+        return None
     presented = flask_request.headers.getlist("DPoP")
     if not presented:
         return None
