@@ -143,6 +143,7 @@ SPREAD = {
 FIRST = ("tests/e2e/test_docs_run.py",)
 
 
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without it (-p no:xdist) pytest would refuse to start
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
     if config.getvalue("dist") != "loadscope":
         return None
