@@ -1,7 +1,8 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
 Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
-ruff format --check, lint-imports, mypy), then runs the suite twice, each pass with the given pytest arguments:
+ruff format --check, lint-imports; mypy beside the passes), then runs the suite twice, each pass
+with the given pytest arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)
@@ -115,6 +116,7 @@ def run(args: list[str]) -> int:
             say(f"AUTHSVC_TEST_BACKENDS={WANTED}: only the SQLite pass runs; PostgreSQL + Redis are NOT tested")
 
         run.lint()
+        services.callback(run.stop_types)
         planned: list[tuple[str, dict[str, str]]] = []
         if postgres and database and redis:  # both there: a pass without them has returned above
             print(f"== pass: postgresql + redis ({redact(database)}, {redact(redis)})", flush=True)
@@ -134,6 +136,7 @@ def run(args: list[str]) -> int:
         passes = ",".join(env["AUTHSVC_TEST_BACKEND"] for _, env in planned)
         planned = [(name, {**env, "AUTHSVC_TEST_PASSES": passes}) for name, env in planned]
         run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
+        run.types_result()
         return run.results.summary()
 
 

@@ -1,5 +1,5 @@
 """The steps of a test command's run (devtools/testrun.py): the lint (ruff check, lint-imports, ruff format
---check, mypy), then the pytest passes, started with a clean environment, pytest-xdist's workers
+--check, then mypy beside the passes), the pytest passes, started with a clean environment, pytest-xdist's workers
 (``xdist_args``) and a JUnit report each, and run side by side (``apart``: when each worker of each would have
 its own Redis) or one after the other; ``Pass`` follows one pass's output and ends it on a signal (``Stopped``).
 """
@@ -153,6 +153,9 @@ class Run:
 
     workdir: Path
     results: Results = field(default_factory=Results)
+    types: subprocess.Popen | None = None
+    types_log: Path | None = None
+    types_line: int = 0
 
     def lint(self) -> None:
         say("lint: ruff check .")
@@ -168,9 +171,33 @@ class Run:
         ruff_format = [str(Path(PYTHON).parent / "ruff"), "format", "--check", "."]
         self.results.record("lint (ruff format)", wait_for(subprocess.Popen(ruff_format)))
         # The types ([tool.mypy] in pyproject.toml): strict on authsvc.core, authsvc.api and authsvc.tokens;
-        # no module skipped.
-        say("lint: mypy")
-        self.results.record("lint (types)", wait_for(subprocess.Popen([PYTHON, "-m", "mypy"])))
+        # no module skipped. From a clean clone (no .mypy_cache) mypy takes 15 CPU-seconds on one core, which
+        # the passes' first seconds (every worker collecting) share: it runs beside them (``types``), its
+        # output and result line after theirs.
+        say("lint: mypy (beside the passes; its output follows theirs)")
+        self.types_log = self.workdir / "mypy.log"
+        with open(self.types_log, "wb") as log:
+            self.types = subprocess.Popen([PYTHON, "-m", "mypy"], stdout=log, stderr=subprocess.STDOUT)
+        self.types_line = len(self.results.lines)
+
+    def types_result(self) -> None:
+        """Wait for mypy (started by ``lint``), show its output and record its result with the lint's."""
+        if self.types is None or self.types_log is None:
+            return
+        code = wait_for(self.types)
+        self.types = None
+        print("== lint: mypy", flush=True)
+        sys.stdout.buffer.write(self.types_log.read_bytes())
+        sys.stdout.flush()
+        self.results.record("lint (types)", code)
+        # With the other lint steps' lines, before the passes'.
+        self.results.lines.insert(self.types_line, self.results.lines.pop())
+
+    def stop_types(self) -> None:
+        """End mypy if it still runs (the run stops early)."""
+        if self.types is not None and self.types.poll() is None:
+            self.types.kill()
+            self.types.wait()
 
     def start(self, name: str, env: dict[str, str], args: list[str], workers: str, kept: bool) -> Pass:
         """Start one pass; with ``kept`` its output goes to a file, to be shown later (``Pass.follow``)."""

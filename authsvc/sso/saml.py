@@ -10,12 +10,11 @@ in authsvc.sso.saml_flow.
 
 from __future__ import annotations
 
+import atexit
 import base64
 import binascii
 import hmac
 import logging
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, cast
 
 from authsvc.core import security
 from authsvc.core.models import SsoProvider
+from authsvc.sso.saml_clients import KeptClients, fingerprint
 
 if TYPE_CHECKING:
     from saml2.client import Saml2Client
@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 logging.getLogger("saml2").setLevel(logging.WARNING)
 
 SAML_PREFIX = "/auth/oauth2/saml"
+
+# This process's SP clients, by everything they are built from (sp_client); their directories hold only our
+# certificate between requests, and go at exit.
+_clients = KeptClients()
+atexit.register(_clients.clear)
 
 # Attribute names tried for our fields when the provider names none: the
 # friendly names pysaml2 maps URN attributes to, and the claim URIs ADFS and
@@ -108,59 +113,76 @@ def sp_client(provider: SsoProvider, domain_host: str, *, unsolicited: bool = Fa
     """A pysaml2 SP client for ``provider``; our private key exists on disk (0600) only inside the block.
 
     xmlsec1 reads keys from files. The key is decrypted into a private
-    temporary directory and removed when the block ends.
+    directory and removed when the block ends. The client is kept for the
+    next request with the same provider settings (authsvc.sso.saml_clients):
+    building one parses our key twice.
     """
+    binary = xmlsec_binary()
+    certificate = cast(str, provider.saml_sp_certificate)
+    # A SAML provider is made with its key pair (saml_setup): both columns hold it.
+    encrypted_key = cast(str, provider.saml_sp_key_encrypted)
+    key = fingerprint(
+        provider.id,
+        provider.name,
+        domain_host,
+        unsolicited,
+        binary,
+        encrypted_key,
+        certificate,
+        provider.saml_metadata_xml,
+        provider.saml_clock_skew,
+    )
+
+    def build(key_file: str, cert_file: str) -> Saml2Client:
+        return _new_client(provider, domain_host, unsolicited, binary, key_file, cert_file)
+
+    with _clients.use(key, lambda: security.decrypt(encrypted_key), certificate, build) as client:
+        yield client
+
+
+def _new_client(
+    provider: SsoProvider, domain_host: str, unsolicited: bool, binary: str, key_file: str, cert_file: str
+) -> Saml2Client:
     from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
     from saml2.client import Saml2Client
     from saml2.config import SPConfig
 
-    binary = xmlsec_binary()
     urls = sp_urls(domain_host, provider.id)
-    with tempfile.TemporaryDirectory(prefix="authsvc-saml-") as private:
-        key_file, cert_file = os.path.join(private, "sp.key"), os.path.join(private, "sp.crt")
-        # A SAML provider is made with its key pair (saml_setup): both columns hold it.
-        for path, text in (
-            (key_file, security.decrypt(cast(str, provider.saml_sp_key_encrypted))),
-            (cert_file, cast(str, provider.saml_sp_certificate)),
-        ):
-            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(descriptor, "w") as handle:
-                handle.write(text)
-        config = SPConfig()
-        config.load(
-            {
-                "entityid": urls["entity_id"],
-                "xmlsec_binary": binary,
-                "key_file": key_file,
-                "cert_file": cert_file,
-                "encryption_keypairs": [{"key_file": key_file, "cert_file": cert_file}],
-                "metadata": {"inline": [provider.saml_metadata_xml]},
-                "accepted_time_diff": provider.saml_clock_skew,
-                "allow_unknown_attributes": True,
-                "service": {
-                    "sp": {
-                        "name": provider.name,
-                        "endpoints": {
-                            "assertion_consumer_service": [(urls["acs_url"], BINDING_HTTP_POST)],
-                            # Single Logout (SAML 2.0 Profiles 4.4): one URL, told apart by method.
-                            "single_logout_service": [
-                                (urls["slo_url"], BINDING_HTTP_REDIRECT),
-                                (urls["slo_url"], BINDING_HTTP_POST),
-                            ],
-                        },
-                        "allow_unsolicited": unsolicited,
-                        "authn_requests_signed": True,
-                        "logout_requests_signed": True,
-                        "logout_responses_signed": True,
-                        # Either is enough, as long as it covers the assertion; pysaml2 refuses neither.
-                        "want_response_signed": False,
-                        "want_assertions_signed": False,
-                        "want_assertions_or_response_signed": True,
-                    }
-                },
-            }
-        )
-        yield Saml2Client(config=config)
+    config = SPConfig()
+    config.load(
+        {
+            "entityid": urls["entity_id"],
+            "xmlsec_binary": binary,
+            "key_file": key_file,
+            "cert_file": cert_file,
+            "encryption_keypairs": [{"key_file": key_file, "cert_file": cert_file}],
+            "metadata": {"inline": [provider.saml_metadata_xml]},
+            "accepted_time_diff": provider.saml_clock_skew,
+            "allow_unknown_attributes": True,
+            "service": {
+                "sp": {
+                    "name": provider.name,
+                    "endpoints": {
+                        "assertion_consumer_service": [(urls["acs_url"], BINDING_HTTP_POST)],
+                        # Single Logout (SAML 2.0 Profiles 4.4): one URL, told apart by method.
+                        "single_logout_service": [
+                            (urls["slo_url"], BINDING_HTTP_REDIRECT),
+                            (urls["slo_url"], BINDING_HTTP_POST),
+                        ],
+                    },
+                    "allow_unsolicited": unsolicited,
+                    "authn_requests_signed": True,
+                    "logout_requests_signed": True,
+                    "logout_responses_signed": True,
+                    # Either is enough, as long as it covers the assertion; pysaml2 refuses neither.
+                    "want_response_signed": False,
+                    "want_assertions_signed": False,
+                    "want_assertions_or_response_signed": True,
+                }
+            },
+        }
+    )
+    return Saml2Client(config=config)
 
 
 def metadata_document(provider: SsoProvider, domain_host: str) -> str:

@@ -11,10 +11,13 @@ import re
 import pytest
 import requests
 
+from tests.helpers import in_one_pass
 from tests.helpers.run_command import start, stop
 from tests.helpers.servers import free_port
 
-pytestmark = pytest.mark.slow
+# ./scripts/run's own service (SQLite and the in-process store, in an instance directory of its own), whatever
+# the pass: run once when both run.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 def password_grant(port: int, credentials: dict) -> requests.Response:

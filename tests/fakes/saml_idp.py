@@ -46,9 +46,9 @@ def xmlsec_available() -> bool:
     return shutil.which("xmlsec1") is not None
 
 
-def _key_pair(name: str) -> tuple[bytes, bytes]:
+def _new_key_pair() -> tuple[bytes, bytes]:
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-idp")])
     now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
@@ -66,6 +66,33 @@ def _key_pair(name: str) -> tuple[bytes, bytes]:
     )
 
 
+class _KeyPairs:
+    """The IdPs' key pairs, made once per test process: an RSA key takes 0.1-0.5 s to generate, and every IdP needs
+    two (its own and a rogue one), a rotation one more. A pair is lent to one running IdP at a time and never twice
+    to the same IdP, so that keys differ wherever a test tells them apart (a rotation, another IdP, ``other_key``);
+    an IdP gives its pairs back when it stops."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pairs: list[tuple[bytes, bytes]] = []
+        self._lent: set[int] = set()
+
+    def take(self) -> tuple[int, tuple[bytes, bytes]]:
+        with self._lock:
+            index = next(i for i in range(len(self._pairs) + 1) if i not in self._lent)
+            if index == len(self._pairs):
+                self._pairs.append(_new_key_pair())
+            self._lent.add(index)
+            return index, self._pairs[index]
+
+    def give_back(self, indexes: list[int]) -> None:
+        with self._lock:
+            self._lent.difference_update(indexes)
+
+
+_key_pairs = _KeyPairs()
+
+
 class SamlIdp(SingleLogout):
     """A running IdP. ``sign_in_as`` sets who the next response names; ``fault`` how it misbehaves."""
 
@@ -76,7 +103,8 @@ class SamlIdp(SingleLogout):
         self.url = f"http://127.0.0.1:{self.server.server_port}"
         self.entity_id = f"{self.url}/idp"
         # A key of nobody's metadata ("other_key"), and the IdP's own, which rotate_key replaces.
-        key, cert = _key_pair("rogue")
+        self._lent_pairs: list[int] = []
+        key, cert = self._take_key_pair()
         (self.dir / "rogue.key").write_bytes(key)
         (self.dir / "rogue.crt").write_bytes(cert)
         self.rotate_key()
@@ -99,10 +127,15 @@ class SamlIdp(SingleLogout):
 
     def rotate_key(self) -> None:
         """A new signing key and certificate; the metadata names only the new one (a rollover)."""
-        key, cert = _key_pair("test-idp")
+        key, cert = self._take_key_pair()
         (self.dir / "idp.key").write_bytes(key)
         (self.dir / "idp.crt").write_bytes(cert)
         self._server = None
+
+    def _take_key_pair(self) -> tuple[bytes, bytes]:
+        index, pair = _key_pairs.take()
+        self._lent_pairs.append(index)
+        return pair
 
     def sign_in_as(self, subject: str, **attributes: Any) -> None:
         self.subject = subject
@@ -120,6 +153,7 @@ class SamlIdp(SingleLogout):
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         shutil.rmtree(self.dir, ignore_errors=True)
+        _key_pairs.give_back(self._lent_pairs)
 
     # pysaml2's IdP, configured from the files above.
 

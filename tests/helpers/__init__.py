@@ -96,11 +96,13 @@ def fuzz_examples(production: int) -> int:
 
 
 def in_one_pass(backend: str) -> pytest.MarkDecorator:
-    """A module run by ``backend``'s pass only, when the command runs both passes.
+    """A module (``pytestmark``) or test run by ``backend``'s pass only, when the command runs both passes.
 
     For what does not depend on the pass's backend: a browser driving the pages (the API tests
-    check the storage on both backends) and the documentation (``./scripts/run``'s own service,
-    whatever the pass). Run once, and on the pass that would otherwise finish first.
+    check the storage on both backends), the documentation (``./scripts/run``'s own service,
+    whatever the pass) and a fresh interpreter given its own settings (``tests.helpers.python_run``,
+    the lazy imports' probes: SQLite or none, no Redis). Run once, and on the pass that would
+    otherwise finish first.
     """
     other = "sqlite" if backend == "postgresql" else "postgresql"
     both = {"postgresql", "sqlite"} <= set(os.environ.get("AUTHSVC_TEST_PASSES", "").split(","))

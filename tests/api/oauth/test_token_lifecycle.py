@@ -13,7 +13,7 @@ from authsvc.core.database import db, now
 from authsvc.core.models import Application, Token
 from authsvc.core.readers import pool as readers
 from authsvc.tokens import presented
-from tests.helpers import HOST, PASSWORD, headers
+from tests.helpers import HOST, PASSWORD, headers, in_one_pass
 
 INSPECT = "/api/engine/v2/api_keys/inspect"
 
@@ -68,6 +68,7 @@ def test_rotation_keeps_the_grants_end(make_app, setup, world):
     assert second.family == first.family
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_lifetimes_are_read_from_the_environment():
     from tests.helpers.python_run import run_python
 

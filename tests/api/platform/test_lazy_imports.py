@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import in_one_pass
 from tests.helpers.admin_api import call
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -93,11 +94,13 @@ def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 @pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
 def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_or_jose(tmp_path, web_worker):
     assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_jose_loads_at_the_first_request_that_signs_or_verifies_a_jws(tmp_path):
     loaded = json.loads(_probe(tmp_path, FIRST_USES % (DEFERRED, DEFERRED)))
     # Bearer tokens, a refresh without openid, a client secret: none of it.
@@ -125,6 +128,7 @@ print(json.dumps({"id_tokens": "authsvc.oauth.id_tokens" in sys.modules, "receiv
 """
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_a_worker_that_never_issued_an_id_token_still_tells_applications_of_ended_sessions(tmp_path):
     # ID tokens load at a worker's first use of openid; the worker that ends a session may never have had one,
     # and its applications must be told all the same (back-channel logout).

@@ -6,6 +6,7 @@ from alembic.migration import MigrationContext
 
 from authsvc.core.database import db
 from config import settings
+from tests.helpers import in_one_pass
 from tests.helpers.python_run import run_python
 
 
@@ -32,12 +33,14 @@ def test_no_database_url_means_sqlite_under_instance():
     assert settings.database_url(None).endswith("authsvc.sqlite3")
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_production_refuses_to_start_without_secret_key():
     result = run_python("import app", DATABASE_URL="postgres://nobody@127.0.0.1:1/none")
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_settings_are_read_from_the_environment():
     code = (
         "from authsvc import create_app; a = create_app(); c = a.config; "
@@ -62,12 +65,14 @@ def test_settings_are_read_from_the_environment():
     ]
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 def test_a_bad_setting_stops_the_start_with_a_clear_message():
     result = run_python("import app", AUTHSVC_ACCESS_TOKEN_TTL="two hours")
     assert result.returncode != 0
     assert "AUTHSVC_ACCESS_TOKEN_TTL must be an integer" in result.stderr
 
 
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 @pytest.mark.parametrize("value", ["0", "-1", "30", "soon"])
 def test_an_outbound_deadline_that_is_not_below_the_worker_timeout_stops_the_start(value):
     result = run_python("import app", AUTHSVC_OUTBOUND_DEADLINE=value)

@@ -10,12 +10,14 @@ tests/api/saml/test_saml_providers.py.
 from __future__ import annotations
 
 import re
+import tempfile
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import requests
 from sqlalchemy import select
 
-from authsvc.core.models import ExternalIdentity, User
+from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from tests.helpers import HOST, headers
 from tests.helpers.saml import (
     ADA,
@@ -196,3 +198,23 @@ def test_a_signed_in_user_links_their_account_at_the_idp(app, client, world, set
     [identity] = world.query(select(ExternalIdentity))
     assert (identity.user_id, identity.subject, identity.via) == (setup.person.id, "saml-ada", "user")
     assert world.query(select(User).where(User.email == "ada@example.com")) == []
+
+
+def test_our_private_key_is_on_disk_only_while_a_request_uses_it(app, client, world, idp, saml_provider):
+    """xmlsec1 reads keys from files; the process keeps its SAML clients, but not our key in a file between requests."""
+    from authsvc.core import security
+
+    _, finished = sign_in(app, client, idp, saml_provider["id"])
+    assert finished.status_code == 303
+    # The kept client serves the next sign-in, which writes the key again for its own requests.
+    _, again = sign_in(app, client, idp, saml_provider["id"])
+    assert again.status_code == 303
+    [provider] = world.query(select(SsoProvider).where(SsoProvider.id == saml_provider["id"]))
+    with app.app_context():
+        key_pem = security.decrypt(provider.saml_sp_key_encrypted)
+    on_disk = [
+        path
+        for path in Path(tempfile.gettempdir()).glob("authsvc-saml-*/*")
+        if path.is_file() and key_pem.strip() in path.read_text(errors="replace")
+    ]
+    assert on_disk == []
