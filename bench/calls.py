@@ -22,6 +22,10 @@ app's and the test client's, not Redis's or PostgreSQL's), the least of three
 rounds; ``--dump DIR`` writes each scenario's cProfile statistics to
 ``DIR/KEY.pstats``, which ``python -m bench.calls_diff BEFORE NOW`` compares
 function by function (two checkouts, each against its own ``--serve`` stack).
+``--callgrind`` counts machine instructions instead, a figure the load of others
+moves least: run under ``valgrind --tool=callgrind --instr-atstart=no`` from a
+scratch directory (the default ``callgrind.out.PID`` files are read back), it
+switches instrumentation on around the measured requests only.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import json
 import logging
 import os
 import pstats
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -217,6 +222,21 @@ def profiled(request: Callable[[], object], warmup: int, measured: int) -> pstat
     return pstats.Stats(profile)
 
 
+def instructions(key: str, request: Callable[[], object], measured: int, dump: int) -> int:
+    """Instructions (callgrind's Ir) of ``measured`` calls of ``request``; ``dump`` is this process's dump number."""
+    pid = str(os.getpid())
+    for _ in range(WARMUP):
+        request()
+    subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
+    subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
+    for _ in range(measured):
+        request()
+    subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
+    subprocess.run(["callgrind_control", "-d", key, pid], check=True, capture_output=True)
+    totals = Path(f"callgrind.out.{pid}.{dump}").read_text().split("\ntotals:", 1)[1].split()[0]
+    return int(totals)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.calls", description=__doc__.split("\n\n")[0])
     parser.add_argument("serve_json", type=Path, help="the JSON that `python -m bench --serve` wrote")
@@ -224,12 +244,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--only", default="", metavar="KEYS", help="these scenarios only, comma-separated")
     parser.add_argument("--cpu", type=int, default=0, metavar="N", help="also CPU ms per request over N requests")
     parser.add_argument("--dump", type=Path, default=None, metavar="DIR", help="write DIR/KEY.pstats")
+    parser.add_argument("--callgrind", action="store_true", help="instructions per request (under callgrind)")
     args = parser.parse_args(argv)
     chosen = scenarios(args.serve_json, args.redis_url)
     if args.only:
         chosen = {key: chosen[key] for key in args.only.split(",")}
     if args.dump:
         args.dump.mkdir(parents=True, exist_ok=True)
+    if args.callgrind:
+        for dump, (key, (request, per_run)) in enumerate(chosen.items(), start=1):
+            count = instructions(key, request, MEASURED, dump) / MEASURED / per_run
+            print(f"{key:24s} {count / 1e6:7.3f} M instructions per request", flush=True)
+        return 0
     for key, (request, per_run) in chosen.items():
         stats = profiled(request, WARMUP, MEASURED)
         if args.dump:
