@@ -145,7 +145,11 @@ SPREAD = {
 
 # Modules that run long in one piece go to the first free workers: loadscope hands out the modules
 # with the most tests first, and a two-test module of minutes (every page of the documentation, one
-# after the other) handed out last would end the pass alone.
+# after the other) handed out last would end the pass alone. The SPREAD tests (short, hundreds, each a
+# unit of one test) go last, after every module: among the other one-test units, in the order of
+# collection, they came before tests/e2e's modules of one or two long tests (a failover drill, the SCIM
+# compliance run, the run command: 1-2 minutes each on a loaded machine), which then started at a
+# pass's end and ended it alone; now they fill the end of a pass, a worker taking the next as it frees.
 FIRST = ("tests/e2e/test_docs_run.py",)
 
 
@@ -161,7 +165,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
                 return nodeid
             return super()._split_scope(nodeid)
 
+        spread_last = False
+
         def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
+            if not self.spread_last:
+                self.spread_last = True
+                for scope in [scope for scope in self.workqueue if scope.split("::", 1)[0] in SPREAD]:
+                    self.workqueue.move_to_end(scope)
             for scope in FIRST:
                 if scope in self.workqueue:
                     self.workqueue.move_to_end(scope, last=False)

@@ -118,6 +118,7 @@ class SamlIdp(SingleLogout):
         self.requests: list[dict[str, Any]] = []
         self.metadata_requests = 0
         self.slo = True
+        self._metadata: tuple[tuple[bool, bytes], str] | None = None
         # What each response named: {"name_id", "session_index"} (what a LogoutRequest names the sign-in by).
         self.issued: list[dict[str, str]] = []
         self.logout_requests: list[dict[str, Any]] = []
@@ -147,6 +148,9 @@ class SamlIdp(SingleLogout):
         self._server = None
 
     def __enter__(self) -> SamlIdp:
+        # Made before serving: the service under test fetches it under a deadline, and a process's first build
+        # imports pysaml2 (seconds on a loaded machine).
+        self.metadata()
         threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
         return self
 
@@ -204,13 +208,17 @@ class SamlIdp(SingleLogout):
         return self._server
 
     def metadata(self) -> str:
-        """The IdP's metadata (built from its configuration alone: serving it needs no xmlsec1)."""
+        """The IdP's metadata (built from its configuration alone: serving it needs no xmlsec1), made again when
+        what it says changes: its key (``rotate_key``), whether it has SLO endpoints."""
         from saml2.config import IdPConfig
         from saml2.metadata import entity_descriptor
 
-        config = IdPConfig()
-        config.load(self._config())
-        return str(entity_descriptor(config))
+        said = (self.slo, (self.dir / "idp.crt").read_bytes())
+        if self._metadata is None or self._metadata[0] != said:
+            config = IdPConfig()
+            config.load(self._config())
+            self._metadata = (said, str(entity_descriptor(config)))
+        return self._metadata[1]
 
     # Responses.
 
