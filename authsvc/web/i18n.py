@@ -25,15 +25,18 @@ what a person reads is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from babel import Locale
-from flask import Flask, current_app, request
-from flask_babel import Babel, force_locale, get_locale
+from flask import Blueprint, Flask, current_app, request
+from flask_babel import Babel, force_locale, format_datetime, get_locale, gettext, refresh
 
 from authsvc.core.branding import brand_of
+from authsvc.core.errors import ApiError
+from authsvc.core.marks import N_
 from authsvc.core.request_state import part, state_if_in_request
 
 EXTENSION = "authsvc.i18n"
@@ -95,6 +98,8 @@ class LocaleNote:
 
     ui_locales: str | None = None
     saved: str | None = None
+    # The page is for operators and stays English (``english_only``).
+    english: bool = False
 
 
 def _language(code: str) -> Language:
@@ -128,6 +133,14 @@ def init_app(app: Flask) -> None:
     Babel(app, locale_selector=select_locale)
     app.extensions[EXTENSION] = _shipped(app)
     app.jinja_env.globals.update(page_language=page_language, languages=languages)
+    app.jinja_env.filters["local_time"] = local_time
+
+
+def local_time(timestamp: float | None) -> str:
+    """A moment (Unix seconds) as the page's language writes a date and time (UTC), e.g. ``2. Dez. 2026, 11:41:46``."""
+    if timestamp is None:
+        return ""
+    return str(format_datetime(datetime.fromtimestamp(timestamp, UTC), "medium"))
 
 
 def languages(app: Flask | None = None) -> Languages:
@@ -143,6 +156,12 @@ def page_language() -> Language:
     return languages().get(code) or _language(code)
 
 
+def current() -> str:
+    """The name of the request's language (``de``, ``pt_BR``)."""
+    locale = get_locale()
+    return str(locale) if locale is not None else DEFAULT
+
+
 def note_saved(choice: str | None) -> None:
     """The signed-in user's saved choice (the account's ``locale``), for this request's selector."""
     if state_if_in_request() is not None:
@@ -154,6 +173,8 @@ def carry_from(continue_url: str | None) -> None:
     found = _ui_locales_in(continue_url, _CONTINUE_DEPTH)
     if found and state_if_in_request() is not None:
         part(LocaleNote).ui_locales = found
+        # What was rendered so far keeps its language; what is rendered from now on takes this one.
+        refresh()
 
 
 def _ui_locales_in(url: str | None, depth: int) -> str | None:
@@ -175,10 +196,20 @@ def _ui_locales_of_request() -> str | None:
     return _ui_locales_in(held, _CONTINUE_DEPTH)
 
 
+def english_only(bp: Blueprint) -> None:
+    """Every page of ``bp`` in English, whatever the request asks (the admin console, for operators)."""
+
+    @bp.before_request
+    def _english() -> None:
+        part(LocaleNote).english = True
+
+
 def select_locale() -> str:
     """The request's language, by the order in the module's docstring."""
     known = languages()
     note = part(LocaleNote)
+    if note.english:
+        return DEFAULT
     chosen = (
         known.first_match(note.ui_locales)
         or known.first_match(_ui_locales_of_request())
@@ -201,10 +232,34 @@ def domain_default(known: Languages | None = None) -> str:
     return (known or languages()).match(brand_of(domain).default_locale or "") or DEFAULT
 
 
-def for_message(choice: str | None, domain: Any = None) -> str:
-    """The language of an e-mail: the recipient's saved choice, else the domain's default, else English."""
+def for_message(choice: str | None, domain: Any = None, *, from_page: bool = False) -> str:
+    """The language of an e-mail: the recipient's saved ``choice``; else, ``from_page``, the language of the
+    page that causes it (the recipient is the person at it); else the domain's default; else English."""
     known = languages()
-    return known.match(choice or "") or known.match(brand_of(domain).default_locale or "") or DEFAULT
+    found = known.match(choice or "")
+    if found is None and from_page and state_if_in_request() is not None:
+        found = current()
+    return found or known.match(brand_of(domain).default_locale or "") or DEFAULT
+
+
+# What a page says for a refusal whose JSON answer (code and English description) stays as it is.
+_REFUSALS = {
+    "invalid_credentials": N_("The e-mail address or password is incorrect."),
+    "email_unverified": N_(
+        "Confirm your e-mail address first: follow the link in the message we sent to it. No message? "
+        "Sign up again with the same address for a new link."
+    ),
+    "directory_unavailable": N_(
+        "The directory that checks this account's password cannot be reached. Try again shortly."
+    ),
+}
+
+
+def refusal(refused: ApiError) -> str:
+    """A refusal (authsvc.core.errors.answer) as a page says it, in the page's language."""
+    if refused.error == "too_many_attempts" and "retry_after" in refused.extra:
+        return str(gettext("Too many failed attempts. Retry in %(seconds)s s.", seconds=refused.extra["retry_after"]))
+    return str(gettext(_REFUSALS.get(refused.error, refused.description)))
 
 
 __all__ = ["COOKIE", "Language", "Languages", "carry_from", "force_locale", "init_app", "note_saved"]
