@@ -12,6 +12,11 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po
 
+from tests.helpers import in_one_pass
+
+# What is checked does not depend on the database (the claims and e-mails of test_claims_and_mail.py run on both).
+pytestmark = in_one_pass("sqlite")
+
 CATALOGS = Path(__file__).resolve().parents[3] / "authsvc" / "translations"
 SHIPPED = sorted(p.parent.parent.name for p in CATALOGS.glob("*/LC_MESSAGES/messages.po"))
 

@@ -12,8 +12,11 @@ import re
 from sqlalchemy import select
 
 from authsvc.core.models import Domain, DomainBranding, User
-from tests.helpers import HOST, authorize, headers, signin
+from tests.helpers import HOST, authorize, headers, in_one_pass, signin
 from tests.helpers.pages import csrf_token
+
+# What is checked does not depend on the database (the claims and e-mails of test_claims_and_mail.py run on both).
+pytestmark = in_one_pass("sqlite")
 
 
 def html_tag(response) -> str:

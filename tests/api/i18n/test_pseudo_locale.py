@@ -10,9 +10,12 @@ from authsvc.core.models import Application
 from authsvc.mail import messages
 from tests.api.i18n.pseudo import pseudo_catalogs as pseudo_catalogs  # noqa: F401 - the fixture
 from tests.api.i18n.pseudo import unmarked
-from tests.helpers import authorize, headers, signin
+from tests.helpers import authorize, headers, in_one_pass, signin
 from tests.helpers.pages import submit_login
 from tests.helpers.smtp import emptied
+
+# What is checked does not depend on the database (the claims and e-mails of test_claims_and_mail.py run on both).
+pytestmark = in_one_pass("sqlite")
 
 
 @pytest.fixture
