@@ -10,11 +10,17 @@ from flask_wtf import FlaskForm
 from wtforms import EmailField
 from wtforms.validators import DataRequired, Length, Regexp
 
+from authsvc.web import i18n
+
 
 class PageForm(FlaskForm):
     """A form of our pages: what a browser posts is a form body, and only that is read."""
 
     class Meta:
+        def get_translations(self, form: FlaskForm) -> Any:
+            # WTForms' own messages in the page's language, from this worker's cache (authsvc.web.i18n).
+            return i18n.WTFORMS_MESSAGES
+
         def wrap_formdata(self, form: FlaskForm, formdata: Any) -> Any:
             # Flask-WTF would take a JSON body as the form's data too: its values
             # need not be strings and broke the validators (a 500), and bad JSON

@@ -212,6 +212,33 @@ def here() -> str:
     return parts.path + ("?" + urlencode(query) if query else "")
 
 
+class _WTFormsMessages:
+    """WTForms' own messages ("This field is required.") in the request's language, each catalog read once
+    per worker (Flask-WTF's own reads it from disk for every form of every request)."""
+
+    def __init__(self) -> None:
+        self._loaded: dict[str, Any] = {}
+
+    def _catalog(self) -> Any:
+        code = current()
+        found = self._loaded.get(code)
+        if found is None:
+            from babel import support
+            from wtforms.i18n import messages_path
+
+            found = self._loaded[code] = support.Translations.load(messages_path(), [code], domain="wtforms")
+        return found
+
+    def gettext(self, string: str) -> str:
+        return str(self._catalog().ugettext(string))
+
+    def ngettext(self, singular: str, plural: str, n: int) -> str:
+        return str(self._catalog().ungettext(singular, plural, n))
+
+
+WTFORMS_MESSAGES = _WTFormsMessages()
+
+
 def english_only(bp: Blueprint) -> None:
     """Every page of ``bp`` in English, whatever the request asks (the admin console, for operators)."""
 
