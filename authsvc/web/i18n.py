@@ -38,6 +38,7 @@ from authsvc.core.branding import brand_of
 from authsvc.core.errors import ApiError
 from authsvc.core.request_state import part, state_if_in_request
 from authsvc.core.security import safe_continue
+from authsvc.web import catalogs
 
 EXTENSION = "authsvc.i18n"
 DEFAULT = "en"
@@ -130,6 +131,8 @@ def _shipped(app: Flask) -> Languages:
 
 def init_app(app: Flask) -> None:
     """Flask-Babel with this module's selector; the shipped languages and the template globals."""
+    # Built, not committed: a start without them (gunicorn from the Procfile) compiles them first.
+    catalogs.compile_stale()
     Babel(app, locale_selector=select_locale)
     app.extensions[EXTENSION] = _shipped(app)
     app.jinja_env.globals.update(page_language=page_language, languages=languages, language_return=here)
