@@ -75,7 +75,7 @@ def _locale_of(user: User) -> str | None:
     """Core 5.1's ``locale`` (a BCP 47 tag such as ``pt-BR``): the user's chosen language, else the domain's
     default (its branding); None when neither says (docs/translations.md)."""
     chosen = user.locale
-    if not chosen:
+    if not chosen and user.domain_id is not None:
         # The domain is in the session already (the client's, the request's): no statement.
         domain = db.session.get(Domain, user.domain_id)
         chosen = brand_of(domain).default_locale
