@@ -5,15 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from flask import request
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import EmailField
 from wtforms.validators import DataRequired, Length, Regexp
+
+from authsvc.web import i18n
 
 
 class PageForm(FlaskForm):
     """A form of our pages: what a browser posts is a form body, and only that is read."""
 
     class Meta:
+        def get_translations(self, form: FlaskForm) -> Any:
+            # WTForms' own messages in the page's language, from this worker's cache (authsvc.web.i18n).
+            return i18n.WTFORMS_MESSAGES
+
         def wrap_formdata(self, form: FlaskForm, formdata: Any) -> Any:
             # Flask-WTF would take a JSON body as the form's data too: its values
             # need not be strings and broke the validators (a 500), and bad JSON
@@ -27,11 +34,11 @@ class PageForm(FlaskForm):
 def email_field() -> EmailField:
     """The e-mail address a person types to name their account (the account's rule is validation.account_name)."""
     return EmailField(
-        "E-mail address",
+        _l("E-mail address"),
         validators=[
             DataRequired(),
             Length(max=320),
             # No address has them, and PostgreSQL refuses NUL in a query parameter.
-            Regexp(r"[^\x00-\x1f\x7f]*\Z", message="The e-mail address contains control characters."),
+            Regexp(r"[^\x00-\x1f\x7f]*\Z", message=_l("The e-mail address contains control characters.")),
         ],
     )
