@@ -20,6 +20,7 @@ from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, U
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
+from authsvc.oauth.consent_page import consent_view
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.parameters import parameter
 from authsvc.oauth.server import authorization_server
@@ -66,6 +67,7 @@ def authorize() -> Response:
                 200 if request.method == "GET" else 400,
                 domain=domain,
                 application=application,
+                consent=consent_view(domain, application, scope, grant.redirect_uri),
                 user=user,
                 scopes=scope.split(),
                 reserved=RESERVED_SCOPES,
