@@ -1,6 +1,6 @@
 # make test ARGS="-k token -x" passes ARGS to pytest (both passes).
 
-.PHONY: test run lint bench lock openapi
+.PHONY: test run lint bench lock openapi translations
 
 test:
 	./scripts/test $(ARGS)
@@ -21,3 +21,12 @@ lock:
 # Rewrite authsvc/openapi/openapi.json from base.json and the admin schemas.
 openapi:
 	.venv/bin/python -m authsvc.openapi
+
+# Extract the catalogs' messages (messages.pot), update every language's .po from it, and compile the .mo
+# files the service reads (docs/translations.md). scripts/test and scripts/run compile them too.
+translations:
+	.venv/bin/pybabel extract -F babel.cfg -k _l -k N_ --no-location --sort-output --omit-header \
+		-o authsvc/translations/messages.pot .
+	.venv/bin/pybabel update -i authsvc/translations/messages.pot -d authsvc/translations --no-fuzzy-matching \
+		--ignore-obsolete
+	.venv/bin/python -m devtools.translations

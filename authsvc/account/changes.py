@@ -9,6 +9,8 @@ and the form's CSRF token are the surfaces' to check. docs/account.md.
 from __future__ import annotations
 
 from flask import Response
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import or_, select
 
 from authsvc.account import links, notices
@@ -19,6 +21,7 @@ from authsvc.core.database import db
 from authsvc.core.models import AuditRecord, Domain, LdapAccount, User
 from authsvc.core.settings import settings
 from authsvc.mail import messages as mail
+from authsvc.web import i18n
 
 EMAIL_CHANGE = links.EMAIL_CHANGE
 CHANGE_PATH = "/auth/account/email/confirm"
@@ -39,7 +42,7 @@ class Refused(Exception):
 def rename(user: User, domain: Domain, name: str) -> None:
     name = " ".join(name.split())
     if not name or len(name) > NAME_LENGTH or not validation.storable_text(name):
-        raise Refused("invalid_name", f"Enter a name of 1 to {NAME_LENGTH} characters.")
+        raise Refused("invalid_name", _("Enter a name of 1 to %(length)s characters.", length=NAME_LENGTH))
     if name == user.name:
         return
     before, user.name = user.name, name
@@ -63,19 +66,21 @@ def ask_email_change(user: User, domain: Domain, email: str) -> str:
     try:
         new = validation.email(email)
     except validation.Invalid:
-        raise Refused("invalid_email", "Enter a valid e-mail address.") from None
+        raise Refused("invalid_email", _("Enter a valid e-mail address.")) from None
     if _managed_elsewhere(user):
-        raise Refused("managed_elsewhere", "Your organisation manages this account's address; ask it to change it.")
+        raise Refused("managed_elsewhere", _("Your organisation manages this account's address; ask it to change it."))
     if new == user.email:
-        raise Refused("invalid_email", "That is already your account's address.")
+        raise Refused("invalid_email", _("That is already your account's address."))
     if not mail.available():
-        raise Refused("unavailable", "This service cannot send e-mail, so it cannot confirm a new address.")
+        raise Refused("unavailable", _("This service cannot send e-mail, so it cannot confirm a new address."))
     # One pending change at a time: the newest link is the only one that works.
     links.spend_all(user.id, EMAIL_CHANGE)
     secret = links.issue(user.id, new, EMAIL_CHANGE, settings().verify_ttl)
     days = max(1, settings().verify_ttl // 86400)
     link = f"{links.origin(domain)}{CHANGE_PATH}?token={secret}"
-    mail.queue(domain, new, "email_change", "Confirm your new e-mail address", link=link, days=days, email=new)
+    language = i18n.for_message(user.locale, domain, from_page=True)
+    subject = _l("Confirm your new e-mail address")
+    mail.queue(domain, new, "email_change", subject, language, link=link, days=days, email=new)
     _audit("user.email_change_requested", user, domain, {"email": new})
     return new
 
@@ -97,19 +102,19 @@ def confirm_email_change(link: links.AccountLink, domain: Domain) -> User:
     account's meanwhile."""
     user = db.session.get(User, link.user_id)
     if user is None or user.domain_id != domain.id or user.disabled or _managed_elsewhere(user):
-        raise Refused("expired", "This link no longer works.")
+        raise Refused("expired", _("This link no longer works."))
     taken = signin.find_user(domain, link.email)
     if taken is not None and taken.id != user.id:
         raise Refused("email_in_use", f"{link.email} is already another account's address here.")
     if not links.spend(link):
-        raise Refused("expired", "This link no longer works.")
+        raise Refused("expired", _("This link no longer works."))
     links.spend_all(user.id, EMAIL_CHANGE)
     old, user.email, user.email_verified = user.email, link.email, True
     # Links sent to the old address (a reset, a verification) no longer reach its owner: void them.
     links.spend_all(user.id, links.PASSWORD_RESET)
     links.spend_all(user.id, links.EMAIL_VERIFY)
     _audit("user.email_changed", user, domain, {"before": old, "after": user.email})
-    notices.email_changed(domain, old, user.email)
+    notices.email_changed(domain, user, old, user.email)
     return user
 
 
@@ -118,14 +123,14 @@ def change_password(response: Response, user: User, domain: Domain, current: str
     revoked (their refresh tokens with them); this browser gets a new session of the same sign-in. Commits;
     returns how many tokens were revoked."""
     if not user.password_hash:
-        raise Refused("no_password", "Your account has no password here: you sign in through your organisation.")
+        raise Refused("no_password", _("Your account has no password here: you sign in through your organisation."))
     lockouts.refuse_if_locked_out(domain, user.email)
     if not user.check_password(current):
         lockouts.note_failure(domain, user.email, user)
         signin.refused(domain, user, "invalid_credentials", "account_page")
-        raise Refused("invalid_password", "The current password is incorrect.")
+        raise Refused("invalid_password", _("The current password is incorrect."))
     if new != confirm:
-        raise Refused("invalid_password", "The new passwords differ.")
+        raise Refused("invalid_password", _("The new passwords differ."))
     try:
         validation.password(new)
     except validation.Invalid as exc:

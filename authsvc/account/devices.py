@@ -12,8 +12,6 @@ docs/account.md#notices.
 
 from __future__ import annotations
 
-import time
-
 from flask import Flask, Response, request
 from sqlalchemy import BigInteger, ForeignKey, String, UniqueConstraint, delete, select
 from sqlalchemy.exc import IntegrityError
@@ -76,9 +74,8 @@ def note(response: Response, user: User, domain: Domain) -> None:
         if stale:
             db.session.execute(delete(KnownDevice).where(KnownDevice.id.in_([device.id for device in stale])))
         if known:
-            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(moment))
             browser = agents.describe(request.headers.get("User-Agent"))
-            notices.new_device(domain, user, browser, request.remote_addr, when)
+            notices.new_device(domain, user, browser, request.remote_addr, moment)
     try:
         db.session.commit()
     except IntegrityError:

@@ -13,6 +13,7 @@ saying so, and nothing is made.
 from __future__ import annotations
 
 from flask import Response, make_response, redirect, request, session, url_for
+from flask_babel import gettext as _
 
 from authsvc.account import invitations
 from authsvc.account.blueprint import bp
@@ -38,9 +39,11 @@ def _message(title: str, message: str, status: int = 200) -> Response:
 
 def _gone() -> Response:
     return _message(
-        "This invitation does not work",
-        "It was already accepted, has expired or was withdrawn. If you have not joined yet, ask whoever invited "
-        "you to send a new one.",
+        _("This invitation does not work"),
+        _(
+            "It was already accepted, has expired or was withdrawn. If you have not joined yet, ask whoever invited "
+            "you to send a new one."
+        ),
         400,
     )
 
@@ -78,8 +81,8 @@ def invitation() -> Response:
 def _password_refusal(form: PasswordForm) -> str | None:
     if not form.validate_on_submit():
         if form.csrf_token.errors:
-            return "The form expired. Please try again."
-        return str((form.password.errors or form.confirm.errors or ["Enter a password twice."])[0])
+            return _("The form expired. Please try again.")
+        return str((form.password.errors or form.confirm.errors or [_("Enter a password twice.")])[0])
     try:
         validation.password(form.password.data)
     except validation.Invalid as exc:
@@ -134,7 +137,7 @@ def accept_with_passkey() -> Response:
     if found is None:
         return _gone()
     if not ConfirmForm().validate_on_submit():
-        return _page(domain, found, 400, "The form expired. Please try again.")
+        return _page(domain, found, 400, _("The form expired. Please try again."))
     user = _accepted(domain, found, None)
     if user is None:
         return _taken()
@@ -146,8 +149,10 @@ def accept_with_passkey() -> Response:
 
 def _taken() -> Response:
     return _message(
-        "This invitation does not work",
-        "It was accepted a moment ago, or an account with this address exists already. Sign in, or ask for a "
-        "new password if you need one.",
+        _("This invitation does not work"),
+        _(
+            "It was accepted a moment ago, or an account with this address exists already. Sign in, or ask for a "
+            "new password if you need one."
+        ),
         409,
     )

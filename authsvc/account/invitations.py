@@ -17,6 +17,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import BigInteger, ForeignKey, String, func, select, update
 from sqlalchemy.orm import Mapped, mapped_column
 
@@ -26,6 +27,7 @@ from authsvc.core.database import Model, db, rows_affected
 from authsvc.core.models import Domain, User
 from authsvc.core.settings import settings
 from authsvc.mail import messages as mail
+from authsvc.web import i18n
 
 PATH = "/auth/invitation"
 ROLES = ("user", "support", "admin")
@@ -121,8 +123,10 @@ def send(domain: Domain, invitation: Invitation) -> Sent:
     if not mail.available():
         return Sent(invitation, link)
     days = max(1, settings().invitation_ttl // 86400)
-    subject = f"You are invited to {domain.name}"
-    mail.queue(domain, invitation.email, "invitation", subject, link=link, days=days, name=invitation.name)
+    # In the domain's language: the invitee has chosen none yet, and an admin's page is not theirs.
+    subject = _l("You are invited to %(domain)s", domain=domain.name)
+    language = i18n.for_message(None, domain)
+    mail.queue(domain, invitation.email, "invitation", subject, language, link=link, days=days, name=invitation.name)
     return Sent(invitation, None)
 
 

@@ -13,30 +13,35 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Flask
+from flask_babel import lazy_gettext as _l
 
 from authsvc.account import links
 from authsvc.auth.mfa import factors
 from authsvc.core.models import Domain, User
 from authsvc.mail import messages as mail
+from authsvc.web import i18n
 
 ACCOUNT_PATH = "/auth/account"
 FORGOT_PATH = "/auth/password/forgot"
 # How a kind of factor is named in a notice.
-FACTOR_NAMES = {"totp": "an authenticator app", "webauthn": "a passkey or security key"}
+FACTOR_NAMES = {"totp": _l("An authenticator app"), "webauthn": _l("A passkey or security key")}
 
 
 def init_app(app: Flask) -> None:
     factors.factor_changed.connect(_factor_changed)  # once: blinker keeps one connection per receiver
 
 
-def _queue(domain: Domain, to: str, template: str, subject: str, **context: Any) -> None:
+def _queue(domain: Domain, user: User, to: str, template: str, subject: Any, **context: Any) -> None:
     if mail.available():
+        # The account's language; else the page's that made the change (authsvc.web.i18n).
+        language = i18n.for_message(user.locale, domain, from_page=True)
         origin = links.origin(domain)
         mail.queue(
             domain,
             to,
             template,
             subject,
+            language,
             account_link=f"{origin}{ACCOUNT_PATH}",
             reset_link=f"{origin}{FORGOT_PATH}",
             **context,
@@ -48,33 +53,36 @@ def password_changed(domain: Domain, user: User, *, others_ended: bool) -> None:
     origin = links.origin(domain)
     _queue(
         domain,
+        user,
         user.email,
         "password_changed",
-        "Your password was changed",
+        _l("Your password was changed"),
         link=f"{origin}{FORGOT_PATH}",
         others_ended=others_ended,
     )
 
 
-def email_changed(domain: Domain, old: str, new: str) -> None:
+def email_changed(domain: Domain, user: User, old: str, new: str) -> None:
     """To the address that was the account's: it no longer is, ``new`` is."""
-    _queue(domain, old, "email_changed", "Your e-mail address was changed", old=old, new=new)
+    _queue(domain, user, old, "email_changed", _l("Your e-mail address was changed"), old=old, new=new)
 
 
 def factor_changed(domain: Domain, user: User, change: str, kind: str) -> None:
-    subject = "A second factor was added" if change == "added" else "A second factor was removed"
-    factor = FACTOR_NAMES.get(kind, "a second factor")
-    _queue(domain, user.email, "factor_changed", subject, change=change, factor=factor)
+    subject = _l("A second factor was added") if change == "added" else _l("A second factor was removed")
+    factor = FACTOR_NAMES.get(kind, _l("A second factor"))
+    _queue(domain, user, user.email, "factor_changed", subject, change=change, factor=factor)
 
 
-def new_device(domain: Domain, user: User, browser: str, address: str | None, when: str) -> None:
+def new_device(domain: Domain, user: User, browser: str, address: str | None, when: int) -> None:
+    """A sign-in from a browser not seen before; ``when`` in Unix seconds (the message writes it in its language)."""
     _queue(
         domain,
+        user,
         user.email,
         "new_device",
-        "A sign-in from a new device",
+        _l("A sign-in from a new device"),
         browser=browser,
-        address=address or "an unknown address",
+        address=address or _l("an unknown address"),
         when=when,
     )
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Response, make_response, redirect, request, session, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.account import agents, changes, links
 from authsvc.account.blueprint import bp
@@ -33,32 +35,32 @@ from authsvc.web.pages import page
 CHANGE_SECRET_KEY = "authsvc_email_change"
 # What ``?done=`` may say.
 DONE = {
-    "name": "Your name was changed.",
-    "email": "A link is on its way to the new address: your address changes when you follow it.",
-    "password": "Your password was changed, and every other session ended.",
-    "session": "The session ended.",
-    "others": "Every other session ended.",
-    "application": "The application was disconnected, and its tokens revoked.",
+    "name": _l("Your name was changed."),
+    "email": _l("A link is on its way to the new address: your address changes when you follow it."),
+    "password": _l("Your password was changed, and every other session ended."),
+    "session": _l("The session ended."),
+    "others": _l("Every other session ended."),
+    "application": _l("The application was disconnected, and its tokens revoked."),
 }
 # What the security events list calls an audit event; others show by their name.
 EVENTS = {
-    "user.created": "Account created",
-    "signin.succeeded": "Signed in",
-    "signin.failed": "A sign-in failed",
-    "signin.mfa_passed": "Second factor accepted",
-    "user.password_changed": "Password changed",
-    "user.password_reset": "Password reset by e-mail",
-    "user.email_change_requested": "New address asked for",
-    "user.email_changed": "Address changed",
-    "user.email_verified": "Address confirmed",
-    "user.name_changed": "Name changed",
-    "mfa.enrolled": "Second factor added",
-    "mfa.factor_removed": "Second factor removed",
-    "mfa.recovery_codes_regenerated": "New recovery codes",
-    "session.ended": "A session ended",
-    "session.others_ended": "Every other session ended",
-    "token.revoked": "Tokens revoked",
-    "consent.withdrawn": "An application disconnected",
+    "user.created": _l("Account created"),
+    "signin.succeeded": _l("Signed in"),
+    "signin.failed": _l("A sign-in failed"),
+    "signin.mfa_passed": _l("Second factor accepted"),
+    "user.password_changed": _l("Password changed"),
+    "user.password_reset": _l("Password reset by e-mail"),
+    "user.email_change_requested": _l("New address asked for"),
+    "user.email_changed": _l(_("Address changed")),
+    "user.email_verified": _l("Address confirmed"),
+    "user.name_changed": _l("Name changed"),
+    "mfa.enrolled": _l("Second factor added"),
+    "mfa.factor_removed": _l("Second factor removed"),
+    "mfa.recovery_codes_regenerated": _l("New recovery codes"),
+    "session.ended": _l("A session ended"),
+    "session.others_ended": _l("Every other session ended"),
+    "token.revoked": _l("Tokens revoked"),
+    "consent.withdrawn": _l("An application disconnected"),
 }
 
 
@@ -148,7 +150,7 @@ def _refused(user: User, domain: Domain, section: str, message: str, **forms: ob
     return _page(user, domain, 400, {section: message}, **forms)
 
 
-EXPIRED_FORM = "The form expired. Reload the page and try again."
+EXPIRED_FORM = _l("The form expired. Reload the page and try again.")
 
 
 @bp.post("/account/name")
@@ -159,7 +161,7 @@ def change_name() -> Response:
     user, domain = found
     form = NameForm()
     if not form.validate_on_submit():
-        return _refused(user, domain, "name", EXPIRED_FORM if form.csrf_token.errors else "Enter your name.")
+        return _refused(user, domain, "name", EXPIRED_FORM if form.csrf_token.errors else _("Enter your name."))
     try:
         changes.rename(user, domain, form.name.data)
     except changes.Refused as exc:
@@ -180,7 +182,7 @@ def change_email() -> Response:
         return stale
     form = EmailChangeForm()
     if not form.validate_on_submit():
-        message = EXPIRED_FORM if form.csrf_token.errors else "Enter a valid e-mail address."
+        message = EXPIRED_FORM if form.csrf_token.errors else _("Enter a valid e-mail address.")
         return _refused(user, domain, "email", message, email_form=form)
     try:
         changes.ask_email_change(user, domain, form.email.data)
@@ -227,7 +229,7 @@ def end_session(session_id: str) -> Response:
     if not ConfirmForm().validate_on_submit():
         return _refused(user, domain, "sessions", EXPIRED_FORM)
     if not changes.end_session(user, domain, session_id[:64]):
-        return _refused(user, domain, "sessions", "That session has already ended.")
+        return _refused(user, domain, "sessions", _("That session has already ended."))
     db.session.commit()
     return _back("session", "#sessions")
 
@@ -256,7 +258,7 @@ def disconnect_application(client_id: str) -> Response:
     try:
         approvals.disconnect(user, domain, client_id, actors.of_user(user.id))
     except approvals.NotConnected:
-        return _refused(user, domain, "applications", "That application is not connected to your account.")
+        return _refused(user, domain, "applications", _("That application is not connected to your account."))
     db.session.commit()
     return _back("application", "#applications")
 
@@ -270,7 +272,7 @@ def _message(title: str, message: str, status: int = 200) -> Response:
     return uncached(response, referrer_policy=NO_REFERRER)
 
 
-EXPIRED_LINK = "The link has expired or was already used. Ask for a new one on your account page."
+EXPIRED_LINK = _l("The link has expired or was already used. Ask for a new one on your account page.")
 
 
 @bp.get("/account/email/confirm")
@@ -282,7 +284,7 @@ def confirm_email() -> Response:
         return uncached(make_response(redirect(target, 303)), referrer_policy=NO_REFERRER)
     link = links.find(session.get(CHANGE_SECRET_KEY), links.EMAIL_CHANGE)
     if link is None:
-        return _message("This link does not work", EXPIRED_LINK, 400)
+        return _message(_("This link does not work"), EXPIRED_LINK, 400)
     form = ConfirmForm()
     response = page(
         "email_verify.html",
@@ -299,14 +301,14 @@ def confirm_email_submit() -> Response:
     domain = current_domain()
     link = links.find(session.get(CHANGE_SECRET_KEY), links.EMAIL_CHANGE)
     if link is None:
-        return _message("This link does not work", EXPIRED_LINK, 400)
+        return _message(_("This link does not work"), EXPIRED_LINK, 400)
     if not ConfirmForm().validate_on_submit():
-        return _message("The form expired", "Open the link in the message again.", 400)
+        return _message(_("The form expired"), _("Open the link in the message again."), 400)
     try:
         user = changes.confirm_email_change(link, domain)
     except changes.Refused as exc:
         db.session.rollback()
-        return _message("Not changed", exc.message, 400)
+        return _message(_("Not changed"), exc.message, 400)
     db.session.commit()
     session.pop(CHANGE_SECRET_KEY, None)
-    return _message("Address changed", f"{user.email} is now your account's address.")
+    return _message(_("Address changed"), _("%(email)s is now your account's address.", email=user.email))

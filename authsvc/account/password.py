@@ -17,6 +17,8 @@ from __future__ import annotations
 import json
 
 from flask import Flask, Response, make_response, redirect, request, session, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 from sqlalchemy import func, select
 
 from authsvc.account import links, notices
@@ -42,12 +44,13 @@ from authsvc.core.tenancy import current_domain
 from authsvc.mail import messages as mail
 from authsvc.outbox import queue, sender
 from authsvc.outbox.models import OutboxItem
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 REQUEST_KIND = "password_reset_request"
 # Where the link's secret waits in the (signed, HTTP-only) session cookie between the link and the form.
 SECRET_KEY = "authsvc_reset"
-UNAVAILABLE = "Resetting a password by e-mail is not available here. Ask an administrator of this service."
+UNAVAILABLE = _l("Resetting a password by e-mail is not available here. Ask an administrator of this service.")
 
 
 def init_app(app: Flask) -> None:
@@ -66,7 +69,7 @@ def _message(title: str, message: str, status: int = 200, link: str | None = Non
 def forgot() -> Response:
     domain = current_domain()
     if not mail.available():
-        return _message("Forgotten password", UNAVAILABLE, link=url_for("auth.login_page"))
+        return _message(_("Forgotten password"), UNAVAILABLE, link=url_for("auth.login_page"))
     return page("password_forgot.html", domain=domain, form=ForgotForm())
 
 
@@ -76,22 +79,26 @@ def forgot_submit() -> Response:
     """The same answer, after the same work (one row queued), for every address of the right form."""
     domain = current_domain()
     if not mail.available():
-        return _message("Forgotten password", UNAVAILABLE, 404, link=url_for("auth.login_page"))
+        return _message(_("Forgotten password"), UNAVAILABLE, 404, link=url_for("auth.login_page"))
     form = ForgotForm()
     if not form.validate_on_submit():
-        error = "The form expired. Please try again." if form.csrf_token.errors else "Enter your e-mail address."
+        error = _("The form expired. Please try again.") if form.csrf_token.errors else _("Enter your e-mail address.")
         return page("password_forgot.html", 400, domain=domain, form=form, error=error)
     try:
         email = validation.email(form.email.data)
     except validation.Invalid:
-        return page("password_forgot.html", 400, domain=domain, form=form, error="Enter a valid e-mail address.")
-    question = {"email": email, "origin": links.origin(domain)}
+        return page("password_forgot.html", 400, domain=domain, form=form, error=_("Enter a valid e-mail address."))
+    # The answer is written in the language of this page, unless the account chose one (authsvc.web.i18n).
+    question = {"email": email, "origin": links.origin(domain), "locale": i18n.current()}
     queue(REQUEST_KIND, json.dumps(question), domain_id=domain.id)
     db.session.commit()
     return _message(
-        "Check your inbox",
-        f"If {email} is the address of an account here, a message on its way there says what to do next. "
-        "The link in it works once, for a short time.",
+        _("Check your inbox"),
+        _(
+            "If %(email)s is the address of an account here, a message on its way there says what to do next. "
+            "The link in it works once, for a short time.",
+            email=email,
+        ),
         link=url_for("auth.login_page"),
     )
 
@@ -103,24 +110,26 @@ def answer_request(item: OutboxItem) -> None:
     user = signin.find_user(domain, question["email"]) if domain is not None else None
     if domain is None or user is None or user.disabled or user.service_account:
         return
+    locale = i18n.for_message(user.locale or question.get("locale"), domain)
     ways = [] if user.password_hash else _ways_to_sign_in(user)
     if not ways and not user.password_hash and not _joined_by_invitation(user):
         # Made by an admin, SCIM or a directory without a password: it waits for its single sign-on, and
         # a password set here would go around it.
-        ways = ["Ask an administrator of this service how your account signs in"]
+        ways = [_l("Ask an administrator of this service how your account signs in")]
     if not ways:
         # A local password to reset, or an invitee who chose a passkey and left before registering one
         # (no way in at all): the link sets a password either way.
         secret = links.issue(user.id, user.email, links.PASSWORD_RESET, settings().reset_ttl)
         link = f"{question['origin']}{url_for_path('reset')}?token={secret}"
         minutes = settings().reset_ttl // 60
-        mail.queue(domain, user.email, "password_reset", "Reset your password", link=link, minutes=minutes)
+        mail.queue(domain, user.email, "password_reset", _l("Reset your password"), locale, link=link, minutes=minutes)
         return
     mail.queue(
         domain,
         user.email,
         "password_elsewhere",
-        "How you sign in",
+        _l("How you sign in"),
+        locale,
         ways=ways,
         link=f"{question['origin']}{url_for_path('login')}",
     )
@@ -152,9 +161,12 @@ def _ways_to_sign_in(user: User) -> list[str]:
         .select_from(MfaFactor)
         .where(MfaFactor.user_id == user.id, MfaFactor.kind == "webauthn", MfaFactor.confirmed.is_(True))
     )
-    ways = [f"Sign in with {name}" for name in providers]
-    ways += [f"Sign in with your password of {name} (your organisation's directory)" for name in directories]
-    ways += ["Sign in with your passkey (the sign-in page offers it)"] if passkeys else []
+    ways = [_l("Sign in with %(provider)s", provider=name) for name in providers]
+    ways += [
+        _l("Sign in with your password of %(directory)s (your organisation's directory)", directory=name)
+        for name in directories
+    ]
+    ways += [_l("Sign in with your passkey (the sign-in page offers it)")] if passkeys else []
     return ways
 
 
@@ -173,11 +185,11 @@ def reset() -> Response:
 
 def _expired() -> Response:
     return _message(
-        "This link does not work",
-        "The link has expired or was already used. Ask for a new one.",
+        _("This link does not work"),
+        _("The link has expired or was already used. Ask for a new one."),
         400,
         link=url_for("account.forgot"),
-        link_text="Ask for a new link",
+        link_text=_("Ask for a new link"),
     )
 
 
@@ -185,8 +197,8 @@ def _refusal(form: ResetForm) -> str | None:
     """What is wrong with the new password (the service's password rules), or None."""
     if not form.validate_on_submit():
         if form.csrf_token.errors:
-            return "The form expired. Please try again."
-        return str((form.password.errors or form.confirm.errors or ["Enter the new password twice."])[0])
+            return _("The form expired. Please try again.")
+        return str((form.password.errors or form.confirm.errors or [_("Enter the new password twice.")])[0])
     try:
         validation.password(form.password.data)
     except validation.Invalid as exc:
@@ -226,9 +238,9 @@ def reset_submit() -> Response:
     db.session.commit()
     session.pop(SECRET_KEY, None)
     response = _message(
-        "Password changed",
-        "Your new password is set, and every session of your account has ended. Sign in with it.",
+        _("Password changed"),
+        _("Your new password is set, and every session of your account has ended. Sign in with it."),
         link=url_for("auth.login_page"),
-        link_text="Sign in",
+        link_text=_("Sign in"),
     )
     return response

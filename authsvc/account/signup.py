@@ -16,6 +16,8 @@ from __future__ import annotations
 import json
 
 from flask import Flask, Response, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.account import links, verification
 from authsvc.account.blueprint import bp
@@ -30,6 +32,7 @@ from authsvc.core.tenancy import current_domain
 from authsvc.mail import messages as mail
 from authsvc.outbox import queue, sender
 from authsvc.outbox.models import OutboxItem
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 REQUEST_KIND = "signup_request"
@@ -50,8 +53,8 @@ def _closed(status: int) -> Response:
     response = page(
         "message.html",
         status,
-        title="Sign-up is closed",
-        message="Accounts here are made by invitation. Ask an administrator of this service.",
+        title=_("Sign-up is closed"),
+        message=_("Accounts here are made by invitation. Ask an administrator of this service."),
         link=url_for("auth.login_page"),
     )
     return uncached(response)
@@ -74,16 +77,17 @@ def _refusal(domain: Domain, form: SignupForm) -> tuple[str | None, str]:
     """What is wrong with the form, else None and the address in its stored form."""
     if not form.validate_on_submit():
         if form.csrf_token.errors:
-            return "The form expired. Please try again.", ""
+            return _("The form expired. Please try again."), ""
         errors = form.email.errors or form.password.errors or form.confirm.errors or form.name.errors
-        return str((errors or ["Fill in every field."])[0]), ""
+        return str((errors or [_("Fill in every field.")])[0]), ""
     try:
         email = validation.email(form.email.data)
         validation.password(form.password.data)
     except validation.Invalid as exc:
         return f"{str(exc)[0].upper()}{str(exc)[1:]}.", ""
     if not domain.signup_allows(email):
-        return f"Sign-up here is for addresses at {', '.join(domain.signup_email_domains.split())} only.", ""
+        allowed = ", ".join(domain.signup_email_domains.split())
+        return _("Sign-up here is for addresses at %(allowed)s only.", allowed=allowed), ""
     return None, email
 
 
@@ -103,14 +107,19 @@ def signup_submit() -> Response:
         "name": (form.name.data or "").strip(),
         "password_hash": security.hash_password(form.password.data),
         "origin": links.origin(domain),
+        # The messages are written in the language of this page (authsvc.web.i18n).
+        "locale": i18n.current(),
     }
     queue(REQUEST_KIND, json.dumps(question), domain_id=domain.id)
     db.session.commit()
     response = page(
         "message.html",
-        title="Check your inbox",
-        message=f"A message on its way to {email} says what to do next. Your account can be used once you "
-        "follow the link in it.",
+        title=_("Check your inbox"),
+        message=_(
+            "A message on its way to %(email)s says what to do next. Your account can be used once you "
+            "follow the link in it.",
+            email=email,
+        ),
         link=url_for("auth.login_page"),
     )
     return uncached(response, referrer_policy=NO_REFERRER)
@@ -138,13 +147,15 @@ def answer_signup(item: OutboxItem) -> None:
         actor = actors.of_user(user.id)
         details = {"after": user.as_json(), "via": "signup"}
         audit.record("user.signed_up", domain_id=domain.id, actor=actor, target=actor, details=details, commit=False)
-        verification.send_link(user, domain, origin)
+        verification.send_link(user, domain, origin, question.get("locale"))
     elif user.disabled or user.service_account:
         return
     elif user.signup_pending:
         # Signed up before and not confirmed yet: a new link (the first password stays).
-        verification.send_link(user, domain, origin)
+        verification.send_link(user, domain, origin, question.get("locale"))
     else:
         audit.record("user.signup_refused", domain_id=domain.id, target=actors.of_user(user.id), commit=False)
         context = {"link": f"{origin}/auth/login", "forgot": f"{origin}/auth/password/forgot"}
-        mail.queue(domain, user.email, "signup_existing", f"You already have an account at {domain.name}", **context)
+        subject = _l("You already have an account at %(domain)s", domain=domain.name)
+        language = i18n.for_message(user.locale or question.get("locale"), domain)
+        mail.queue(domain, user.email, "signup_existing", subject, language, **context)

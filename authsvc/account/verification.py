@@ -10,6 +10,8 @@ bar before anything is shown, and the address is confirmed with a button
 from __future__ import annotations
 
 from flask import Response, make_response, redirect, request, session, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.account import links
 from authsvc.account.blueprint import bp
@@ -23,22 +25,26 @@ from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain
 from authsvc.mail import messages as mail
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 SECRET_KEY = "authsvc_verify"
 PATH = "/auth/email/verify"
 
 
-def send_link(user: User, domain: Domain, origin: str | None = None) -> bool:
+def send_link(user: User, domain: Domain, origin: str | None = None, locale: str | None = None) -> bool:
     """Queue a verification link to ``user``'s address in the caller's transaction; False when no mail
     can be sent from here (the address stays unverified until an admin vouches for it). ``origin``: where
-    the link points when there is no request to tell (the outbox's sender), else ``links.origin``."""
+    the link points when there is no request to tell (the outbox's sender), else ``links.origin``; ``locale``:
+    the language of the page that asked, when there is no request to tell (the account's own choice comes first)."""
     if not mail.available():
         return False
     secret = links.issue(user.id, user.email, links.EMAIL_VERIFY, settings().verify_ttl)
     days = max(1, settings().verify_ttl // 86400)
     link = f"{origin or links.origin(domain)}{PATH}?token={secret}"
-    mail.queue(domain, user.email, "verify_email", "Confirm your e-mail address", link=link, days=days)
+    language = i18n.for_message(user.locale or locale, domain, from_page=True)
+    subject = _l("Confirm your e-mail address")
+    mail.queue(domain, user.email, "verify_email", subject, language, link=link, days=days)
     return True
 
 
@@ -49,9 +55,11 @@ def _message(title: str, message: str, status: int = 200, link: str | None = Non
 
 def _expired() -> Response:
     return _message(
-        "This link does not work",
-        "The link has expired, was already used, or is for an address that is no longer your account's. "
-        "Sign in to ask for a new one.",
+        _("This link does not work"),
+        _(
+            "The link has expired, was already used, or is for an address that is no longer your account's. "
+            "Sign in to ask for a new one."
+        ),
         400,
         link=url_for("auth.login_page"),
     )
@@ -78,7 +86,7 @@ def verify_submit() -> Response:
         return _expired()
     form = ConfirmForm()
     if not form.validate_on_submit():
-        return _message("The form expired", "Open the link in the message again.", 400)
+        return _message(_("The form expired"), _("Open the link in the message again."), 400)
     user = db.session.get(User, link.user_id)
     if user is None or user.domain_id != domain.id or user.email != link.email or not links.spend(link):
         db.session.rollback()
@@ -96,7 +104,7 @@ def verify_submit() -> Response:
     )
     db.session.commit()
     session.pop(SECRET_KEY, None)
-    return _message("Address confirmed", f"{user.email} is confirmed as your account's address.")
+    return _message(_("Address confirmed"), _("%(email)s is confirmed as your account's address.", email=user.email))
 
 
 @bp.post("/email/verify/resend")
@@ -106,12 +114,20 @@ def resend() -> Response:
     domain = current_domain()
     user = sessions.session_user(domain)
     if user is None:
-        return _message("Sign in first", "Sign in to ask for a new link.", 401, link=url_for("auth.login_page"))
+        return _message(_("Sign in first"), _("Sign in to ask for a new link."), 401, link=url_for("auth.login_page"))
     if not ConfirmForm().validate_on_submit():
-        return _message("The form expired", "Go back, reload the page and try again.", 400)
+        return _message(_("The form expired"), _("Go back, reload the page and try again."), 400)
     if user.email_verified:
-        return _message("Already confirmed", f"{user.email} is already confirmed.", link=url_for("auth.login_page"))
+        return _message(
+            _("Already confirmed"),
+            _("%(email)s is already confirmed.", email=user.email),
+            link=url_for("auth.login_page"),
+        )
     if not send_link(user, domain):
-        return _message("Not available", "This service cannot send e-mail. Ask an administrator.", 404)
+        return _message(_("Not available"), _("This service cannot send e-mail. Ask an administrator."), 404)
     db.session.commit()
-    return _message("Check your inbox", f"A new link is on its way to {user.email}.", link=url_for("auth.login_page"))
+    return _message(
+        _("Check your inbox"),
+        _("A new link is on its way to %(email)s.", email=user.email),
+        link=url_for("auth.login_page"),
+    )

@@ -1,7 +1,7 @@
 """The account's blueprints with every route on them: a forgotten password, a verified address, invitations,
 sign-up, the account page (``page``) and its API for single-page apps (``me``)."""
 
-from authsvc.account import invitation_pages, me, page, password, signup, verification
+from authsvc.account import invitation_pages, language, me, page, password, signup, verification
 from authsvc.account.blueprint import bp
 
-__all__ = ["bp", "invitation_pages", "me", "page", "password", "signup", "verification"]
+__all__ = ["bp", "invitation_pages", "language", "me", "page", "password", "signup", "verification"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 from flask import Blueprint, Response, current_app, jsonify, request, url_for
 
 from authsvc.auth import sessions
+from authsvc.core.marks import N_
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.web.pages import page
 
@@ -18,10 +19,10 @@ bp = Blueprint("front_door", __name__)
 
 # Each link's key in the JSON answer, the endpoint it leads to, and its words on the page.
 LINKS = (
-    ("signin", "auth.login_page", "Sign in"),
-    ("console", "console.index", "Console (admins)"),
-    ("openid_configuration", "well_known.openid_configuration", "OpenID Connect discovery"),
-    ("oauth_authorization_server", "well_known.oauth_authorization_server", "OAuth 2.0 metadata (RFC 8414)"),
+    ("signin", "auth.login_page", N_("Sign in")),
+    ("console", "console.index", N_("Console (admins)")),
+    ("openid_configuration", "well_known.openid_configuration", N_("OpenID Connect discovery")),
+    ("oauth_authorization_server", "well_known.oauth_authorization_server", N_("OAuth 2.0 metadata (RFC 8414)")),
 )
 
 

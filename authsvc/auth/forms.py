@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flask_babel import lazy_gettext as _l
 from wtforms import (
     HiddenField,
     PasswordField,
@@ -14,13 +15,13 @@ from authsvc.web.forms import PageForm, email_field
 
 class LoginForm(PageForm):
     email = email_field()
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=1024)])
+    password = PasswordField(_l("Password"), validators=[DataRequired(), Length(max=1024)])
     # "continue" is a Python keyword; the field keeps the query parameter's name on the wire.
     next = HiddenField(name="continue")
 
 
 class LogoutAllForm(PageForm):
-    submit = SubmitField("Sign out everywhere")
+    submit = SubmitField(_l("Sign out everywhere"))
 
 
 class PasskeySignInForm(PageForm):

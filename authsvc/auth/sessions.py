@@ -32,6 +32,7 @@ from authsvc.core.readers import entities
 from authsvc.core.request_state import part
 from authsvc.core.settings import settings
 from authsvc.tokens import revocation
+from authsvc.web import i18n
 
 log = logging.getLogger(__name__)
 
@@ -220,6 +221,8 @@ def session_user(domain: Domain) -> User | None:
             user = candidate
             session_record.touch(session_id, session, request.remote_addr)
     noted.read, noted.user, noted.record = True, user, session if user is not None else None
+    # The account's language, for the pages of this request (authsvc.web.i18n).
+    i18n.note_saved(user.locale if user is not None else None)
     # Who acts when no credential says: the audit records of the request name them.
     audit.acting_for(user.id if user is not None else None)
     return user

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from flask import Blueprint, Response, jsonify, make_response, redirect, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.api import lookup
 from authsvc.auth import sessions
@@ -29,6 +31,7 @@ from authsvc.core.security import embedded_cross_site_request, safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.mail import messages as mail
 from authsvc.tokens import revocation
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 bp = Blueprint("auth", __name__, url_prefix="/auth", static_folder="../static", static_url_path="/static")
@@ -83,18 +86,22 @@ def signin() -> Response:
 
 # What the sign-in page says when single sign-on sent the user back (?sso_error=).
 SSO_MESSAGES = {
-    "access_denied": "Sign-in with your organisation was cancelled.",
-    "not_allowed": "Your account at that provider is not allowed to sign in here.",
-    "email_in_use": "An account with your e-mail address already exists. Sign in with your password, "
-    "or ask an administrator to link your accounts.",
-    "link_required": "An account with your e-mail address already exists and cannot be linked by signing in "
-    "with your organisation. Sign in to it first, then link your organisation's sign-in from there.",
-    "identity_in_use": "That account at your organisation is already linked to another user here.",
-    "account_disabled": "Your account is disabled.",
-    "no_email": "The provider did not tell us your e-mail address.",
-    "invalid_email": "The e-mail address the provider gave for you is not one this service can use.",
+    "access_denied": _l("Sign-in with your organisation was cancelled."),
+    "not_allowed": _l("Your account at that provider is not allowed to sign in here."),
+    "email_in_use": _l(
+        "An account with your e-mail address already exists. Sign in with your password, "
+        "or ask an administrator to link your accounts."
+    ),
+    "link_required": _l(
+        "An account with your e-mail address already exists and cannot be linked by signing in "
+        "with your organisation. Sign in to it first, then link your organisation's sign-in from there."
+    ),
+    "identity_in_use": _l("That account at your organisation is already linked to another user here."),
+    "account_disabled": _l("Your account is disabled."),
+    "no_email": _l("The provider did not tell us your e-mail address."),
+    "invalid_email": _l("The e-mail address the provider gave for you is not one this service can use."),
 }
-SSO_DEFAULT_MESSAGE = "Sign-in with your organisation did not succeed. Please try again."
+SSO_DEFAULT_MESSAGE = _l("Sign-in with your organisation did not succeed. Please try again.")
 # The sign-in form runs passkey-signin.js (authsvc.auth.passkey_signin), which fetches its options; nothing else runs.
 SIGNIN_CSP = (
     "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -165,24 +172,24 @@ def login() -> Response:
     next_url = safe_continue(form.next.data, issuer(), default="")
     if not form.validate_on_submit():
         if form.csrf_token.errors:
-            return login_form_page(domain, form, next_url, "The form expired. Please sign in again.", 400)
-        return login_form_page(domain, form, next_url, "Enter your e-mail address and password.", 400)
+            return login_form_page(domain, form, next_url, _("The form expired. Please sign in again."), 400)
+        return login_form_page(domain, form, next_url, _("Enter your e-mail address and password."), 400)
     retry_form = LoginForm(formdata=None, email=form.email.data)
     try:
         user = sign_in(domain, form.email.data, form.password.data, via="login_page")
     except LockedOut as exc:
         refused = answer(exc)
-        response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
+        response = login_form_page(domain, retry_form, next_url, i18n.refusal(refused), refused.status)
         response.headers.update(refused.headers)
         return response
     except (DirectoryUnavailable, AddressUnconfirmed) as exc:
         refused = answer(exc)
-        response = login_form_page(domain, retry_form, next_url, refused.description, refused.status)
+        response = login_form_page(domain, retry_form, next_url, i18n.refusal(refused), refused.status)
         response.headers.update(refused.headers)
         return response
     if user is None:
         refused = answer(SignInFailed())
-        return login_form_page(domain, retry_form, next_url, refused.description, refused.status)
+        return login_form_page(domain, retry_form, next_url, i18n.refusal(refused), refused.status)
     if factors.required_at_sign_in(user, domain, asked=factors.continue_asks_for_mfa(next_url)):
         return challenge(user, domain, next_url, "login_page", html=True)
     response = make_response(redirect(next_url or url_for("auth.login_page"), 303))

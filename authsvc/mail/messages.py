@@ -5,6 +5,10 @@ domain's brand (authsvc.core.branding) around every message, its name and
 logo above, its support, privacy and terms links below; a message's own
 template holds only what it says.
 
+A message is written in the language its caller names (the recipient's, which
+authsvc.web.i18n.for_message decides): its subject and both parts are rendered
+with that catalog (docs/translations.md).
+
 A message is composed when it is queued, in the transaction of the change
 that causes it, and stored whole (encrypted, authsvc.outbox); the sender only
 sends it. Its ``Message-ID`` is made then too, so that a message tried again
@@ -20,6 +24,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from flask import Flask, has_request_context, render_template, url_for
+from flask_babel import force_locale
 
 from authsvc import outbox
 from authsvc.core.branding import Brand, brand_of
@@ -52,8 +57,17 @@ def sender_address(domain: Domain) -> str:
     return settings().mail_from or f"no-reply@{domain.host}"
 
 
-def compose(domain: Domain, to: str, template: str, subject: str, **context: Any) -> EmailMessage:
-    """A message to ``to`` with a text part and an HTML part, both rendered from ``template``."""
+def compose(domain: Domain, to: str, template: str, subject: Any, locale: str = "en", **context: Any) -> EmailMessage:
+    """A message to ``to`` in ``locale``, with a text part and an HTML part, both rendered from ``template``.
+
+    ``subject`` and the context's values may be lazy strings (flask_babel.lazy_gettext): they are
+    made text in ``locale``, as the parts are.
+    """
+    with force_locale(locale):
+        return _compose(domain, to, template, str(subject), **context)
+
+
+def _compose(domain: Domain, to: str, template: str, subject: str, **context: Any) -> EmailMessage:
     context = {"domain": domain, **context}
     message = EmailMessage()
     message["Subject"] = subject
@@ -79,9 +93,10 @@ def _logo_url(domain: Domain, brand: Brand) -> str | None:
     return f"https://{domain.host}/auth/branding/logo?v={brand.logo_digest}"
 
 
-def queue(domain: Domain, to: str, template: str, subject: str, **context: Any) -> OutboxItem:
-    """Compose a message and add it to the caller's transaction: it is sent once, and only if, that commits."""
-    message = compose(domain, to, template, subject, **context)
+def queue(domain: Domain, to: str, template: str, subject: Any, locale: str = "en", **context: Any) -> OutboxItem:
+    """Compose a message (in ``locale``) and add it to the caller's transaction: it is sent once, and only if,
+    that commits."""
+    message = compose(domain, to, template, subject, locale, **context)
     return outbox.queue(KIND, message.as_string(policy=email.policy.SMTP), domain_id=domain.id)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from flask import Blueprint, Response, make_response, redirect, request
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.auth import lockouts, sessions
 from authsvc.core import actors, audit
@@ -28,7 +30,7 @@ bp = Blueprint("device", __name__, url_prefix="/auth/device")
 
 # The entry field's length (DeviceCodeForm): longer text in a link is cut, not echoed whole.
 MAX_USER_CODE = 20
-UNKNOWN_CODE = "That code is not valid, has expired, or was answered already. Check the code on the device."
+UNKNOWN_CODE = _l("That code is not valid, has expired, or was answered already. Check the code on the device.")
 
 
 def _entry_page(domain: Domain, user: User, form: DeviceCodeForm, error: str | None = None, status: int = 200):
@@ -93,7 +95,7 @@ def verify() -> Response:
         return _entry_page(domain, user, DeviceCodeForm(formdata=None, user_code=prefill))
     form = DeviceCodeForm()
     if not form.validate_on_submit():
-        error = "The form expired. Please try again." if form.csrf_token.errors else "Enter the code."
+        error = _("The form expired. Please try again.") if form.csrf_token.errors else _("Enter the code.")
         return _entry_page(domain, user, form, error, 400)
     user_code = form.user_code.data or ""
     try:
@@ -116,7 +118,7 @@ def decision() -> Response:
         return make_response(redirect("/auth/device", 303))
     form = DeviceDecisionForm()
     if not form.validate_on_submit():
-        return _entry_page(domain, user, DeviceCodeForm(formdata=None), "The form expired. Please try again.", 400)
+        return _entry_page(domain, user, DeviceCodeForm(formdata=None), _("The form expired. Please try again."), 400)
     try:
         found = _find(domain, user, form.user_code.data or "")
     except LockedOut as exc:
@@ -135,10 +137,10 @@ def decision() -> Response:
         target=actors.of_client(application.client_id),
         details={"scope": pending.scope},
     )
-    title = "Device connected" if approved else "Request denied"
+    title = _("Device connected") if approved else _("Request denied")
     message = (
-        f"{application.name} may now act for you. You can return to the device."
+        _("%(application)s may now act for you. You can return to the device.", application=application.name)
         if approved
-        else f"{application.name} was not given access."
+        else _("%(application)s was not given access.", application=application.name)
     )
     return page("message.html", title=title, message=message, link=None)

@@ -16,6 +16,7 @@ from typing import Any
 
 from authlib.common.urls import add_params_to_uri
 from flask import Blueprint, Response, make_response, redirect, request
+from flask_babel import gettext as _
 
 from authsvc.auth import sessions
 from authsvc.core.errors import ApiError
@@ -92,7 +93,9 @@ def _signed_out(logout: LogoutRequest, domain: Domain) -> Response:
         response = make_response(redirect(target, 303))
         uncached(response, referrer_policy=NO_REFERRER)
         return response
-    return page("message.html", domain=domain, title="Signed out", message="You are signed out.", link="/auth/login")
+    return page(
+        "message.html", domain=domain, title=_("Signed out"), message=_("You are signed out."), link="/auth/login"
+    )
 
 
 def _confirm_page(domain: Domain, user: User, logout: LogoutRequest, form: EndSessionForm, status: int) -> Response:
@@ -123,7 +126,7 @@ def _answer_confirmation(domain: Domain, user: User | None) -> Response:
     if not form.validate_on_submit():
         return _confirm_page(domain, user, logout, form, 400)
     if not form.confirm.data:
-        return page("message.html", domain=domain, title="Still signed in", message="You are still signed in.")
+        return page("message.html", domain=domain, title=_("Still signed in"), message=_("You are still signed in."))
     response = _signed_out(logout, domain)
     sessions.end_session(response)
     return response

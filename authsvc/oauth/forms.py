@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from flask_babel import lazy_gettext as _l
 from wtforms import HiddenField, StringField, SubmitField
 from wtforms.validators import Length
 
@@ -9,21 +10,21 @@ from authsvc.web.forms import PageForm
 
 
 class ConsentForm(PageForm):
-    approve = SubmitField("Allow")
-    deny = SubmitField("Deny")
+    approve = SubmitField(_l("Allow"))
+    deny = SubmitField(_l("Deny"))
 
 
 class DeviceCodeForm(PageForm):
     """The user code a device shows, typed in (case and dashes do not matter)."""
 
-    user_code = StringField("Code", validators=[Length(max=20)])
-    submit = SubmitField("Continue")
+    user_code = StringField(_l("Code"), validators=[Length(max=20)])
+    submit = SubmitField(_l("Continue"))
 
 
 class DeviceDecisionForm(PageForm):
     user_code = HiddenField()
-    approve = SubmitField("Allow")
-    deny = SubmitField("Deny")
+    approve = SubmitField(_l("Allow"))
+    deny = SubmitField(_l("Deny"))
 
 
 class EndSessionForm(PageForm):
@@ -33,5 +34,5 @@ class EndSessionForm(PageForm):
     client_id = HiddenField(validators=[Length(max=200)])
     post_logout_redirect_uri = HiddenField(validators=[Length(max=2000)])
     state = HiddenField(validators=[Length(max=2000)])
-    confirm = SubmitField("Sign out")
-    cancel = SubmitField("Stay signed in")
+    confirm = SubmitField(_l("Sign out"))
+    cancel = SubmitField(_l("Stay signed in"))

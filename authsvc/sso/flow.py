@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from authsvc.core import actors, audit, clock, security, store
 from authsvc.core.errors import ProviderFailed, SsoError, SsoExpired, TooManyFlows
+from authsvc.core.marks import N_
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import flow_state
@@ -100,10 +101,10 @@ def _unreachable(provider: SsoProvider, exc: BaseException, what: str) -> SsoErr
         # Not the provider's fault: its URLs point where this service may not go.
         log.warning("SSO provider %s: destination refused (private address, plain http or a redirect)", provider.id)
         return ProviderFailed(
-            "Sign-in provider not allowed",
+            N_("Sign-in provider not allowed"),
             f"{provider.name} is at an address this service may not call. Ask your administrator.",
         )
-    title = "Sign-in provider unavailable" if what.startswith("cannot") else "Sign-in provider failed"
+    title = N_("Sign-in provider unavailable") if what.startswith("cannot") else N_("Sign-in provider failed")
     return ProviderFailed(title, f"{provider.name} {what}")
 
 
@@ -136,13 +137,13 @@ def finish(
 
     flow = flow_state.claim(state) if state and len(state) <= 200 else None
     if not isinstance(flow, flow_state.OAuthFlow) or not browser or not security.digest_matches(browser, flow.browser):
-        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired(N_("Sign-in expired"), N_("This sign-in link is invalid, was already used, or has expired."))
     provider = find_provider(domain, flow.provider)
     if provider is None:
-        raise SsoExpired("Sign-in expired", "This sign-in link does not belong to this site.")
+        raise SsoExpired(N_("Sign-in expired"), N_("This sign-in link does not belong to this site."))
     linking = flow.link_user
     if linking is not None and (session_user is None or session_user.id != linking):
-        raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
+        raise SsoExpired(N_("Sign-in expired"), N_("Sign in to your account again, then link it."))
     # The signed-in user the flow links to (checked above to be the one who started it); None for a sign-in.
     linked_to = session_user if linking is not None else None
     if error or not code:

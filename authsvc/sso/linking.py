@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ProviderFailed, SsoConflict
+from authsvc.core.marks import N_
 from authsvc.core.models import ExternalIdentity, SsoProvider, User
 from authsvc.sso.providers import DEFAULT_MAPPINGS, ProviderRefused
 
@@ -45,7 +46,7 @@ def map_profile(provider: SsoProvider, claims: dict) -> Profile:
     found = {field: _first(claims, names) for field, names in mappings.items()}
     uid, email, name = found.get("uid"), found.get("email"), found.get("name")
     if not uid:
-        raise ProviderFailed("Sign-in provider failed", f"{provider.name} did not say who you are.")
+        raise ProviderFailed(N_("Sign-in provider failed"), f"{provider.name} did not say who you are.")
     if not name:
         name = " ".join(p for p in (found.get("first_name"), found.get("last_name")) if p)
     return Profile(uid=uid, email=email.lower() if email else email, name=name)
@@ -92,7 +93,7 @@ def link_user(provider: SsoProvider, profile: Profile, claims: dict) -> User:
         except IntegrityError:
             # A concurrent callback for the same account won the race; use its result.
             db.session.rollback()
-    raise SsoConflict("Sign-in conflict", "Your account is being set up elsewhere; try again.")
+    raise SsoConflict(N_("Sign-in conflict"), N_("Your account is being set up elsewhere; try again."))
 
 
 # How a first sign-in links by itself; "user" and "system_admin" are explicit steps.

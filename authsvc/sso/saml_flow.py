@@ -19,6 +19,7 @@ from typing import Any
 from authsvc.core import actors, audit, clock, records, security, store
 from authsvc.core.database import db
 from authsvc.core.errors import ProviderUnavailable, SsoExpired
+from authsvc.core.marks import N_
 from authsvc.core.models import Domain, SsoProvider, User
 from authsvc.core.settings import settings
 from authsvc.sso import flow_state, saml, saml_setup, saml_slo
@@ -58,7 +59,7 @@ def start(
     try:
         request_id, url = saml.authn_request(provider, domain.host, relay_state=state)
     except saml.SamlError as exc:
-        raise ProviderUnavailable("Sign-in provider unavailable", exc.message) from None
+        raise ProviderUnavailable(N_("Sign-in provider unavailable"), exc.message) from None
     flow = flow_state.SamlFlow(
         provider=provider.id,
         continue_url=continue_url,
@@ -147,10 +148,10 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
     data = records.load(Handoff, taken) if taken else None
     provider = find_provider(domain, data.provider) if data else None
     if data is None or provider is None:
-        raise SsoExpired("Sign-in expired", "This sign-in link is invalid, was already used, or has expired.")
+        raise SsoExpired(N_("Sign-in expired"), N_("This sign-in link is invalid, was already used, or has expired."))
     if data.browser is not None and not (browser and security.digest_matches(browser, data.browser)):
         refused(provider, "browser")
-        raise SsoExpired("Sign-in expired", "This sign-in was started in another browser.")
+        raise SsoExpired(N_("Sign-in expired"), N_("This sign-in was started in another browser."))
     claims = profile_claims(provider, data.subject, data.attributes)
     profile = Profile(uid=data.subject, email=claims.get("email"), name=claims.get("name") or "")
     try:
@@ -158,7 +159,7 @@ def finish(domain: Domain, handoff: str | None, browser: str | None, session_use
         linking = data.link_user
         if linking is not None:
             if session_user is None or session_user.id != linking:
-                raise SsoExpired("Sign-in expired", "Sign in to your account again, then link it.")
+                raise SsoExpired(N_("Sign-in expired"), N_("Sign in to your account again, then link it."))
             user = link_identity(provider, data.subject, session_user, actor=actors.of_user(linking), via="user")
         else:
             user = link_user(provider, profile, claims)

@@ -6,6 +6,8 @@ The sign-in starts at GET /auth/oauth2?id= like every other protocol (views.star
 from __future__ import annotations
 
 from flask import Blueprint, Response, make_response, redirect, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.auth import sessions
 from authsvc.core.errors import ApiError, SamlLogoutRefused, SamlUnavailable, UnknownSamlProvider
@@ -20,7 +22,7 @@ from authsvc.web.pages import page
 
 bp = Blueprint("saml", __name__, url_prefix=saml.SAML_PREFIX)
 
-REFUSED_MESSAGE = "The identity provider's answer could not be accepted. Start the sign-in again."
+REFUSED_MESSAGE = _l("The identity provider's answer could not be accepted. Start the sign-in again.")
 
 
 def _saml_provider(provider_id: str) -> SsoProvider:
@@ -53,7 +55,7 @@ def acs(provider_id: str) -> Response:
     try:
         handoff = saml_flow.consume(domain, provider, request.form.get("SAMLResponse"), request.form.get("RelayState"))
     except saml.SamlError as exc:
-        title = "Sign-in provider unavailable" if exc.reason == "xmlsec1_missing" else "Sign-in refused"
+        title = _("Sign-in provider unavailable") if exc.reason == "xmlsec1_missing" else _("Sign-in refused")
         status = 503 if exc.reason == "xmlsec1_missing" else 400
         message = exc.message if status == 503 else REFUSED_MESSAGE
         return page(
@@ -108,7 +110,7 @@ def slo(provider_id: str) -> Response:
     if "SAMLResponse" in fields:
         response = make_response(redirect(safe_continue(target, issuer(), url_for("auth.login_page")), 303))
     elif answer is None:
-        return page("message.html", domain=domain, title="Signed out", message="You are signed out.")
+        return page("message.html", domain=domain, title=_("Signed out"), message=_("You are signed out."))
     elif answer["binding"] == saml_logout.REDIRECT:
         response = make_response(redirect(answer["url"], 303))
     else:

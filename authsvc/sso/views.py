@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from flask import Blueprint, Response, jsonify, make_response, redirect, request, url_for
+from flask_babel import gettext as _
 
 from authsvc.api import lookup
 from authsvc.auth import reauth, sessions
@@ -79,8 +80,8 @@ def _unknown_provider(domain: Domain) -> Response:
         "message.html",
         404,
         domain=domain,
-        title="Unknown sign-in provider",
-        message="This sign-in option does not exist here.",
+        title=_("Unknown sign-in provider"),
+        message=_("This sign-in option does not exist here."),
         link=url_for("auth.login_page"),
     )
 
@@ -100,8 +101,9 @@ def _redirect_to_provider(domain: Domain, provider: SsoProvider, continue_url: s
             "message.html",
             answer(exc).status,
             domain=domain,
-            title=exc.title,
-            message=exc.message,
+            # Marked where they are raised (N_); a provider's own words have no translation and show as they are.
+            title=_(exc.title),
+            message=_(exc.message),
             link=url_for("auth.login_page"),
         )
     response = make_response(redirect(target, 302 if link_user is None else 303))
@@ -150,8 +152,9 @@ def signed_in_or_refused(domain: Domain, finish: Callable[[], Any]) -> Response:
             "message.html",
             answer(exc).status,
             domain=domain,
-            title=exc.title,
-            message=exc.message,
+            # Marked where they are raised (N_); a provider's own words have no translation and show as they are.
+            title=_(exc.title),
+            message=_(exc.message),
             link=url_for("auth.login_page"),
         )
     response = make_response(redirect(signed_in.continue_url or url_for("auth.login_page"), 303))

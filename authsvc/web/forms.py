@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import request
+from flask_babel import lazy_gettext as _l
 from flask_wtf import FlaskForm
 from wtforms import EmailField
 from wtforms.validators import DataRequired, Length, Regexp
@@ -27,11 +28,11 @@ class PageForm(FlaskForm):
 def email_field() -> EmailField:
     """The e-mail address a person types to name their account (the account's rule is validation.account_name)."""
     return EmailField(
-        "E-mail address",
+        _l("E-mail address"),
         validators=[
             DataRequired(),
             Length(max=320),
             # No address has them, and PostgreSQL refuses NUL in a query parameter.
-            Regexp(r"[^\x00-\x1f\x7f]*\Z", message="The e-mail address contains control characters."),
+            Regexp(r"[^\x00-\x1f\x7f]*\Z", message=_l("The e-mail address contains control characters.")),
         ],
     )

@@ -32,9 +32,12 @@ from authsvc.core.permissions import SUPPORT_OR_ADMIN
 from authsvc.core.policy import unbudgeted
 from authsvc.core.request_state import part
 from authsvc.core.tenancy import current_domain
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 bp = unbudgeted(Blueprint("console", __name__, url_prefix="/auth/admin"))
+# For operators: English, whatever their browser asks (docs/translations.md).
+i18n.english_only(bp)
 
 PER_PAGE = 50
 FORM_EXPIRED = "The form expired. Please submit it again."

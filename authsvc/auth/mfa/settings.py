@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, make_response, redirect, request, url_for
+from flask_babel import gettext as _
 
 from authsvc.auth import reauth, sessions
 from authsvc.auth.mfa import factors, passkeys
@@ -97,9 +98,9 @@ def add_totp() -> Response:
             _rotate(response, user, domain, list(dict.fromkeys([*amr, "otp", "mfa"])))
             return response
         db.session.rollback()
-        error, status = "The code is incorrect. Try the current one.", 401
+        error, status = _("The code is incorrect. Try the current one."), 401
     elif request.method == "POST":
-        error, status = "The form expired or the code is missing. Try again.", 400
+        error, status = _("The form expired or the code is missing. Try again."), 400
     else:
         error, status = None, 200
     factor = factor or factors.start_totp_enrolment(user)
@@ -131,14 +132,14 @@ def add_passkey() -> Response:
     error, status = None, 200
     if request.method == "POST":
         if not form.validate_on_submit():
-            error, status = "The form expired or the passkey did not answer. Try again.", 400
+            error, status = _("The form expired or the passkey did not answer. Try again."), 400
         else:
             first = not factors.enrolled(user)
             try:
                 factor = passkeys.register(user, domain, holder, form.webauthn.data, (form.name.data or "").strip())
             except passkeys.Refused as exc:
                 db.session.rollback()
-                error, status = f"Not added: {exc}.", 400
+                error, status = _("Not added: %(reason)s.", reason=exc), 400
             else:
                 codes = factors.new_recovery_codes(user) if first else []
                 details = {"kind": "webauthn", "name": factor.name}
@@ -171,7 +172,9 @@ def new_recovery_codes() -> Response:
         return found
     user, domain = found
     if not ActionForm().validate_on_submit() or not factors.enrolled(user):
-        return page("message.html", 400, title="Not done", message="The form expired, or you have no second factor.")
+        return page(
+            "message.html", 400, title=_("Not done"), message=_("The form expired, or you have no second factor.")
+        )
     codes = factors.new_recovery_codes(user)
     audit.record("mfa.recovery_codes_regenerated", domain_id=domain.id, actor=actors.of_user(user.id))
     response = page("mfa_codes.html", domain=domain, codes=codes, next_url=url_for(".settings"), user=user)
@@ -187,7 +190,9 @@ def remove(factor_id: str) -> Response:
     record_id = validation.record_id(factor_id)
     factor = db.session.get(MfaFactor, record_id) if record_id is not None else None
     if not ActionForm().validate_on_submit() or factor is None or factor.user_id != user.id:
-        return page("message.html", 400, title="Not done", message="The form expired, or there is no such factor.")
+        return page(
+            "message.html", 400, title=_("Not done"), message=_("The form expired, or there is no such factor.")
+        )
     db.session.delete(factor)
     db.session.flush()
     if not factors.enrolled(user):

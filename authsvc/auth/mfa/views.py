@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, make_response, redirect, request, url_for
+from flask_babel import gettext as _
+from flask_babel import lazy_gettext as _l
 
 from authsvc.auth import lockouts, sessions
 from authsvc.auth.mfa import factors, passkeys, pending
@@ -20,10 +22,12 @@ from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError, LockedOut, PendingSignInGone, WrongCode, answer
 from authsvc.core.headers import uncached
+from authsvc.core.marks import N_
 from authsvc.core.models import Domain, User
 from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 bp = Blueprint("mfa", __name__, url_prefix="/auth")
@@ -42,8 +46,8 @@ SCRIPT_CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
 )
-EXPIRED = "The sign-in step expired or was already used. Sign in again."
-WRONG_CODE = "The code is incorrect or was used already."
+EXPIRED = N_("The sign-in step expired or was already used. Sign in again.")
+WRONG_CODE = N_("The code is incorrect or was used already.")
 
 
 # After the password: the challenge.
@@ -82,6 +86,8 @@ def _code_page(token: str, error: str | None = None, status: int = 200, user: Us
         # Later posts of the page carry the browser's binding; the first answer sets it.
         record = pending.read(token, domain)
         user = db.session.get(User, record.user) if record else None
+        # The authorisation request's ui_locales, on the way back to it (authsvc.web.i18n).
+        i18n.carry_from(record.continue_url if record else None)
     options = None
     if user is not None and passkeys.passkeys(user):
         options = passkeys.authentication_options(user, domain, token)
@@ -108,6 +114,7 @@ def _pending_user(token: str, domain: Domain) -> tuple[pending.PendingSignIn, Us
     user = db.session.get(User, record.user) if record else None
     if record is None or user is None or user.disabled:
         raise PendingSignInGone(EXPIRED)
+    i18n.carry_from(record.continue_url)
     return record, user
 
 
@@ -224,23 +231,27 @@ def login_mfa() -> Response:
     token = form.mfa_token.data or ""
     if not form.validate_on_submit() or not (form.code.data or form.webauthn.data):
         if form.csrf_token.errors:
-            return _code_page(token, "The form expired. Please sign in again.", 400)
-        return _code_page(token, "Enter the code.", 400)
+            return _code_page(token, _l("The form expired. Please sign in again."), 400)
+        return _code_page(token, _l("Enter the code."), 400)
     try:
         record, user = _pending_user(token, domain)
     except PendingSignInGone as exc:
         return page(
-            "message.html", answer(exc).status, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page")
+            "message.html",
+            answer(exc).status,
+            title=_("Sign in again"),
+            message=_(EXPIRED),
+            link=url_for("auth.login_page"),
         )
     try:
         method = _check_code(record, user, domain, token, form.code.data or "", form.webauthn.data)
     except LockedOut as exc:
         refused = answer(exc)
-        response = _code_page(token, refused.description, refused.status)
+        response = _code_page(token, i18n.refusal(refused), refused.status)
         response.headers.update(refused.headers)
         return response
     except WrongCode as exc:
-        return _code_page(token, str(exc), answer(exc).status)
+        return _code_page(token, _l(str(exc)), answer(exc).status)
     target = safe_continue(record.continue_url, issuer(), default="") or url_for("auth.login_page")
     if method == "recovery_code":
         # A spent recovery code may mean a lost phone: offer a new authenticator first.
@@ -258,20 +269,20 @@ def login_enrol() -> Response:
     domain = current_domain()
     form = EnrolForm()
     token = form.mfa_token.data or ""
-    expired = page("message.html", 401, title="Sign in again", message=EXPIRED, link=url_for("auth.login_page"))
+    expired = page("message.html", 401, title=_("Sign in again"), message=_(EXPIRED), link=url_for("auth.login_page"))
     try:
         record, user = _pending_user(token, domain)
     except PendingSignInGone:
         return expired
     if not record.enrol or not form.validate_on_submit():
-        return _enrol_page(user, domain, token, "The form expired or the code is missing. Try again.", 400)
+        return _enrol_page(user, domain, token, _("The form expired or the code is missing. Try again."), 400)
     factor = factors.unconfirmed_factor(user)
     lockouts.refuse_if_locked_out(domain, user.email)
     if factor is None or not factors.verify_totp(factor, form.code.data):
         db.session.rollback()
         refused(domain, user, "invalid_mfa_code", record.via)
         lockouts.note_failure(domain, user.email, user)
-        return _enrol_page(user, domain, token, WRONG_CODE, 401)
+        return _enrol_page(user, domain, token, _(WRONG_CODE), 401)
     codes = factors.confirm(factor)
     audit.record(
         "mfa.enrolled", domain_id=domain.id, actor=actors.of_user(user.id), details={"kind": "totp"}, commit=False

@@ -75,6 +75,9 @@ class User(Model):
     # first passkey registration (authsvc.auth.mfa.passkeys) and kept, so an authenticator holds one
     # entry for the account.
     passkey_handle: Mapped[str | None] = mapped_column(String(64), index=True, unique=True)
+    # The language the user chose with the pages' switcher (a shipped catalog's name, such as de or pt_BR);
+    # None: the request decides (docs/translations.md). Pages, e-mails and the ``locale`` claim follow it.
+    locale: Mapped[str | None] = mapped_column(String(35))
 
     def set_password(self, password: str) -> None:
         self.password_hash = security.hash_password(password)

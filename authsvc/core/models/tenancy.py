@@ -9,6 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
 from authsvc.core.database import IDS_NEVER_REUSED, Model, now
+from authsvc.core.marks import N_
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
@@ -27,12 +28,13 @@ PROFILES = (STANDARD_PROFILE, FAPI2_PROFILE)
 SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED = "off", "open", "restricted"
 SIGNUP_MODES = (SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED)
 
+
 # Scopes every domain knows, for surfaces that act with the user's powers;
-# the consent page shows these descriptions.
+# the consent page shows these descriptions (in the page's language).
 RESERVED_SCOPES = {
-    "admin": "Administer this domain with your admin or support rights: users, applications, API keys and SSO.",
-    "resource_token": "Read your access tokens at external identity providers and act for you there.",
-    "scim": "Provision this domain's users and groups over SCIM with your domain admin rights.",
+    "admin": N_("Administer this domain with your admin or support rights: users, applications, API keys and SSO."),
+    "resource_token": N_("Read your access tokens at external identity providers and act for you there."),
+    "scim": N_("Provision this domain's users and groups over SCIM with your domain admin rights."),
 }
 
 

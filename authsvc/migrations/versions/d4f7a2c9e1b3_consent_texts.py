@@ -1,7 +1,7 @@
 """consent_texts: scope_description (a domain's words for its scopes) and application_logo
 
 Revision ID: d4f7a2c9e1b3
-Revises: c3e8a5f1b9d2
+Revises: d4f7b2a9c1e6
 Create Date: 2026-12-02 12:00:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'd4f7a2c9e1b3'
-down_revision = 'c3e8a5f1b9d2'
+down_revision = 'd4f7b2a9c1e6'
 branch_labels = None
 depends_on = None
 
