@@ -1,10 +1,10 @@
 """What the consent page says each scope allows (docs/branding.md, "Consent").
 
-A domain admin's description of a scope (``ScopeDescription``), for the page's locale or for any, comes
-first; then the service's own description of the standard scopes (OpenID Connect's, the reserved ones,
-the Microsoft Graph delegated permissions the service knows), in English and marked for translation
-with ``N_`` (Babel extracts it by default; the text is translated when the page is drawn); a scope
-with neither is shown by its name alone.
+A domain admin's description of a scope (``ScopeDescription``) comes first: the one for the page's
+language (exactly, then its language alone: ``de-CH`` then ``de``), else the one for any language.
+Then the service's own description of the standard scopes (OpenID Connect's, the reserved ones, the
+Microsoft Graph delegated permissions the service knows), in English and marked with ``N_``
+(authsvc.core.marks), translated when the page is drawn. A scope with neither shows its name alone.
 """
 
 from __future__ import annotations
@@ -13,18 +13,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from flask import current_app, request
+from flask_babel import get_locale, gettext
 from sqlalchemy import select
 
 from authsvc.core import branding, validation
 from authsvc.core.database import db
+from authsvc.core.marks import N_
 from authsvc.core.models import RESERVED_SCOPES, Domain, ScopeDescription
 from authsvc.core.models.consent_text import DESCRIPTION_MAX
-
-
-def N_(text: str) -> str:  # noqa: N802 - gettext's name for "mark for translation, translate later"
-    return text
-
 
 MICROSOFT_GRAPH = "https://graph.microsoft.com/"
 # The built-in descriptions. The Graph permissions are authsvc.sso.providers.GRAPH_PERMISSIONS
@@ -40,10 +36,8 @@ BUILT_IN: dict[str, str] = {
     "Contacts.Read": N_("Read your Microsoft 365 contacts."),
     "Group.Read.All": N_("Read the groups of your organisation in Microsoft 365."),
     "User.Read.All": N_("Read the profiles of the people in your organisation in Microsoft 365."),
-    # The reserved scopes' (RESERVED_SCOPES), written out for the translators' tools.
-    "admin": N_("Administer this domain with your admin or support rights: users, applications, API keys and SSO."),
-    "resource_token": N_("Read your access tokens at external identity providers and act for you there."),
-    "scim": N_("Provision this domain's users and groups over SCIM with your domain admin rights."),
+    # The reserved scopes', marked where they are defined.
+    **RESERVED_SCOPES,
 }
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -100,7 +94,7 @@ def consent_lines(domain: Domain, scopes: Iterable[str]) -> list[ScopeText]:
     by_scope: dict[str, dict[str, str]] = {}
     for row in rows:
         by_scope.setdefault(row.scope, {})[row.locale.lower()] = row.text
-    wanted = _wanted_locales(domain)
+    wanted = [_page_locale()]
     lines = []
     for scope in scopes:
         own = _pick(by_scope.get(scope, {}), wanted)
@@ -120,22 +114,11 @@ def _pick(texts: dict[str, str], wanted: list[str]) -> str | None:
     return texts.get("")
 
 
-def _wanted_locales(domain: Domain) -> list[str]:
-    """The page's locale (Flask-Babel's, when the application has it), the browser's, then the domain's."""
-    wanted = []
-    # Flask-Babel's own choice, when the application has it (its configuration's locale selector).
-    selector = getattr(current_app.extensions.get("babel"), "locale_selector", None)
-    chosen = selector() if callable(selector) else None
-    if chosen:
-        wanted.append(str(chosen).replace("_", "-"))
-    wanted.extend(tag for tag, _quality in request.accept_languages if tag != "*")
-    default_locale = branding.brand_of(domain).default_locale
-    if default_locale:
-        wanted.append(default_locale)
-    return wanted
+def _page_locale() -> str:
+    """The page's language (authsvc.web.i18n chose it), as a tag: ``pt-BR``."""
+    return str(get_locale() or "en").replace("_", "-")
 
 
 def _translate(text: str) -> str:
-    """``text`` in the page's language: Flask-Babel's gettext (the templates' own), when the application has it."""
-    gettext = current_app.jinja_env.globals.get("gettext")
-    return str(gettext(text)) if callable(gettext) else text
+    """A built-in description in the page's language (the catalogs hold them, extracted from ``N_``)."""
+    return str(gettext(text))

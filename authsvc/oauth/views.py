@@ -16,7 +16,7 @@ from authsvc.core import actors
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError, NoApproval, SignInRequired
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
-from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
+from authsvc.core.models import Application, Consent, Domain, User
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
@@ -69,9 +69,6 @@ def authorize() -> Response:
                 application=application,
                 consent=consent_view(domain, application, scope, grant.redirect_uri),
                 user=user,
-                scopes=scope.split(),
-                reserved=RESERVED_SCOPES,
-                reserved_asked=[s for s in scope.split() if s in RESERVED_SCOPES],
                 form=form,
                 action=request.full_path,
             )

@@ -159,6 +159,7 @@ def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
         tokens = {f["name"]: f["autocomplete"] for f in fields[name]}
         assert {k: tokens.get(k) for k in expected} == expected, (name, tokens)
     for name in REFUSED:
+        assert fields[name], f"{name}: no field to check"
         for field in fields[name]:
             assert field["invalid"] == "true" and field["described"], (name, field)
     # The axe context bypasses the CSP; the pages still send theirs, as strict as ever.
