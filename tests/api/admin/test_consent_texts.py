@@ -164,3 +164,13 @@ def test_registration_keeps_logo_uri_as_the_clients_claim(client, world, setup):
         headers=headers(Authorization=f"Bearer {value}"),
     )
     assert bad.status_code == 400 and "logo_uri" in bad.get_json()["error_description"]
+
+
+def test_an_application_with_a_logo_and_a_domain_with_descriptions_can_be_deleted(client, keys, setup, world):
+    application, _ = world.application(setup.domain)
+    assert put_app_logo(client, keys.admin_key, application.id, image()).status_code == 200
+    assert call(client, "delete", f"/oauth_apps/{application.id}", keys.admin_key).status_code == 200
+    assert world.query(select(ApplicationLogo)) == []
+    call(client, "put", DESCRIPTIONS, keys.admin_key, json={"scope": "public", "text": "Public things."})
+    answer = call(client, "delete", "/domains/1?force=true", keys.system_key, host=OTHER_HOST)
+    assert answer.status_code == 200, answer.json
