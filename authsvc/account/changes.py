@@ -134,7 +134,7 @@ def change_password(response: Response, user: User, domain: Domain, current: str
     try:
         validation.password(new)
     except validation.Invalid as exc:
-        raise Refused("invalid_password", f"{str(exc)[0].upper()}{str(exc)[1:]}.") from None
+        raise Refused("invalid_password", i18n.sentence(str(exc))) from None
     lockouts.forget_failures(domain, user.email)
     revoked = sessions.change_password(user, new, actor=actors.of_user(user.id))
     _audit("user.password_changed", user, domain, {"revoked_tokens": revoked, "via": "account_page"})

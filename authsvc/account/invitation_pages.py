@@ -27,6 +27,7 @@ from authsvc.core.database import db
 from authsvc.core.headers import NO_REFERRER, uncached
 from authsvc.core.models import Domain, User
 from authsvc.core.tenancy import current_domain
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 SECRET_KEY = "authsvc_invitation"
@@ -86,7 +87,7 @@ def _password_refusal(form: PasswordForm) -> str | None:
     try:
         validation.password(form.password.data)
     except validation.Invalid as exc:
-        return f"{str(exc)[0].upper()}{str(exc)[1:]}."
+        return i18n.sentence(str(exc))
     return None
 
 

@@ -79,10 +79,10 @@ def _session(listed: Listed, current: str | None) -> dict[str, Any]:
     record = listed.record
     return {
         "id": changes.public_id(listed),
-        "device": agents.describe(record.agent),
+        "device": str(agents.describe(record.agent)),
         "user_agent": record.agent,
         "address": record.address,
-        "method": agents.method(record.amr),
+        "method": str(agents.method(record.amr)),
         "amr": record.amr or ["pwd"],
         "signed_in_at": record.auth_time,
         "last_seen_at": record.seen,

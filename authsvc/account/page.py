@@ -30,6 +30,7 @@ from authsvc.core.models import Domain, User
 from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.tenancy import current_domain
 from authsvc.mail import messages as mail
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 CHANGE_SECRET_KEY = "authsvc_email_change"
@@ -214,7 +215,7 @@ def change_password() -> Response:
         return _refused(user, domain, "password", exc.message)
     except LockedOut as exc:
         refused = answer(exc)
-        failed = _refused(user, domain, "password", refused.description)
+        failed = _refused(user, domain, "password", i18n.refusal(refused))
         failed.status_code = refused.status
         return failed
     return response

@@ -202,7 +202,7 @@ def _refusal(form: ResetForm) -> str | None:
     try:
         validation.password(form.password.data)
     except validation.Invalid as exc:
-        return f"{str(exc)[0].upper()}{str(exc)[1:]}."
+        return i18n.sentence(str(exc))
     return None
 
 

@@ -84,7 +84,7 @@ def _refusal(domain: Domain, form: SignupForm) -> tuple[str | None, str]:
         email = validation.email(form.email.data)
         validation.password(form.password.data)
     except validation.Invalid as exc:
-        return f"{str(exc)[0].upper()}{str(exc)[1:]}.", ""
+        return i18n.sentence(str(exc)), ""
     if not domain.signup_allows(email):
         allowed = ", ".join(domain.signup_email_domains.split())
         return _("Sign-up here is for addresses at %(allowed)s only.", allowed=allowed), ""

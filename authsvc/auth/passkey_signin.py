@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, make_response, redirect, request, url_for
+from flask_babel import gettext as _
 
 from authsvc.auth import lockouts, sessions
 from authsvc.auth.forms import LoginForm, PasskeySignInForm
@@ -31,6 +32,7 @@ from authsvc.core.policy import Rate, rate_limited
 from authsvc.core.security import safe_continue
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
+from authsvc.web import i18n
 
 bp = Blueprint("passkey", __name__, url_prefix="/auth")
 
@@ -130,13 +132,13 @@ def login() -> Response:
     next_url = safe_continue(form.next.data, issuer(), default="")
     if not form.validate_on_submit():
         return login_form_page(
-            domain, LoginForm(formdata=None), next_url, "The form expired. Please sign in again.", 400
+            domain, LoginForm(formdata=None), next_url, _("The form expired. Please sign in again."), 400
         )
     try:
         user = sign_in(domain, request.cookies.get(COOKIE, ""), form.webauthn.data, via="passkey_page")
     except (PasskeyRefused, LockedOut) as exc:
         refusal = answer(exc)
-        response = login_form_page(domain, LoginForm(formdata=None), next_url, refusal.description, refusal.status)
+        response = login_form_page(domain, LoginForm(formdata=None), next_url, i18n.refusal(refusal), refusal.status)
         response.headers.update(refusal.headers)
         return response
     return _signed_in(make_response(redirect(next_url or url_for("auth.login_page"), 303)), user, domain)

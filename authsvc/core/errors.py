@@ -23,6 +23,7 @@ from sqlalchemy import exc as sql
 
 from authsvc.core import clock
 from authsvc.core.headers import uncached
+from authsvc.core.marks import N_
 from authsvc.core.settings import settings
 
 # What "the session store is down" looks like to redis-py: refused, reset,
@@ -133,7 +134,7 @@ class LockedOut(Exception):
 class AddressUnconfirmed(Exception):
     """The right password of an account made by sign-up whose address is not confirmed yet: no session."""
 
-    description = (
+    description = N_(
         "Confirm your e-mail address first: follow the link in the message we sent to it. No message? Sign up "
         "again with the same address for a new link."
     )
@@ -142,7 +143,7 @@ class AddressUnconfirmed(Exception):
 class DirectoryUnavailable(Exception):
     """An LDAP directory could not answer (``why``, for the log); the password was not checked."""
 
-    description = "The directory that checks this account's password cannot be reached. Try again shortly."
+    description = N_("The directory that checks this account's password cannot be reached. Try again shortly.")
 
     def __init__(self, directory: Any, why: str) -> None:
         super().__init__(why)
@@ -294,9 +295,9 @@ ANSWERS: dict[type[Exception], Callable[[Any], ApiError]] = {
     PendingSignInGone: lambda exc: ApiError(401, "invalid_mfa_token", str(exc)),
     WrongCode: lambda exc: ApiError(401, "invalid_mfa_code", str(exc)),
     PasskeyRefused: lambda exc: ApiError(
-        401, "invalid_credentials", "The passkey was not recognised. Try again, or sign in with your password."
+        401, "invalid_credentials", N_("The passkey was not recognised. Try again, or sign in with your password.")
     ),
-    SignInFailed: lambda exc: ApiError(401, "invalid_credentials", "The e-mail address or password is incorrect."),
+    SignInFailed: lambda exc: ApiError(401, "invalid_credentials", N_("The e-mail address or password is incorrect.")),
     SignInRequired: lambda exc: ApiError(401, "login_required", str(exc)),
     ReauthenticationRequired: lambda exc: ApiError(
         401,

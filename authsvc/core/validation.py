@@ -17,6 +17,7 @@ from urllib.parse import SplitResult, urlsplit
 import email_validator
 
 from authsvc.core import destinations
+from authsvc.core.marks import N_
 
 HOST_PATTERN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
 SCOPE_PATTERN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
@@ -189,9 +190,9 @@ def email_domain(value: str) -> str:
 
 def password(value: str) -> str:
     if len(value) < 8:
-        raise Invalid("the password must have at least 8 characters")
+        raise Invalid(N_("the password must have at least 8 characters"))
     if len(value) > 1024:
-        raise Invalid("the password must have at most 1024 characters")
+        raise Invalid(N_("the password must have at most 1024 characters"))
     return value
 
 

@@ -24,6 +24,7 @@ from authsvc.core.tenancy import current_domain
 from authsvc.oauth.device import DevicePending, decide, pending_by_user_code
 from authsvc.oauth.forms import DeviceCodeForm, DeviceDecisionForm
 from authsvc.oauth.server import authorization_server
+from authsvc.web import i18n
 from authsvc.web.pages import page
 
 bp = Blueprint("device", __name__, url_prefix="/auth/device")
@@ -67,7 +68,7 @@ def _find(domain: Domain, user: User, user_code: str) -> tuple[DevicePending, Ap
 
 def _locked_page(domain: Domain, user: User, exc: LockedOut) -> Response:
     refused = answer(exc)
-    response = _entry_page(domain, user, DeviceCodeForm(formdata=None), refused.description, refused.status)
+    response = _entry_page(domain, user, DeviceCodeForm(formdata=None), i18n.refusal(refused), refused.status)
     response.headers.update(refused.headers)
     return response
 

@@ -16,6 +16,7 @@ from authsvc.oauth.dpop import ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.oauth.oidc_request import PROMPTS_SUPPORTED, RESPONSE_MODES_SUPPORTED
 from authsvc.oauth.pushed import PAR_PATH
 from authsvc.oauth.revocation_introspection import INTROSPECTION_AUTH_METHODS
+from authsvc.web import i18n
 
 bp = Blueprint("well_known", __name__, url_prefix="/.well-known")
 
@@ -84,6 +85,7 @@ CLAIMS_SUPPORTED = [
     "amr",
     "acr",
     "name",
+    "locale",
     "email",
     "email_verified",
     "groups",
@@ -98,6 +100,9 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             "subject_types_supported": ["public"],
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             "claims_supported": CLAIMS_SUPPORTED,
+            # Core 3.1.2.1 ui_locales picks the pages' language; the claims are stated in one language only.
+            "ui_locales_supported": [lang.tag for lang in i18n.languages().all],
+            "claims_locales_supported": [i18n.DEFAULT],
             # The claims parameter is not read: what a token states follows from its scopes.
             "claims_parameter_supported": False,
             "prompt_values_supported": PROMPTS_SUPPORTED,

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from authsvc.auth.mfa import factors
-from authsvc.core.models import User
+from authsvc.core.branding import brand_of
+from authsvc.core.database import db
+from authsvc.core.models import Domain, User
 
 if TYPE_CHECKING:
     from authlib.oidc.core import UserInfo
@@ -57,6 +59,9 @@ def user_claims(user: User, scope: str) -> UserInfo:
     claims = UserInfo(sub=str(user.id))
     if "profile" in scopes:
         claims["name"] = user.name
+        locale = _locale_of(user)
+        if locale:
+            claims["locale"] = locale
     if "email" in scopes:
         claims["email"] = user.email
         # What is stored: an admin or the provider that created the user vouched for the address, or nobody did.
@@ -64,3 +69,14 @@ def user_claims(user: User, scope: str) -> UserInfo:
     if "groups" in scopes:
         claims["groups"] = list(user.groups or [])
     return claims
+
+
+def _locale_of(user: User) -> str | None:
+    """Core 5.1's ``locale`` (a BCP 47 tag such as ``pt-BR``): the user's chosen language, else the domain's
+    default (its branding); None when neither says (docs/translations.md)."""
+    chosen = user.locale
+    if not chosen:
+        # The domain is in the session already (the client's, the request's): no statement.
+        domain = db.session.get(Domain, user.domain_id)
+        chosen = brand_of(domain).default_locale
+    return chosen.replace("_", "-") if chosen else None

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from babel import Locale
 from flask import Blueprint, Flask, current_app, request
@@ -36,8 +36,8 @@ from flask_babel import Babel, force_locale, format_datetime, get_locale, gettex
 
 from authsvc.core.branding import brand_of
 from authsvc.core.errors import ApiError
-from authsvc.core.marks import N_
 from authsvc.core.request_state import part, state_if_in_request
+from authsvc.core.security import safe_continue
 
 EXTENSION = "authsvc.i18n"
 DEFAULT = "en"
@@ -132,7 +132,7 @@ def init_app(app: Flask) -> None:
     """Flask-Babel with this module's selector; the shipped languages and the template globals."""
     Babel(app, locale_selector=select_locale)
     app.extensions[EXTENSION] = _shipped(app)
-    app.jinja_env.globals.update(page_language=page_language, languages=languages)
+    app.jinja_env.globals.update(page_language=page_language, languages=languages, language_return=here)
     app.jinja_env.filters["local_time"] = local_time
 
 
@@ -196,6 +196,22 @@ def _ui_locales_of_request() -> str | None:
     return _ui_locales_in(held, _CONTINUE_DEPTH)
 
 
+def here() -> str:
+    """Where the switcher brings the person back: this page (a GET's URL; a form's answer: the page of the form,
+    its Referer), with a ``continue`` that is not this origin's left out rather than echoed."""
+    target = request.full_path if request.method == "GET" else (request.referrer or "")
+    parts = urlsplit(target)
+    origin = f"{request.scheme}://{request.host}"
+    if parts.netloc and safe_continue(target, origin, default="") == "":
+        return ""
+    query = [
+        (name, value)
+        for name, value in parse_qsl(parts.query, keep_blank_values=True)
+        if name != "continue" or safe_continue(value, origin, default="")
+    ]
+    return parts.path + ("?" + urlencode(query) if query else "")
+
+
 def english_only(bp: Blueprint) -> None:
     """Every page of ``bp`` in English, whatever the request asks (the admin console, for operators)."""
 
@@ -242,24 +258,21 @@ def for_message(choice: str | None, domain: Any = None, *, from_page: bool = Fal
     return found or known.match(brand_of(domain).default_locale or "") or DEFAULT
 
 
-# What a page says for a refusal whose JSON answer (code and English description) stays as it is.
-_REFUSALS = {
-    "invalid_credentials": N_("The e-mail address or password is incorrect."),
-    "email_unverified": N_(
-        "Confirm your e-mail address first: follow the link in the message we sent to it. No message? "
-        "Sign up again with the same address for a new link."
-    ),
-    "directory_unavailable": N_(
-        "The directory that checks this account's password cannot be reached. Try again shortly."
-    ),
-}
+def sentence(reason: str) -> str:
+    """A rule's reason (``validation.Invalid``, marked N_ in lower case) as a page's sentence, translated."""
+    text = str(gettext(reason))
+    return f"{text[:1].upper()}{text[1:]}."
 
 
 def refusal(refused: ApiError) -> str:
     """A refusal (authsvc.core.errors.answer) as a page says it, in the page's language."""
     if refused.error == "too_many_attempts" and "retry_after" in refused.extra:
-        return str(gettext("Too many failed attempts. Retry in %(seconds)s s.", seconds=refused.extra["retry_after"]))
-    return str(gettext(_REFUSALS.get(refused.error, refused.description)))
+        seconds = refused.extra["retry_after"]
+        if "user code" in refused.description:  # the device page's lockout (authsvc.auth.lockouts)
+            return str(gettext("Too many failed user code entries. Retry in %(seconds)s s.", seconds=seconds))
+        return str(gettext("Too many failed sign-in attempts. Retry in %(seconds)s s.", seconds=seconds))
+    # The descriptions a page shows are marked where they are written (authsvc.core.errors, N_).
+    return str(gettext(refused.description))
 
 
 __all__ = ["COOKIE", "Language", "Languages", "carry_from", "force_locale", "init_app", "note_saved"]
