@@ -32,7 +32,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.mail import messages as mail
     from authsvc.oauth import server
     from authsvc.outbox import sender as outbox
-    from authsvc.web import deployment, i18n, logs, metrics, overload
+    from authsvc.web import deployment, i18n, logs, metrics, overload, pages
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
@@ -93,6 +93,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     errors.init_app(app)
     # Pages and e-mails in the person's language (before anything renders one).
     i18n.init_app(app)
+    pages.init_app(app)
     blueprints.init_app(app)
     # Each declared on its view (authsvc.core.policy), so after the blueprints that bring them.
     budgeting.paths = budget.declared_paths(app)

@@ -12,6 +12,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots signup invitation  # docs/signup.png and docs/invitation.png
     python -m devtools.screenshots account account-sessions  # docs/account.png, docs/account-sessions.png
     python -m devtools.screenshots branding   # docs/branding-before.png, branding-after.png, console-branding.png
+    python -m devtools.screenshots consent    # docs/consent.png
 """
 
 from __future__ import annotations
@@ -247,6 +248,32 @@ def branding(page: Page, base: str, person: dict, instance: Path) -> None:
         _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
 
 
+def consent(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The consent page of an application with an admin's logo and a described scope (docs/branding.md)."""
+    from PIL import Image, ImageDraw
+
+    logo = instance / "app-logo.png"
+    picture = Image.new("RGBA", (96, 96), (36, 86, 211, 255))
+    ImageDraw.Draw(picture).rectangle((24, 24, 72, 72), fill=(255, 255, 255, 255))
+    picture.save(logo)
+    client_id = _flask(
+        instance, "apps", "create", "--domain", "localhost", "--name", "Room Booker", "--consent",
+        "--redirect-uri", "https://rooms.example.com/callback", "--scopes", "openid email public mqtt.read",
+    )["client_id"]  # fmt: skip
+    _flask(instance, "apps", "update", "--client-id", client_id, "--logo", str(logo))
+    _flask(
+        instance, "domains", "scopes", "describe", "--domain", "localhost", "--scope", "mqtt.read",
+        "--text", "Read the occupancy sensors of the rooms you book.",
+    )  # fmt: skip
+    _sign_in(page, base, person)
+    page.goto(
+        f"{base}/auth/oauth/authorize?response_type=code&client_id={client_id}&scope=openid%20email%20mqtt.read"
+        "&redirect_uri=https://rooms.example.com/callback&state=s"
+        "&code_challenge=E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM&code_challenge_method=S256"
+    )
+    page.screenshot(path=str(DOCS / "consent.png"))
+
+
 # Each makes docs/<name>.png, but mfa and branding: mfa's three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
@@ -259,6 +286,7 @@ SHOTS: dict[str, Callable] = {
     "account": account,
     "account-sessions": account_sessions,
     "branding": branding,
+    "consent": consent,
 }
 
 

@@ -34,6 +34,8 @@ Environment knobs:
   AUTHSVC_TEST_SEQUENTIAL    1: run the passes one after the other. They do anyway without
                              workers, or when they would share a Redis (AUTHSVC_TEST_REDIS_URL,
                              or no redis-server binary for a private one per worker).
+  AUTHSVC_TEST_NODE_MODULES  a node_modules folder holding the tests' Node peers; set by the run itself
+                             (devtools/npm_peers.py installs tests/peers/node/package-lock.json with npm ci).
   AUTHSVC_TEST_REPORTS       a directory to keep each pass's JUnit report (and the kept output
                              of a pass that ran alongside) in; by default they go with the run.
 """
@@ -45,6 +47,7 @@ import signal
 import sys
 from types import FrameType
 
+from devtools import npm_peers
 from devtools.services import REPO, ServiceError, Services, redact
 from devtools.testrun_passes import Run, Stopped, apart
 from devtools.testrun_report import err, say
@@ -76,11 +79,20 @@ def selected_backends() -> set[str]:
     return chosen
 
 
+def node_peers() -> None:
+    """Install the tests' pinned Node peers (devtools/npm_peers.py) and tell the passes where they are."""
+    try:
+        os.environ[npm_peers.ENVIRONMENT] = str(npm_peers.install())
+    except npm_peers.PeersMissing as exc:
+        say(f"{exc}: the tests that need them (axe-core: the accessibility tests) will be SKIPPED")
+
+
 def run(args: list[str]) -> int:
     backends = selected_backends()
     postgres = "postgresql" in backends
     for tool in TOOLS:
         ensure(tool)
+    node_peers()
     with Services(say=say) as services:
         run = Run(services.workdir)
         database = postgres_url(services) if postgres else None

@@ -15,7 +15,7 @@ from flask import Flask
 from authsvc import openapi
 from authsvc.account import views as account
 from authsvc.admin import api as admin_api
-from authsvc.admin import branding_api
+from authsvc.admin import branding_api, consent_texts_api
 from authsvc.admin.console import views as console
 from authsvc.api import views as api
 from authsvc.app import front_door
@@ -49,6 +49,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(metadata.bp)
     app.register_blueprint(admin_api.bp)
     app.register_blueprint(branding_api.bp)
+    app.register_blueprint(consent_texts_api.bp)
     app.register_blueprint(console.bp)
     app.register_blueprint(health.bp)
     app.register_blueprint(branding.bp)

@@ -5,18 +5,19 @@ from __future__ import annotations
 from flask import Flask
 
 from authsvc.cli import migrations
-from authsvc.cli.branding import brand
+from authsvc.cli.branding import brand, describe_scope
 from authsvc.cli.demo import seed_demo
 from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
 from authsvc.cli.mfa import mfa
 from authsvc.cli.registration import registration_tokens
 from authsvc.cli.sso import sso
-from authsvc.cli.tenants import apps, domains
+from authsvc.cli.tenants import apps, domain_scopes, domains
 from authsvc.cli.tokens import tokens
 from authsvc.cli.users import api_keys, users
 
 domains.add_command(brand)
+domain_scopes.add_command(describe_scope)
 
 
 def init_app(app: Flask) -> None:

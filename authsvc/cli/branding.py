@@ -1,4 +1,5 @@
-"""``domains brand``: a domain's branding, set or reset from the command line (docs/branding.md)."""
+"""``domains brand`` and ``domains scopes describe``: a domain's branding and what its consent page says of its
+scopes, set from the command line (docs/branding.md)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import click
 from flask.cli import with_appcontext
 
 from authsvc import admin
-from authsvc.admin import branding
+from authsvc.admin import branding, consent_texts
 from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core import logo
 
@@ -42,7 +43,7 @@ def brand(host: str, logo_path: Path | None, reset: bool, **values: str | None) 
     domain = domain_by_host(host)
     actor = admin.command_line()
     changes = {field: values[field] for field in FIELDS if values.get(field) is not None}
-    upload = _read(logo_path) if logo_path is not None else None
+    upload = read_logo(logo_path) if logo_path is not None else None
     with admin_rules():
         if reset:
             branding.reset_branding(actor, domain)
@@ -53,10 +54,28 @@ def brand(host: str, logo_path: Path | None, reset: bool, **values: str | None) 
     emit(branding.get_branding(actor, domain))
 
 
-def _read(path: Path) -> bytes:
+@click.command("describe")
+@click.option("--domain", "host", required=True, help="The domain's host.")
+@click.option("--scope", required=True, help="One of the domain's scopes, a reserved one, or a standard one.")
+@click.option("--text", help="What the scope allows, as the consent page says it (one line, at most 300 characters).")
+@click.option("--locale", help="A language tag such as en or de-CH; without it, for every locale without its own.")
+@click.option("--remove", is_flag=True, help="Remove the description (of --locale, or the one for every locale).")
+@with_appcontext
+def describe_scope(host: str, scope: str, text: str | None, locale: str | None, remove: bool) -> None:
+    """Set what the consent page says a scope allows; print the domain's descriptions as JSON."""
+    if (text is None) == (not remove):
+        raise click.UsageError("give --text, or --remove")
+    domain = domain_by_host(host)
+    actor = admin.command_line()
+    with admin_rules():
+        consent_texts.describe_scope(actor, domain, {"scope": scope, "locale": locale, "text": text})
+    emit(consent_texts.scope_descriptions(actor, domain))
+
+
+def read_logo(path: Path, option: str = "--logo") -> bytes:
+    """The file's bytes (one past the logo's limit at most, enough to refuse it with the limit in the message)."""
     try:
         with path.open("rb") as file:
-            # One byte past the limit is enough to refuse it, with the limit in the message.
             return file.read(logo.MAX_BYTES + 1)
     except OSError as exc:
-        raise click.ClickException(f"--logo: cannot read {str(path)!r}: {exc.strerror}") from None
+        raise click.ClickException(f"{option}: cannot read {str(path)!r}: {exc.strerror}") from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any, TextIO
 
 import click
@@ -10,6 +11,8 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
+from authsvc.admin import consent_texts
+from authsvc.cli.branding import read_logo
 from authsvc.cli.common import (
     RESERVED_SCOPES_HELP,
     TTL,
@@ -316,6 +319,13 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
 @click.option("--access-token-format", type=ACCESS_TOKEN_FORMAT, help=ACCESS_TOKEN_FORMAT_HELP)
 @click.option("--resource", "resources", multiple=True, help="The whole list of resources (RFC 8707); repeat it.")
 @click.option("--no-resources", is_flag=True, help="Remove every resource: its tokens are for the domain only.")
+@click.option(
+    "--logo",
+    "logo_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="PNG, JPEG or WebP: on its consent page.",
+)
+@click.option("--no-logo", is_flag=True, help="Remove the logo an admin set.")
 def update_app(
     client_id: str,
     name: str | None,
@@ -332,6 +342,8 @@ def update_app(
     access_token_format: str | None,
     resources: tuple[str, ...],
     no_resources: bool,
+    logo_path: Path | None,
+    no_logo: bool,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -357,9 +369,16 @@ def update_app(
         changes["backchannel_logout_uri"] = None
     if no_resources:
         changes["resources"] = None
+    upload = read_logo(logo_path) if logo_path is not None else None
+    actor = admin.command_line()
     with admin_rules(APP_OPTIONS):
-        admin.update_application(admin.command_line(), application, changes)
-    emit(application.as_json())
+        if changes or (upload is None and not no_logo):
+            admin.update_application(actor, application, changes)
+        if upload is not None:
+            consent_texts.set_application_logo(actor, application, upload)
+        elif no_logo:
+            consent_texts.remove_application_logo(actor, application)
+    emit(application.as_json() | {"logo": consent_texts.application_logo(actor, application)})
 
 
 @apps.command("list")

@@ -4,8 +4,10 @@ The rules are the service's own, applied to what a client sends about itself:
 redirect URIs as an admin's are checked (authsvc.core.validation), scopes
 within the domain's (never a reserved one), only the grants a client can use
 without an admin's help, and the client authentication methods the token
-endpoint knows. Metadata the service does not keep (``logo_uri``,
-``contacts``, ...) is ignored, as RFC 7591 2 allows; the answer names only
+endpoint knows. A ``logo_uri`` is kept as the client's own claim
+(``declare_logo``): never fetched, the consent page names it as not verified
+(docs/branding.md, "Consent"). Metadata the service does not keep
+(``contacts``, ...) is ignored, as RFC 7591 2 allows; the answer names only
 what was registered.
 """
 
@@ -14,9 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from authlib.oauth2.rfc7591 import ClientMetadataClaims, InvalidClientMetadataError, InvalidRedirectURIError
+from sqlalchemy import select
 
-from authsvc.core import validation
-from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, Domain
+from authsvc.core import branding, validation
+from authsvc.core.database import db
+from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, RESERVED_SCOPES, Application, ApplicationLogo, Domain
 from authsvc.core.settings import settings
 from authsvc.oauth import client_authentication, profile
 
@@ -67,6 +71,8 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         "dpop_bound_access_tokens",
         # RFC 9126 6: its authorisation requests must be pushed first.
         "require_pushed_authorization_requests",
+        # Shown on the consent page as the client's claim, not verified; never fetched.
+        "logo_uri",
     ]
 
     @classmethod
@@ -84,6 +90,12 @@ class RegisteredClientMetadata(ClientMetadataClaims):
         self._auth_method()
         self._scope()
         self._client_name()
+        logo_uri = _string(self, "logo_uri", MAX_URI_LENGTH)
+        if logo_uri is not None:
+            try:
+                self["logo_uri"] = branding.link(logo_uri)
+            except validation.Invalid as exc:
+                raise invalid(f"logo_uri: {exc}") from None
         backchannel = _string(self, "backchannel_logout_uri", MAX_URI_LENGTH)
         if backchannel is not None:
             self["backchannel_logout_uri"] = outbound_url(
@@ -256,6 +268,18 @@ def apply_metadata(application: Application, metadata: dict[str, Any], *, fapi2:
     application.require_pushed_authorization_requests = bool(metadata.get("require_pushed_authorization_requests"))
 
 
+def declare_logo(application: Application, metadata: dict[str, Any]) -> None:
+    """Keep the ``logo_uri`` the client registered (or drop it, on an update without one); after the flush."""
+    uri = metadata.get("logo_uri")
+    row = db.session.get(ApplicationLogo, application.id)
+    if row is None:
+        if uri is None:
+            return
+        row = ApplicationLogo(application_id=application.id)
+        db.session.add(row)
+    row.declared_uri = uri
+
+
 def client_information(application: Application) -> dict[str, Any]:
     """The registered metadata of ``application`` (RFC 7591 3.2.1), without secrets."""
     info: dict[str, Any] = {
@@ -277,6 +301,9 @@ def client_information(application: Application) -> dict[str, Any]:
         "backchannel_logout_uri": application.backchannel_logout_uri,
         "id_token_signed_response_alg": application.id_token_signed_response_alg,
         "require_pushed_authorization_requests": application.require_pushed_authorization_requests,
+        "logo_uri": db.session.scalar(
+            select(ApplicationLogo.declared_uri).where(ApplicationLogo.application_id == application.id)
+        ),
     }
     info.update({k: v for k, v in optional.items() if v})
     if application.dpop_bound_access_tokens:

@@ -31,6 +31,7 @@ from authsvc.oauth.client_metadata import (
     RegisteredClientMetadata,
     apply_metadata,
     client_information,
+    declare_logo,
     invalid,
     registration_policy,
 )
@@ -129,6 +130,7 @@ class ClientRegistration(ClientRegistrationEndpoint):
             raise InvalidTokenError("The initial access token was used up meanwhile.", realm="authsvc")
         db.session.add(application)
         db.session.flush()
+        declare_logo(application, client_metadata)
         request.client = application
         audit.record(
             "application.registered",
@@ -230,6 +232,7 @@ class ClientConfiguration(ClientConfigurationEndpoint):
     def update_client(self, client: Application, client_metadata: dict, request: RegistrationRequest) -> Application:
         before = client.as_json()
         apply_metadata(client, client_metadata, fapi2=client.domain.fapi2)
+        declare_logo(client, client_metadata)
         request.client_secret = _new_secret_if_needed(client, client_metadata["token_endpoint_auth_method"])
         audit.record(
             "application.updated",

@@ -16,10 +16,11 @@ from authsvc.core import actors
 from authsvc.core.database import db, without_transaction
 from authsvc.core.errors import ApiError, NoApproval, SignInRequired
 from authsvc.core.headers import NO_REFERRER, no_store, uncached
-from authsvc.core.models import RESERVED_SCOPES, Application, Consent, Domain, User
+from authsvc.core.models import Application, Consent, Domain, User
 from authsvc.core.policy import Rate, cross_site, rate_limited, unbudgeted
 from authsvc.core.tenancy import current_domain
 from authsvc.oauth import dpop, keys, oidc, oidc_request
+from authsvc.oauth.consent_page import consent_view
 from authsvc.oauth.forms import ConsentForm
 from authsvc.oauth.parameters import parameter
 from authsvc.oauth.server import authorization_server
@@ -66,10 +67,8 @@ def authorize() -> Response:
                 200 if request.method == "GET" else 400,
                 domain=domain,
                 application=application,
+                consent=consent_view(domain, application, scope, grant.redirect_uri),
                 user=user,
-                scopes=scope.split(),
-                reserved=RESERVED_SCOPES,
-                reserved_asked=[s for s in scope.split() if s in RESERVED_SCOPES],
                 form=form,
                 action=request.full_path,
             )

@@ -1,7 +1,8 @@
 """The domain's brand on every page: its stylesheet and logo, served from our own host, and the layout's view of it.
 
 Pages link ``/auth/branding/style.css?v=VERSION`` and show
-``/auth/branding/logo?v=DIGEST``, both for the request's domain: a versioned
+``/auth/branding/logo?v=DIGEST``, both for the request's domain (and the consent page an application's
+``/auth/branding/applications/CLIENT_ID/logo?v=DIGEST``, an admin's upload): a versioned
 URL is cached for a year (a change gives a new URL), an unversioned or stale
 one is revalidated by its ETag. Nothing is inline, so the pages' CSP
 (authsvc.web.pages) stays as strict as without a brand (docs/branding.md).
@@ -16,7 +17,7 @@ from sqlalchemy import select
 
 from authsvc.core.branding import Brand, brand_of
 from authsvc.core.database import db
-from authsvc.core.models import Domain, DomainBranding
+from authsvc.core.models import Application, ApplicationLogo, Domain, DomainBranding
 from authsvc.core.request_state import state_if_in_request
 from authsvc.core.tenancy import current_domain
 
@@ -52,6 +53,22 @@ def logo() -> Response:
             DomainBranding.domain_id == domain.id
         )
     ).first()
+    return _logo(row)
+
+
+@bp.get("/applications/<client_id>/logo")
+def application_logo(client_id: str) -> Response:
+    """The logo an admin set for an application of the request's domain (docs/branding.md); 404 when none."""
+    domain = current_domain()
+    row = db.session.execute(
+        select(ApplicationLogo.logo, ApplicationLogo.logo_type, ApplicationLogo.logo_digest)
+        .join(Application, Application.id == ApplicationLogo.application_id)
+        .where(Application.client_id == client_id, Application.domain_id == domain.id)
+    ).first()
+    return _logo(row)
+
+
+def _logo(row: Any) -> Response:
     if row is None or row.logo is None:
         abort(404)
     response = Response(row.logo, mimetype=row.logo_type)

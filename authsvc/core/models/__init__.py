@@ -11,6 +11,7 @@ from sqlalchemy.orm import column_property
 from authsvc.core.models.accounts import Consent, User
 from authsvc.core.models.audit import AuditRecord
 from authsvc.core.models.branding import DomainBranding
+from authsvc.core.models.consent_text import ApplicationLogo, ScopeDescription
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.groups import ScimGroup, ScimGroupMember
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
@@ -57,6 +58,7 @@ __all__ = [
     "ApiKey",
     "ApiKeyPermission",
     "Application",
+    "ApplicationLogo",
     "AuditRecord",
     "Consent",
     "Domain",
@@ -68,6 +70,7 @@ __all__ = [
     "RecoveryCode",
     "RegistrationToken",
     "ScimGroup",
+    "ScopeDescription",
     "ScimGroupMember",
     "SigningKey",
     "SpentCode",

@@ -59,10 +59,12 @@ def test_a_public_client_gets_no_secret_and_must_use_pkce(client, world, issue):
 
 
 def test_unknown_and_unsupported_metadata_is_ignored(client, issue):
+    # logo_uri is kept, as the client's own claim (tests/api/admin/test_consent_texts.py).
     _, value = issue()
     metadata = METADATA | {"logo_uri": "https://app.example.com/logo.png", "contacts": ["a@b.c"], "x-custom": {"a": 1}}
     body = register(client, value, metadata).get_json()
-    assert not {"logo_uri", "contacts", "x-custom"} & set(body)
+    assert not {"contacts", "x-custom"} & set(body)
+    assert body["logo_uri"] == "https://app.example.com/logo.png"
 
 
 def test_the_registered_grant_types_are_the_only_ones_the_client_may_use(client, world, issue):

@@ -1,0 +1,211 @@
+"""Every page a person meets passes axe-core's WCAG 2 A/AA rules with no serious or critical violation, in the
+default look and on a branded domain, in English and in Arabic (right to left); and works by keyboard alone.
+
+axe-core is the npm package (a pinned peer, devtools/npm_peers.py), injected into each page in Chromium. The
+pages' CSP forbids our injected script, so the axe context bypasses it (tests/helpers/axe.py); every page's
+CSP header is checked all the same: a strict policy, without 'unsafe-inline'. docs/accessibility.md.
+"""
+
+from __future__ import annotations
+
+import pyotp
+import pytest
+from PIL import Image
+
+from authsvc.auth.views import SIGNIN_CSP
+from authsvc.web.pages import PAGE_HEADERS
+from tests.helpers import in_one_pass
+from tests.helpers.axe import axe_context, axe_source, describe, violations
+from tests.helpers.browser import chromium
+from tests.helpers.servers import running_service
+
+# A browser drives the pages; the API tests check the storage on both backends.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
+
+PASSWORD = "person password"
+DEFAULT_HOST, BRANDED_HOST = "localhost", "127.0.0.1"
+LOCALES = ("en-GB", "ar")
+# What password managers and passkeys read: each page's fields and their autocomplete tokens.
+AUTOCOMPLETE = {
+    "sign-in": {"email": "username webauthn", "password": "current-password"},
+    "sign-up": {"name": "name", "email": "email", "password": "new-password", "confirm": "new-password"},
+    "password forgotten": {"email": "email"},
+    "account": {"name": "name", "email": "email", "current": "current-password", "password": "new-password"},
+    "authenticator app set-up": {"code": "one-time-code"},
+    "second step at sign-in": {"code": "one-time-code"},
+}
+# A refused form: each of its fields names the error (aria-describedby) and is marked invalid.
+REFUSED = ("sign-in, refused", "sign-up, refused", "second step, refused")
+# The fields of the page's own forms (not the language switcher's).
+FIELDS = """els => els.filter(e => e.type !== 'hidden' && !e.closest('[hidden]') && !e.closest('form.language'))
+    .map(e => ({
+    name: e.name, autocomplete: e.getAttribute('autocomplete'), invalid: e.getAttribute('aria-invalid'),
+    described: (e.getAttribute('aria-describedby') || '').split(' ').filter(Boolean)
+        .map(id => document.getElementById(id)).filter(Boolean).map(d => d.textContent.trim())}))"""
+# PKCE's S256 challenge of some verifier: the consent page comes before any code is issued.
+CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+
+
+@pytest.fixture(scope="module")
+def service(schema, tmp_path_factory, smtp_server):
+    instance = tmp_path_factory.mktemp("instance")
+    logo = instance / "logo.png"
+    Image.new("RGB", (120, 40), (16, 24, 32)).save(logo)
+    # With e-mail, the sign-up and forgotten password pages have their forms.
+    smtp = {"AUTHSVC_SMTP_URL": smtp_server.url, "AUTHSVC_MAIL_FROM": "accounts@example.com"}
+    with running_service(instance, **smtp) as service:
+        for host, name in ((DEFAULT_HOST, "Workplace"), (BRANDED_HOST, "Branded")):
+            service.cli("domains", "create", "--name", name, "--host", host)
+            service.cli("domains", "update", "--domain", host, "--signup", "open")
+            # A person for each run that sets up an authenticator app (a run per language).
+            for email in ("person@example.com", *(f"mfa-{locale}@example.com" for locale in LOCALES)):
+                service.cli("users", "create", "--domain", host, "--email", email, "--password", PASSWORD)
+        service.cli(
+            "domains", "brand", "--domain", BRANDED_HOST, "--display-name", "Acme Corp", "--logo", str(logo),
+            "--primary-color", "#FFD400", "--background-color", "#101820", "--privacy-url", "https://acme.example/p",
+        )  # fmt: skip
+        service.apps = {}
+        for host in (DEFAULT_HOST, BRANDED_HOST):
+            service.apps[host] = service.cli(
+                "apps", "create", "--domain", host, "--name", "Room Booker", "--consent",
+                "--redirect-uri", "https://rooms.example.com/callback", "--scopes", "public mqtt.read",
+            )["client_id"]  # fmt: skip
+        yield service
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with chromium() as browser:
+        yield browser
+
+
+@pytest.fixture(scope="module")
+def axe():
+    return axe_source()
+
+
+def _base(service, host: str) -> str:
+    return service.url.replace("127.0.0.1", host)
+
+
+def _sign_in(page, base: str, email: str, password: str = PASSWORD) -> None:
+    page.goto(f"{base}/auth/login")
+    page.fill("input[name=email]", email)
+    page.fill("input[name=password]", password)
+    page.click("button[type=submit]")
+
+
+def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
+    """Open every page a person meets on ``host`` and run axe on each; {page: its serious/critical violations}."""
+    base = _base(service, host)
+    context = axe_context(browser, locale=locale)
+    page = context.new_page()
+    found: dict[str, list] = {}
+    policies: dict[str, str | None] = {}
+    fields: dict[str, list] = {}
+
+    def check(name: str, answer=None) -> None:
+        page.wait_for_load_state("load")
+        if answer is not None:
+            policies[name] = answer.headers.get("content-security-policy")
+        found[name] = violations(page, axe)
+        fields[name] = page.eval_on_selector_all("input, select, textarea", FIELDS)
+
+    if locale.startswith("ar"):
+        lang = page.goto(f"{base}/auth/login") and page.evaluate("document.documentElement.lang")
+        if not str(lang).startswith("ar"):
+            context.close()
+            pytest.skip("no Arabic catalog on this branch: the pages answer Accept-Language ar in English")
+    check("sign-in", page.goto(f"{base}/auth/login"))
+    _sign_in(page, base, "person@example.com", "a wrong password")
+    check("sign-in, refused")
+    check("password forgotten", page.goto(f"{base}/auth/password/forgot"))
+    check("sign-up", page.goto(f"{base}/auth/signup"))
+    page.fill("input[name=email]", "someone@example.com")
+    page.fill("input[name=password]", "short")
+    page.click("form button[type=submit]")
+    check("sign-up, refused")
+    check("error: a spent link", page.goto(f"{base}/auth/password/reset?token=nothing"))
+    check("error: an unknown invitation", page.goto(f"{base}/auth/invitation?token=nothing"))
+    check("device code", page.goto(f"{base}/auth/device"))
+
+    _sign_in(page, base, "person@example.com")
+    check("signed in")
+    authorize = (
+        f"{base}/auth/oauth/authorize?response_type=code&client_id={service.apps[host]}"
+        "&redirect_uri=https://rooms.example.com/callback&scope=public%20mqtt.read&state=s"
+        f"&code_challenge={CHALLENGE}&code_challenge_method=S256"
+    )
+    check("consent", page.goto(authorize))
+    check("device code, signed in", page.goto(f"{base}/auth/device"))
+    check("account", page.goto(f"{base}/auth/account"))
+    check("account sessions", page.goto(f"{base}/auth/account/sessions"))
+    check("sign-out", page.goto(f"{base}/auth/oauth/end_session"))
+    page.goto(f"{base}/auth/logout")
+
+    # The second factor: set up an authenticator app, then sign in with it.
+    _sign_in(page, base, f"mfa-{locale}@example.com")
+    check("second factors", page.goto(f"{base}/auth/mfa"))
+    check("authenticator app set-up", page.goto(f"{base}/auth/mfa/totp"))
+    secret = page.inner_text("code.secret").replace(" ", "")
+    page.fill("input[name=code]", pyotp.TOTP(secret).now())
+    page.click("button[type=submit]")
+    check("recovery codes")
+    page.goto(f"{base}/auth/logout")
+    _sign_in(page, base, f"mfa-{locale}@example.com")
+    check("second step at sign-in")
+    page.fill("input[name=code]", "000000")
+    page.click("button[type=submit]")
+    check("second step, refused")
+    context.close()
+
+    for name, expected in AUTOCOMPLETE.items():
+        tokens = {f["name"]: f["autocomplete"] for f in fields[name]}
+        assert {k: tokens.get(k) for k in expected} == expected, (name, tokens)
+    for name in REFUSED:
+        assert fields[name], f"{name}: no field to check"
+        for field in fields[name]:
+            assert field["invalid"] == "true" and field["described"], (name, field)
+    # The axe context bypasses the CSP; the pages still send theirs, as strict as ever.
+    assert policies["sign-in"] == SIGNIN_CSP and policies["consent"] == PAGE_HEADERS["Content-Security-Policy"]
+    for name, policy in policies.items():
+        assert policy and "default-src 'none'" in policy and "unsafe" not in policy, (name, policy)
+    return {name: v for name, v in found.items() if v}
+
+
+@pytest.mark.parametrize("locale", LOCALES)
+def test_every_page_passes_axe_in_the_default_look_and_branded(service, browser, axe, locale):
+    failing = {}
+    for host in (DEFAULT_HOST, BRANDED_HOST):
+        for name, found in _tour(service, browser, axe, host, locale).items():
+            failing[f"{host} {name}"] = describe(found)
+    assert failing == {}, "\n".join(f"{page}:\n{text}" for page, text in failing.items())
+
+
+def test_the_sign_in_page_works_by_keyboard_alone_with_visible_focus(service, browser):
+    base = _base(service, DEFAULT_HOST)
+    page = browser.new_context().new_page()
+    page.goto(f"{base}/auth/login")
+    seen = []
+    # The e-mail field has the focus on arrival (autofocus); Tab walks on from there.
+    for _ in range(12):
+        focused = page.evaluate(
+            """() => { const e = document.activeElement; const s = getComputedStyle(e);
+                 return {name: e.name || e.id || e.textContent.trim(), tag: e.tagName,
+                         outline: s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0,
+                         shadow: s.boxShadow !== 'none'}; }"""
+        )
+        if focused["tag"] != "BODY":
+            seen.append(focused["name"])
+            assert focused["outline"] or focused["shadow"], f"no visible focus on {focused}"
+        if focused["name"] == "email":
+            page.keyboard.type("person@example.com")
+        elif focused["name"] == "password":
+            page.keyboard.type(PASSWORD)
+            break
+        page.keyboard.press("Tab")
+    assert "email" in seen and seen[-1] == "password", seen
+    with page.expect_navigation():
+        page.keyboard.press("Enter")
+    assert "You are signed in" in page.content()
+    page.context.close()
