@@ -4,6 +4,7 @@ docs/platform.md), consent, the user's approvals, and dynamic client registratio
 from __future__ import annotations
 
 from typing import cast
+from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
@@ -57,7 +58,12 @@ def authorize() -> Response:
     user = cast(User, user)
     application: Application = grant.client
     scope = grant.request.scope
-    if grant.authentication.asks_consent or (application.consent and not _approved(user, application, scope)):
+    # A metadata document's client is whoever serves the document: the user is asked every time.
+    if (
+        grant.authentication.asks_consent
+        or application.metadata_document
+        or (application.consent and not _approved(user, application, scope))
+    ):
         oidc_request.refuse_consent_page(grant)
         form = ConsentForm()
         if request.method == "GET" or not form.validate_on_submit():
@@ -72,6 +78,7 @@ def authorize() -> Response:
                 reserved_asked=[s for s in scope.split() if s in RESERVED_SCOPES],
                 form=form,
                 action=request.full_path,
+                document_client=_document_client(application, grant.redirect_uri),
             )
         if not form.approve.data:
             # An error answered by redirect: its handler spends the request's request_uri and sign-in note.
@@ -79,6 +86,18 @@ def authorize() -> Response:
         _remember_approval(user, application, scope)
     response = authorization_server().create_authorization_response(grant.request, grant=grant, grant_user=user)
     return _finish(response)
+
+
+def _document_client(application: Application, redirect_uri: str | None) -> dict[str, str | None] | None:
+    """What the consent page says of a metadata document's client: who serves the document, where the answer goes."""
+    if not application.metadata_document:
+        return None
+    redirect = urlsplit(redirect_uri or application.get_default_redirect_uri() or "")
+    return {
+        "document_host": (urlsplit(application.client_id).hostname or "").lower(),
+        "redirect_host": redirect.hostname or redirect.scheme,
+        "logo_uri": application.logo_uri,
+    }
 
 
 def _approved(user: User, application: Application, scope: str) -> bool:
