@@ -237,7 +237,8 @@ def trust_store() -> str | bool:
     """What TLS is verified against: ``SSL_CERT_FILE`` or ``REQUESTS_CA_BUNDLE`` when set, else the system's
     store (OpenSSL's default file or directory), else requests' own bundle (True).
 
-    For a session's ``verify``: a session kept off private networks reads no environment (trust_env).
+    For a request's ``verify`` (a session's would give way to REQUESTS_CA_BUNDLE where the session reads the
+    environment; one kept off private networks reads none).
     """
     for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
         if os.environ.get(name):

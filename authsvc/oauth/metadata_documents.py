@@ -104,8 +104,8 @@ def _fetch(domain: Domain, url: str) -> tuple[dict[str, Any], int]:
             seconds=config.outbound_deadline,
             max_bytes=MAX_BYTES,
         ) as session:
-            session.verify = outbound.trust_store()
-            response = session.get(url, headers={"Accept": "application/json"})
+            # Per request: a session's own verify gives way to REQUESTS_CA_BUNDLE from the environment.
+            response = session.get(url, headers={"Accept": "application/json"}, verify=outbound.trust_store())
             response.raise_for_status()
     except requests.RequestException as exc:
         log.warning("client metadata document %s could not be fetched: %s", url, type(exc).__name__)

@@ -10,20 +10,15 @@ the browser step is an HTTP client that signs in and answers the consent page.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
-import ssl
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
 import requests
-import trustme
 from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -31,6 +26,7 @@ from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull,
 
 from devtools.services import Process, free_port
 from tests.helpers import in_one_pass
+from tests.helpers.documents import Documents
 from tests.helpers.servers import running_service
 
 # The SDK's flow does not depend on the backend; the rows it makes are checked on both (tests/api/oauth).
@@ -43,51 +39,13 @@ SCOPE = "mcp.tools"
 CALLBACK = "http://127.0.0.1:9/callback"
 
 
-class Documents:
-    """Client metadata documents over https on loopback: path -> (body, Cache-Control)."""
-
-    def __init__(self, context: ssl.SSLContext) -> None:
-        self.served: dict[str, tuple[bytes, str]] = {}
-        self.fetched: list[str] = []
-        documents = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - http.server's name
-                documents.fetched.append(self.path)
-                body, cache = documents.served.get(self.path, (b"", ""))
-                self.send_response(200 if body else 404)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                if cache:
-                    self.send_header("Cache-Control", cache)
-                self.end_headers()
-                self.wfile.write(body)
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer((HOST, 0), Handler)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.base = f"https://{HOST}:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def serve(self, path: str, document: dict, cache: str = "max-age=600") -> str:
-        self.served[path] = (json.dumps(document).encode(), cache)
-        return self.base + path
-
-
 @pytest.fixture(scope="module")
 def setup(schema, tmp_path_factory) -> Iterator[dict]:
-    ca = trustme.CA()
-    ca_file = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(ca_file))
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert(HOST).configure_cert(context)
-    documents = Documents(context)
+    documents = Documents(tmp_path_factory.mktemp("ca") / "ca.pem")
     mcp_port = free_port()
     mcp_url = f"http://{HOST}:{mcp_port}/mcp"
     instance = tmp_path_factory.mktemp("instance")
-    with running_service(instance, SSL_CERT_FILE=str(ca_file)) as svc:
+    with running_service(instance, SSL_CERT_FILE=str(documents.ca_file)) as svc:
         svc.cli("domains", "create", "--name", "MCP", "--host", HOST, "--scopes", f"public {SCOPE}")
         svc.cli("users", "create", "--domain", HOST, "--email", EMAIL, "--password", PASSWORD)
         # The documents are on loopback: a system admin's exception, as for identity providers.
@@ -108,7 +66,7 @@ def setup(schema, tmp_path_factory) -> Iterator[dict]:
             yield {"service": svc, "documents": documents, "mcp_url": mcp_url}
         finally:
             mcp.stop()
-            documents.server.shutdown()
+            documents.close()
 
 
 def _wait_for(url: str, process: Process) -> None:
