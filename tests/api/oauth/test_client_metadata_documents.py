@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.core.models import Application, Domain, ResourceServer
-from tests.helpers import REDIRECT_URI, authorize, headers, signin
+from tests.helpers import HOST, REDIRECT_URI, authorize, get_code, headers, signin
 from tests.helpers.code_exchange import exchange
 from tests.helpers.documents import Documents
 
@@ -196,3 +196,34 @@ def test_a_token_for_a_registered_resource_carries_only_its_scopes(client, world
     world.update(Application, setup.public_app.id, resources=["https://elsewhere.example.com/"])
     refused = authorize(client, setup.public_app.client_id, resource=resource)
     assert "invalid_target" in refused.headers["Location"]
+
+
+def test_the_api_is_a_protected_resource_that_names_its_metadata(client, world, setup):
+    """RFC 9728: a client that knows only the API's URL learns from a 401 where its metadata is, and from the
+    metadata which authorisation server to ask; a token without the needed scope learns which one it needs."""
+    api = f"https://{HOST}/api/engine/v2"
+    document = client.get("/.well-known/oauth-protected-resource/api/engine/v2", headers=headers())
+    assert document.status_code == 200
+    assert document.get_json()["resource"] == api
+    assert document.get_json()["authorization_servers"] == [f"https://{HOST}"]
+    assert "admin" in document.get_json()["scopes_supported"]
+    origin = client.get("/.well-known/oauth-protected-resource", headers=headers()).get_json()
+    assert origin["resource"] == f"https://{HOST}"
+
+    metadata = f'resource_metadata="https://{HOST}/.well-known/oauth-protected-resource/api/engine/v2"'
+    for path in ("/api/engine/v2/domains", "/api/engine/v2/api_keys/inspect"):
+        for token in (None, "not-a-token"):
+            auth = {"Authorization": f"Bearer {token}"} if token else {}
+            answer = client.get(path, headers=headers(**auth))
+            assert answer.status_code == 401
+            assert answer.headers["WWW-Authenticate"].startswith("Bearer ")
+            assert metadata in answer.headers["WWW-Authenticate"]
+
+    world.user(setup.domain, "admin@example.com", admin=True)
+    signin(client, "admin@example.com")
+    code = get_code(client, setup.public_app.client_id, scope="public")
+    token = exchange(client, setup.public_app.client_id, code).get_json()["access_token"]
+    refused = client.get("/api/engine/v2/domains", headers=headers(Authorization=f"Bearer {token}"))
+    assert refused.status_code == 403
+    assert refused.get_json()["error"] == "insufficient_scope"
+    assert 'scope="admin"' in refused.headers["WWW-Authenticate"]
