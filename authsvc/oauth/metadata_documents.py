@@ -16,7 +16,8 @@ as an admin's, scopes within the domain's (all of them when the document names n
 The client is an application row of the domain keyed by the URL, made from the document and refreshed from it
 when it is older than its HTTP cache lifetime (Cache-Control ``max-age``, bounded to ``MIN_LIFETIME`` ..
 ``MAX_LIFETIME``; ``DEFAULT_LIFETIME`` without one; ``no-store`` / ``no-cache`` mean the least): a changed
-document takes effect at the latest ``MAX_LIFETIME`` after it changed. Its tokens, codes and approvals refer to
+document takes effect at the latest ``MAX_LIFETIME`` after it changed. The domain's choice is checked at
+every request; the destination (a name resolved) before each fetch. Its tokens, codes and approvals refer to
 the row as to any other application's. Such a client always gets the consent page (authsvc.oauth.views).
 """
 
@@ -54,9 +55,10 @@ def client(domain: Domain, url: str, known: Application | None) -> Application:
     document fetched anew; InvalidClientError when the domain does not read it or it is not acceptable."""
     if known is not None and not known.metadata_document:
         raise InvalidClientError(description="The client_id is not a client metadata document's.")
-    _check_url(domain, url)
+    _check_policy(domain, url)
     if known is not None and (known.metadata_document_expires_at or 0) > clock.now():
         return known
+    _check_destination(domain, url)
     document, lifetime = _fetch(domain, url)
     metadata = _checked(domain, url, document)
     return _saved(domain, url, known, metadata, logo_uri=_logo(document), expires_at=clock.now() + lifetime)
@@ -66,27 +68,37 @@ def _refused(description: str) -> InvalidClientError:
     return InvalidClientError(description=description[:300])
 
 
-def _check_url(domain: Domain, url: str) -> None:
+def _check_policy(domain: Domain, url: str) -> None:
+    """The domain's choice and the URL's form, checked at every request (no name is resolved)."""
     mode = domain.client_metadata_documents
     if mode == CLIENT_METADATA_OFF:
         raise _refused("This domain does not accept client metadata documents as client_id.")
     if len(url) > MAX_URL_LENGTH:
         raise _refused(f"A client_id URL must be at most {MAX_URL_LENGTH} characters.")
     try:
-        validation.client_url(url, "The client_id", allow_private=domain.client_metadata_allow_private_network)
-    except validation.Invalid as exc:
-        raise _refused(f"{exc} (client metadata documents).") from None
-    parts = urlsplit(url)
+        parts = urlsplit(url)
+        host = (parts.hostname or "").lower()
+    except ValueError:
+        raise _refused("The client_id is not a URL (client metadata documents).") from None
     segments = parts.path.split("/")
-    if parts.path in ("", "/") or "." in segments or ".." in segments or "@" in parts.netloc:
+    if parts.path in ("", "/") or "." in segments or ".." in segments or "@" in parts.netloc or parts.fragment:
         raise _refused(
-            "A client_id URL needs a path without . or .. segments, and no user name (client metadata documents)."
+            "A client_id URL needs a path without . or .. segments, no user name and no fragment "
+            "(client metadata documents)."
         )
     if parts.scheme == "http" and not domain.client_metadata_allow_private_network:
         raise _refused("A client metadata document is served over https.")
-    host = (parts.hostname or "").lower()
     if mode == CLIENT_METADATA_ALLOWLIST and host not in domain.client_metadata_hosts.split():
         raise _refused("This domain does not accept client metadata documents of this host.")
+
+
+def _check_destination(domain: Domain, url: str) -> None:
+    """Before a fetch: https to a public address (its name resolved now), unless the domain's exception allows
+    loopback and private ones (plain http on loopback only); authsvc.core.outbound checks again at connect."""
+    try:
+        validation.client_url(url, "The client_id", allow_private=domain.client_metadata_allow_private_network)
+    except validation.Invalid as exc:
+        raise _refused(f"{exc} (client metadata documents).") from None
 
 
 def _fetch(domain: Domain, url: str) -> tuple[dict[str, Any], int]:
