@@ -27,6 +27,7 @@ from authsvc.admin.ldap_directories import (
 from authsvc.admin.listing import listing, serialise
 from authsvc.admin.mfa import reset_factors, set_policy
 from authsvc.admin.registration_tokens import create_registration_token, revoke_registration_token
+from authsvc.admin.resource_servers import create_resource_server
 from authsvc.admin.saml_providers import refresh_saml_metadata
 from authsvc.admin.signing_keys import rotate_signing_key, signing_keys
 from authsvc.admin.sso_providers import (
@@ -66,6 +67,7 @@ __all__ = [
     "create_application",
     "create_domain",
     "create_registration_token",
+    "create_resource_server",
     "create_ldap_directory",
     "create_sso_provider",
     "create_user",

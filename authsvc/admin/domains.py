@@ -68,6 +68,7 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
         in_use = _scopes_in_use(domain) - set(scopes.split()) - set(RESERVED_SCOPES)
         if in_use:
             problems["scopes"] = f"still used by applications or API keys: {' '.join(sorted(in_use))}"
+    problems.update(_client_metadata_problems(actor, changes))
     if "signup_email_domains" in changes:
         changes["signup_email_domains"] = " ".join(changes["signup_email_domains"] or [])
     signup = changes.get("signup", domain.signup)
@@ -83,6 +84,19 @@ def update_domain(actor: Actor, domain: Domain, data: Any) -> Domain:
     audit_change(actor, "domain.updated", domain.id, f"domain:{domain.id}", before, domain.as_json())
     commit(f"a domain with host {domain.host!r}")
     return domain
+
+
+def _client_metadata_problems(actor: Actor, changes: dict[str, Any]) -> dict[str, str]:
+    """The Client ID Metadata Document settings given (their hosts stored as text); fetching from private networks
+    is a system admin's exception, as for identity providers."""
+    if "client_metadata_hosts" in changes:
+        changes["client_metadata_hosts"] = " ".join(dict.fromkeys(changes["client_metadata_hosts"] or []))
+    if changes.get("client_metadata_allow_private_network") and not actor.system_admin:
+        return {
+            "client_metadata_allow_private_network": "only a system admin may allow client metadata documents "
+            "on private networks"
+        }
+    return {}
 
 
 def _require_compliant_applications(domain: Domain) -> None:

@@ -3,7 +3,8 @@
 A package's main blueprint has the package's name ("auth", "account", "oauth", "sso", "api",
 "scim", "openapi"), so an endpoint's name says which package answers it. The others are named for
 what they serve: "admin_api" and "console" (``authsvc.admin``), "mfa" and "mfa_settings"
-(``authsvc.auth.mfa``), "end_session", "device" and "well_known" (``authsvc.oauth``), "saml" and
+(``authsvc.auth.mfa``), "end_session", "device" and "well_known" (``authsvc.oauth``), "protected_resource"
+(``authsvc.api``: RFC 9728), "saml" and
 "resource_tokens" (``authsvc.sso``), "health" (``authsvc.web``) and "front_door" (``authsvc.app``).
 docs/development.md has the table of packages, blueprints and URL prefixes.
 """
@@ -17,6 +18,7 @@ from authsvc.account import views as account
 from authsvc.admin import api as admin_api
 from authsvc.admin import branding_api, consent_texts_api
 from authsvc.admin.console import views as console
+from authsvc.api import protected_resource
 from authsvc.api import views as api
 from authsvc.app import front_door
 from authsvc.auth import passkey_signin
@@ -47,6 +49,7 @@ def init_app(app: Flask) -> None:
     app.register_blueprint(sso.bp)
     app.register_blueprint(saml_views.bp)
     app.register_blueprint(metadata.bp)
+    app.register_blueprint(protected_resource.bp)
     app.register_blueprint(admin_api.bp)
     app.register_blueprint(branding_api.bp)
     app.register_blueprint(consent_texts_api.bp)

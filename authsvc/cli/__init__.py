@@ -11,6 +11,7 @@ from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
 from authsvc.cli.mfa import mfa
 from authsvc.cli.registration import registration_tokens
+from authsvc.cli.resources import resources
 from authsvc.cli.sso import sso
 from authsvc.cli.tenants import apps, domain_scopes, domains
 from authsvc.cli.tokens import tokens
@@ -21,6 +22,7 @@ domain_scopes.add_command(describe_scope)
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens):
+    commands = (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens, resources)
+    for command in commands:
         app.cli.add_command(command)
     migrations.init_app(app)

@@ -87,3 +87,28 @@ RESERVED_SCOPES_HELP = (
 
 # A lifetime in seconds; 0 on `apps update` means "back to the global setting".
 TTL = click.IntRange(min=0, max=10 * 365 * 24 * 3600)
+
+
+# Options of `apps create` and `apps update`.
+INTROSPECT_HELP = (
+    "A resource server: may introspect other applications' tokens (RFC 7662); confidential applications only."
+)
+DPOP_HELP = "Require DPoP (RFC 9449) for every token request: its tokens are bound to the client's key."
+ACCESS_TOKEN_FORMAT = click.Choice(["opaque", "jwt"])
+ACCESS_TOKEN_FORMAT_HELP = "opaque (default) or jwt: RFC 9068 access tokens signed with the domain's key."
+RESOURCE_HELP = "A resource its tokens may be for (RFC 8707 'resource'; an absolute URI); repeat the option."
+
+# Options of `domains create` and `domains update`.
+PROFILE_HELP = (
+    "fapi2: the FAPI 2.0 Security Profile for every application of the domain (docs/fapi.md); "
+    "standard: the service's usual rules."
+)
+SIGNUP_HELP = (
+    "Who may create an account at /auth/signup: off (default), open (anyone), restricted (addresses at the "
+    "--signup-email-domain domains); docs/account.md#sign-up."
+)
+# The domain fields whose options are named otherwise.
+DOMAIN_OPTIONS: dict[str, str | None] = {
+    "signup_email_domains": "--signup-email-domain",
+    "client_metadata_hosts": "--client-metadata-host",
+}

@@ -14,7 +14,15 @@ from authsvc import admin
 from authsvc.admin import consent_texts
 from authsvc.cli.branding import read_logo
 from authsvc.cli.common import (
+    ACCESS_TOKEN_FORMAT,
+    ACCESS_TOKEN_FORMAT_HELP,
+    DOMAIN_OPTIONS,
+    DPOP_HELP,
+    INTROSPECT_HELP,
+    PROFILE_HELP,
     RESERVED_SCOPES_HELP,
+    RESOURCE_HELP,
+    SIGNUP_HELP,
     TTL,
     admin_rules,
     application_by_client_id,
@@ -23,7 +31,15 @@ from authsvc.cli.common import (
     user_by_email,
 )
 from authsvc.core.database import db
-from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, PROFILES, SIGNUP_MODES, STANDARD_PROFILE, Application, Domain
+from authsvc.core.models import (
+    CLIENT_METADATA_MODES,
+    DEFAULT_DOMAIN_SCOPES,
+    PROFILES,
+    SIGNUP_MODES,
+    STANDARD_PROFILE,
+    Application,
+    Domain,
+)
 from authsvc.oauth import client_authentication
 
 domains = AppGroup("domains", help="Domains (tenants), found by Host.")
@@ -31,18 +47,6 @@ domain_scopes = AppGroup("scopes", help="The scopes a domain knows; applications
 domains.add_command(domain_scopes)
 apps = AppGroup("apps", help="Client applications of a domain.")
 
-PROFILE_HELP = (
-    "fapi2: the FAPI 2.0 Security Profile for every application of the domain (docs/fapi.md); "
-    "standard: the service's usual rules."
-)
-SIGNUP_HELP = (
-    "Who may create an account at /auth/signup: off (default), open (anyone), restricted (addresses at the "
-    "--signup-email-domain domains); docs/account.md#sign-up."
-)
-INTROSPECT_HELP = (
-    "A resource server: may introspect other applications' tokens (RFC 7662); confidential applications only."
-)
-DPOP_HELP = "Require DPoP (RFC 9449) for every token request: its tokens are bound to the client's key."
 
 # The admin fields whose options are named otherwise.
 APP_OPTIONS: dict[str, str | None] = {
@@ -54,10 +58,6 @@ APP_OPTIONS: dict[str, str | None] = {
     "require_pushed_authorization_requests": "--require-par",
     "resources": "--resource",
 }
-
-ACCESS_TOKEN_FORMAT = click.Choice(["opaque", "jwt"])
-ACCESS_TOKEN_FORMAT_HELP = "opaque (default) or jwt: RFC 9068 access tokens signed with the domain's key."
-RESOURCE_HELP = "A resource its tokens may be for (RFC 8707 'resource'; an absolute URI); repeat the option."
 
 
 @domains.command("create")
@@ -83,13 +83,28 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
     "--signup-email-domain",
     "signup_email_domains",
     multiple=True,
-    help="An e-mail domain whose addresses may sign up under --signup restricted; repeat the option. "
-    "Given, the list replaces the domain's.",
+    help="An e-mail domain whose addresses may sign up under --signup restricted; repeat it; replaces the list.",
 )
 @click.option(
     "--new-device-notice",
     type=click.Choice(["on", "off"]),
     help="Mail a notice when a user signs in from a browser not seen before for them (default on).",
+)
+@click.option(
+    "--client-metadata-documents",
+    type=click.Choice(CLIENT_METADATA_MODES),
+    help="Client ID Metadata Documents as client_id: off, allowlist (--client-metadata-host) or any (default).",
+)
+@click.option(
+    "--client-metadata-host",
+    "client_metadata_hosts",
+    multiple=True,
+    help="A host whose client metadata documents the domain reads; repeat it; replaces the list.",
+)
+@click.option(
+    "--client-metadata-allow-private-network/--no-client-metadata-allow-private-network",
+    default=None,
+    help="Fetch client metadata documents from loopback and private addresses too (a system admin's exception).",
 )
 def update_domain(
     host: str,
@@ -98,15 +113,27 @@ def update_domain(
     signup: str | None,
     signup_email_domains: tuple[str, ...],
     new_device_notice: str | None,
+    client_metadata_documents: str | None,
+    client_metadata_hosts: tuple[str, ...],
+    client_metadata_allow_private_network: bool | None,
 ) -> None:
     """Change a domain; fapi2 needs every application of it to comply first."""
     domain = domain_by_host(host)
     notice = None if new_device_notice is None else new_device_notice == "on"
-    given = {"name": name, "profile": profile, "signup": signup, "new_device_notice": notice}
+    given = {
+        "name": name,
+        "profile": profile,
+        "signup": signup,
+        "new_device_notice": notice,
+        "client_metadata_documents": client_metadata_documents,
+        "client_metadata_allow_private_network": client_metadata_allow_private_network,
+    }
     changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if signup_email_domains:
         changes["signup_email_domains"] = list(signup_email_domains)
-    with admin_rules({"signup_email_domains": "--signup-email-domain"}):
+    if client_metadata_hosts:
+        changes["client_metadata_hosts"] = list(client_metadata_hosts)
+    with admin_rules(DOMAIN_OPTIONS):
         admin.update_domain(admin.command_line(), domain, changes)
     emit(domain.as_json())
 

@@ -19,6 +19,8 @@ Imported only where a peer is called: requests costs a web worker memory.
 
 from __future__ import annotations
 
+import os
+import ssl
 from typing import Any
 
 import requests
@@ -229,6 +231,20 @@ def guard(
             adapter.seconds, adapter.max_bytes, adapter.keep_body = seconds, max_bytes, keep_body
         session.mount(prefix, adapter)
     return session
+
+
+def trust_store() -> str | bool:
+    """What TLS is verified against: ``SSL_CERT_FILE`` or ``REQUESTS_CA_BUNDLE`` when set, else the system's
+    store (OpenSSL's default file or directory), else requests' own bundle (True).
+
+    For a request's ``verify`` (a session's would give way to REQUESTS_CA_BUNDLE where the session reads the
+    environment; one kept off private networks reads none).
+    """
+    for name in ("SSL_CERT_FILE", "REQUESTS_CA_BUNDLE"):
+        if os.environ.get(name):
+            return os.environ[name]
+    paths = ssl.get_default_verify_paths()
+    return paths.cafile or paths.capath or True
 
 
 def refused(exc: BaseException) -> bool:

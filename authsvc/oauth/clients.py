@@ -33,6 +33,9 @@ from authsvc.tokens import revocation
 # loading authsvc.oauth.registration (and Authlib's RFC 7591, which loads joserfc and cryptography).
 REGISTER_PATH = "/auth/oauth/register"
 AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt", "none"]
+# A client_id that is a URL names a Client ID Metadata Document (authsvc.oauth.metadata_documents); a
+# generated client_id never is one.
+METADATA_DOCUMENT_SCHEMES = ("https://", "http://")
 # The methods by which a confidential application proves who it is (introspection, client_credentials).
 CONFIDENTIAL_AUTH_METHODS = ["client_secret_basic", "client_secret_post", "private_key_jwt"]
 
@@ -90,7 +93,14 @@ def client_of_request_domain(client_id: str) -> Application | None:
     """The client ``client_id`` of the request's domain, or None; asked once a request (the answer is kept)."""
     by_id = part(ClientRequest).by_id
     if client_id not in by_id:
-        by_id[client_id] = _client_of_request_domain(client_id)
+        found = _client_of_request_domain(client_id)
+        if client_id.startswith(METADATA_DOCUMENT_SCHEMES):
+            # A Client ID Metadata Document's client: its row while the document holds, else the document anew.
+            # Loaded at the first such client: it loads RFC 7591's rules (joserfc, cryptography) and requests.
+            from authsvc.oauth import metadata_documents
+
+            found = metadata_documents.client(current_domain(), client_id, found)
+        by_id[client_id] = found
     return by_id[client_id]
 
 

@@ -24,6 +24,8 @@ class ConsentView:
     name: str
     logo_url: str | None  # an admin's logo, from our own host
     declared_logo_host: str | None  # the host of the client's own logo_uri, not verified
+    # The host serving the client's metadata document, for a client that is one: its name is not verified.
+    document_host: str | None
     redirect_host: str
     lines: list[scope_text.ScopeText]
 
@@ -44,6 +46,7 @@ def consent_view(domain: Domain, application: Application, scope: str, redirect_
         name=application.name,
         logo_url=logo_url,
         declared_logo_host=declared,
+        document_host=urlsplit(application.client_id).hostname if application.metadata_document else None,
         redirect_host=urlsplit(target).netloc,
         lines=scope_text.consent_lines(domain, scope.split()),
     )

@@ -7,7 +7,7 @@ from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
 from authsvc.auth.mfa import factors
-from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Domain
+from authsvc.core.models import CLIENT_METADATA_OFF, DEVICE_CODE_GRANT_TYPE, Domain
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import profile, request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
@@ -65,6 +65,9 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
             "request_parameter_supported": True,
             "request_uri_parameter_supported": False,
             "request_object_signing_alg_values_supported": list(request_objects.ALGORITHMS),
+            # draft-ietf-oauth-client-id-metadata-document: a client_id may be its document's URL
+            # (authsvc.oauth.metadata_documents), where the domain reads such documents.
+            "client_id_metadata_document_supported": domain.client_metadata_documents != CLIENT_METADATA_OFF,
         }
     )
     return profile.narrow_metadata(document) if profile.fapi2(domain) else document

@@ -185,6 +185,8 @@ class GrantState:
     # request, those it names) and those the access token is for (None: the domain, as without them).
     resources: list[str] | None = None
     audience: list[str] | None = None
+    # The domain's registered resources and their scopes (authsvc.oauth.resources.registered), read when needed.
+    registered_resources: dict[str, list[str]] | None = None
     # The grant adds an ID token to a response whose granted scope names openid (set by its OpenID Connect
     # extension, authsvc.oauth.server): the signing key is read before the token's write.
     id_token_follows: bool = False

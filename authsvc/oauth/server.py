@@ -22,7 +22,7 @@ from flask import request as flask_request
 from authsvc.core import clock, security
 from authsvc.core.models import Application, User
 from authsvc.core.tenancy import current_domain, issuer
-from authsvc.oauth import access_tokens, backchannel, dpop, keys, oidc_request, profile, pushed
+from authsvc.oauth import access_tokens, backchannel, dpop, keys, oidc_request, profile, pushed, resources
 from authsvc.oauth.clients import (
     access_token_ttl,
     authenticate_client_secret_basic,
@@ -153,6 +153,8 @@ class AuthorizationServer(_AuthorizationServer):
         grant, which alone knows what a refusal means to its client.
         """
         client: Application = request.client
+        # A token for registered resources carries their scopes only (authsvc.oauth.resources).
+        token["scope"] = resources.token_scope(token["scope"])
         # RFC 9449 5: a token request with a proof gets tokens bound to its key.
         state = grant_state()
         jkt = state.dpop.jkt if state.dpop is not None else None

@@ -4,6 +4,7 @@ docs/platform.md), consent, the user's approvals, and dynamic client registratio
 from __future__ import annotations
 
 from typing import cast
+from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
@@ -58,7 +59,12 @@ def authorize() -> Response:
     user = cast(User, user)
     application: Application = grant.client
     scope = grant.request.scope
-    if grant.authentication.asks_consent or (application.consent and not _approved(user, application, scope)):
+    # A metadata document's client is whoever serves the document: the user is asked every time.
+    if (
+        grant.authentication.asks_consent
+        or application.metadata_document
+        or (application.consent and not _approved(user, application, scope))
+    ):
         oidc_request.refuse_consent_page(grant)
         form = ConsentForm()
         if request.method == "GET" or not form.validate_on_submit():

@@ -18,6 +18,8 @@ MAX_USES = 1000
 # Sign-up at /auth/signup (authsvc.core.models.SIGNUP_MODES; docs/account.md).
 SignupMode = Literal["off", "open", "restricted"]
 SIGNUP_MODES: tuple[str, ...] = get_args(SignupMode)
+# Which Client ID Metadata Documents a domain reads (authsvc.core.models.CLIENT_METADATA_MODES).
+ClientMetadataMode = Literal["off", "allowlist", "any"]
 
 # The role an invitation gives (authsvc.account.invitations.ROLES).
 InvitationRole = Literal["user", "support", "admin"]

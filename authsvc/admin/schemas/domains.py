@@ -8,7 +8,7 @@ from pydantic import Field
 
 from authsvc.admin.schemas.answers import DECIMAL_ID, Answer, Page
 from authsvc.admin.schemas.base import Schema
-from authsvc.admin.schemas.choices import MfaRequirement, SecurityProfile, SignupMode
+from authsvc.admin.schemas.choices import ClientMetadataMode, MfaRequirement, SecurityProfile, SignupMode
 from authsvc.admin.schemas.types import TRIMMED, Each, Lifetime, Name, Omissible, StringList, Text
 from authsvc.core import validation
 
@@ -38,6 +38,17 @@ SignupEmailDomains = Annotated[StringList, Each(validation.email_domain), Field(
 NEW_DEVICE_NOTICE = (
     "Whether a sign-in from a browser not seen before for the user mails them a notice (docs/account.md); default true."
 )
+CLIENT_METADATA_DESCRIPTION = (
+    "Which Client ID Metadata Documents serve as client_id (docs/mcp.md): `off`, `allowlist` (those of "
+    "`client_metadata_hosts`) or `any` (the default); such a client always gets the consent page."
+)
+ClientMetadata = Annotated[ClientMetadataMode, TRIMMED, Field(description=CLIENT_METADATA_DESCRIPTION)]
+CLIENT_METADATA_HOSTS = "The hosts whose client metadata documents the domain reads under `allowlist`."
+ClientMetadataHosts = Annotated[StringList, Each(validation.host), Field(description=CLIENT_METADATA_HOSTS)]
+CLIENT_METADATA_PRIVATE = (
+    "Whether client metadata documents may be fetched from loopback and private addresses (plain http on loopback "
+    "only); only a system admin may set it true."
+)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -64,6 +75,9 @@ class DomainChange(Schema):
     signup: Omissible[Signup] = None
     signup_email_domains: Omissible[SignupEmailDomains] = None
     new_device_notice: bool | None = Field(default=None, description=NEW_DEVICE_NOTICE)
+    client_metadata_documents: Omissible[ClientMetadata] = None
+    client_metadata_hosts: Omissible[ClientMetadataHosts] = None
+    client_metadata_allow_private_network: bool | None = Field(default=None, description=CLIENT_METADATA_PRIVATE)
 
 
 class DomainScopes(Schema):
@@ -99,6 +113,9 @@ class Domain(Answer):
         description="The e-mail domains whose addresses may sign up under `restricted`."
     )
     new_device_notice: bool = Field(description=NEW_DEVICE_NOTICE)
+    client_metadata_documents: ClientMetadataMode = Field(description=CLIENT_METADATA_DESCRIPTION)
+    client_metadata_hosts: list[str] = Field(description=CLIENT_METADATA_HOSTS)
+    client_metadata_allow_private_network: bool = Field(description=CLIENT_METADATA_PRIVATE)
 
 
 class DomainList(Page):

@@ -21,6 +21,10 @@ from authsvc.core.models.registration import RegistrationToken
 from authsvc.core.models.spent_codes import SpentCode
 from authsvc.core.models.tenancy import (
     ACCESS_TOKEN_FORMATS,
+    CLIENT_METADATA_ALLOWLIST,
+    CLIENT_METADATA_ANY,
+    CLIENT_METADATA_MODES,
+    CLIENT_METADATA_OFF,
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
     FAPI2_PROFILE,
@@ -34,6 +38,7 @@ from authsvc.core.models.tenancy import (
     AccessTokenFormat,
     Application,
     Domain,
+    ResourceServer,
 )
 from authsvc.core.models.tokens import API_KEY_PERMISSIONS, ApiKey, ApiKeyPermission, Token, capped_permissions
 
@@ -44,6 +49,10 @@ User.directory_linked = column_property(exists().where(LdapAccount.user_id == Us
 __all__ = [
     "ACCESS_TOKEN_FORMATS",
     "API_KEY_PERMISSIONS",
+    "CLIENT_METADATA_ALLOWLIST",
+    "CLIENT_METADATA_ANY",
+    "CLIENT_METADATA_MODES",
+    "CLIENT_METADATA_OFF",
     "DEFAULT_DOMAIN_SCOPES",
     "DEVICE_CODE_GRANT_TYPE",
     "FAPI2_PROFILE",
@@ -62,6 +71,7 @@ __all__ = [
     "AuditRecord",
     "Consent",
     "Domain",
+    "ResourceServer",
     "DomainBranding",
     "ExternalIdentity",
     "LdapAccount",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, Boolean, ForeignKey, Integer, String, Text, false, true
+from sqlalchemy import JSON, Boolean, ForeignKey, Index, Integer, String, Text, UniqueConstraint, false, true
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core import security
@@ -28,6 +28,11 @@ PROFILES = (STANDARD_PROFILE, FAPI2_PROFILE)
 SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED = "off", "open", "restricted"
 SIGNUP_MODES = (SIGNUP_OFF, SIGNUP_OPEN, SIGNUP_RESTRICTED)
 
+# Which Client ID Metadata Documents (draft-ietf-oauth-client-id-metadata-document) a domain reads: none ("off"),
+# those of the listed hosts ("allowlist"), or any host's ("any", the default; every such client gets the
+# consent page). authsvc.oauth.metadata_documents, docs/mcp.md.
+CLIENT_METADATA_OFF, CLIENT_METADATA_ALLOWLIST, CLIENT_METADATA_ANY = "off", "allowlist", "any"
+CLIENT_METADATA_MODES = (CLIENT_METADATA_OFF, CLIENT_METADATA_ALLOWLIST, CLIENT_METADATA_ANY)
 
 # Scopes every domain knows, for surfaces that act with the user's powers;
 # the consent page shows these descriptions (in the page's language).
@@ -63,6 +68,13 @@ class Domain(Model):
     signup: Mapped[str] = mapped_column(String(10), default=SIGNUP_OFF, server_default=SIGNUP_OFF)
     # Space-separated e-mail domains whose addresses may sign up under "restricted".
     signup_email_domains: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # Client ID Metadata Documents: the mode, the hosts of "allowlist" (space-separated), and a system admin's
+    # exception for documents on loopback and private addresses (as for identity providers).
+    client_metadata_documents: Mapped[str] = mapped_column(
+        String(10), default=CLIENT_METADATA_ANY, server_default=CLIENT_METADATA_ANY
+    )
+    client_metadata_hosts: Mapped[str] = mapped_column(Text, default="", server_default="")
+    client_metadata_allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property
     def signup_open(self) -> bool:
@@ -102,6 +114,9 @@ class Domain(Model):
             "signup": self.signup,
             "signup_email_domains": self.signup_email_domains.split(),
             "new_device_notice": self.new_device_notice,
+            "client_metadata_documents": self.client_metadata_documents,
+            "client_metadata_hosts": self.client_metadata_hosts.split(),
+            "client_metadata_allow_private_network": self.client_metadata_allow_private_network,
         }
 
 
@@ -113,14 +128,23 @@ def _public(context: Any) -> bool:
 
 
 class Application(Model):
-    """An OAuth 2.0 client, listed under Domains -> Applications."""
+    """An OAuth 2.0 client, listed under Domains -> Applications.
 
-    __table_args__ = IDS_NEVER_REUSED
+    A client whose client_id is the URL of its Client ID Metadata Document has a row too, per domain, made and
+    refreshed from the document (``metadata_document_expires_at`` set; authsvc.oauth.metadata_documents): its
+    tokens, codes and approvals refer to it as to any other.
+    """
+
+    __table_args__ = (
+        # A generated client_id is unique by itself; a metadata document's URL is the client_id in every domain.
+        Index("ix_application_client_id_domain_id", "client_id", "domain_id", unique=True),
+        IDS_NEVER_REUSED,
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
     name: Mapped[str] = mapped_column(String(200))
-    client_id: Mapped[str] = mapped_column(String(64), unique=True)
+    client_id: Mapped[str] = mapped_column(String(2000))
     client_secret_digest: Mapped[str | None] = mapped_column(String(64))
     redirect_uris: Mapped[list[str]] = mapped_column(JSON, default=list)
     scopes: Mapped[str] = mapped_column(Text, default="public")
@@ -164,9 +188,16 @@ class Application(Model):
     access_token_format: Mapped[str] = mapped_column(String(10), default="opaque", server_default="opaque")
     # The resources (RFC 8707) its tokens may be for; a token's audience is the ones it asked for.
     resources: Mapped[list[str] | None] = mapped_column(JSON)
+    # A Client ID Metadata Document's client: until when its document, as last fetched, holds (seconds).
+    metadata_document_expires_at: Mapped[int | None] = mapped_column(Integer)
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
+
+    @property
+    def metadata_document(self) -> bool:
+        """Whether the client is a Client ID Metadata Document's: its client_id is the document's URL."""
+        return self.metadata_document_expires_at is not None
 
     @property
     def confidential(self) -> bool:
@@ -258,5 +289,29 @@ class Application(Model):
             "resources": list(self.resources or []),
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
+            "created_at": self.created_at,
+        }
+
+
+class ResourceServer(Model):
+    """A protected resource of the domain (RFC 8707, RFC 9728): a token asked for with its URI is for it alone
+    (``aud``) and carries only its scopes (authsvc.oauth.resources)."""
+
+    __table_args__ = (UniqueConstraint("domain_id", "uri"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    domain_id: Mapped[int] = mapped_column(ForeignKey("domain.id"), index=True)
+    uri: Mapped[str] = mapped_column(String(2000))
+    name: Mapped[str] = mapped_column(String(200))
+    scopes: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[int] = mapped_column(Integer, default=now)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": str(self.id),
+            "domain": str(self.domain_id),
+            "uri": self.uri,
+            "name": self.name,
+            "scopes": self.scopes,
             "created_at": self.created_at,
         }

@@ -108,9 +108,11 @@ def test_malformed_authorization_headers_are_401(client, setup, header):
 
 
 def test_no_credential_is_401_with_a_bare_challenge(client, setup):
+    """RFC 6750 3.1: no error code without a credential; RFC 9728 5.1: where the API's metadata is."""
     response = client.get(INSPECT, headers=headers())
     assert response.status_code == 401
-    assert response.headers["WWW-Authenticate"] == 'Bearer realm="authsvc"'
+    metadata = "https://auth.example.com/.well-known/oauth-protected-resource/api/engine/v2"
+    assert response.headers["WWW-Authenticate"] == f'Bearer realm="authsvc", resource_metadata="{metadata}"'
 
 
 def test_revoked_token_is_401(client, setup, world, token):

@@ -1,0 +1,75 @@
+"""The service's own API (/api/engine/v2) as a protected resource (RFC 9728): its metadata, and the
+``resource_metadata`` that every 401 there names in its ``WWW-Authenticate`` (RFC 9728 5.1), so that a client
+that only knows the API's URL finds this authorisation server, as MCP clients do (docs/mcp.md).
+
+A token without the scope a route needs is a 403 ``insufficient_scope`` naming that scope
+(authsvc.api.lookup.require_scopes).
+"""
+
+from __future__ import annotations
+
+import re
+
+from flask import Blueprint, Response, jsonify, request
+
+from authsvc.api.fastpath import PREFIX
+from authsvc.core.tenancy import current_domain, issuer
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+bp = Blueprint("protected_resource", __name__, url_prefix=WELL_KNOWN)
+
+# A Bearer challenge: its scheme, and its parameters if any (RFC 6750 3).
+_BEARER = re.compile(r"^\s*Bearer\b(.*)$", re.IGNORECASE)
+
+
+def metadata_url() -> str:
+    """Where the API's RFC 9728 metadata is, at this request's origin (RFC 9728 3.1: the well-known path
+    inserted before the resource's path)."""
+    return f"{issuer()}{WELL_KNOWN}{PREFIX}"
+
+
+def _metadata(resource: str) -> Response:
+    domain = current_domain()
+    response = jsonify(
+        {
+            "resource": resource,
+            "authorization_servers": [issuer()],
+            "scopes_supported": domain.assignable_scopes,
+            "bearer_methods_supported": ["header"],
+            "resource_name": f"{domain.name} API",
+        }
+    )
+    response.headers["Vary"] = "Host"  # as the authorisation server's metadata: it depends on the Host
+    return response
+
+
+@bp.get("")
+def origin_metadata() -> Response:
+    """RFC 9728 3: the metadata of the resource at the origin (the service, whose API is under /api/engine/v2)."""
+    return _metadata(issuer())
+
+
+@bp.get(PREFIX)
+def api_metadata() -> Response:
+    """RFC 9728 3: the metadata of /api/engine/v2."""
+    return _metadata(issuer() + PREFIX)
+
+
+@bp.after_app_request
+def name_the_metadata(response: Response) -> Response:
+    """Every 401 of the API names its metadata in each Bearer challenge (RFC 9728 5.1)."""
+    in_api = request.path == PREFIX or request.path.startswith(PREFIX + "/")
+    if response.status_code != 401 or not in_api:
+        return response
+    challenges = response.headers.getlist("WWW-Authenticate") or ['Bearer realm="authsvc"']
+    named = []
+    for challenge in challenges:
+        found = _BEARER.match(challenge)
+        if found and "resource_metadata=" not in challenge:
+            rest = found.group(1).strip()
+            challenge = f'Bearer {rest + ", " if rest else ""}resource_metadata="{metadata_url()}"'
+        named.append(challenge)
+    del response.headers["WWW-Authenticate"]
+    for challenge in named:
+        response.headers.add("WWW-Authenticate", challenge)
+    return response
