@@ -7,6 +7,7 @@ from flask import Flask
 from authsvc.cli import migrations
 from authsvc.cli.branding import brand
 from authsvc.cli.demo import seed_demo
+from authsvc.cli.issuers import issuers
 from authsvc.cli.keys import keys
 from authsvc.cli.ldap import ldap
 from authsvc.cli.mfa import mfa
@@ -20,6 +21,19 @@ domains.add_command(brand)
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens):
+    for command in (
+        domains,
+        apps,
+        users,
+        api_keys,
+        tokens,
+        seed_demo,
+        sso,
+        keys,
+        ldap,
+        mfa,
+        registration_tokens,
+        issuers,
+    ):
         app.cli.add_command(command)
     migrations.init_app(app)

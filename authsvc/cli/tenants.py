@@ -19,6 +19,7 @@ from authsvc.cli.common import (
     emit,
     user_by_email,
 )
+from authsvc.cli.issuers import token_exchange_options, token_exchange_policy
 from authsvc.core.database import db
 from authsvc.core.models import DEFAULT_DOMAIN_SCOPES, PROFILES, SIGNUP_MODES, STANDARD_PROFILE, Application, Domain
 from authsvc.oauth import client_authentication
@@ -50,6 +51,7 @@ APP_OPTIONS: dict[str, str | None] = {
     "dpop_bound_access_tokens": "--dpop",
     "require_pushed_authorization_requests": "--require-par",
     "resources": "--resource",
+    "token_exchange": "--token-exchange",
 }
 
 ACCESS_TOKEN_FORMAT = click.Choice(["opaque", "jwt"])
@@ -204,6 +206,7 @@ def remove_domain_scopes(host: str, names: tuple[str, ...]) -> None:
 )
 @click.option("--access-token-format", type=ACCESS_TOKEN_FORMAT, help=ACCESS_TOKEN_FORMAT_HELP)
 @click.option("--resource", "resources", multiple=True, help=RESOURCE_HELP)
+@token_exchange_options(update=False)
 def create_app_command(
     host: str,
     name: str,
@@ -227,6 +230,9 @@ def create_app_command(
     jwks_file: TextIO | None,
     access_token_format: str | None,
     resources: tuple[str, ...],
+    token_exchange: bool,
+    token_exchange_impersonation: bool,
+    token_exchange_refresh_tokens: bool,
 ) -> None:
     domain = domain_by_host(host)
     jwks = _read_jwks(jwks_file)
@@ -254,6 +260,7 @@ def create_app_command(
         "jwks_uri": jwks_uri,
         "access_token_format": access_token_format,
         "resources": list(resources) or None,
+        **token_exchange_policy(token_exchange or None, token_exchange_impersonation, token_exchange_refresh_tokens),
     }
     # How the options go together is the command line's to say, in its own words.
     if service_account_email is not None:
@@ -316,6 +323,7 @@ def _read_jwks(jwks_file: TextIO | None) -> Any:
 @click.option("--access-token-format", type=ACCESS_TOKEN_FORMAT, help=ACCESS_TOKEN_FORMAT_HELP)
 @click.option("--resource", "resources", multiple=True, help="The whole list of resources (RFC 8707); repeat it.")
 @click.option("--no-resources", is_flag=True, help="Remove every resource: its tokens are for the domain only.")
+@token_exchange_options(update=True)
 def update_app(
     client_id: str,
     name: str | None,
@@ -332,6 +340,9 @@ def update_app(
     access_token_format: str | None,
     resources: tuple[str, ...],
     no_resources: bool,
+    token_exchange: bool | None,
+    token_exchange_impersonation: bool,
+    token_exchange_refresh_tokens: bool,
 ) -> None:
     """Change an application; lifetimes apply to tokens issued from now on."""
     application = application_by_client_id(client_id)
@@ -357,6 +368,7 @@ def update_app(
         changes["backchannel_logout_uri"] = None
     if no_resources:
         changes["resources"] = None
+    changes |= token_exchange_policy(token_exchange, token_exchange_impersonation, token_exchange_refresh_tokens)
     with admin_rules(APP_OPTIONS):
         admin.update_application(admin.command_line(), application, changes)
     emit(application.as_json())

@@ -14,6 +14,7 @@ from authsvc.core.models.branding import DomainBranding
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.groups import ScimGroup, ScimGroupMember
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
+from authsvc.core.models.issuers import TrustedIssuer
 from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.mfa import MfaFactor, RecoveryCode
 from authsvc.core.models.registration import RegistrationToken
@@ -23,6 +24,7 @@ from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
     FAPI2_PROFILE,
+    JWT_BEARER_GRANT_TYPE,
     PROFILES,
     RESERVED_SCOPES,
     SIGNUP_MODES,
@@ -30,6 +32,7 @@ from authsvc.core.models.tenancy import (
     SIGNUP_OPEN,
     SIGNUP_RESTRICTED,
     STANDARD_PROFILE,
+    TOKEN_EXCHANGE_GRANT_TYPE,
     AccessTokenFormat,
     Application,
     Domain,
@@ -46,6 +49,7 @@ __all__ = [
     "DEFAULT_DOMAIN_SCOPES",
     "DEVICE_CODE_GRANT_TYPE",
     "FAPI2_PROFILE",
+    "JWT_BEARER_GRANT_TYPE",
     "PROFILES",
     "RESERVED_SCOPES",
     "SIGNUP_MODES",
@@ -53,6 +57,7 @@ __all__ = [
     "SIGNUP_OPEN",
     "SIGNUP_RESTRICTED",
     "STANDARD_PROFILE",
+    "TOKEN_EXCHANGE_GRANT_TYPE",
     "AccessTokenFormat",
     "ApiKey",
     "ApiKeyPermission",
@@ -73,6 +78,7 @@ __all__ = [
     "SpentCode",
     "SsoProvider",
     "Token",
+    "TrustedIssuer",
     "User",
     "capped_permissions",
 ]
