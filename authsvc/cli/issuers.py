@@ -70,9 +70,16 @@ def token_exchange_options(update: bool) -> Callable[[Any], Any]:
         for option in reversed(
             [
                 click.option(
-                    "--token-exchange/--no-token-exchange" if update else "--token-exchange",
+                    "--token-exchange/--no-token-exchange",
                     "token_exchange",
-                    default=None if update else False,
+                    default=None,
+                    help="May exchange tokens (RFC 8693), within its scopes and resources.",
+                )
+                if update
+                else click.option(
+                    "--token-exchange",
+                    "token_exchange",
+                    is_flag=True,
                     help="May exchange tokens (RFC 8693), within its scopes and resources.",
                 ),
                 click.option(

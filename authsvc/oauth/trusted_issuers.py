@@ -65,6 +65,8 @@ def unverified_claims(token: str) -> dict[str, Any]:
 
 def find(domain: Domain, issuer: str) -> TrustedIssuer | None:
     """The domain's record of ``issuer`` (exact match), or None."""
+    if not _storable(issuer):
+        return None
     return db.session.scalar(
         select(TrustedIssuer).where(TrustedIssuer.domain_id == domain.id, TrustedIssuer.issuer == issuer)
     )
@@ -109,7 +111,7 @@ def user_of(domain: Domain, claims: dict[str, Any]) -> User | None:
     an e-mail address. Never created here."""
     for name in ("email", "sub"):
         value = claims.get(name)
-        if not isinstance(value, str) or "@" not in value:
+        if not isinstance(value, str) or "@" not in value or not _storable(value):
             continue
         try:
             email = validation.account_name(value)
@@ -120,6 +122,11 @@ def user_of(domain: Domain, claims: dict[str, Any]) -> User | None:
             return user
         return None
     return None
+
+
+def _storable(value: str) -> bool:
+    """Whether a claim may be compared in SQL: a token's claims are anyone's text (PostgreSQL refuses a NUL)."""
+    return 0 < len(value) <= 2000 and "\x00" not in value
 
 
 def _has_kid(keys: KeySet, kid: Any) -> bool:

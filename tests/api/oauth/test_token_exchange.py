@@ -8,6 +8,7 @@ server, the ``app`` domain) fetches through the outbound guard. docs/token-excha
 
 from __future__ import annotations
 
+import json
 import threading
 from types import SimpleNamespace
 
@@ -35,6 +36,7 @@ from tests.helpers import (
 )
 from tests.helpers.client_credentials import bound_app
 from tests.helpers.counting import trips
+from tests.helpers.dpop import Holder
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -308,3 +310,30 @@ def test_an_exchange_reads_and_writes_what_it_needs(ras, client, idp, tool, monk
     if BACKEND == "postgresql":
         assert counted.sql_trips() == ["SELECT", "SELECT", "SELECT", "WITH"], counted  # all in autocommit
     assert counted.store() == [], counted  # no DPoP proof, no jti: nothing in Redis
+
+
+def test_a_dpop_proof_binds_the_exchanged_token_to_its_key(client, tool):
+    """The exchange keeps sender constraint: a token asked for with a proof is bound to that key (cnf.jkt)."""
+    holder = Holder()
+    holder.remember(client.post("/auth/oauth/token", data={"grant_type": "x"}, headers=headers(DPoP=holder.proof())))
+    data = {"grant_type": EXCHANGE, "subject_token": robot_token(client, tool), "subject_token_type": ACCESS}
+    answer = client.post("/auth/oauth/token", data=data, headers=headers(DPoP=holder.proof()), auth=tool.exchanger)
+    body = answer.get_json()
+    assert answer.status_code == 200 and body["token_type"] == "DPoP", body
+    introspected = client.post(
+        "/auth/oauth/introspect", data={"token": body["access_token"]}, headers=headers(), auth=tool.exchanger
+    ).get_json()
+    assert introspected["cnf"] == {"jkt": holder.jkt}
+
+
+def test_the_cli_gives_an_application_its_exchange_policy(ras, tool):
+    runner = ras.test_cli_runner()
+    base = ["apps", "create", "--domain", HOST, "--name", "Exchanger", "--redirect-uri", REDIRECT_URI]
+    made = runner.invoke(args=[*base, "--confidential", "--token-exchange", "--token-exchange-refresh-tokens"])
+    assert made.exit_code == 0, made.output
+    client_id = json.loads(made.stdout)["client_id"]
+    assert World(ras).query(select(Application.token_exchange).where(Application.client_id == client_id)) == [
+        {"impersonation": False, "refresh_tokens": True}
+    ]
+    public = runner.invoke(args=[*base, "--token-exchange"])
+    assert public.exit_code != 0 and "--token-exchange" in public.output
