@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -349,3 +350,31 @@ def test_the_cli_gives_an_application_its_exchange_policy(ras, tool):
     ]
     public = runner.invoke(args=[*base, "--token-exchange"])
     assert public.exit_code != 0 and "--token-exchange" in public.output
+
+
+def test_may_act_names_the_only_actor_and_the_subjects_scope_bounds_the_token(client, ras, tool, key_server):
+    """RFC 8693 4.4: a subject token that says who may act for its subject is exchanged for that actor only;
+    and the new token never has more scope than the subject token."""
+    from joserfc.jwk import RSAKey
+
+    key = RSAKey.generate_key(2048, parameters={"kid": "partner", "alg": "RS256"})
+    key_server.serve(key)
+    partner = "https://partner.example.com"
+    World(ras).save(
+        TrustedIssuer(domain_id=tool.domain.id, issuer=partner, jwks_uri=key_server.url, subject_tokens=True)
+    )
+    now = int(time.time())
+    claims = {"iss": partner, "sub": "a-1", "email": "alice@corp.example", "iat": now, "exp": now + 60}
+    claims |= {"scope": "public", "may_act": {"sub": str(tool.service.id), "iss": RAS_ISSUER}}
+    subject = jwt.encode({"alg": "RS256", "kid": "partner"}, claims, key)
+    data = {"grant_type": EXCHANGE, "subject_token": subject, "subject_token_type": JWT}
+    by_client = token(client, tool.exchanger, **data)
+    assert by_client.status_code == 400 and "may_act" in by_client.get_json()["error_description"]
+    data |= {"actor_token": robot_token(client, tool), "actor_token_type": ACCESS}
+    too_much = token(client, tool.exchanger, scope="public mqtt.read", **data)
+    assert too_much.status_code == 400 and too_much.get_json()["error"] == "invalid_scope"
+    answer = token(client, tool.exchanger, **data)
+    assert answer.status_code == 200, answer.get_json()
+    claims = inspect(client, answer.get_json()["access_token"])
+    assert claims["sub"] == str(tool.alice.id) and claims["scope"] == ["public"]
+    assert claims["act"] == {"sub": str(tool.service.id), "client_id": tool.robot[0]}
