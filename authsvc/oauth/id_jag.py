@@ -119,10 +119,15 @@ class JwtBearerGrant(BaseGrant, TokenEndpointMixin):
         user = trusted_issuers.user_of(current_domain(), claims)
         if user is None:
             raise InvalidGrantError("The ID-JAG names no enabled user of this domain.")
-        # One use (draft 6.1): its jti is kept until it expires; claimed last, once everything else holds.
+        # One use: its jti is kept until it expires (with the clock skew allowed); claimed last, once everything
+        # else holds.
         jti = claims.get("jti")
         key = f"id-jag:{security.digest(str(claims['iss']))}:{jti}"
-        if not isinstance(jti, str) or not jti or not store.claim_once(key, int(claims["exp"]) - now() + 1):
+        if (
+            not isinstance(jti, str)
+            or not jti
+            or not store.claim_once(key, int(claims["exp"]) + trusted_issuers.LEEWAY - now() + 1)
+        ):
             raise InvalidGrantError("The ID-JAG has no jti or was already used.")
         self.request.client = client
         self.request.user = user
