@@ -90,6 +90,8 @@ def rows(
         Row("client credentials, private_key_jwt", "client_credentials_jwt", "client_credentials"),
         # Issue 26: a DPoP proof (an ES256 check, a jti and the nonces in Redis) on the same grant and on inspect.
         Row("client credentials, DPoP", "client_credentials_dpop", "client_credentials"),
+        # RFC 8693: the subject token read and the act claim written, on top of the client credentials grant.
+        Row("token exchange (RFC 8693)", "token_exchange", "client_credentials", short="exchange"),
         Row(
             f"inspect, DPoP-bound token, {tokens_label(token_counts[0])} tokens",
             "inspect_dpop",

@@ -44,6 +44,7 @@ SCENARIOS = (
     "domains_console",
     "client_credentials_jwt",
     "client_credentials_dpop",
+    "token_exchange",
     "inspect_dpop",
     "password_grant",
     "signin",
@@ -232,6 +233,26 @@ class Scenarios:
                 headers=headers,
                 secret_header="DPoP",
                 secrets=holder.proofs("POST", url, int(800 * self._slice_seconds())),
+                connections=fast,
+            )
+        if key == "token_exchange":
+            # RFC 8693: the machine application exchanges its own client credentials token (one subject for the
+            # whole row: an exchange spends nothing), HTTP Basic as the client credentials row.
+            basic = base64.b64encode(f"{s.machine_client_id}:{s.machine_client_secret}".encode()).decode()
+            body = urlencode(
+                {
+                    "grant_type": "urn:ietf:params:oauth:grant-type:token-exchange",
+                    "subject_token": seed.machine_token(port, s),
+                    "subject_token_type": "urn:ietf:params:oauth:token-type:access_token",
+                }
+            )
+            return Load(
+                key,
+                port,
+                method="POST",
+                path="/auth/oauth/token",
+                body=body,
+                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
                 connections=fast,
             )
         if key == "inspect_dpop":

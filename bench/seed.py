@@ -151,6 +151,8 @@ def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
         "--confidential",
         "--service-account",
         SERVICE_EMAIL,
+        # The token exchange row (RFC 8693) exchanges this application's own tokens.
+        "--token-exchange",
     )
     keyed, private_jwk = _keyed_application(env)
     flask(env, "users", "create", "--domain", HOST, "--email", PERSON_EMAIL, "--password", PASSWORD, "--name", "Person")
@@ -255,6 +257,17 @@ def dpop_nonce(port: int, holder: DPoPKey, url: str) -> str | None:
     (proof,) = holder.proofs("POST", url, 1)
     _, _, headers = _post(port, "/auth/oauth/token", "grant_type=none", {"DPoP": proof})
     return headers.get("DPoP-Nonce")
+
+
+def machine_token(port: int, seed: Seed) -> str:
+    """An access token of the machine application (client credentials): the token exchange row's subject."""
+    basic = base64.b64encode(f"{seed.machine_client_id}:{seed.machine_client_secret}".encode()).decode()
+    status, data, _ = _post(
+        port, "/auth/oauth/token", "grant_type=client_credentials", {"Authorization": f"Basic {basic}"}
+    )
+    if status != 200:
+        raise BenchError(f"no client credentials token: {status} {data}")
+    return data["access_token"]
 
 
 def dpop_token(port: int, seed: Seed, holder: DPoPKey) -> str:

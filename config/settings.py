@@ -155,6 +155,15 @@ class Settings:
     # A client assertion may be valid at most this many seconds ahead (its exp), which bounds how long its
     # jti is kept. An hour, as Okta allows: Authlib's and other clients sign for an hour by default.
     client_assertion_max_lifetime: int = _setting("AUTHSVC_CLIENT_ASSERTION_MAX_LIFETIME", 3600, _int)
+    # Trusted issuers (token exchange, ID-JAGs; docs/token-exchange.md): their jwks_uri may be on loopback,
+    # private networks and plain http only when the operator says so; their keys are kept this long (in Redis)
+    # and refetched on an unknown kid at most once an interval. An ID-JAG may live at most this long (exp - iat).
+    trusted_issuer_allow_private_networks: bool = _setting(
+        "AUTHSVC_TRUSTED_ISSUER_ALLOW_PRIVATE_NETWORKS", False, _bool
+    )
+    trusted_issuer_jwks_ttl: int = _setting("AUTHSVC_TRUSTED_ISSUER_JWKS_TTL", 300, _int)
+    trusted_issuer_jwks_refetch_interval: int = _setting("AUTHSVC_TRUSTED_ISSUER_JWKS_REFETCH_INTERVAL", 10, _int)
+    id_jag_max_lifetime: int = _setting("AUTHSVC_ID_JAG_MAX_LIFETIME", 300, _int)
     # Request objects (RFC 9101): exp at most this far ahead, nbf at most this long ago (FAPI 2.0: an hour).
     request_object_max_lifetime: int = _setting("AUTHSVC_REQUEST_OBJECT_MAX_LIFETIME", 3600, _int)
     # Pushed authorisation requests (RFC 9126): a request_uri must reach the authorisation endpoint

@@ -42,6 +42,7 @@ def _service_account(actor: Actor, given: str | None, domain: Domain, problems: 
 
 
 INTROSPECT_CONFIDENTIAL_ONLY = "only a confidential application may be a resource server (introspect)"
+EXCHANGE_CONFIDENTIAL_ONLY = "only a confidential application an admin created may exchange tokens"
 
 # What an application bound to a service account holds that acts as that account: who may change these
 # may act as the account, so they need the right to change it (authsvc.admin.actors.require_change_of_user).
@@ -121,6 +122,8 @@ def create_application(actor: Actor, data: Any) -> tuple[Application, str | None
         problems["service_account"] = "only a confidential application may have a service account"
     if values.get("introspect") and not (confidential or keys):
         problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
+    if values.get("token_exchange") is not None and not (confidential or keys):
+        problems["token_exchange"] = EXCHANGE_CONFIDENTIAL_ONLY
     if domain.fapi2:
         # PKCE is the profile's in any case (FAPI 2.0 5.3.2.2 item 5); the setting says so too.
         values.setdefault("require_pkce", True)
@@ -165,6 +168,10 @@ def update_application(actor: Actor, application: Application, data: Any) -> App
         problems["introspect"] = "a dynamically registered client cannot introspect other clients' tokens"
     elif values.get("introspect") and not application.confidential:
         problems["introspect"] = INTROSPECT_CONFIDENTIAL_ONLY
+    if values.get("token_exchange") is not None and (
+        not application.confidential or application.registration_token_id is not None
+    ):
+        problems["token_exchange"] = EXCHANGE_CONFIDENTIAL_ONLY
     if application.domain.fapi2:
         # The settings as they would be saved: none may break the profile.
         saved = {

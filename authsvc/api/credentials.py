@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import cast
+from typing import Any, cast
 
 from authsvc.core import security, validation
 from authsvc.core.database import db, now
@@ -49,6 +49,7 @@ class Credential:
     last_used_at: int | None = None  # an API key's, as read
     dpop_jkt: str | None = None  # a DPoP-bound token's key (RFC 9449: cnf.jkt)
     profile: str = STANDARD_PROFILE  # its domain's security profile
+    act: dict[str, Any] | None = None  # a token exchange's actor (RFC 8693 4.1)
 
     @property
     def admin(self) -> bool:
@@ -97,6 +98,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         client_id=row.client_id,
         dpop_jkt=row.dpop_jkt,
         profile=row.profile,
+        act=row.act,
     )
 
 

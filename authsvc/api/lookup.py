@@ -208,6 +208,8 @@ def claims(credential: Credential, issuer: str) -> dict[str, Any]:
         if credential.dpop_jkt:
             # RFC 9449 6.1: an API server checks that a proof made for its own URL is by this key.
             answer["cnf"] = {"jkt": credential.dpop_jkt}
+        if credential.act:
+            answer["act"] = credential.act  # RFC 8693 4.1: who acts for the subject
     else:
         answer["api_key"] = credential.api_key_id
     return answer

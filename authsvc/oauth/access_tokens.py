@@ -36,6 +36,7 @@ def claims(
     auth_time: int | None = None,
     acr: str | None = None,
     jkt: str | None = None,
+    act: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """An access token's claims (RFC 9068 2.2). ``jkt``: the thumbprint of the key a sender-constrained token is
     bound to (RFC 9449 6.1, ``cnf.jkt``); ``auth_time`` and ``acr`` only when the sign-in behind it is known."""
@@ -55,6 +56,8 @@ def claims(
         token["acr"] = acr
     if jkt is not None:
         token["cnf"] = {"jkt": jkt}
+    if act is not None:
+        token["act"] = act  # RFC 8693 4.1
     return token
 
 
@@ -105,5 +108,6 @@ def issue(request: MergedRequest, token: dict[str, Any], jkt: str | None = None)
         auth_time=lineage.auth_time,
         acr=acr_of(lineage.amr),
         jkt=jkt,
+        act=state.act,
     )
     return encode(domain, client, token_claims)

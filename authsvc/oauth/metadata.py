@@ -7,7 +7,13 @@ from authlib.oidc.discovery import OpenIDProviderMetadata
 from flask import Blueprint, Response, jsonify
 
 from authsvc.auth.mfa import factors
-from authsvc.core.models import CLIENT_METADATA_OFF, DEVICE_CODE_GRANT_TYPE, Domain
+from authsvc.core.models import (
+    CLIENT_METADATA_OFF,
+    DEVICE_CODE_GRANT_TYPE,
+    JWT_BEARER_GRANT_TYPE,
+    TOKEN_EXCHANGE_GRANT_TYPE,
+    Domain,
+)
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import profile, request_objects
 from authsvc.oauth.client_authentication import CLIENT_ASSERTION_ALGORITHMS
@@ -46,6 +52,8 @@ def server_metadata(domain: Domain) -> AuthorizationServerMetadata:
                 "password",
                 DEVICE_CODE_GRANT_TYPE,
                 "client_credentials",
+                TOKEN_EXCHANGE_GRANT_TYPE,
+                JWT_BEARER_GRANT_TYPE,
             ],
             "code_challenge_methods_supported": ["S256", "plain"],
             "authorization_response_iss_parameter_supported": True,

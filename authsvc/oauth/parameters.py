@@ -6,6 +6,7 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import InsecureTransportError, InvalidRequestError, OAuth2Payload, OAuth2Request
@@ -190,6 +191,10 @@ class GrantState:
     # The grant adds an ID token to a response whose granted scope names openid (set by its OpenID Connect
     # extension, authsvc.oauth.server): the signing key is read before the token's write.
     id_token_follows: bool = False
+    # RFC 8693: the exchanged token's actor (``act``, carried by its refreshes), and whether the access token must
+    # be a JWT whatever the client's format (requested_token_type jwt).
+    act: dict[str, Any] | None = None
+    jwt_access_token: bool = False
 
 
 def grant_state() -> GrantState:

@@ -30,7 +30,13 @@ from sqlalchemy import select
 
 from authsvc.api.proofs import FAPI2_ALGORITHMS as DPOP_ALGORITHMS
 from authsvc.core import audit
-from authsvc.core.models import DEVICE_CODE_GRANT_TYPE, Application, Domain
+from authsvc.core.models import (
+    DEVICE_CODE_GRANT_TYPE,
+    JWT_BEARER_GRANT_TYPE,
+    TOKEN_EXCHANGE_GRANT_TYPE,
+    Application,
+    Domain,
+)
 from authsvc.tokens import revocation
 
 # FAPI 2.0 Security Profile 5.3.2.1 item 11.
@@ -70,6 +76,7 @@ NO_PLAIN = rule("PKCE method plain is not allowed; use S256", "pkce")
 REDIRECT_URI_REQUIRED = rule("the request must name its redirect_uri", "authorization-requests")
 NO_PASSWORD = rule("the password grant is not allowed", "grants")
 NO_DEVICE = rule("the device authorization grant is not allowed", "grants")
+NO_EXCHANGE = rule("token exchange and the JWT bearer grant are not allowed", "grants")
 NO_QUERY = rule("parameters go in the request body, never in the query string", "no-secrets-in-urls")
 ASSERTION_ALGORITHM = rule("a client assertion is signed with PS256 or ES256", "algorithms")
 ID_TOKEN_RS256 = rule("ID tokens are signed with ES256", "algorithms")
@@ -143,6 +150,8 @@ def check_client_request(client: Application, request: Any, endpoint: str) -> No
         raise UnauthorizedClientError(NO_PASSWORD)
     if grant_type == DEVICE_CODE_GRANT_TYPE or endpoint == "device_authorization":
         raise UnauthorizedClientError(NO_DEVICE)
+    if grant_type in (TOKEN_EXCHANGE_GRANT_TYPE, JWT_BEARER_GRANT_TYPE):
+        raise UnauthorizedClientError(NO_EXCHANGE)
 
 
 class AuthorizationRequestRules:
@@ -172,7 +181,7 @@ class AuthorizationRequestRules:
 
 def narrow_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
     """A profile domain's RFC 8414 document: only what its clients may use (FAPI 2.0 5.3.2.1 item 1)."""
-    refused = {"password", DEVICE_CODE_GRANT_TYPE}
+    refused = {"password", DEVICE_CODE_GRANT_TYPE, TOKEN_EXCHANGE_GRANT_TYPE, JWT_BEARER_GRANT_TYPE}
     metadata["grant_types_supported"] = [g for g in metadata["grant_types_supported"] if g not in refused]
     metadata.pop("device_authorization_endpoint", None)
     metadata["code_challenge_methods_supported"] = ["S256"]

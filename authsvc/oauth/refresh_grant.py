@@ -74,6 +74,7 @@ class RefreshTokenGrant(grants.RefreshTokenGrant):
             amr=token.amr,
             sid=token.sid,
         )
+        grant_state().act = token.act
 
     def save_token(self, token: dict[str, Any]) -> Issued:
         issued: Issued = super().save_token(token)

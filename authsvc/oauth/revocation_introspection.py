@@ -181,6 +181,8 @@ class IntrospectionEndpoint(_IntrospectionEndpoint):
         if row.dpop_jkt:
             # RFC 9449 6.2: the key the token is bound to; a resource server checks the proof against it.
             payload["cnf"] = {"jkt": row.dpop_jkt}
+        if row.act:
+            payload["act"] = row.act  # RFC 8693 4.1
         return payload
 
 

@@ -35,10 +35,12 @@ from authsvc.oauth.clients import (
 )
 from authsvc.oauth.device import DeviceAuthorization, DeviceGrant
 from authsvc.oauth.grants import PKCE, AuthorizationCodeGrant, ClientCredentialsGrant, PasswordGrant
+from authsvc.oauth.id_jag import JwtBearerGrant
 from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.oauth.pushed import PushedAuthorization, resolve_authorization_request
 from authsvc.oauth.refresh_grant import RefreshTokenGrant
 from authsvc.oauth.revocation_introspection import IntrospectionEndpoint, RevocationEndpoint
+from authsvc.oauth.token_exchange import TokenExchangeGrant
 from authsvc.tokens import issue as tokens
 from authsvc.tokens.issue import Issued
 from authsvc.web import metrics
@@ -49,7 +51,8 @@ log = logging.getLogger(__name__)
 DEFAULT_DESCRIPTIONS = {
     "unsupported_grant_type": (
         "grant_type must be authorization_code, refresh_token, client_credentials, password"
-        " or urn:ietf:params:oauth:grant-type:device_code."
+        ", urn:ietf:params:oauth:grant-type:device_code, urn:ietf:params:oauth:grant-type:token-exchange"
+        " or urn:ietf:params:oauth:grant-type:jwt-bearer."
     ),
     "unsupported_response_type": "response_type must be code.",
     "invalid_grant": "The grant is invalid, expired, revoked or was issued to another client.",
@@ -158,7 +161,7 @@ class AuthorizationServer(_AuthorizationServer):
         # RFC 9449 5: a token request with a proof gets tokens bound to its key.
         state = grant_state()
         jkt = state.dpop.jkt if state.dpop is not None else None
-        if client.jwt_access_tokens:
+        if client.jwt_access_tokens or state.jwt_access_token:
             # RFC 9068; the response carries it, the row its digest like an opaque token's. Signed before
             # anything is written: the domain's first key is made and committed on first need. A bound
             # token names its key (cnf.jkt, RFC 9449 6).
@@ -186,6 +189,7 @@ class AuthorizationServer(_AuthorizationServer):
                 dpop_jkt=jkt,
                 audience=state.audience,
                 resources=state.resources,
+                act=state.act,
             )
         )
         if issued.outcome is tokens.Outcome.ISSUED:
@@ -313,6 +317,8 @@ def init_app(app: Flask) -> None:
     server.register_grant(RefreshTokenGrant, [id_tokens_in_refresh_grant])
     server.register_grant(DeviceGrant)
     server.register_grant(ClientCredentialsGrant)
+    server.register_grant(TokenExchangeGrant)
+    server.register_grant(JwtBearerGrant)
     server.register_client_auth_method("client_secret_basic", authenticate_client_secret_basic)
     server.register_client_auth_method("private_key_jwt", authenticate_private_key_jwt)
     server.register_endpoint(RevocationEndpoint)

@@ -12,12 +12,13 @@ from __future__ import annotations
 import enum
 import logging
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import actors, security
 from authsvc.core.database import commit_keeping_loaded, db
-from authsvc.core.models import Application, User
+from authsvc.core.models import TOKEN_EXCHANGE_GRANT_TYPE, Application, User
 from authsvc.core.settings import settings
 from authsvc.tokens import rows, spent_codes
 
@@ -77,6 +78,8 @@ class Issue:
     # RFC 8707: what the access token is for, and the resources the grant allows.
     audience: list[str] | None = None
     resources: list[str] | None = None
+    # RFC 8693 4.1: a token exchange's actor (nested for a chain); also in its audit record.
+    act: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,21 +88,27 @@ class Issued:
     family: str
 
 
+_EVENTS = {"refresh_token": "token.refreshed", TOKEN_EXCHANGE_GRANT_TYPE: "token.exchanged"}
+
+
 def issue(asked: Issue) -> Issued:
     """Write the token ``asked`` for with its audit record, in one transaction, and commit it."""
     family = asked.lineage.family or security.new_secret()
     spent = spent_codes.row(asked.lineage.spent_code, family) if asked.lineage.spent_code else None
     client = asked.client
+    details: dict[str, Any] = {"grant_type": asked.grant_type, "client_id": client.client_id, "scope": asked.scope}
+    if asked.act is not None:
+        details["act"] = asked.act
     try:
         saved = rows.insert_token_and_record(
             _row(asked, family),
-            "token.refreshed" if asked.grant_type == "refresh_token" else "token.issued",
+            _EVENTS.get(asked.grant_type, "token.issued"),
             domain_id=client.domain_id,
             # A client_credentials token is the application's doing, though it acts as its service account.
             actor=actors.of_client(client.client_id)
             if asked.grant_type == "client_credentials" or not asked.user
             else actors.of_user(asked.user.id),
-            details={"grant_type": asked.grant_type, "client_id": client.client_id, "scope": asked.scope},
+            details=details,
             spent_code=spent,
             claim=asked.lineage.claim,
         )
@@ -147,6 +156,7 @@ def _row(asked: Issue, family: str) -> rows.TokenRow:
         dpop_jkt=asked.dpop_jkt,
         audience=stored(asked.audience),
         resources=stored(asked.resources),
+        act=asked.act,
     )
 
 

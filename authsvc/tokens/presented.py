@@ -43,6 +43,7 @@ class TokenClaims(Claimant, Protocol):
     expires_in: int
     dpop_jkt: str | None
     audience: str | None
+    act: dict[str, Any] | None
     client_id: str
     aud: str  # its domain's host
     profile: str
@@ -76,6 +77,7 @@ def _token_claims(domain_rule: ColumnElement[bool]) -> Select[Any]:
             _token.c.expires_in,
             _token.c.dpop_jkt,
             _token.c.audience,
+            _token.c.act,
             _application.c.client_id,
             _domain.c.host.label("aud"),
             _domain.c.profile,

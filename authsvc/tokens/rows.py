@@ -52,6 +52,7 @@ class TokenRow(TypedDict):
     dpop_jkt: str | None
     audience: str | None
     resources: str | None
+    act: dict[str, Any] | None
 
 
 class SpentCodeRow(TypedDict):

@@ -46,6 +46,17 @@ ServiceAccount = Annotated[
 ]
 
 
+class TokenExchange(Schema):
+    """What an application may do by token exchange (RFC 8693), within its scopes and resources."""
+
+    impersonation: bool = Field(
+        default=False,
+        description="May a token without an actor token be issued without `act` (impersonation)? Otherwise the "
+        "application itself is named as the actor.",
+    )
+    refresh_tokens: bool = Field(default=False, description="Whether an exchanged token comes with a refresh token.")
+
+
 class ApplicationChange(Schema):
     """Only the fields given change; `confidential` and `client_id` cannot be changed. `jwks` / `jwks_uri` change
     only on a private_key_jwt application (key rotation)."""
@@ -85,6 +96,11 @@ class ApplicationChange(Schema):
         "A token asked for some has them as its audience; null or [] for none.",
     )
     service_account: ServiceAccount | None = Field(default=None, description="null unbinds.")
+    token_exchange: TokenExchange | None = Field(
+        default=None,
+        description="May exchange tokens (RFC 8693) at the token endpoint, with this policy; null: may not. A "
+        "confidential application an admin created only.",
+    )
     id_token_signed_response_alg: Annotated[IdTokenAlgorithm, TRIMMED] | None = Field(
         default=None, description="How its ID tokens are signed (OpenID Connect); null for the default, RS256."
     )
@@ -162,6 +178,9 @@ class Application(Answer):
     )
     service_account: str | None = Field(
         description="The id of the service account its client_credentials tokens act as; null when unbound."
+    )
+    token_exchange: TokenExchange | None = Field(
+        default=None, description="Its token exchange policy (RFC 8693); null when it may not exchange."
     )
     id_token_signed_response_alg: IdTokenAlgorithm | None = Field(
         description="How its ID tokens are signed; null is RS256."

@@ -15,6 +15,7 @@ from authsvc.core.models.consent_text import ApplicationLogo, ScopeDescription
 from authsvc.core.models.directory import LdapAccount, LdapDirectory
 from authsvc.core.models.groups import ScimGroup, ScimGroupMember
 from authsvc.core.models.identity import ExternalIdentity, SsoProvider
+from authsvc.core.models.issuers import TrustedIssuer
 from authsvc.core.models.keys import SigningKey
 from authsvc.core.models.mfa import MfaFactor, RecoveryCode
 from authsvc.core.models.registration import RegistrationToken
@@ -28,6 +29,7 @@ from authsvc.core.models.tenancy import (
     DEFAULT_DOMAIN_SCOPES,
     DEVICE_CODE_GRANT_TYPE,
     FAPI2_PROFILE,
+    JWT_BEARER_GRANT_TYPE,
     PROFILES,
     RESERVED_SCOPES,
     SIGNUP_MODES,
@@ -35,6 +37,7 @@ from authsvc.core.models.tenancy import (
     SIGNUP_OPEN,
     SIGNUP_RESTRICTED,
     STANDARD_PROFILE,
+    TOKEN_EXCHANGE_GRANT_TYPE,
     AccessTokenFormat,
     Application,
     Domain,
@@ -56,6 +59,7 @@ __all__ = [
     "DEFAULT_DOMAIN_SCOPES",
     "DEVICE_CODE_GRANT_TYPE",
     "FAPI2_PROFILE",
+    "JWT_BEARER_GRANT_TYPE",
     "PROFILES",
     "RESERVED_SCOPES",
     "SIGNUP_MODES",
@@ -63,6 +67,7 @@ __all__ = [
     "SIGNUP_OPEN",
     "SIGNUP_RESTRICTED",
     "STANDARD_PROFILE",
+    "TOKEN_EXCHANGE_GRANT_TYPE",
     "AccessTokenFormat",
     "ApiKey",
     "ApiKeyPermission",
@@ -86,6 +91,7 @@ __all__ = [
     "SpentCode",
     "SsoProvider",
     "Token",
+    "TrustedIssuer",
     "User",
     "capped_permissions",
 ]

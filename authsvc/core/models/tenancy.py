@@ -13,6 +13,8 @@ from authsvc.core.marks import N_
 
 DEFAULT_DOMAIN_SCOPES = "public mqtt.read mqtt.write"
 DEVICE_CODE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:device_code"
+TOKEN_EXCHANGE_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:token-exchange"  # RFC 8693
+JWT_BEARER_GRANT_TYPE = "urn:ietf:params:oauth:grant-type:jwt-bearer"  # RFC 7523 (ID-JAGs here)
 ACCESS_TOKEN_OPAQUE, ACCESS_TOKEN_JWT = "opaque", "jwt"
 AccessTokenFormat = Literal["opaque", "jwt"]
 ACCESS_TOKEN_FORMATS: tuple[AccessTokenFormat, ...] = get_args(AccessTokenFormat)
@@ -190,6 +192,9 @@ class Application(Model):
     resources: Mapped[list[str] | None] = mapped_column(JSON)
     # A Client ID Metadata Document's client: until when its document, as last fetched, holds (seconds).
     metadata_document_expires_at: Mapped[int | None] = mapped_column(Integer)
+    # Token exchange (RFC 8693): None when it may not exchange; else {"impersonation": bool, "refresh_tokens":
+    # bool}: whether a token without ``act`` may be issued, and whether a refresh token comes with one.
+    token_exchange: Mapped[dict[str, bool] | None] = mapped_column(JSON)
 
     domain: Mapped[Domain] = relationship(lazy="joined")
     service_account: Mapped[Any] = relationship("User")
@@ -257,6 +262,11 @@ class Application(Model):
             return self.device
         if grant_type == "client_credentials":
             return self.confidential and self.service_account_id is not None
+        if grant_type == TOKEN_EXCHANGE_GRANT_TYPE:
+            return self.confidential and self.token_exchange is not None
+        if grant_type == JWT_BEARER_GRANT_TYPE:
+            # An ID-JAG names its client (client_id), which must prove who it is.
+            return self.confidential
         return grant_type in ("authorization_code", "password", "refresh_token")
 
     def as_json(self) -> dict[str, Any]:
@@ -287,6 +297,7 @@ class Application(Model):
             "require_pushed_authorization_requests": self.require_pushed_authorization_requests,
             "access_token_format": self.access_token_format,
             "resources": list(self.resources or []),
+            "token_exchange": dict(self.token_exchange) if self.token_exchange is not None else None,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
             "created_at": self.created_at,

@@ -38,6 +38,7 @@ class Token(Model):
                 "revoked_at",
                 "dpop_jkt",
                 "audience",
+                "act",
             ],
         ),
         IDS_NEVER_REUSED,
@@ -74,6 +75,8 @@ class Token(Model):
     audience: Mapped[str | None] = mapped_column(Text)
     # The resources the grant allows (the authorisation's): a refresh may ask for fewer, never for others.
     resources: Mapped[str | None] = mapped_column(Text)
+    # RFC 8693 4.1: who acts for the subject (a token exchange's delegation), nested for a chain; None otherwise.
+    act: Mapped[dict[str, Any] | None] = mapped_column(JSON)
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")

@@ -101,7 +101,8 @@ def test_real_admin_answers_conform_too(client, world, document):
     succeeded = set()
 
     def call(method, template, status, *, record_id=None, key=admin_key, **kwargs):
-        path = api + template.format(record_id=record_id, invitation_id=kwargs.pop("invitation_id", None))
+        ids = {name: kwargs.pop(name, None) for name in ("invitation_id", "issuer_id")}
+        path = api + template.format(record_id=record_id, **ids)
         response = getattr(client, method)(path, headers=key, **kwargs)
         assert response.status_code == status, (method, path, response.get_data(as_text=True))
         answer = document["paths"][api + template][method]["responses"][str(status)]
@@ -261,6 +262,12 @@ def test_real_admin_answers_conform_too(client, world, document):
     call("post", resent, 200, record_id=domain.id, invitation_id=invited["id"])
     one = "/domains/{record_id}/invitations/{invitation_id}"
     assert call("delete", one, 200, record_id=domain.id, invitation_id=invited["id"])["state"] == "revoked"
+    # Trusted issuers (token exchange, ID-JAGs): added, listed, removed.
+    issuers = "/domains/{record_id}/trusted_issuers"
+    trusted = {"issuer": "https://idp.example.com", "jwks_uri": "https://idp.example.com/jwks", "id_jag": True}
+    added = call("post", issuers, 200, record_id=domain.id, json=trusted)
+    assert call("get", issuers, 200, record_id=domain.id)["items"] == [added]
+    call("delete", issuers + "/{issuer_id}", 200, record_id=domain.id, issuer_id=added["id"])
 
     # The domain's branding: set, its logo uploaded and removed, read by support, reset.
     branded = call("put", "/domains/{record_id}/branding", 200, record_id=domain.id, json={"primary_color": "#FFD400"})

@@ -26,6 +26,8 @@ def test_the_document_passes_authlibs_validation(client, setup):
         "password",
         "urn:ietf:params:oauth:grant-type:device_code",
         "client_credentials",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
     ]
     assert metadata["response_types_supported"] == ["code"]
     assert metadata["code_challenge_methods_supported"] == ["S256", "plain"]
