@@ -33,6 +33,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.oauth import server
     from authsvc.outbox import sender as outbox
     from authsvc.web import deployment, logs, metrics, overload
+    from authsvc.webhooks import init_app as init_webhooks
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
@@ -99,6 +100,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # What the outbox's senders do: e-mail (where it can be sent), and what e-mail answers.
     outbox.init_app(app)
     mail.init_app(app)
+    init_webhooks(app)
     account_password.init_app(app)
     account_signup.init_app(app)
     account_notices.init_app(app)

@@ -376,5 +376,5 @@ def clear_user_resource_token(user_id: str) -> Response:
     return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))
 
 
-# The invitations' routes join this blueprint (a module of their own).
-from authsvc.admin import invitation_api  # noqa: E402, F401
+# The invitations' and webhooks' routes join this blueprint (modules of their own).
+from authsvc.admin import invitation_api, webhook_api  # noqa: E402, F401

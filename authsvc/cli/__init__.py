@@ -15,11 +15,13 @@ from authsvc.cli.sso import sso
 from authsvc.cli.tenants import apps, domains
 from authsvc.cli.tokens import tokens
 from authsvc.cli.users import api_keys, users
+from authsvc.cli.webhooks import webhooks
 
 domains.add_command(brand)
 
 
 def init_app(app: Flask) -> None:
-    for command in (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens):
+    commands = (domains, apps, users, api_keys, tokens, seed_demo, sso, keys, ldap, mfa, registration_tokens, webhooks)
+    for command in commands:
         app.cli.add_command(command)
     migrations.init_app(app)
