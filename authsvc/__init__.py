@@ -32,7 +32,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.mail import messages as mail
     from authsvc.oauth import server
     from authsvc.outbox import sender as outbox
-    from authsvc.web import deployment, logs, metrics, overload
+    from authsvc.web import deployment, logs, metrics, overload, traces
     from authsvc.webhooks import init_app as init_webhooks
     from config.settings import from_environment
 
@@ -106,4 +106,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     account_notices.init_app(app)
     account_devices.init_app(app)
     cli.init_app(app)
+    # Last: its span wraps the whole app (nothing of OpenTelemetry is imported unless OTEL_ variables ask).
+    traces.init_app(app)
     return app
