@@ -42,10 +42,15 @@ import sys
 traced = "authsvc.web.traces_sdk" in sys.modules or any(
     name.startswith("opentelemetry.instrumentation") for name in sys.modules
 )
+import logging
+from authsvc.core import tracing
+from authsvc.web.logs import JsonFormatter
+with tracing.span("probe"):
+    line = json.loads(JsonFormatter().format(logging.LogRecord("probe", 20, "", 0, "a line", None, None)))
 if traced:
     from authsvc.web import traces_sdk
     traces_sdk.flush()
-print(json.dumps({"status": answer.status_code, "code": code, "traced": traced}))
+print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id")}))
 """
 
 
@@ -120,6 +125,8 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
     finally:
         collector.close()
     assert answer["status"] == 200 and answer["traced"]
+    [probe] = [span for span in collector.spans if span.name == "probe"]
+    assert answer["log"] == probe.trace_id.hex(), "a log line carries the current trace's id"
     ours = [span for span in collector.spans if span.trace_id.hex() == TRACE_ID]
     [request] = [span for span in ours if span.parent_span_id.hex() == PARENT]
     seen = attributes(request)
@@ -136,4 +143,4 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
 
 def test_without_an_opentelemetry_variable_no_instrumentation_is_imported(setup):
     answer = flow(setup)
-    assert answer == {"status": 200, "code": answer["code"], "traced": False}
+    assert answer == {"status": 200, "code": answer["code"], "traced": False, "log": None}
