@@ -32,7 +32,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.mail import messages as mail
     from authsvc.oauth import server
     from authsvc.outbox import sender as outbox
-    from authsvc.web import deployment, i18n, logs, metrics, overload, pages
+    from authsvc.web import deployment, i18n, logs, metrics, overload, pages, traces
+    from authsvc.webhooks import init_app as init_webhooks
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
@@ -102,9 +103,12 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # What the outbox's senders do: e-mail (where it can be sent), and what e-mail answers.
     outbox.init_app(app)
     mail.init_app(app)
+    init_webhooks(app)
     account_password.init_app(app)
     account_signup.init_app(app)
     account_notices.init_app(app)
     account_devices.init_app(app)
     cli.init_app(app)
+    # Last: its span wraps the whole app (nothing of OpenTelemetry is imported unless OTEL_ variables ask).
+    traces.init_app(app)
     return app

@@ -107,15 +107,17 @@ def on_starting(server: Any) -> None:
 
 
 def post_worker_init(worker: Any) -> None:
-    """Each worker sends what the outbox holds (authsvc.outbox.sender), off its requests' threads.
+    """Each worker sends what the outbox holds (authsvc.outbox.sender), off its requests' threads: e-mail
+    on one thread, webhooks on a few of their own.
 
     The benchmark serves its floors (a bare Flask route, Authlib's twin) with these settings too:
     an app without the outbox has nothing to send.
     """
-    from authsvc.outbox.sender import EXTENSION, Sender
+    from authsvc.outbox.sender import EXTENSION, senders
 
     if EXTENSION in getattr(worker.wsgi, "extensions", {}):
-        Sender(worker.wsgi).start()
+        for sender in senders(worker.wsgi):
+            sender.start()
 
 
 def child_exit(server: Any, worker: Any) -> None:  # gunicorn's Arbiter and Worker

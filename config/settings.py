@@ -30,6 +30,7 @@ from config.readers import (  # noqa: F401 - ConfigError is imported from here t
     _smtp_url,
     _text,
 )
+from config.waits import check_waits
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +132,7 @@ class Settings:
     mfa_pending_ttl: int = _setting("AUTHSVC_MFA_PENDING_TTL", 300, _int)
     bcrypt_rounds: int = _setting("AUTHSVC_BCRYPT_ROUNDS", 12, _int)
     encryption_keys: list[str] = _setting("AUTHSVC_ENCRYPTION_KEYS", None, None)
-    # One deadline per outbound exchange: an HTTP request to a provider, IdP, application or jwks_uri
+    # One deadline per outbound exchange: an HTTP request to a provider, IdP, application, jwks_uri or webhook
     # (connect to last byte), or an LDAP sign-in (every directory it asks).
     outbound_deadline: float = _setting("AUTHSVC_OUTBOUND_DEADLINE", 10, _float)
     sso_timeout: int = _setting("AUTHSVC_SSO_TIMEOUT", 10, _int)
@@ -182,7 +183,7 @@ class Settings:
     backchannel_timeout: float = _setting("AUTHSVC_BACKCHANNEL_TIMEOUT", 5, _float)
     backchannel_attempts: int = _setting("AUTHSVC_BACKCHANNEL_ATTEMPTS", 3, _int)
     backchannel_backoff: float = _setting("AUTHSVC_BACKCHANNEL_BACKOFF", 1, _float)
-    # Applications' backchannel_logout_uri may be on loopback, private networks and plain http.
+    # Every outbound delivery (back-channel logouts, webhooks) may go to loopback, private networks and plain http.
     backchannel_allow_private_networks: bool = _setting("AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS", False, _bool)
     max_body_bytes: int = _setting("AUTHSVC_MAX_BODY_BYTES", 64 * 1024, _int, key="MAX_CONTENT_LENGTH")
     # Form bodies: no more fields than any of our forms could use.
@@ -193,7 +194,7 @@ class Settings:
     log_format: str = _setting("AUTHSVC_LOG_FORMAT", "json", _log_format)
     # Dependencies that do not answer fail the request fast (503), not after a long hang.
     redis_timeout: float = _setting("AUTHSVC_REDIS_TIMEOUT", 1.0, _float)
-    # Every wait on PostgreSQL ends before gunicorn kills the worker (see _check_waits);
+    # Every wait on PostgreSQL ends before gunicorn kills the worker (see config.waits);
     # AUTHSVC_DATABASE_TIMEOUT is also the database time of a whole request (authsvc.core.budget).
     database_timeout: float = _setting("AUTHSVC_DATABASE_TIMEOUT", 5, _float)
     statement_timeout: float = _setting("AUTHSVC_STATEMENT_TIMEOUT", 10, _float)
@@ -246,6 +247,14 @@ class Settings:
     outbox_backoff: float = _setting("AUTHSVC_OUTBOX_BACKOFF", 30, _float)
     outbox_poll: float = _setting("AUTHSVC_OUTBOX_POLL", 5, _float)
     outbox_lease: int = _setting("AUTHSVC_OUTBOX_LEASE", 120, _positive_int)
+    # Webhooks (docs/events.md): a failed delivery waits BACKOFF seconds, doubling up to LONGEST_WAIT; given up
+    # (dead-lettered, replayable) after GIVE_UP. WORKERS deliveries at once per process. A secret replaced by a
+    # rotation still signs, beside the new one, for SECRET_OVERLAP seconds.
+    webhook_give_up: int = _setting("AUTHSVC_WEBHOOK_GIVE_UP", 24 * 3600, _positive_int)
+    webhook_backoff: float = _setting("AUTHSVC_WEBHOOK_BACKOFF", 1, _float)
+    webhook_longest_wait: float = _setting("AUTHSVC_WEBHOOK_LONGEST_WAIT", 60, _float)
+    webhook_workers: int = _setting("AUTHSVC_WEBHOOK_WORKERS", 4, _positive_int)
+    webhook_secret_overlap: int = _setting("AUTHSVC_WEBHOOK_SECRET_OVERLAP", 24 * 3600, _positive_int)
     # A forgotten password's link, and an address's verification link, last this many seconds.
     reset_ttl: int = _setting("AUTHSVC_RESET_TTL", 1800, _positive_int)
     verify_ttl: int = _setting("AUTHSVC_VERIFY_TTL", 3 * 24 * 3600, _positive_int)
@@ -319,7 +328,7 @@ def from_environment() -> dict[str, Any]:
         meta = setting.metadata
         if meta["read"] is not None:
             config[meta["key"]] = meta["read"](meta["env"], meta["default"])
-    _check_waits(config)
+    check_waits(config)
     # No pool_pre_ping: a round trip on every request. database.ping_after_idle pings only
     # connections that sat idle, and a disconnect met in use invalidates the whole pool.
     config["SQLALCHEMY_ENGINE_OPTIONS"] = {"pool_recycle": 1800}
@@ -363,37 +372,3 @@ def _derived() -> dict[str, Any]:
         "AUTHSVC_ENCRYPTION_KEYS": [k.strip() for k in env.get("AUTHSVC_ENCRYPTION_KEYS", "").split(",") if k.strip()],
         "AUTHSVC_LOG_LEVEL": (env.get("AUTHSVC_LOG_LEVEL") or "INFO").upper(),
     }
-
-
-def _check_waits(config: dict[str, Any]) -> None:
-    """Every wait ends before gunicorn kills the worker, so that the client gets a 503, not a closed connection."""
-    worker_timeout = _int("GUNICORN_TIMEOUT", 30)
-    # PostgreSQL: connecting, or one statement and the client's second of grace (authsvc.core.database).
-    for name in ("AUTHSVC_DATABASE_TIMEOUT", "AUTHSVC_STATEMENT_TIMEOUT"):
-        if not config[name] > 0:
-            raise ConfigError(f"{name} must be a positive number of seconds")
-    if max(config["AUTHSVC_DATABASE_TIMEOUT"], config["AUTHSVC_STATEMENT_TIMEOUT"] + 1) >= worker_timeout:
-        raise ConfigError(
-            "AUTHSVC_DATABASE_TIMEOUT and AUTHSVC_STATEMENT_TIMEOUT + 1 must be below GUNICORN_TIMEOUT "
-            f"({worker_timeout} s), so that a database that does not answer gets a 503, not a killed worker"
-        )
-    if config["AUTHSVC_QUEUE_TIMEOUT"] < 0:
-        raise ConfigError("AUTHSVC_QUEUE_TIMEOUT must be a number of seconds, 0 or more (0: no request is shed)")
-    # A sign-in waits on a directory at most nine times: resolve + connect + StartTLS + service bind +
-    # search, then resolve + connect + StartTLS + bind as the user.
-    if config["AUTHSVC_LDAP_TIMEOUT"] * 9 >= worker_timeout:
-        raise ConfigError(
-            f"AUTHSVC_LDAP_TIMEOUT x 9 must be below GUNICORN_TIMEOUT ({worker_timeout} s), so that a directory "
-            "that does not answer gets a 503, not a killed worker"
-        )
-    if not 0 < config["AUTHSVC_OUTBOUND_DEADLINE"] < worker_timeout:
-        raise ConfigError(
-            f"AUTHSVC_OUTBOUND_DEADLINE must be above 0 and below GUNICORN_TIMEOUT ({worker_timeout} s), so that "
-            "a peer that answers slowly gets a clear error, not a killed worker"
-        )
-    # A claimed message is held for a lease: it must outlast the SMTP exchange's waits, or another
-    # instance would take it over and send it a second time.
-    if config["AUTHSVC_OUTBOX_LEASE"] < 9 * config["AUTHSVC_MAIL_TIMEOUT"]:
-        raise ConfigError(
-            "AUTHSVC_OUTBOX_LEASE must be at least 9 x AUTHSVC_MAIL_TIMEOUT (an SMTP exchange waits up to nine times)"
-        )

@@ -376,5 +376,5 @@ def clear_user_resource_token(user_id: str) -> Response:
     return jsonify(cleared=admin.clear_user_resource_tokens(actor, admin.get(actor, User, user_id)))
 
 
-# The invitations' and trusted issuers' routes join this blueprint (modules of their own).
-from authsvc.admin import invitation_api, issuer_api  # noqa: E402, F401
+# The invitations', trusted issuers' and webhooks' routes join this blueprint (modules of their own).
+from authsvc.admin import invitation_api, issuer_api, webhook_api  # noqa: E402, F401

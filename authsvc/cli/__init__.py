@@ -18,6 +18,7 @@ from authsvc.cli.sso import sso
 from authsvc.cli.tenants import domain_scopes, domains
 from authsvc.cli.tokens import tokens
 from authsvc.cli.users import api_keys, users
+from authsvc.cli.webhooks import webhooks
 
 domains.add_command(brand)
 domain_scopes.add_command(describe_scope)
@@ -38,6 +39,7 @@ def init_app(app: Flask) -> None:
         registration_tokens,
         resources,
         issuers,
+        webhooks,
     )
     for command in commands:
         app.cli.add_command(command)

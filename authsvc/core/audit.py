@@ -5,6 +5,10 @@ effort and off the request path: committed events go to a bounded queue that
 one thread per process publishes from, so a slow or hung Redis never holds a
 request. An event is never lost from SQL because Redis is down; one that
 cannot be published (queue full, Redis unreachable) is logged with its id.
+
+What must follow a record reliably listens to it being added (``on_record``):
+a listener joins the record's own transaction (authsvc.webhooks queues its
+deliveries there), so that both are saved, or lost, together.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from __future__ import annotations
 import atexit
 import json
 import logging
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from flask import has_request_context, request
@@ -52,6 +58,32 @@ SECRET_KEYS = {
     "logout_token",
     "private_key_encrypted",
 }
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A record as it joins its transaction, for the listeners of ``on_record``: its details scrubbed."""
+
+    event: str
+    domain_id: int | None
+    actor: str
+    target: str | None
+    details: dict[str, Any]
+
+
+_listeners: list[Callable[[Recorded], None]] = []
+
+
+def on_record(listener: Callable[[Recorded], None]) -> None:
+    """Call ``listener`` with every record added to a transaction (by ``record`` or ``record_in_transaction``),
+    in that transaction; once however often it is registered."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
+def _tell(recorded: Recorded) -> None:
+    for listener in _listeners:
+        listener(recorded)
 
 
 def scrub(data: Any) -> Any:
@@ -102,6 +134,7 @@ def record(
         details=scrub(details or {}),
     )
     db.session.add(entry)
+    _tell(Recorded(event, domain_id, entry.actor, target, entry.details))
     if commit:
         db.session.commit()
     return entry
@@ -132,6 +165,7 @@ def record_in_transaction(values: AuditValues) -> int:
     result = db.session().connection().execute(_INSERT, values)
     ident = int(result.inserted_primary_key[0])  # type: ignore[index]  # an INSERT of one row has its key
     note_inserted(ident, values)
+    _tell(Recorded(values["event"], values["domain_id"], values["actor"], values["target"], values["details"]))
     return ident
 
 

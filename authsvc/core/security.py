@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 import bcrypt
 from flask import Flask, current_app
 
+from authsvc.core import tracing
 from authsvc.core.settings import settings
 
 if TYPE_CHECKING:
@@ -107,7 +108,8 @@ def decrypt(ciphertext: str) -> str:
 
 
 def hash_password(password: str) -> str:
-    return bcrypt.hashpw(_password_bytes(password), bcrypt.gensalt(_keys().bcrypt_rounds)).decode("ascii")
+    with tracing.span("bcrypt.hashpw"):
+        return bcrypt.hashpw(_password_bytes(password), bcrypt.gensalt(_keys().bcrypt_rounds)).decode("ascii")
 
 
 def check_password(password: str, password_hash: str | None) -> bool:
@@ -116,13 +118,14 @@ def check_password(password: str, password_hash: str | None) -> bool:
     An unknown user, or one with no password, costs one bcrypt check like a
     known one, so that timing does not tell which e-mail addresses exist.
     """
-    if password_hash is None:
-        keys = _keys()
-        if keys.dummy_hash is None:
-            keys.dummy_hash = bcrypt.hashpw(b"dummy", bcrypt.gensalt(keys.bcrypt_rounds))
-        bcrypt.checkpw(_password_bytes(password), keys.dummy_hash)
-        return False
-    return bcrypt.checkpw(_password_bytes(password), password_hash.encode("ascii"))
+    with tracing.span("bcrypt.checkpw"):
+        if password_hash is None:
+            keys = _keys()
+            if keys.dummy_hash is None:
+                keys.dummy_hash = bcrypt.hashpw(b"dummy", bcrypt.gensalt(keys.bcrypt_rounds))
+            bcrypt.checkpw(_password_bytes(password), keys.dummy_hash)
+            return False
+        return bcrypt.checkpw(_password_bytes(password), password_hash.encode("ascii"))
 
 
 def _password_bytes(password: str) -> bytes:

@@ -30,6 +30,7 @@ from authsvc.admin.schemas import (
     signing_keys,
     sso,
     users,
+    webhooks,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -61,6 +62,8 @@ REQUEST_BODIES: dict[str, type[BaseModel]] = {
     "SamlSsoProviderChange": sso.SamlSsoProviderChange,
     "LdapDirectoryCreate": ldap.LdapDirectoryCreate,
     "LdapDirectoryChange": ldap.LdapDirectoryChange,
+    "WebhookCreate": webhooks.WebhookCreate,
+    "WebhookChange": webhooks.WebhookChange,
 }
 ANSWERS: dict[str, type[BaseModel]] = {
     "Domain": domains.Domain,
@@ -94,6 +97,13 @@ ANSWERS: dict[str, type[BaseModel]] = {
     "TrustedIssuer": issuers.TrustedIssuer,
     "TrustedIssuerList": issuers.TrustedIssuerList,
     "TokenExchange": applications.TokenExchange,
+    "Webhook": webhooks.Webhook,
+    "CreatedWebhook": webhooks.CreatedWebhook,
+    "RotatedWebhookSecret": webhooks.RotatedWebhookSecret,
+    "WebhookList": webhooks.WebhookList,
+    "DeadLetter": webhooks.DeadLetter,
+    "DeadLetterList": webhooks.DeadLetterList,
+    "Replayed": webhooks.Replayed,
     "OidcSsoProvider": sso.OidcSsoProvider,
     "SamlSsoProvider": sso.SamlSsoProvider,
     "RefreshedSamlSsoProvider": sso.RefreshedSamlSsoProvider,

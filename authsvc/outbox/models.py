@@ -19,12 +19,18 @@ class OutboxItem(Model):
 
     ``available_at``: when it may next be tried (ms); ``claimed_by``/``claimed_until``: the
     sender holding it and until when (a sender that died lets go when its lease ends);
-    ``done_at``/``given_up_at``: finished, the payload cleared.
+    ``done_at``/``given_up_at``: finished, the payload cleared (kept when the kind replays what it gave up).
+    ``ordering_key``: items of one key are handled one at a time, in the order queued
+    (``authsvc.outbox.claims``); None: in any order.
     """
 
     __tablename__ = "outbox_item"
     # The senders' question: what is waiting, of these kinds, oldest first.
-    __table_args__ = (Index("ix_outbox_item_waiting", "done_at", "given_up_at", "available_at"),)
+    __table_args__ = (
+        Index("ix_outbox_item_waiting", "done_at", "given_up_at", "available_at"),
+        # The claim's question of a keyed item: is an earlier one of its key unfinished?
+        Index("ix_outbox_item_ordering", "ordering_key", "id"),
+    )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     kind: Mapped[str] = mapped_column(String(40))
@@ -39,14 +45,17 @@ class OutboxItem(Model):
     given_up_at: Mapped[int | None] = mapped_column(BigInteger)
     # Why the last attempt failed (no secret: an exception's class and the peer's reply).
     last_error: Mapped[str | None] = mapped_column(String(500))
+    ordering_key: Mapped[str | None] = mapped_column(String(120))
 
     def read(self) -> str:
         """The payload as queued."""
         return security.decrypt(self.payload or "")
 
 
-def queue(kind: str, payload: str, domain_id: int | None = None) -> OutboxItem:
-    """Add an item to the caller's transaction: it exists once, and only if, the caller commits."""
+def queue(kind: str, payload: str, domain_id: int | None = None, ordering_key: str | None = None) -> OutboxItem:
+    """Add an item to the caller's transaction: it exists once, and only if, the caller commits.
+
+    Items of one ``ordering_key`` are handled one after the other, in the order queued."""
     moment = clock.now_ms()
     item = OutboxItem(
         kind=kind,
@@ -55,14 +64,20 @@ def queue(kind: str, payload: str, domain_id: int | None = None) -> OutboxItem:
         created_at=moment,
         available_at=moment,
         attempts=0,
+        ordering_key=ordering_key,
     )
     db.session.add(item)
+    wake_on_commit(kind)
+    return item
+
+
+def wake_on_commit(kind: str) -> None:
+    """Have the commit of the caller's transaction wake this process's senders of ``kind``."""
     session = db.session()
     if not session.info.get(QUEUED):
         # Only a session that queued listens for its commit: every other commit costs nothing more.
         event.listen(session, "after_commit", _committed, once=True)
     session.info.setdefault(QUEUED, set()).add(kind)
-    return item
 
 
 # Told the kinds a commit queued (authsvc.outbox.sender wakes this process's senders).

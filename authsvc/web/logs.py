@@ -19,6 +19,7 @@ from typing import Any
 
 from flask import Flask, Response, has_request_context, request
 
+from authsvc.core import tracing
 from authsvc.core.audit import scrub
 from authsvc.core.request_state import state
 from authsvc.core.settings import settings
@@ -93,6 +94,9 @@ class TextFormatter(ServiceFormatter):
             rid = request_id()
             if rid:
                 text += f" (request {rid})"
+        trace_id = tracing.trace_id()
+        if trace_id is not None:
+            text += f" (trace {trace_id})"
         line = f"{when} {record.levelname.lower():<7} {text}"
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
@@ -115,6 +119,9 @@ class JsonFormatter(ServiceFormatter):
         else:
             entry["message"] = record.getMessage()
             entry["request_id"] = request_id()
+        trace_id = tracing.trace_id()
+        if trace_id is not None:
+            entry["trace_id"] = trace_id
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, default=str)

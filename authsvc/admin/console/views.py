@@ -12,6 +12,7 @@ from authsvc.admin.console import (
     signing_keys,
     sso_providers,
     users,
+    webhooks,
 )
 from authsvc.admin.console.base import bp
 
@@ -29,4 +30,5 @@ __all__ = [
     "signing_keys",
     "sso_providers",
     "users",
+    "webhooks",
 ]

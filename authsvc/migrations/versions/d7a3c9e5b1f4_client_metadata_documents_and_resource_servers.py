@@ -1,7 +1,7 @@
 """client metadata documents and resource servers
 
 Revision ID: d7a3c9e5b1f4
-Revises: c3e8a5f1b9d2
+Revises: d4f7a2c9e1b3
 Create Date: 2026-12-02 12:00:00.000000
 
 A client may be named by the URL of its Client ID Metadata Document: the
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'd7a3c9e5b1f4'
-down_revision = 'c3e8a5f1b9d2'
+down_revision = 'd4f7a2c9e1b3'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """token exchange (RFC 8693) and ID-JAGs: trusted_issuer; application.token_exchange; token.act
 
 Revision ID: f7a2c9e4b1d6
-Revises: c3e8a5f1b9d2
+Revises: d7a3c9e5b1f4
 Create Date: 2026-12-02 12:00:00.000000
 
 A domain lists the issuers whose JWTs it accepts and the audiences it issues
@@ -13,10 +13,13 @@ added (no table rebuild on SQLite).
 from alembic import op
 import sqlalchemy as sa
 
+# Batch rebuilds on SQLite keep AUTOINCREMENT: ids are never reused (docs/security.md).
+IDS_NEVER_REUSED = {'sqlite_autoincrement': True}
+
 
 # revision identifiers, used by Alembic.
 revision = 'f7a2c9e4b1d6'
-down_revision = 'c3e8a5f1b9d2'
+down_revision = 'd7a3c9e5b1f4'
 branch_labels = None
 depends_on = None
 
@@ -42,9 +45,9 @@ def upgrade():
         sa.UniqueConstraint('domain_id', 'issuer', name='uq_trusted_issuer_domain_issuer'),
     )
     op.create_index('ix_trusted_issuer_domain_id', 'trusted_issuer', ['domain_id'])
-    with op.batch_alter_table('application', schema=None) as batch_op:
+    with op.batch_alter_table('application', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.add_column(sa.Column('token_exchange', sa.JSON(), nullable=True))
-    with op.batch_alter_table('token', schema=None) as batch_op:
+    with op.batch_alter_table('token', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.add_column(sa.Column('act', sa.JSON(), nullable=True))
     if op.get_bind().dialect.name == 'postgresql':
         op.drop_index(INDEX, table_name='token')
@@ -55,9 +58,9 @@ def downgrade():
     if op.get_bind().dialect.name == 'postgresql':
         op.drop_index(INDEX, table_name='token')
         op.create_index(INDEX, 'token', ['access_token_digest'], unique=True, postgresql_include=COVERED)
-    with op.batch_alter_table('token', schema=None) as batch_op:
+    with op.batch_alter_table('token', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.drop_column('act')
-    with op.batch_alter_table('application', schema=None) as batch_op:
+    with op.batch_alter_table('application', schema=None, table_kwargs=IDS_NEVER_REUSED) as batch_op:
         batch_op.drop_column('token_exchange')
     op.drop_index('ix_trusted_issuer_domain_id', table_name='trusted_issuer')
     op.drop_table('trusted_issuer')

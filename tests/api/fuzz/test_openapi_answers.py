@@ -101,7 +101,7 @@ def test_real_admin_answers_conform_too(client, world, document):
     succeeded = set()
 
     def call(method, template, status, *, record_id=None, key=admin_key, **kwargs):
-        ids = {name: kwargs.pop(name, None) for name in ("invitation_id", "issuer_id")}
+        ids = {name: kwargs.pop(name, None) for name in ("invitation_id", "issuer_id", "webhook_id", "delivery_id")}
         path = api + template.format(record_id=record_id, **ids)
         response = getattr(client, method)(path, headers=key, **kwargs)
         assert response.status_code == status, (method, path, response.get_data(as_text=True))
@@ -269,6 +269,21 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert call("get", issuers, 200, record_id=domain.id)["items"] == [added]
     call("delete", issuers + "/{issuer_id}", 200, record_id=domain.id, issuer_id=added["id"])
 
+    # Webhooks: subscribed, read, changed, rotated, a dead letter listed and replayed, deleted.
+    hooks = "/domains/{record_id}/webhooks"
+    subscription = {"url": "https://hooks.example.com/in", "events": ["user.created"]}
+    hook = call("post", hooks, 201, record_id=domain.id, json=subscription)
+    assert hook["secret"].startswith("whsec_")
+    assert call("get", hooks, 200, record_id=domain.id)["items"][0]["id"] == hook["id"]
+    one_hook = hooks + "/{webhook_id}"
+    call("get", one_hook, 200, record_id=domain.id, webhook_id=hook["id"])
+    call("patch", one_hook, 200, record_id=domain.id, webhook_id=hook["id"], json={"enabled": False})
+    assert call("post", one_hook + "/rotate", 200, record_id=domain.id, webhook_id=hook["id"])["secret"]
+    dead = _dead_letter(client.application, domain.id, hook["id"])
+    assert call("get", hooks + "/dead_letters", 200, record_id=domain.id)["items"][0]["id"] == dead
+    call("post", hooks + "/dead_letters/{delivery_id}/replay", 200, record_id=domain.id, delivery_id=dead)
+    call("delete", one_hook, 200, record_id=domain.id, webhook_id=hook["id"])
+
     # The domain's branding: set, its logo uploaded and removed, read by support, reset.
     branded = call("put", "/domains/{record_id}/branding", 200, record_id=domain.id, json={"primary_color": "#FFD400"})
     assert branded["primary_text_color"] == "#000000"
@@ -331,3 +346,19 @@ def test_real_admin_answers_conform_too(client, world, document):
     call("delete", "/users/{record_id}", 409, record_id=admin_user.id)
 
     assert succeeded == set(ADMIN_OPERATIONS), "every admin operation answered at least once"
+
+
+def _dead_letter(app, domain_id: int, webhook_id: str) -> str:
+    """A webhook delivery given up, as the outbox's sender leaves one; its id."""
+    from authsvc import outbox
+    from authsvc.core.database import db
+
+    with app.app_context():
+        message = {"endpoint": webhook_id, "id": "msg_dead", "type": "user.created", "body": "{}"}
+        item = outbox.queue("webhook", json.dumps(message), domain_id=domain_id)
+        db.session.flush()
+        item.given_up_at, item.attempts, item.last_error = item.created_at, 3, "Undelivered: HTTP 500"
+        db.session.commit()
+        ident = str(item.id)
+        db.session.remove()
+    return ident

@@ -1,0 +1,32 @@
+"""The seam between the service and OpenTelemetry (docs/operations.md#traces): off unless installed.
+
+``authsvc.web.traces`` installs a tracer here when the standard OpenTelemetry
+environment asks for traces; until then ``span`` is a context manager that
+does nothing and ``trace_id`` is None, and OpenTelemetry is not even imported.
+A span of our own is made only where no instrumentation package makes one
+(bcrypt).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
+
+_span: Callable[[str], AbstractContextManager[Any]] | None = None
+_trace_id: Callable[[], str | None] | None = None
+
+
+def install(span: Callable[[str], AbstractContextManager[Any]], trace_id: Callable[[], str | None]) -> None:
+    global _span, _trace_id
+    _span, _trace_id = span, trace_id
+
+
+def span(name: str) -> AbstractContextManager[Any]:
+    """A child span of the current one named ``name``, when traces are on."""
+    return _span(name) if _span is not None else nullcontext()
+
+
+def trace_id() -> str | None:
+    """The current trace's id (32 hex digits), for log lines; None when traces are off or none is current."""
+    return _trace_id() if _trace_id is not None else None
