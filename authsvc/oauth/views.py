@@ -4,7 +4,6 @@ docs/platform.md), consent, the user's approvals, and dynamic client registratio
 from __future__ import annotations
 
 from typing import cast
-from urllib.parse import urlsplit
 
 from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
