@@ -190,7 +190,7 @@ def test_the_sdk_registers_by_its_metadata_document_and_calls_a_tool(setup):
     assert len(browser.consent_pages) == 1
     page = browser.consent_pages[0]
     assert "not verified" in page and "SDK client" in page
-    assert f"sends you back to <strong>{HOST}</strong>" in page
+    assert f'<strong class="redirect-host">{HOST}' in page
     # The token is for the MCP server alone, with its scope only.
     assert storage.tokens is not None and storage.tokens.scope == SCOPE
     # A second authorisation asks the user again: a document's client is never remembered.

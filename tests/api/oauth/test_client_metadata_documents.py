@@ -76,8 +76,9 @@ def test_a_document_client_is_made_from_its_document_and_always_asked(client, wo
     page = consent_page(client, url)
     assert page.status_code == 200, page.get_data(as_text=True)
     text = page.get_data(as_text=True)
-    assert "not verified" in text and "Doc client" in text and "its logo" in text
-    assert "sends you back to <strong>app.example.com</strong>" in text
+    assert "not verified" in text and "Doc client" in text
+    assert "names a logo at docs.example.com: not verified" in text
+    assert '<strong class="redirect-host">app.example.com</strong>' in text
     [row] = world.query(select(Application).where(Application.client_id == url))
     assert row.domain_id == cimd.domain.id
     assert row.grant_types == ["authorization_code", "refresh_token"]

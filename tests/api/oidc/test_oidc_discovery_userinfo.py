@@ -45,6 +45,8 @@ def test_the_discovery_document_has_every_required_and_recommended_field(client,
         "password",
         "urn:ietf:params:oauth:grant-type:device_code",
         "client_credentials",
+        "urn:ietf:params:oauth:grant-type:token-exchange",
+        "urn:ietf:params:oauth:grant-type:jwt-bearer",
     ]
     assert metadata["request_parameter_supported"] is True
     assert metadata["request_uri_parameter_supported"] is False

@@ -39,7 +39,7 @@ def test_malformed_token_requests_are_invalid_request(client, setup, data, conte
 @pytest.mark.parametrize(
     "grant_type",
     [
-        "urn:ietf:params:oauth:grant-type:jwt-bearer",
+        "urn:ietf:params:oauth:grant-type:saml2-bearer",
         "implicit",
         'quo"te',
         "back\\slash",
