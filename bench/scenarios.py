@@ -13,7 +13,7 @@ import http.client
 import json
 from urllib.parse import quote, urlencode
 
-from bench import BenchError, floors, seed
+from bench import BenchError, scenarios_peers, seed
 from bench.load import Load
 from bench.servers import Servers
 
@@ -115,9 +115,9 @@ class Scenarios:
         if key == "roundtrip":
             return Load(key, servers.roundtrip.port, connections=fast)
         if key.startswith("twin_"):
-            return self.twin_load(key)
+            return scenarios_peers.twin_load(self.servers, self.args, key)
         if key.startswith("dot_"):
-            return self.peer_load(key)
+            return scenarios_peers.peer_load(self.servers, self.args, key)
         if key.startswith("domains_"):
             return self.domains_load(key)
         if key.endswith("_before"):
@@ -293,90 +293,6 @@ class Scenarios:
         if key == "signin":
             path = f"/auth/signin?email={quote(seed.PERSON_EMAIL)}&password={quote(seed.PASSWORD)}"
             return Load(key, port, method="POST", path=path, ok=(202,), connections=slow, timeout=30)
-        raise KeyError(key)
-
-    def twin_load(self, key: str) -> Load:
-        """The same load as our row ``key[5:]``, sent to Authlib's documented token endpoint (bench/twin.py)."""
-        twin, port, fast = self.servers.twin_seed, self.servers.twin.port, self.args.connections
-        if key == "twin_code_flow":
-            return Load(
-                key,
-                port,
-                "code_flow",
-                path=twin.authorize_path(),
-                headers={"Cookie": self.servers.twin_cookie},
-                ok=(200, 302),
-                connections=fast,
-                exchange_prefix="/oauth/token",
-                exchange_body=twin.exchange_body(),
-            )
-        if key == "twin_refresh":
-            conn = self.servers.main.conn
-            pool = floors.twin_refresh_tokens(conn, twin, 50 * fast)
-            return Load(
-                key,
-                port,
-                "refresh",
-                connections=fast,
-                secrets=pool,
-                client_id=twin.client_id,
-                token_path="/oauth/token",
-            )
-        if key == "twin_client_credentials":
-            basic = base64.b64encode(f"{twin.machine_client_id}:{twin.machine_client_secret}".encode()).decode()
-            return Load(
-                key,
-                port,
-                method="POST",
-                path="/oauth/token",
-                body="grant_type=client_credentials",
-                headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
-                connections=fast,
-            )
-        raise KeyError(key)
-
-    def peer_load(self, key: str) -> Load:
-        """The same load as our row, sent to django-oauth-toolkit (bench/peers.py, bench/dot/)."""
-        peer = self.servers.peer
-        dot, port, fast = peer.seed, peer.server.port, self.args.connections
-        form = {"Content-Type": "application/x-www-form-urlencoded"}
-        redirect = quote(seed.REDIRECT_URI, safe="")
-        if key == "dot_inspect":
-            # Its protected resource view: the toolkit's own check of a bearer token.
-            return Load(key, port, "bearer", path="/api/inspect", secrets=dot.inspect_tokens, connections=fast)
-        if key == "dot_code_flow":
-            return Load(
-                key,
-                port,
-                "code_flow",
-                path=f"/o/authorize/?response_type=code&client_id={dot.client_id}&redirect_uri={redirect}&scope=public",
-                headers={"Cookie": dot.session_cookie},
-                ok=(200, 302),
-                connections=fast,
-                exchange_prefix="/o/token/",
-                exchange_body=f"grant_type=authorization_code&client_id={dot.client_id}&redirect_uri={redirect}&code=",
-            )
-        if key == "dot_refresh":
-            return Load(
-                key,
-                port,
-                "refresh",
-                connections=fast,
-                secrets=dot.take_refresh_tokens(50 * fast),
-                client_id=dot.client_id,
-                token_path="/o/token/",
-            )
-        if key == "dot_client_credentials":
-            basic = base64.b64encode(f"{dot.machine_client_id}:{dot.machine_client_secret}".encode()).decode()
-            return Load(
-                key,
-                port,
-                method="POST",
-                path="/o/token/",
-                body="grant_type=client_credentials",
-                headers={"Authorization": f"Basic {basic}", **form},
-                connections=fast,
-            )
         raise KeyError(key)
 
     def domains_load(self, key: str) -> Load:

@@ -18,69 +18,17 @@ from oauthlib.oauth2 import LegacyApplicationClient
 from requests_oauthlib import OAuth2Session as OAuthlibSession
 
 from tests.helpers import BACKEND
+from tests.helpers.seeded_service import PASSWORD, inspect_each_way, password_token, seed, signin
 from tests.helpers.servers import running_service
 
-PASSWORD = "service account password"
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def service(schema, tmp_path_factory):
     with running_service(tmp_path_factory.mktemp("instance")) as svc:
-        svc.cli("domains", "create", "--name", "E2E", "--host", "127.0.0.1")
-        svc.app = svc.cli(
-            "apps",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--name",
-            "E2E app",
-            "--redirect-uri",
-            "http://127.0.0.1:9/callback",
-            "--scopes",
-            "public mqtt.read",
-            "--no-require-pkce",
-        )
-        svc.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "robot@example.com",
-            "--password",
-            PASSWORD,
-            "--service-account",
-            "--name",
-            "Robot",
-        )
-        svc.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "person@example.com",
-            "--password",
-            PASSWORD,
-            "--name",
-            "Person",
-        )
-        svc.key = svc.cli(
-            "api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "e2e"
-        )
+        seed(svc)
         yield svc
-
-
-def inspect_each_way(service, access_token: str) -> list[dict]:
-    url = service.url + "/api/engine/v2/api_keys/inspect"
-    answers = [
-        requests.get(url, headers={"Authorization": f"Bearer {access_token}"}, timeout=10),
-        requests.get(url, params={"bearer_token": access_token}, timeout=10),
-        requests.get(url, cookies={"bearer_token": access_token}, timeout=10),
-    ]
-    assert [a.status_code for a in answers] == [200, 200, 200]
-    return [a.json() for a in answers]
 
 
 def test_password_grant_with_requests_oauthlib(service, monkeypatch):
@@ -116,12 +64,6 @@ def test_password_grant_as_the_spec_shows_it_json_body(service):
     assert response.status_code == 200
     assert response.json()["scope"] == "public"
     assert response.headers["Cache-Control"] == "no-store"
-
-
-def signin(service, email="person@example.com") -> str:
-    response = requests.post(service.url + "/auth/signin", params={"email": email, "password": PASSWORD}, timeout=10)
-    assert response.status_code == 202
-    return response.cookies["user"]
 
 
 def test_code_flow_with_pkce_using_authlibs_client(service):
@@ -237,21 +179,6 @@ def test_the_web_line_runs_the_workers_it_is_told(service):
     # WEB_CONCURRENCY=2; the embedded store serves one process, so without
     # REDIS_URL the settings run a single (threaded) worker instead.
     assert len(workers) == (2 if BACKEND == "postgresql" else 1)
-
-
-def password_token(service) -> dict:
-    response = requests.post(
-        service.url + "/auth/oauth/token",
-        json={
-            "grant_type": "password",
-            "username": "robot@example.com",
-            "password": PASSWORD,
-            "client_id": service.app["client_id"],
-        },
-        timeout=10,
-    )
-    assert response.status_code == 200
-    return response.json()
 
 
 def test_a_revoked_token_is_refused_by_every_worker(service):

@@ -29,13 +29,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 from flask import Flask, request
 from werkzeug.serving import make_server
 
+from tests.fakes.saml_keys import key_pairs
 from tests.fakes.saml_logout import SingleLogout
 from tests.helpers import QUICK_SHUTDOWN
 
@@ -44,53 +41,6 @@ ASSERTION = "urn:oasis:names:tc:SAML:2.0:assertion:Assertion"
 
 def xmlsec_available() -> bool:
     return shutil.which("xmlsec1") is not None
-
-
-def _new_key_pair() -> tuple[bytes, bytes]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test-idp")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=30))
-        .sign(key, hashes.SHA256())
-    )
-    return (
-        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
-        cert.public_bytes(serialization.Encoding.PEM),
-    )
-
-
-class _KeyPairs:
-    """The IdPs' key pairs, made once per test process: an RSA key takes 0.1-0.5 s to generate, and every IdP needs
-    two (its own and a rogue one), a rotation one more. A pair is lent to one running IdP at a time and never twice
-    to the same IdP, so that keys differ wherever a test tells them apart (a rotation, another IdP, ``other_key``);
-    an IdP gives its pairs back when it stops."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._pairs: list[tuple[bytes, bytes]] = []
-        self._lent: set[int] = set()
-
-    def take(self) -> tuple[int, tuple[bytes, bytes]]:
-        with self._lock:
-            index = next(i for i in range(len(self._pairs) + 1) if i not in self._lent)
-            if index == len(self._pairs):
-                self._pairs.append(_new_key_pair())
-            self._lent.add(index)
-            return index, self._pairs[index]
-
-    def give_back(self, indexes: list[int]) -> None:
-        with self._lock:
-            self._lent.difference_update(indexes)
-
-
-_key_pairs = _KeyPairs()
 
 
 class SamlIdp(SingleLogout):
@@ -134,7 +84,7 @@ class SamlIdp(SingleLogout):
         self._server = None
 
     def _take_key_pair(self) -> tuple[bytes, bytes]:
-        index, pair = _key_pairs.take()
+        index, pair = key_pairs.take()
         self._lent_pairs.append(index)
         return pair
 
@@ -157,7 +107,7 @@ class SamlIdp(SingleLogout):
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         shutil.rmtree(self.dir, ignore_errors=True)
-        _key_pairs.give_back(self._lent_pairs)
+        key_pairs.give_back(self._lent_pairs)
 
     # pysaml2's IdP, configured from the files above.
 
