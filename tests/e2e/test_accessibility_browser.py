@@ -1,5 +1,7 @@
 """Every page a person meets passes axe-core's WCAG 2 A/AA rules with no serious or critical violation, in the
 default look and on a branded domain, in English and in Arabic (right to left); and works by keyboard alone.
+The pages a message opens (an invitation, a reset link, an address to confirm) are reached through the links in
+the mail the service sends to the suite's SMTP server.
 
 axe-core is the npm package (a pinned peer, devtools/npm_peers.py), injected into each page in Chromium. The
 pages' CSP forbids our injected script, so the axe context bypasses it (tests/helpers/axe.py); every page's
@@ -115,6 +117,7 @@ def _mailed_link(smtp_server, address: str, host: str, path: str, base: str) -> 
     """The link to ``path`` on ``host`` that reached ``address``, opened at ``base`` (a link made on the command line
     points at https://host)."""
     pattern = re.compile(rf"https?://{re.escape(host)}(?::\d+)?{re.escape(path)}\?token=(\S+)")
+    address = address.lower()  # as the service stores it, and writes it to
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline:
         for message in smtp_server.to(address):
