@@ -12,6 +12,7 @@ shows: run this after changing a page. Not part of the test command (a browser c
     python -m devtools.screenshots signup invitation  # docs/signup.png and docs/invitation.png
     python -m devtools.screenshots account account-sessions  # docs/account.png, docs/account-sessions.png
     python -m devtools.screenshots branding   # docs/branding-before.png, branding-after.png, console-branding.png
+    python -m devtools.screenshots branding-languages  # the same in Arabic (-ar) and German (-de): docs/branding.md
     python -m devtools.screenshots consent    # docs/consent.png
 """
 
@@ -220,12 +221,10 @@ def account_sessions(page: Page, base: str, person: dict, instance: Path) -> Non
     page.screenshot(path=str(DOCS / "account-sessions.png"))
 
 
-def branding(page: Page, base: str, person: dict, instance: Path) -> None:
-    """The demo domain's sign-in page in the default look, then branded from the command line (docs/branding.md)."""
+def _brand(instance: Path) -> None:
+    """Brand the demo domain from the command line, as docs/branding.md shows."""
     from PIL import Image, ImageDraw
 
-    page.goto(f"{base}/auth/login")
-    page.screenshot(path=str(DOCS / "branding-before.png"))
     logo = instance / "logo.png"
     picture = Image.new("RGBA", (96, 96), (0, 0, 0, 0))
     ImageDraw.Draw(picture).ellipse((4, 4, 92, 92), fill=(255, 212, 0, 255), outline=(16, 24, 32, 255), width=8)
@@ -235,6 +234,13 @@ def branding(page: Page, base: str, person: dict, instance: Path) -> None:
         "--primary-color", "#FFD400", "--background-color", "#101820", "--support-url", "https://help.acme.example/",
         "--privacy-url", "https://acme.example/privacy", "--terms-url", "https://acme.example/terms",
     )  # fmt: skip
+
+
+def branding(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The demo domain's sign-in page in the default look, then branded from the command line (docs/branding.md)."""
+    page.goto(f"{base}/auth/login")
+    page.screenshot(path=str(DOCS / "branding-before.png"))
+    _brand(instance)
     try:
         page.goto(f"{base}/auth/login")
         page.screenshot(path=str(DOCS / "branding-after.png"))
@@ -244,6 +250,22 @@ def branding(page: Page, base: str, person: dict, instance: Path) -> None:
         page.get_by_role("link", name="Branding", exact=True).click()
         page.wait_for_url("**/branding")
         page.screenshot(path=str(DOCS / "console-branding.png"), full_page=True)
+    finally:
+        _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
+
+
+def branding_languages(page: Page, base: str, person: dict, instance: Path) -> None:
+    """The sign-in page before and after branding in Arabic (right to left), and branded in German: the browser's
+    language picks the catalog; the brand's name, colours and logo stay as set."""
+    page.set_extra_http_headers({"Accept-Language": "ar"})
+    page.goto(f"{base}/auth/login")
+    page.screenshot(path=str(DOCS / "branding-before-ar.png"))
+    _brand(instance)
+    try:
+        for language in ("ar", "de"):
+            page.set_extra_http_headers({"Accept-Language": language})
+            page.goto(f"{base}/auth/login")
+            page.screenshot(path=str(DOCS / f"branding-after-{language}.png"))
     finally:
         _flask(instance, "domains", "brand", "--domain", "localhost", "--reset")
 
@@ -274,7 +296,7 @@ def consent(page: Page, base: str, person: dict, instance: Path) -> None:
     page.screenshot(path=str(DOCS / "consent.png"))
 
 
-# Each makes docs/<name>.png, but mfa and branding: mfa's three pictures follow one person's enrolment.
+# Each makes docs/<name>.png, but mfa and the branding ones: mfa's three pictures follow one person's enrolment.
 SHOTS: dict[str, Callable] = {
     "signin": signin,
     "console": console,
@@ -286,6 +308,7 @@ SHOTS: dict[str, Callable] = {
     "account": account,
     "account-sessions": account_sessions,
     "branding": branding,
+    "branding-languages": branding_languages,
     "consent": consent,
 }
 
@@ -312,7 +335,8 @@ def main(names: list[str]) -> None:
                     context = browser.new_context(viewport={"width": 1100, "height": 640})
                     SHOTS[name](context.new_page(), base, person, instance)
                     context.close()
-                    print(f"wrote docs/{name}-*.png" if name in ("mfa", "branding") else f"wrote docs/{name}.png")
+                    several = name in ("mfa", "branding", "branding-languages")
+                    print(f"wrote docs/{name}-*.png" if several else f"wrote docs/{name}.png")
             finally:
                 browser.close()
     finally:

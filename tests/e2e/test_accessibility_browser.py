@@ -1,5 +1,7 @@
 """Every page a person meets passes axe-core's WCAG 2 A/AA rules with no serious or critical violation, in the
 default look and on a branded domain, in English and in Arabic (right to left); and works by keyboard alone.
+The pages a message opens (an invitation, a reset link, an address to confirm) are reached through the links in
+the mail the service sends to the suite's SMTP server.
 
 axe-core is the npm package (a pinned peer, devtools/npm_peers.py), injected into each page in Chromium. The
 pages' CSP forbids our injected script, so the axe context bypasses it (tests/helpers/axe.py); every page's
@@ -7,6 +9,9 @@ CSP header is checked all the same: a strict policy, without 'unsafe-inline'. do
 """
 
 from __future__ import annotations
+
+import re
+import time
 
 import pyotp
 import pytest
@@ -18,6 +23,7 @@ from tests.helpers import in_one_pass
 from tests.helpers.axe import axe_context, axe_source, describe, violations
 from tests.helpers.browser import chromium
 from tests.helpers.servers import running_service
+from tests.helpers.smtp import text_of
 
 # A browser drives the pages; the API tests check the storage on both backends.
 pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
@@ -33,6 +39,8 @@ AUTOCOMPLETE = {
     "account": {"name": "name", "email": "email", "current": "current-password", "password": "new-password"},
     "authenticator app set-up": {"code": "one-time-code"},
     "second step at sign-in": {"code": "one-time-code"},
+    "new password from a reset link": {"password": "new-password", "confirm": "new-password"},
+    "invitation": {"password": "new-password", "confirm": "new-password"},
 }
 # A refused form: each of its fields names the error (aria-describedby) and is marked invalid.
 REFUSED = ("sign-in, refused", "sign-up, refused", "second step, refused")
@@ -42,6 +50,10 @@ FIELDS = """els => els.filter(e => e.type !== 'hidden' && !e.closest('[hidden]')
     name: e.name, autocomplete: e.getAttribute('autocomplete'), invalid: e.getAttribute('aria-invalid'),
     described: (e.getAttribute('aria-describedby') || '').split(' ').filter(Boolean)
         .map(id => document.getElementById(id)).filter(Boolean).map(d => d.textContent.trim())}))"""
+VIRTUAL_AUTHENTICATOR = {
+    "protocol": "ctap2", "transport": "internal", "hasResidentKey": True, "hasUserVerification": True,
+    "isUserVerified": True, "automaticPresenceSimulation": True,
+}  # fmt: skip
 # PKCE's S256 challenge of some verifier: the consent page comes before any code is issued.
 CHALLENGE = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
 
@@ -51,8 +63,10 @@ def service(schema, tmp_path_factory, smtp_server):
     instance = tmp_path_factory.mktemp("instance")
     logo = instance / "logo.png"
     Image.new("RGB", (120, 40), (16, 24, 32)).save(logo)
-    # With e-mail, the sign-up and forgotten password pages have their forms.
+    # With e-mail, the sign-up and forgotten password pages have their forms; the links in the mail the
+    # workers send (every second) open the pages a person reaches from a message.
     smtp = {"AUTHSVC_SMTP_URL": smtp_server.url, "AUTHSVC_MAIL_FROM": "accounts@example.com"}
+    smtp["AUTHSVC_OUTBOX_POLL"] = "1"
     with running_service(instance, **smtp) as service:
         for host, name in ((DEFAULT_HOST, "Workplace"), (BRANDED_HOST, "Branded")):
             service.cli("domains", "create", "--name", name, "--host", host)
@@ -64,8 +78,16 @@ def service(schema, tmp_path_factory, smtp_server):
             "domains", "brand", "--domain", BRANDED_HOST, "--display-name", "Acme Corp", "--logo", str(logo),
             "--primary-color", "#FFD400", "--background-color", "#101820", "--privacy-url", "https://acme.example/p",
         )  # fmt: skip
-        service.apps = {}
+        service.apps, service.providers = {}, {}
         for host in (DEFAULT_HOST, BRANDED_HOST):
+            for locale in LOCALES:
+                service.cli("users", "invite", "--domain", host, "--email", f"invited-{locale}@example.com")
+            # A provider to sign in with: the signed-in person may link their account to it.
+            service.providers[host] = service.cli(
+                "sso", "create", "--domain", host, "--name", "Example IdP", "--protocol", "oauth2",
+                "--client-id", "c", "--client-secret", "s3cret", "--authorize-url", "https://idp.example/authorize",
+                "--token-url", "https://idp.example/token", "--userinfo-url", "https://idp.example/userinfo",
+            )["id"]  # fmt: skip
             service.apps[host] = service.cli(
                 "apps", "create", "--domain", host, "--name", "Room Booker", "--consent",
                 "--redirect-uri", "https://rooms.example.com/callback", "--scopes", "public mqtt.read",
@@ -95,7 +117,22 @@ def _sign_in(page, base: str, email: str, password: str = PASSWORD) -> None:
     page.click("button[type=submit]")
 
 
-def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
+def _mailed_link(smtp_server, address: str, host: str, path: str, base: str) -> str:
+    """The link to ``path`` on ``host`` that reached ``address``, opened at ``base`` (a link made on the command line
+    points at https://host)."""
+    pattern = re.compile(rf"https?://{re.escape(host)}(?::\d+)?{re.escape(path)}\?token=(\S+)")
+    address = address.lower()  # as the service stores it, and writes it to
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        for message in smtp_server.to(address):
+            found = pattern.search(text_of(message))
+            if found:
+                return f"{base}{path}?token={found.group(1)}"
+        smtp_server.wait_for(address, count=len(smtp_server.to(address)) + 1, timeout=0.5)
+    raise AssertionError(f"no link to {host}{path} reached {address}")
+
+
+def _tour(service, smtp_server, browser, axe, host: str, locale: str) -> dict[str, list]:
     """Open every page a person meets on ``host`` and run axe on each; {page: its serious/critical violations}."""
     base = _base(service, host)
     context = axe_context(browser, locale=locale)
@@ -120,11 +157,20 @@ def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
     _sign_in(page, base, "person@example.com", "a wrong password")
     check("sign-in, refused")
     check("password forgotten", page.goto(f"{base}/auth/password/forgot"))
+    page.fill("input[name=email]", f"mfa-{locale}@example.com")
+    page.click("form button[type=submit]")
+    check("password forgotten, link sent")
     check("sign-up", page.goto(f"{base}/auth/signup"))
     page.fill("input[name=email]", "someone@example.com")
     page.fill("input[name=password]", "short")
     page.click("form button[type=submit]")
     check("sign-up, refused")
+    page.fill("input[name=name]", "Joined Person")
+    page.fill("input[name=email]", f"joined-{locale}@example.com")
+    page.fill("input[name=password]", PASSWORD)
+    page.fill("input[name=confirm]", PASSWORD)
+    page.click("form button[type=submit]")
+    check("sign-up, address to confirm")
     check("error: a spent link", page.goto(f"{base}/auth/password/reset?token=nothing"))
     check("error: an unknown invitation", page.goto(f"{base}/auth/invitation?token=nothing"))
     check("device code", page.goto(f"{base}/auth/device"))
@@ -139,24 +185,56 @@ def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
     check("consent", page.goto(authorize))
     check("device code, signed in", page.goto(f"{base}/auth/device"))
     check("account", page.goto(f"{base}/auth/account"))
+    page.fill("form[action$='/account/email'] input[name=email]", f"moved-{locale}@example.com")
+    page.click("form[action$='/account/email'] button[type=submit]")
+    check("account, new address to confirm")
     check("account sessions", page.goto(f"{base}/auth/account/sessions"))
+    check("linking a provider", page.goto(f"{base}/auth/oauth2/link?id={service.providers[host]}"))
     check("sign-out", page.goto(f"{base}/auth/oauth/end_session"))
     page.goto(f"{base}/auth/logout")
 
     # The second factor: set up an authenticator app, then sign in with it.
     _sign_in(page, base, f"mfa-{locale}@example.com")
     check("second factors", page.goto(f"{base}/auth/mfa"))
+    check("passkey set-up", page.goto(f"{base}/auth/mfa/passkey"))
     check("authenticator app set-up", page.goto(f"{base}/auth/mfa/totp"))
     secret = page.inner_text("code.secret").replace(" ", "")
     page.fill("input[name=code]", pyotp.TOTP(secret).now())
     page.click("button[type=submit]")
     check("recovery codes")
+    if host == DEFAULT_HOST:
+        # A passkey too (WebAuthn refuses an IP address as its relying party: not on the branded host), so that
+        # the second step at sign-in offers it.
+        cdp = context.new_cdp_session(page)
+        cdp.send("WebAuthn.enable")
+        authenticator = cdp.send("WebAuthn.addVirtualAuthenticator", {"options": VIRTUAL_AUTHENTICATOR})
+        page.goto(f"{base}/auth/mfa/passkey")
+        page.fill("input[name=name]", "Virtual key")
+        page.click("#webauthn-start")
+        page.wait_for_selector("#webauthn-start", state="detached")
+        # The sign-in page's passkey autofill would take it at once; this person types the password.
+        presence = {"authenticatorId": authenticator["authenticatorId"], "enabled": False}
+        cdp.send("WebAuthn.setAutomaticPresenceSimulation", presence)
     page.goto(f"{base}/auth/logout")
     _sign_in(page, base, f"mfa-{locale}@example.com")
     check("second step at sign-in")
+    assert page.locator("#webauthn-start").count() == (host == DEFAULT_HOST), "a passkey is offered where it is"
     page.fill("input[name=code]", "000000")
     page.click("button[type=submit]")
     check("second step, refused")
+
+    # The pages a link in a message opens (the secret leaves the address bar on the way).
+    def follow(name: str, address: str, path: str) -> None:
+        check(name, page.goto(_mailed_link(smtp_server, address, host, path, base)))
+        assert page.url == f"{base}{path}", (name, page.url)
+
+    follow("new password from a reset link", f"mfa-{locale}@example.com", "/auth/password/reset")
+    follow("sign-up, confirming the address", f"joined-{locale}@example.com", "/auth/email/verify")
+    follow("account, confirming the new address", f"moved-{locale}@example.com", "/auth/account/email/confirm")
+    follow("invitation", f"invited-{locale}@example.com", "/auth/invitation")
+    page.click("form[action$='/invitation/passkey'] button[type=submit]")
+    page.wait_for_url(f"{base}/auth/mfa/passkey")
+    check("invitation, joining with a passkey")
     context.close()
 
     for name, expected in AUTOCOMPLETE.items():
@@ -174,10 +252,10 @@ def _tour(service, browser, axe, host: str, locale: str) -> dict[str, list]:
 
 
 @pytest.mark.parametrize("locale", LOCALES)
-def test_every_page_passes_axe_in_the_default_look_and_branded(service, browser, axe, locale):
+def test_every_page_passes_axe_in_the_default_look_and_branded(service, smtp_server, browser, axe, locale):
     failing = {}
     for host in (DEFAULT_HOST, BRANDED_HOST):
-        for name, found in _tour(service, browser, axe, host, locale).items():
+        for name, found in _tour(service, smtp_server, browser, axe, host, locale).items():
             failing[f"{host} {name}"] = describe(found)
     assert failing == {}, "\n".join(f"{page}:\n{text}" for page, text in failing.items())
 
