@@ -4,6 +4,8 @@ system admin) change them; bad input is a 4xx naming the field; a token asked fo
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from sqlalchemy import select
 
@@ -145,3 +147,15 @@ def test_the_console_page_lists_registers_and_removes_resources(client, world, s
     assert removed.status_code == 303
     assert stored(world, setup) == []
     assert events(world) == ["resource_server.created", "resource_server.deleted"]
+
+
+def test_the_command_line_removes_a_resource_by_uri_and_a_duplicate_is_an_error(runner, world, setup):
+    args = ["resources", "create", "--domain", setup.domain.host, "--uri", MCP, "--name", "Tools"]
+    assert runner.invoke(args=[*args, "--scopes", "mqtt.read"]).exit_code == 0
+    again = runner.invoke(args=[*args, "--scopes", "mqtt.read"])
+    assert again.exit_code != 0 and "already exists" in again.output
+    removed = runner.invoke(args=["resources", "delete", "--domain", setup.domain.host, "--uri", MCP])
+    assert removed.exit_code == 0 and json.loads(removed.stdout)["uri"] == MCP
+    assert stored(world, setup) == [] and events(world)[-1] == "resource_server.deleted"
+    missing = runner.invoke(args=["resources", "delete", "--domain", setup.domain.host, "--uri", MCP])
+    assert missing.exit_code != 0 and "No such record." in missing.output
