@@ -327,6 +327,16 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert call("get", "/domains/{record_id}/branding", 200, record_id=domain.id, key=support_key)["logo"] is None
     assert call("delete", "/domains/{record_id}/branding", 200, record_id=domain.id)["primary_color"] is None
 
+    # The consent page's texts: a scope's description, an application's logo uploaded, read and removed.
+    described = {"scope": "mqtt.read", "locale": None, "text": "Read the sensor feeds"}
+    call("put", "/domains/{record_id}/scope_descriptions", 200, record_id=domain.id, json=described)
+    assert call("get", "/domains/{record_id}/scope_descriptions", 200, record_id=domain.id)["descriptions"]
+    app_logo = "/oauth_apps/{record_id}/logo"
+    logo_app = call("post", "/oauth_apps", 201, json={"name": "Logo", "redirect_uris": ["https://logo.example/cb"]})
+    call("put", app_logo, 200, record_id=logo_app["id"], data=png.getvalue(), content_type="image/png")
+    call("get", app_logo, 200, record_id=logo_app["id"])
+    call("delete", app_logo, 200, record_id=logo_app["id"])
+
     # The audit log of all that, whole and filtered.
     log = call("get", "/audit", 200)
     assert {"domain.updated", "application.secret_regenerated", "user.tokens_revoked"} <= {
