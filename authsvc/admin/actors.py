@@ -82,7 +82,11 @@ def commit(what: str) -> None:
 def save_new(actor: Actor, record: Any, kind: str, domain_id: int, what: str) -> None:
     """Add ``record`` and commit it with its audit record (``{kind}.created``); Conflict if ``what`` already exists."""
     db.session.add(record)
-    db.session.flush()  # its id, which the audit record names
+    try:
+        db.session.flush()  # its id, which the audit record names
+    except IntegrityError:
+        db.session.rollback()
+        raise Conflict(f"{what} already exists") from None
     audit_change(actor, f"{kind}.created", domain_id, f"{kind}:{record.id}", after=record.as_json())
     commit(what)
 

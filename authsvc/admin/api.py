@@ -377,4 +377,4 @@ def clear_user_resource_token(user_id: str) -> Response:
 
 
 # The invitations', trusted issuers' and webhooks' routes join this blueprint (modules of their own).
-from authsvc.admin import invitation_api, issuer_api, webhook_api  # noqa: E402, F401
+from authsvc.admin import invitation_api, issuer_api, resource_server_api, webhook_api  # noqa: E402, F401

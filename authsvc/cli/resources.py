@@ -7,6 +7,7 @@ from flask.cli import AppGroup
 from sqlalchemy import select
 
 from authsvc import admin
+from authsvc.admin import resource_servers
 from authsvc.cli.common import admin_rules, domain_by_host, emit
 from authsvc.core.database import db
 from authsvc.core.models import ResourceServer
@@ -37,3 +38,15 @@ def list_resources(host: str) -> None:
         select(ResourceServer).where(ResourceServer.domain_id == domain_by_host(host).id).order_by(ResourceServer.id)
     )
     emit({"resources": [r.as_json() for r in db.session.scalars(query)]})
+
+
+@resources.command("delete")
+@click.option("--domain", "host", required=True, help="The domain's host.")
+@click.option("--uri", required=True, help="The resource's URI, as registered.")
+def delete_resource(host: str, uri: str) -> None:
+    """Remove a resource: no token is issued for its URI any more (those issued stay)."""
+    actor = admin.command_line()
+    with admin_rules():
+        server = resource_servers.by_uri(domain_by_host(host), uri)
+        resource_servers.remove(actor, server)
+    emit({"deleted": str(server.id), "uri": server.uri})

@@ -197,6 +197,24 @@ class RegistrationTokenForm(PageForm):
         }
 
 
+class ResourceServerForm(PageForm):
+    uri = StringField(
+        "URI",
+        validators=[Length(max=2000)],
+        description="As clients send it in resource, e.g. https://mcp.example.com/mcp.",
+    )
+    name = StringField("Name", validators=[Length(max=200)], description="What the consent page calls it.")
+    scopes = StringField(
+        "Scopes",
+        validators=[Length(max=2000)],
+        description="Space-separated scopes of the domain a token for it may carry.",
+    )
+    submit = SubmitField("Register resource")
+
+    def values(self) -> dict[str, Any]:
+        return {"uri": self.uri.data or "", "name": self.name.data or "", "scopes": self.scopes.data or ""}
+
+
 class MicrosoftSsoForm(PageForm):
     name = StringField("Name", validators=[Length(max=200)], description="Shown on the sign-in button.")
     client_id = StringField("Application (client) id", validators=[Length(max=255)])

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from authsvc.admin.schemas.answers import DECIMAL_ID, Answer
+from authsvc.admin.schemas.answers import DECIMAL_ID, EPOCH, Answer
 from authsvc.admin.schemas.base import Schema
 from authsvc.admin.schemas.types import DomainId, Name, Omissible, Text
 from authsvc.core import validation
@@ -32,6 +32,14 @@ class ResourceServerCreate(Schema):
     scopes: ResourceScopes
 
 
+class ResourceServerChange(Schema):
+    """Only the fields given change; tokens already issued keep their `aud` and scopes."""
+
+    uri: Omissible[ResourceUri] = None
+    name: Omissible[Name] = None
+    scopes: Omissible[ResourceScopes] = None
+
+
 # Answers
 
 
@@ -41,4 +49,8 @@ class ResourceServer(Answer):
     uri: str
     name: str
     scopes: str
-    created_at: int
+    created_at: int = Field(description=EPOCH)
+
+
+class ResourceServerList(Answer):
+    items: list[ResourceServer] = Field(description="The domain's protected resources, oldest first.")

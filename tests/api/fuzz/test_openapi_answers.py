@@ -101,7 +101,10 @@ def test_real_admin_answers_conform_too(client, world, document):
     succeeded = set()
 
     def call(method, template, status, *, record_id=None, key=admin_key, **kwargs):
-        ids = {name: kwargs.pop(name, None) for name in ("invitation_id", "issuer_id", "webhook_id", "delivery_id")}
+        ids = {
+            name: kwargs.pop(name, None)
+            for name in ("invitation_id", "issuer_id", "resource_id", "webhook_id", "delivery_id")
+        }
         path = api + template.format(record_id=record_id, **ids)
         response = getattr(client, method)(path, headers=key, **kwargs)
         assert response.status_code == status, (method, path, response.get_data(as_text=True))
@@ -268,6 +271,24 @@ def test_real_admin_answers_conform_too(client, world, document):
     added = call("post", issuers, 200, record_id=domain.id, json=trusted)
     assert call("get", issuers, 200, record_id=domain.id)["items"] == [added]
     call("delete", issuers + "/{issuer_id}", 200, record_id=domain.id, issuer_id=added["id"])
+
+    # Protected resources (RFC 8707, RFC 9728): registered, listed, read, changed, a duplicate refused, removed.
+    resources = "/domains/{record_id}/resources"
+    server = call(
+        "post",
+        resources,
+        201,
+        record_id=domain.id,
+        json={"uri": "https://mcp.example/mcp", "name": "MCP", "scopes": "mqtt.read"},
+    )
+    assert call("get", resources, 200, record_id=domain.id)["items"] == [server]
+    one_resource = resources + "/{resource_id}"
+    call("get", one_resource, 200, record_id=domain.id, resource_id=server["id"])
+    call("patch", one_resource, 200, record_id=domain.id, resource_id=server["id"], json={"name": "Tools"})
+    call(
+        "post", resources, 409, record_id=domain.id, json={"uri": server["uri"], "name": "Again", "scopes": "mqtt.read"}
+    )
+    call("delete", one_resource, 200, record_id=domain.id, resource_id=server["id"])
 
     # Webhooks: subscribed, read, changed, rotated, a dead letter listed and replayed, deleted.
     hooks = "/domains/{record_id}/webhooks"
