@@ -328,24 +328,18 @@ def test_real_admin_answers_conform_too(client, world, document):
     assert call("delete", "/domains/{record_id}/branding", 200, record_id=domain.id)["primary_color"] is None
 
     # What the consent page says: a scope's description, an application's logo.
-    described = call(
-        "put",
-        "/domains/{record_id}/scope_descriptions",
-        200,
-        record_id=domain.id,
-        json={"scope": "public", "locale": "de", "text": "Ihr öffentliches Profil"},
-    )
-    assert {"scope": "public", "locale": "de", "text": "Ihr öffentliches Profil"}.items() <= described["descriptions"][
-        0
-    ].items()
+    text = {"scope": "public", "locale": "de", "text": "Ihr öffentliches Profil"}
+    described = call("put", "/domains/{record_id}/scope_descriptions", 200, record_id=domain.id, json=text)
+    assert text.items() <= described["descriptions"][0].items()
     call("put", "/domains/{record_id}/scope_descriptions", 422, record_id=domain.id, json={"scope": "public"})
     listed = call("get", "/domains/{record_id}/scope_descriptions", 200, record_id=domain.id, key=support_key)
     assert listed["descriptions"] == described["descriptions"] and listed["built_in"]["openid"]
     app_logo = "/oauth_apps/{record_id}/logo"
     logo = call("put", app_logo, 200, record_id=public.id, data=png.getvalue(), content_type="image/png")
-    assert logo["logo"]["content_type"] == "image/png"
     assert call("get", app_logo, 200, record_id=public.id, key=support_key)["logo"] == logo["logo"]
-    assert call("delete", app_logo, 200, record_id=public.id)["logo"] is None
+    assert (
+        logo["logo"]["content_type"] == "image/png" and not call("delete", app_logo, 200, record_id=public.id)["logo"]
+    )
 
     # The audit log of all that, whole and filtered.
     log = call("get", "/audit", 200)
