@@ -8,6 +8,8 @@ domain's private-network exception, which the tests grant unless they check it."
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from sqlalchemy import select
 
@@ -17,6 +19,9 @@ from tests.helpers.code_exchange import exchange
 from tests.helpers.documents import Documents
 
 SCOPES = "public mqtt.read mqtt.write"
+
+
+_PATHS = itertools.count(1)
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +47,8 @@ def cimd(world, documents, monkeypatch):
         def document(self, path: str | None = None, cache: str = "max-age=600", **fields) -> str:
             """Serve a public client's document (``fields`` change it; a None removes one); its URL."""
             self.served += 1
-            path = path or f"/{world.app.name}-{id(self)}-{self.served}/client.json"
+            # A path never served before in this process (an object's id() is reused once it is freed).
+            path = path or f"/{world.app.name}-{next(_PATHS)}/client.json"
             url = documents.base + path
             body = {"client_id": url, "client_name": "Doc client", "redirect_uris": [REDIRECT_URI]}
             body |= {"token_endpoint_auth_method": "none"}
