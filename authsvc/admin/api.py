@@ -7,7 +7,7 @@ audit record of every change, are decided there.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from authlib.oauth2 import OAuth2Error
 from flask import Blueprint, Response, jsonify, request
@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from authsvc import admin
 from authsvc.api import credentials, lookup
-from authsvc.core import actors, validation
+from authsvc.core import actors, logo, validation
 from authsvc.core.database import db
 from authsvc.core.errors import ApiError, NotStaff, UnknownDomain
 from authsvc.core.headers import no_store
@@ -37,6 +37,7 @@ from authsvc.sso.views import resource_token_response
 bp = unbudgeted(Blueprint("admin_api", __name__, url_prefix="/api/engine/v2"))
 
 MAX_PER_PAGE = 200
+T = TypeVar("T")
 
 
 def current_actor(*scopes: str) -> admin.Actor:
@@ -73,6 +74,16 @@ def body() -> Any:
         return validation.json_body(request.get_data())
     except validation.Invalid as exc:
         raise ApiError(400, "invalid_request", str(exc)) from None
+
+
+def image_upload(record_id: str, model: type[T], store: Callable[[admin.Actor, T, bytes], Any]) -> Response:
+    """A PUT whose body is the image itself (authsvc.core.logo), for the ``model`` record ``record_id``.
+
+    The limit is set before the credential is read: a body past it is a 413 however the request is made.
+    """
+    request.max_content_length = logo.MAX_BYTES + 1
+    actor = current_actor()
+    return jsonify(store(actor, admin.get(actor, model, record_id), request.get_data()))
 
 
 def _int_arg(name: str, default: int, low: int, high: int) -> int:

@@ -10,13 +10,12 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from authsvc.admin import logos
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read
-from authsvc.core import branding, logo
+from authsvc.core import branding
 from authsvc.core.database import db
-from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import Domain, DomainBranding
-from authsvc.core.validation import Invalid
 
 EVENT = "domain.branding_updated"
 
@@ -41,19 +40,16 @@ def set_branding(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
 def set_logo(actor: Actor, domain: Domain, upload: bytes) -> dict[str, Any]:
     """Store ``upload`` as the domain's logo, re-encoded (authsvc.core.logo); refused with the reason."""
     require_change(actor, domain.id)
-    try:
-        image = logo.reencode(upload)
-    except Invalid as exc:
-        raise ValidationFailed({"logo": str(exc)}) from None
+    image = logos.reencoded(upload)
     row, before = _row(domain)
-    row.logo, row.logo_type, row.logo_digest = image.data, image.content_type, image.digest
+    logos.put(row, image)
     return _save(actor, domain, row, before)
 
 
 def remove_logo(actor: Actor, domain: Domain) -> dict[str, Any]:
     require_change(actor, domain.id)
     row, before = _row(domain)
-    row.logo = row.logo_type = row.logo_digest = None
+    logos.put(row, None)
     return _save(actor, domain, row, before)
 
 

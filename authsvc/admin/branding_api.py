@@ -7,12 +7,11 @@ would be a third larger, and past the admin API's body limit.
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from authsvc import admin
 from authsvc.admin import branding
-from authsvc.admin.api import body, current_actor
-from authsvc.core import logo
+from authsvc.admin.api import body, current_actor, image_upload
 from authsvc.core.headers import no_store
 from authsvc.core.models import Domain
 from authsvc.core.policy import unbudgeted
@@ -48,11 +47,7 @@ def reset_branding(record_id: str) -> Response:
 @no_store
 def set_logo(record_id: str) -> Response:
     """The body is the image (checked by its content, re-encoded). Audited."""
-    # Read before the credential: a body past the logo's limit is a 413 however the request is made.
-    request.max_content_length = logo.MAX_BYTES + 1
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(branding.set_logo(actor, domain, request.get_data()))
+    return image_upload(record_id, Domain, branding.set_logo)
 
 
 @bp.delete("/domains/<record_id>/branding/logo")

@@ -7,9 +7,10 @@ from typing import Any
 
 from sqlalchemy import select
 
+from authsvc.admin import logos
 from authsvc.admin.actors import Actor, audit_change, commit, require_change
 from authsvc.admin.schemas import read
-from authsvc.core import logo, scope_text
+from authsvc.core import scope_text
 from authsvc.core.database import db
 from authsvc.core.errors import ValidationFailed
 from authsvc.core.models import Application, ApplicationLogo, Domain, ScopeDescription
@@ -72,12 +73,9 @@ def application_logo(actor: Actor, application: Application) -> dict[str, Any]:
 def set_application_logo(actor: Actor, application: Application, upload: bytes) -> dict[str, Any]:
     """Store ``upload`` as the application's logo, re-encoded (authsvc.core.logo); refused with the reason."""
     require_change(actor, application.domain_id)
-    try:
-        image = logo.reencode(upload)
-    except Invalid as exc:
-        raise ValidationFailed({"logo": str(exc)}) from None
+    image = logos.reencoded(upload)
     row, before = _row(application)
-    row.logo, row.logo_type, row.logo_digest = image.data, image.content_type, image.digest
+    logos.put(row, image)
     return _save(actor, application, row, before)
 
 
@@ -85,7 +83,7 @@ def remove_application_logo(actor: Actor, application: Application) -> dict[str,
     """Remove the admin's logo (a logo_uri the client registered stays, shown as not verified)."""
     require_change(actor, application.domain_id)
     row, before = _row(application)
-    row.logo = row.logo_type = row.logo_digest = None
+    logos.put(row, None)
     return _save(actor, application, row, before)
 
 

@@ -6,12 +6,11 @@ The logo is the body of its PUT, the image itself, as the domain's logo is (auth
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Response, jsonify
 
 from authsvc import admin
 from authsvc.admin import consent_texts
-from authsvc.admin.api import body, current_actor
-from authsvc.core import logo
+from authsvc.admin.api import body, current_actor, image_upload
 from authsvc.core.headers import no_store
 from authsvc.core.models import Application, Domain
 from authsvc.core.policy import unbudgeted
@@ -45,11 +44,7 @@ def get_application_logo(record_id: str) -> Response:
 @no_store
 def set_application_logo(record_id: str) -> Response:
     """The body is the image (checked by its content, re-encoded). Audited."""
-    # Read before the credential: a body past the logo's limit is a 413 however the request is made.
-    request.max_content_length = logo.MAX_BYTES + 1
-    actor = current_actor()
-    application = admin.get(actor, Application, record_id)
-    return jsonify(consent_texts.set_application_logo(actor, application, request.get_data()))
+    return image_upload(record_id, Application, consent_texts.set_application_logo)
 
 
 @bp.delete("/oauth_apps/<record_id>/logo")
