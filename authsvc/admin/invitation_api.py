@@ -1,48 +1,46 @@
-"""The admin API's invitations: /api/engine/v2/domains/{id}/invitations (list, invite), and each
-invitation's resend and revoke. Routes on the admin API's blueprint (authsvc.admin.api)."""
+"""The admin API's invitations: /api/engine/v2/domains/{id}/invitations (list, invite, revoke: wired by
+authsvc.admin.domain_collections), and each invitation's resend. Routes on the admin API's blueprint
+(authsvc.admin.api)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, jsonify
 
-from authsvc import admin
 from authsvc.admin import invitations
-from authsvc.admin.api import _created, body, bp, current_actor
+from authsvc.admin.actors import Actor
+from authsvc.admin.api import bp
+from authsvc.admin.domain_collections import actor_and_domain, domain_collection
 from authsvc.core.headers import no_store
 from authsvc.core.models import Domain
 
 
-@bp.get("/domains/<record_id>/invitations")
-@no_store
-def list_invitations(record_id: str) -> Response:
-    """The domain's invitations, oldest first (never their links)."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(items=[i.as_json() for i in invitations.listing(actor, domain)])
-
-
-@bp.post("/domains/<record_id>/invitations")
-@no_store
-def create_invitation(record_id: str) -> Response:
+def _invite(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """Invite an address by e-mail; the link is in the answer only when no mail can be sent."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return _created(invitations.sent_json(invitations.invite(actor, domain, body())))
+    return invitations.sent_json(invitations.invite(actor, domain, data))
+
+
+def _revoke(actor: Actor, invitation: invitations.Invitation) -> dict[str, Any]:
+    """Revoke: the link stops working (an accepted invitation's account stays)."""
+    return invitations.revoke(actor, invitation).as_json()
+
+
+# The domain's invitations, oldest first (never their links).
+domain_collection(
+    "invitations",
+    "invitation_id",
+    listing=invitations.listing,
+    create=_invite,
+    find=invitations.of_domain,
+    remove=_revoke,
+)
 
 
 @bp.post("/domains/<record_id>/invitations/<invitation_id>/resend")
 @no_store
 def resend_invitation(record_id: str, invitation_id: str) -> Response:
     """A new link and expiry, by e-mail (the previous link stops working)."""
-    actor = current_actor()
-    invitation = invitations.of_domain(actor, admin.get(actor, Domain, record_id), invitation_id)
+    actor, domain = actor_and_domain(record_id)
+    invitation = invitations.of_domain(actor, domain, invitation_id)
     return jsonify(invitations.sent_json(invitations.resend(actor, invitation)))
-
-
-@bp.delete("/domains/<record_id>/invitations/<invitation_id>")
-@no_store
-def revoke_invitation(record_id: str, invitation_id: str) -> Response:
-    """Revoke: the link stops working (an accepted invitation's account stays)."""
-    actor = current_actor()
-    invitation = invitations.of_domain(actor, admin.get(actor, Domain, record_id), invitation_id)
-    return jsonify(invitations.revoke(actor, invitation).as_json())

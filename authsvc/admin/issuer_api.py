@@ -1,41 +1,34 @@
-"""The admin API's trusted issuers: /api/engine/v2/domains/{id}/trusted_issuers (list, add or change, remove).
-Routes on the admin API's blueprint (authsvc.admin.api); docs/token-exchange.md."""
+"""The admin API's trusted issuers: /api/engine/v2/domains/{id}/trusted_issuers (list, add or change, remove),
+wired by authsvc.admin.domain_collections on the admin API's blueprint; docs/token-exchange.md."""
 
 from __future__ import annotations
 
-from flask import Response, jsonify
+from typing import Any
 
-from authsvc import admin
 from authsvc.admin import issuers
-from authsvc.admin.api import body, bp, current_actor
-from authsvc.core.headers import no_store
-from authsvc.core.models import Domain
+from authsvc.admin.actors import Actor
+from authsvc.admin.domain_collections import domain_collection
+from authsvc.core.models import Domain, TrustedIssuer
 
 
-@bp.get("/domains/<record_id>/trusted_issuers")
-@no_store
-def list_trusted_issuers(record_id: str) -> Response:
-    """The issuers the domain trusts or issues ID-JAGs for, oldest first."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(items=[row.as_json() for row in issuers.listing(actor, domain)])
-
-
-@bp.post("/domains/<record_id>/trusted_issuers")
-@no_store
-def put_trusted_issuer(record_id: str) -> Response:
+def _put(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """Add an issuer, or change the given fields of the one with this `issuer`."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(issuers.put(actor, domain, body()).as_json())
+    return issuers.put(actor, domain, data).as_json()
 
 
-@bp.delete("/domains/<record_id>/trusted_issuers/<issuer_id>")
-@no_store
-def delete_trusted_issuer(record_id: str, issuer_id: str) -> Response:
+def _remove(actor: Actor, row: TrustedIssuer) -> dict[str, Any]:
     """Stop trusting the issuer (and issuing ID-JAGs for it)."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    row = issuers.of_domain(actor, domain, issuer_id)
     issuers.remove(actor, row)
-    return jsonify(row.as_json())
+    return row.as_json()
+
+
+# The issuers the domain trusts or issues ID-JAGs for, oldest first; a POST may change one: 200.
+domain_collection(
+    "trusted_issuers",
+    "issuer_id",
+    listing=issuers.listing,
+    create=_put,
+    find=issuers.of_domain,
+    remove=_remove,
+    create_status=200,
+)

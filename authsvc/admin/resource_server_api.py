@@ -4,38 +4,44 @@ read, change and removal (RFC 8707, RFC 9728; docs/mcp.md). Routes on the admin 
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, jsonify
 
-from authsvc import admin
 from authsvc.admin import resource_servers
-from authsvc.admin.api import _created, body, bp, current_actor
+from authsvc.admin.actors import Actor
+from authsvc.admin.api import body, bp
+from authsvc.admin.domain_collections import actor_and_domain, domain_collection
 from authsvc.core.headers import no_store
-from authsvc.core.models import Domain
+from authsvc.core.models import Domain, ResourceServer
 
 
-@bp.get("/domains/<record_id>/resources")
-@no_store
-def list_resource_servers(record_id: str) -> Response:
-    """The domain's protected resources, oldest first."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(items=[server.as_json() for server in resource_servers.listing(actor, domain)])
-
-
-@bp.post("/domains/<record_id>/resources")
-@no_store
-def create_resource_server(record_id: str) -> Response:
+def _create(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """Register a resource: a token asked for with its URI gets it as aud, and only its scopes."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return _created(resource_servers.create(actor, domain, body()).as_json())
+    return resource_servers.create(actor, domain, data).as_json()
+
+
+def _remove(actor: Actor, server: ResourceServer) -> dict[str, Any]:
+    """Remove the resource: tokens are no longer issued for it."""
+    resource_servers.remove(actor, server)
+    return server.as_json()
+
+
+# The domain's protected resources, oldest first.
+domain_collection(
+    "resources",
+    "resource_id",
+    listing=resource_servers.listing,
+    create=_create,
+    find=resource_servers.of_domain,
+    remove=_remove,
+)
 
 
 @bp.get("/domains/<record_id>/resources/<resource_id>")
 @no_store
 def get_resource_server(record_id: str, resource_id: str) -> Response:
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
+    actor, domain = actor_and_domain(record_id)
     return jsonify(resource_servers.of_domain(actor, domain, resource_id).as_json())
 
 
@@ -43,18 +49,6 @@ def get_resource_server(record_id: str, resource_id: str) -> Response:
 @no_store
 def update_resource_server(record_id: str, resource_id: str) -> Response:
     """Change the URI, the name or the scopes."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
+    actor, domain = actor_and_domain(record_id)
     server = resource_servers.of_domain(actor, domain, resource_id)
     return jsonify(resource_servers.update(actor, domain, server, body()).as_json())
-
-
-@bp.delete("/domains/<record_id>/resources/<resource_id>")
-@no_store
-def delete_resource_server(record_id: str, resource_id: str) -> Response:
-    """Remove the resource: tokens are no longer issued for it."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    server = resource_servers.of_domain(actor, domain, resource_id)
-    resource_servers.remove(actor, server)
-    return jsonify(server.as_json())

@@ -4,31 +4,35 @@ admin API's blueprint (authsvc.admin.api)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Response, jsonify
 
 from authsvc import admin
 from authsvc.admin import webhooks
-from authsvc.admin.api import _created, body, bp, current_actor
+from authsvc.admin.actors import Actor
+from authsvc.admin.api import body, bp, current_actor
+from authsvc.admin.domain_collections import domain_collection
 from authsvc.core.headers import no_store
 from authsvc.core.models import Domain
+from authsvc.webhooks.models import WebhookEndpoint
 
 
-@bp.get("/domains/<record_id>/webhooks")
-@no_store
-def list_webhooks(record_id: str) -> Response:
-    """The domain's webhooks, oldest first (never their secrets)."""
-    actor = current_actor()
-    domain = admin.get(actor, Domain, record_id)
-    return jsonify(items=[endpoint.as_json() for endpoint in webhooks.listing(actor, domain)])
-
-
-@bp.post("/domains/<record_id>/webhooks")
-@no_store
-def create_webhook(record_id: str) -> Response:
+def _create(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     """Subscribe a URL to event types; the signing secret is in the answer, once."""
-    actor = current_actor()
-    endpoint, secret = webhooks.create_webhook(actor, admin.get(actor, Domain, record_id), body())
-    return _created(endpoint.as_json() | {"secret": secret})
+    endpoint, secret = webhooks.create_webhook(actor, domain, data)
+    return endpoint.as_json() | {"secret": secret}
+
+
+def _delete(actor: Actor, endpoint: WebhookEndpoint) -> dict[str, Any]:
+    webhooks.delete_webhook(actor, endpoint)
+    return {"deleted": str(endpoint.id)}
+
+
+# The domain's webhooks, oldest first (never their secrets).
+domain_collection(
+    "webhooks", "webhook_id", listing=webhooks.listing, create=_create, find=webhooks.of_domain, remove=_delete
+)
 
 
 @bp.get("/domains/<record_id>/webhooks/dead_letters")
@@ -72,12 +76,3 @@ def rotate_webhook_secret(record_id: str, webhook_id: str) -> Response:
     endpoint = webhooks.of_domain(actor, admin.get(actor, Domain, record_id), webhook_id)
     secret = webhooks.rotate_webhook_secret(actor, endpoint)
     return jsonify(endpoint.as_json() | {"secret": secret})
-
-
-@bp.delete("/domains/<record_id>/webhooks/<webhook_id>")
-@no_store
-def delete_webhook(record_id: str, webhook_id: str) -> Response:
-    actor = current_actor()
-    endpoint = webhooks.of_domain(actor, admin.get(actor, Domain, record_id), webhook_id)
-    webhooks.delete_webhook(actor, endpoint)
-    return jsonify(deleted=webhook_id)
