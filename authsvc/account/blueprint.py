@@ -7,9 +7,10 @@ from flask import Blueprint, request
 from authsvc.auth import lockouts
 from authsvc.auth.sessions import SESSION_COOKIE
 from authsvc.core import security
+from authsvc.core.policy import shows_pages
 from authsvc.core.tenancy import current_domain
 
-bp = Blueprint("account", __name__, url_prefix="/auth")
+bp = shows_pages(Blueprint("account", __name__, url_prefix="/auth"))
 
 
 def mail_recipient() -> str:

@@ -1,4 +1,10 @@
-"""The error handlers: every error is answered as JSON, 503 when Redis or the database is down."""
+"""The error handlers: every error is answered as JSON, 503 when Redis or the database is down.
+
+A path value no record can hold (NUL, a lone surrogate) is refused here, once, before any view or hook
+reads it: ``No such record``, 404, in the format of the surface asked: JSON, a page where the view
+declared ``@shows_pages`` (authsvc.core.policy), a SCIM error (SCIM's blueprint answers its own errors,
+authsvc.scim.handlers).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from authlib.oauth2 import OAuth2Error
-from flask import Flask, Response, request
+from flask import Flask, Response, current_app, request
 from flask_limiter import RateLimitExceeded
 from sqlalchemy import exc as sql
 from werkzeug.exceptions import HTTPException, MethodNotAllowed
@@ -18,16 +24,21 @@ from authsvc.core.errors import (
     ANSWERS,
     REDIS_DOWN,
     ApiError,
+    NotFound,
     answer,
     json_error,
     outage,
+    title,
     too_many_requests,
     unavailable,
 )
 from authsvc.core.headers import NO_REFERRER, uncached
+from authsvc.core.policy import policy_of
 from authsvc.core.settings import settings
+from authsvc.core.validation import storable_text
 from authsvc.oauth.server import authorization_server
 from authsvc.web import metrics
+from authsvc.web.pages import page
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +71,18 @@ def refuse_a_malformed_query_string() -> None:
         raise ApiError(400, "invalid_request", "The query string has bytes that are not percent-encoded.") from None
 
 
+class UnstorablePathValue(NotFound):
+    """A path value no record can hold: NUL (PostgreSQL refuses it in a query parameter, a 500) or a lone surrogate."""
+
+
+def refuse_unstorable_path_values() -> None:
+    """Such a path value is no record's, for every route at once, before a blueprint's hooks (SCIM's
+    authentication) or the view read it."""
+    values = request.view_args or {}
+    if not all(storable_text(value) for value in values.values() if isinstance(value, str)):
+        raise UnstorablePathValue()
+
+
 def handle_api_error(exc: ApiError) -> Response:
     return json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
 
@@ -67,6 +90,23 @@ def handle_api_error(exc: ApiError) -> Response:
 def handle_feature_error(exc: Exception) -> Response:
     """A feature's exception (authsvc.core.errors.ANSWERS), answered as its table entry says."""
     return handle_api_error(answer(exc))
+
+
+def handle_unstorable_path_value(exc: UnstorablePathValue) -> Response:
+    """As the table answers NotFound: a page where the view (or its blueprint) shows pages, else JSON.
+
+    The page needs the request's domain and language (its body, for ``ui_locales``): when it cannot
+    have them (an unknown host, a body past the limit), the JSON answer stands in.
+    """
+    refusal = answer(exc)
+    view = current_app.view_functions.get(request.endpoint or "")
+    blueprint = current_app.blueprints.get(request.blueprint or "")
+    if policy_of(view).pages or policy_of(blueprint).pages:
+        try:
+            return page("message.html", refusal.status, title=title(refusal), message=refusal.description)
+        except _UNRENDERED:
+            pass
+    return handle_api_error(refusal)
 
 
 def handle_oauth2_error(exc: OAuth2Error) -> Response:
@@ -135,6 +175,7 @@ def handle_unexpected(exc: Exception) -> Response:
 HANDLERS: dict[type[Exception], Callable[[Any], Response]] = {
     ApiError: handle_api_error,
     **dict.fromkeys(ANSWERS, handle_feature_error),
+    UnstorablePathValue: handle_unstorable_path_value,
     OAuth2Error: handle_oauth2_error,
     RateLimitExceeded: handle_rate_limited,
     HTTPException: handle_http_error,
@@ -145,6 +186,8 @@ HANDLERS: dict[type[Exception], Callable[[Any], Response]] = {
 
 # What an error answer's own handler may raise that is answered as it would be from a view.
 _ANSWERED_BY_THEIR_OWN: tuple[type[Exception], ...] = (ApiError, *ANSWERS, sql.DBAPIError, sql.TimeoutError)
+# What stops a refusal's page from rendering: then its JSON answer stands in.
+_UNRENDERED: tuple[type[Exception], ...] = (*_ANSWERED_BY_THEIR_OWN, HTTPException)
 
 
 def _handler_for(exc: Exception) -> Callable[[Any], Response]:
@@ -154,5 +197,6 @@ def _handler_for(exc: Exception) -> Callable[[Any], Response]:
 
 def init_app(app: Flask) -> None:
     app.before_request(refuse_a_malformed_query_string)
+    app.before_request(refuse_unstorable_path_values)
     for exception, handler in HANDLERS.items():
         app.register_error_handler(exception, handler)

@@ -7,6 +7,8 @@
   against forged cross-site requests (authsvc.web.deployment) lets their POSTs through.
 - ``@unbudgeted``: its statements keep the per-statement timeout instead of sharing one database
   budget per request (authsvc.core.budget); on a blueprint, every path under its URL prefix.
+- ``@shows_pages``: it answers people with pages, so a refusal the app's error handlers answer for it
+  (a path value no record can hold, authsvc.app.errors) is a page, not JSON.
 
 A declaration is kept on the function (or blueprint) itself, the way Flask keeps
 ``provide_automatic_options``: the wrappers views get (``functools.wraps``) copy it along, and
@@ -101,6 +103,7 @@ class Policy:
     limits: RateLimits | None = None
     cross_site: bool = False
     budgeted: bool = True
+    pages: bool = False
 
 
 NONE = Policy()
@@ -137,6 +140,11 @@ def cross_site(view: Target) -> Target:
 def unbudgeted(target: Target) -> Target:
     """Administration and listings, whose statements may legitimately run long: the per-statement timeout."""
     return _declare(target, budgeted=False)
+
+
+def shows_pages(target: Target) -> Target:
+    """Its answers are pages for people: a refusal answered for it by the app's error handlers is one too."""
+    return _declare(target, pages=True)
 
 
 def posted() -> bool:

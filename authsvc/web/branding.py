@@ -20,7 +20,6 @@ from authsvc.core.database import db
 from authsvc.core.models import Application, ApplicationLogo, Domain, DomainBranding
 from authsvc.core.request_state import state_if_in_request
 from authsvc.core.tenancy import current_domain
-from authsvc.core.validation import storable_text
 
 bp = Blueprint("branding", __name__, url_prefix="/auth/branding")
 
@@ -61,8 +60,6 @@ def logo() -> Response:
 def application_logo(client_id: str) -> Response:
     """The logo an admin set for an application of the request's domain (docs/branding.md); 404 when none."""
     domain = current_domain()
-    if not storable_text(client_id):
-        abort(404)  # no client_id holds a NUL or a lone surrogate, and PostgreSQL cannot be asked for one
     row = db.session.execute(
         select(ApplicationLogo.logo, ApplicationLogo.logo_type, ApplicationLogo.logo_digest)
         .join(Application, Application.id == ApplicationLogo.application_id)

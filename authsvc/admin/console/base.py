@@ -29,13 +29,13 @@ from authsvc.auth.mfa import factors
 from authsvc.core import actors, errors, validation
 from authsvc.core.models import Domain, User
 from authsvc.core.permissions import SUPPORT_OR_ADMIN
-from authsvc.core.policy import unbudgeted
+from authsvc.core.policy import shows_pages, unbudgeted
 from authsvc.core.request_state import part
 from authsvc.core.tenancy import current_domain
 from authsvc.web import i18n
 from authsvc.web.pages import page
 
-bp = unbudgeted(Blueprint("console", __name__, url_prefix="/auth/admin"))
+bp = shows_pages(unbudgeted(Blueprint("console", __name__, url_prefix="/auth/admin")))
 # For operators: English, whatever their browser asks (docs/translations.md).
 i18n.english_only(bp)
 

@@ -16,11 +16,12 @@ from authsvc.auth.mfa.views import SCRIPT_CSP
 from authsvc.core import actors, audit, validation
 from authsvc.core.database import db
 from authsvc.core.models import Domain, MfaFactor, User
+from authsvc.core.policy import shows_pages
 from authsvc.core.security import safe_continue
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.web.pages import page
 
-bp = Blueprint("mfa_settings", __name__, url_prefix="/auth/mfa")
+bp = shows_pages(Blueprint("mfa_settings", __name__, url_prefix="/auth/mfa"))
 
 
 def _signed_in() -> Response | tuple[User, Domain]:

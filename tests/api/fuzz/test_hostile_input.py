@@ -196,3 +196,40 @@ def test_a_lone_surrogate_in_the_password_grant_username_is_a_400(hostile_client
     )
     assert response.status_code == 400, response.get_data(as_text=True)[:300]
     assert response.get_json()["error"] == "invalid_request"
+
+
+# A route of each surface with a path value no record can hold, and the format its 404 comes in.
+UNSTORABLE_PATHS = [
+    ("GET", "/api/engine/v2/api_keys/{}", "application/json"),
+    ("DELETE", "/api/engine/v2/domains/1/webhooks/{}", "application/json"),
+    ("GET", "/auth/oauth/register/{}", "application/json"),
+    ("DELETE", "/auth/oauth/authorized_applications/{}", "application/json"),
+    ("GET", "/auth/branding/applications/{}/logo", "application/json"),
+    ("GET", "/auth/admin/domains/{}/users", "text/html"),
+    ("POST", "/auth/account/sessions/{}/end", "text/html"),
+    ("POST", "/auth/mfa/{}/remove", "text/html"),
+    ("GET", "/scim/v2/Users/{}", "application/scim+json"),
+]
+
+
+@pytest.mark.parametrize("value", ["%00", "a%00b", "a%00"])
+@pytest.mark.parametrize("method,path,mimetype", UNSTORABLE_PATHS)
+def test_a_path_value_no_record_can_hold_is_a_404_in_the_surfaces_format(hostile_client, method, path, mimetype, value):
+    """No id holds NUL (PostgreSQL refuses it in a query parameter, a 500): every route answers such a path
+    value as no record's, before it authenticates, in the format its clients read. (A lone surrogate never
+    reaches a view: a path's bytes that are no UTF-8 are decoded as U+FFFD.)"""
+    response = hostile_client.open(path.format(value), method=method, headers={"Host": HOST})
+    assert response.status_code == 404, response.get_data(as_text=True)[:300]
+    assert response.mimetype == mimetype
+    if mimetype == "application/json":
+        assert response.get_json()["error"] == "not_found"
+    elif mimetype == "text/html":
+        assert "Not found" in response.get_data(as_text=True)
+    else:
+        assert response.get_json()["status"] == "404"
+
+
+def test_a_nul_path_value_on_an_unknown_host_is_answered_not_a_500(hostile_client):
+    for path in ("/auth/admin/domains/%00/users", "/api/engine/v2/api_keys/%00", "/scim/v2/Users/%00"):
+        response = hostile_client.get(path, headers={"Host": "unknown.example"})
+        assert response.status_code == 404, (path, response.get_data(as_text=True)[:300])
