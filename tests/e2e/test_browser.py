@@ -10,9 +10,9 @@ import pytest
 from tests.fakes.providers import Provider
 from tests.helpers import in_one_pass, pkce_pair
 from tests.helpers.browser import ClientApplication, chromium, exchange_and_inspect
+from tests.helpers.seeded_service import PASSWORD, add_user
 from tests.helpers.servers import running_service
 
-PASSWORD = "person password"
 # A browser drives the pages; the API tests check the storage on both backends.
 pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
@@ -44,18 +44,7 @@ def stage(schema, tmp_path_factory):
             client_app.redirect_uri,
             "--consent",
         )
-        service.cli(
-            "users",
-            "create",
-            "--domain",
-            "127.0.0.1",
-            "--email",
-            "person@example.com",
-            "--password",
-            PASSWORD,
-            "--name",
-            "Person",
-        )
+        add_user(service, "person@example.com", "Person")
         yield service, client_app
 
 

@@ -14,9 +14,9 @@ import requests
 
 from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
+from tests.helpers.seeded_service import PASSWORD, add_user
 from tests.helpers.servers import running_service
 
-PASSWORD = "person password"
 DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code"
 # A browser drives the pages; the API tests check the storage on both backends.
 pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
@@ -24,18 +24,7 @@ pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 def _stage(service) -> dict:
     service.cli("domains", "create", "--name", "Devices", "--host", "127.0.0.1")
-    service.cli(
-        "users",
-        "create",
-        "--domain",
-        "127.0.0.1",
-        "--email",
-        "person@example.com",
-        "--password",
-        PASSWORD,
-        "--name",
-        "Person",
-    )
+    add_user(service, "person@example.com", "Person")
     return service.cli(
         "apps",
         "create",

@@ -1,6 +1,7 @@
 """The real service under gunicorn as tests/e2e/test_gunicorn_e2e.py drives it: the world it is given (a domain on
 127.0.0.1, an application, a service account and a person with a password, a person's API key) and what a client
-does against it (sign in, a password grant, a token inspected each way a request may carry it)."""
+does against it (sign in, a password grant, a token inspected each way a request may carry it). ``add_user`` seeds
+the browser tests' people too (tests/e2e/test_browser.py, test_device_browser.py)."""
 
 from __future__ import annotations
 
@@ -25,33 +26,18 @@ def seed(service) -> None:
         "public mqtt.read",
         "--no-require-pkce",
     )
-    service.cli(
-        "users",
-        "create",
-        "--domain",
-        "127.0.0.1",
-        "--email",
-        "robot@example.com",
-        "--password",
-        PASSWORD,
-        "--service-account",
-        "--name",
-        "Robot",
-    )
-    service.cli(
-        "users",
-        "create",
-        "--domain",
-        "127.0.0.1",
-        "--email",
-        "person@example.com",
-        "--password",
-        PASSWORD,
-        "--name",
-        "Person",
-    )
+    add_user(service, "robot@example.com", "Robot", service_account=True)
+    add_user(service, "person@example.com", "Person")
     service.key = service.cli(
         "api-keys", "create", "--domain", "127.0.0.1", "--user", "person@example.com", "--name", "e2e"
+    )
+
+
+def add_user(service, email: str, name: str, *, service_account: bool = False) -> None:
+    """A user of the domain on 127.0.0.1 with the password ``PASSWORD``, by the CLI."""
+    options = ["--service-account"] if service_account else []
+    service.cli(
+        "users", "create", "--domain", "127.0.0.1", "--email", email, "--password", PASSWORD, *options, "--name", name
     )
 
 
