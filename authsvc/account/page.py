@@ -11,6 +11,8 @@ from here. docs/account.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import wraps
 from typing import Any
 
 from flask import Response, make_response, redirect, request, session, url_for
@@ -65,13 +67,27 @@ EVENTS = {
 }
 
 
-def _signed_in() -> Response | tuple[User, Domain]:
-    domain = current_domain()
-    user = sessions.session_user(domain)
-    if user is None:
-        here: dict[str, Any] = {"continue": request.full_path if request.query_string else request.path}
-        return make_response(redirect(url_for("auth.login_page", **here), 303))
-    return user, domain
+def _signed_in(*, recently: bool = False) -> Callable[[Callable[..., Response]], Callable[..., Response]]:
+    """The view, called with the session's user and the request's domain first; without a session, sign-in (303)
+    and back here. ``recently``: a sign-in recent enough for a new address or password (authsvc.auth.reauth)."""
+
+    def decorate(view: Callable[..., Response]) -> Callable[..., Response]:
+        @wraps(view)
+        def wrapped(**kwargs: Any) -> Response:
+            domain = current_domain()
+            user = sessions.session_user(domain)
+            if user is None:
+                here: dict[str, Any] = {"continue": request.full_path if request.query_string else request.path}
+                return make_response(redirect(url_for("auth.login_page", **here), 303))
+            if recently:
+                stale = reauth.required(user, domain, url_for("account.account_page"))
+                if stale is not None:
+                    return stale
+            return view(user, domain, **kwargs)
+
+        return wrapped
+
+    return decorate
 
 
 def _back(done: str, anchor: str = "") -> Response:
@@ -121,20 +137,15 @@ def _page(user: User, domain: Domain, status: int = 200, errors: dict[str, str] 
 
 
 @bp.get("/account")
-def account_page() -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    return _page(*found)
+@_signed_in()
+def account_page(user: User, domain: Domain) -> Response:
+    return _page(user, domain)
 
 
 @bp.get("/account/sessions")
-def sessions_page() -> Response:
+@_signed_in()
+def sessions_page(user: User, domain: Domain) -> Response:
     """The sessions alone (the account page shows them too)."""
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
     return uncached(
         page(
             "account_sessions.html",
@@ -155,11 +166,8 @@ EXPIRED_FORM = _l("The form expired. Reload the page and try again.")
 
 
 @bp.post("/account/name")
-def change_name() -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
+@_signed_in()
+def change_name(user: User, domain: Domain) -> Response:
     form = NameForm()
     if not form.validate_on_submit():
         return _refused(user, domain, "name", EXPIRED_FORM if form.csrf_token.errors else _("Enter your name."))
@@ -173,14 +181,8 @@ def change_name() -> Response:
 
 @bp.post("/account/email")
 @rate_limited(Rate.ACCOUNT_MAIL_ADDRESS, Rate.ACCOUNT_MAIL_RECIPIENT)
-def change_email() -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
-    stale = reauth.required(user, domain, url_for("account.account_page"))
-    if stale is not None:
-        return stale
+@_signed_in(recently=True)
+def change_email(user: User, domain: Domain) -> Response:
     form = EmailChangeForm()
     if not form.validate_on_submit():
         message = EXPIRED_FORM if form.csrf_token.errors else _("Enter a valid e-mail address.")
@@ -194,14 +196,8 @@ def change_email() -> Response:
 
 
 @bp.post("/account/password")
-def change_password() -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
-    stale = reauth.required(user, domain, url_for("account.account_page"))
-    if stale is not None:
-        return stale
+@_signed_in(recently=True)
+def change_password(user: User, domain: Domain) -> Response:
     form = PasswordChangeForm()
     if not form.validate_on_submit():
         return _refused(user, domain, "password", EXPIRED_FORM)
@@ -222,11 +218,8 @@ def change_password() -> Response:
 
 
 @bp.post("/account/sessions/<session_id>/end")
-def end_session(session_id: str) -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
+@_signed_in()
+def end_session(user: User, domain: Domain, session_id: str) -> Response:
     if not ConfirmForm().validate_on_submit():
         return _refused(user, domain, "sessions", EXPIRED_FORM)
     if not changes.end_session(user, domain, session_id[:64]):
@@ -236,11 +229,8 @@ def end_session(session_id: str) -> Response:
 
 
 @bp.post("/account/sessions/end-others")
-def end_other_sessions() -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
+@_signed_in()
+def end_other_sessions(user: User, domain: Domain) -> Response:
     if not ConfirmForm().validate_on_submit():
         return _refused(user, domain, "sessions", EXPIRED_FORM)
     response = _back("others", "#sessions")
@@ -249,11 +239,8 @@ def end_other_sessions() -> Response:
 
 
 @bp.post("/account/applications/<client_id>/disconnect")
-def disconnect_application(client_id: str) -> Response:
-    found = _signed_in()
-    if not isinstance(found, tuple):
-        return found
-    user, domain = found
+@_signed_in()
+def disconnect_application(user: User, domain: Domain, client_id: str) -> Response:
     if not ConfirmForm().validate_on_submit():
         return _refused(user, domain, "applications", EXPIRED_FORM)
     try:
