@@ -1,7 +1,8 @@
 """Short notices to the account's address when something about its security changes.
 
 A password changed or reset, the address changed (to the old address), a
-second factor added or removed, a sign-in from a browser not seen before
+second factor added or removed, every second factor reset by an administrator
+(authsvc.admin.mfa), a sign-in from a browser not seen before
 (authsvc.account.devices). Each is queued in the transaction of the change, so
 it goes only if the change is kept; an instance that cannot mail sends none.
 The second factors' pages announce their changes (authsvc.auth.mfa.factors'
@@ -31,10 +32,12 @@ def init_app(app: Flask) -> None:
     factors.factor_changed.connect(_factor_changed)  # once: blinker keeps one connection per receiver
 
 
-def _queue(domain: Domain, user: User, to: str, template: str, subject: Any, **context: Any) -> None:
+def _queue(
+    domain: Domain, user: User, to: str, template: str, subject: Any, *, by_user: bool = True, **context: Any
+) -> None:
     if mail.available():
-        # The account's language; else the page's that made the change (authsvc.web.i18n).
-        language = i18n.for_message(user.locale, domain, from_page=True)
+        # The account's language; else the page's that made the change, when the user made it (authsvc.web.i18n).
+        language = i18n.for_message(user.locale, domain, from_page=by_user)
         origin = links.origin(domain)
         mail.queue(
             domain,
@@ -71,6 +74,11 @@ def factor_changed(domain: Domain, user: User, change: str, kind: str) -> None:
     subject = _l("A second factor was added") if change == "added" else _l("A second factor was removed")
     factor = FACTOR_NAMES.get(kind, _l("A second factor"))
     _queue(domain, user, user.email, "factor_changed", subject, change=change, factor=factor)
+
+
+def factors_reset(domain: Domain, user: User) -> None:
+    """An administrator removed every second factor of ``user``, and their sessions ended."""
+    _queue(domain, user, user.email, "factors_reset", _l("Your second factors were reset"), by_user=False)
 
 
 def new_device(domain: Domain, user: User, browser: str, address: str | None, when: int) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from authsvc.account import notices
 from authsvc.admin.actors import Actor, audit_change, require_change, require_change_of_user
 from authsvc.admin.schemas import read
 from authsvc.auth import sessions
@@ -30,11 +31,13 @@ def reset_factors(actor: Actor, user: User) -> int:
     """Remove the user's second factors and recovery codes (a lost phone); their sessions end.
 
     The user signs in with the password next time and, where the policy asks,
-    sets up a new authenticator before getting a session.
+    sets up a new authenticator before getting a session. The user is told by
+    e-mail (authsvc.account.notices), with the change.
     """
     require_change_of_user(actor, user)
     removed = factors.reset(user)
     sessions.invalidate_sessions(user)
     audit_change(actor, "mfa.reset", user.domain_id, actors.of_user(user.id), after={"factors_removed": removed})
+    notices.factors_reset(db.session.get_one(Domain, user.domain_id), user)
     db.session.commit()
     return removed

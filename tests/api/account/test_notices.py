@@ -1,8 +1,9 @@
 """Notices: a short message to the account's address, at the real SMTP server, when its security changes.
 
 A password changed (the account page) or reset (by e-mail), the address changed (to the old address),
-a second factor added or removed, and a sign-in from a browser not seen before for the user (where the
-domain's ``new_device_notice`` is on, the default; the user's very first browser is only remembered).
+a second factor added or removed, every second factor reset by an administrator, and a sign-in from a
+browser not seen before for the user (where the domain's ``new_device_notice`` is on, the default; the
+user's very first browser is only remembered).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pytest
 from sqlalchemy import select
 
 from authsvc.account.devices import COOKIE, KNOWN_PER_USER, KnownDevice
-from authsvc.core.models import Domain, MfaFactor
+from authsvc.core.models import Domain, MfaFactor, User
 from tests.helpers import HOST, PASSWORD, HttpsClient, headers, signin
 from tests.helpers.mfa import enrol
 from tests.helpers.pages import csrf_token
@@ -115,6 +116,33 @@ def test_adding_and_removing_a_factor_each_send_a_notice(app, client, setup, smt
     removed = client.post(f"/auth/mfa/{factor.id}/remove", data={"csrf_token": csrf_token(page)}, headers=headers())
     assert removed.status_code == 303
     assert subjects(app, smtp) == ["A second factor was added", "A second factor was removed"]
+
+
+@pytest.mark.parametrize(
+    "locale,subject,sentence",
+    [
+        (None, "Your second factors were reset", "An administrator of"),
+        ("de", "Ihre zweiten Faktoren wurden zurückgesetzt", "Ein Administrator von"),
+    ],
+)
+def test_an_admins_reset_of_the_factors_tells_the_user_in_their_language(
+    app, client, setup, smtp, world, locale, subject, sentence
+):
+    """A reset the user did not make themselves (a stolen phone reported, or an attacker at the helpdesk):
+    the user hears of it, in their own language, not in the admin's."""
+    enrol(client)
+    world.update(User, setup.person.id, locale=locale)
+    admin = world.user(setup.domain, "admin@example.com", admin=True)
+    key = world.api_key(admin, scopes="public admin", permission="admin")
+    reset = client.post(
+        f"/api/engine/v2/users/{setup.person.id}/mfa/reset",
+        headers=headers(**{"X-API-Key": key, "Accept-Language": "fr"}),
+    )
+    assert reset.status_code == 200 and reset.get_json()["factors_removed"] == 1
+    assert subjects(app, smtp)[1:] == [subject]
+    notice = smtp.to("person@example.com")[1]
+    assert sentence in text_of(notice) and "/auth/password/forgot" in text_of(notice)
+    assert subjects(app, smtp, "admin@example.com") == []
 
 
 def test_a_password_reset_sends_its_notice(app, client, setup, smtp):
