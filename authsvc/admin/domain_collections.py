@@ -3,7 +3,8 @@ delete routes, wired once on the admin API's blueprint (authsvc.admin.api).
 
 Each route looks the domain up for the caller (``admin.get``: its support reads, its admins change), reads
 a create's body as JSON, and answers with what the collection's verbs return: the list as ``{"items": [...]}``,
-a creation with 201 (200 where creating may change an existing record), a deletion with what the verb says.
+a creation with 201 (200 where creating may change an existing record), a deletion with what the verb
+returns, or the removed record when it returns nothing; a record is answered as its ``as_json()``.
 The collection's own module (invitation_api, issuer_api, resource_server_api, webhook_api) names the verbs
 and adds the routes only it has.
 """
@@ -25,7 +26,12 @@ class Record(Protocol):
     def as_json(self) -> Any: ...
 
 
-Item = TypeVar("Item")
+Item = TypeVar("Item", bound=Record)
+Answer = Mapping[str, Any] | Record
+
+
+def _json(answer: Answer) -> Any:
+    return answer if isinstance(answer, Mapping) else answer.as_json()
 
 
 def actor_and_domain(record_id: str) -> tuple[admin.Actor, Domain]:
@@ -39,9 +45,9 @@ def domain_collection(
     item: str,
     *,
     listing: Callable[[admin.Actor, Domain], Iterable[Record]],
-    create: Callable[[admin.Actor, Domain, Any], Mapping[str, Any]],
+    create: Callable[[admin.Actor, Domain, Any], Answer],
     find: Callable[[admin.Actor, Domain, str], Item],
-    remove: Callable[[admin.Actor, Item], Mapping[str, Any]],
+    remove: Callable[[admin.Actor, Item], Answer | None],
     create_status: int = 201,
 ) -> None:
     """Register GET and POST /domains/<record_id>/``name`` and DELETE /domains/<record_id>/``name``/<``item``>.
@@ -56,14 +62,15 @@ def domain_collection(
     @no_store
     def create_view(record_id: str) -> Response:
         actor, domain = actor_and_domain(record_id)
-        response = jsonify(create(actor, domain, body()))
+        response = jsonify(_json(create(actor, domain, body())))
         response.status_code = create_status
         return response
 
     @no_store
     def delete_view(record_id: str, **ids: str) -> Response:
         actor, domain = actor_and_domain(record_id)
-        return jsonify(remove(actor, find(actor, domain, ids[item])))
+        found = find(actor, domain, ids[item])
+        return jsonify(_json(remove(actor, found) or found))
 
     bp.add_url_rule(f"/domains/<record_id>/{name}", f"list_{name}", list_view, methods=["GET"])
     bp.add_url_rule(f"/domains/<record_id>/{name}", f"create_{name}", create_view, methods=["POST"])

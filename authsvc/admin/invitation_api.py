@@ -21,19 +21,15 @@ def _invite(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
     return invitations.sent_json(invitations.invite(actor, domain, data))
 
 
-def _revoke(actor: Actor, invitation: invitations.Invitation) -> dict[str, Any]:
-    """Revoke: the link stops working (an accepted invitation's account stays)."""
-    return invitations.revoke(actor, invitation).as_json()
-
-
-# The domain's invitations, oldest first (never their links).
+# The domain's invitations, oldest first (never their links). A DELETE revokes one: the link stops working
+# (an accepted invitation's account stays).
 domain_collection(
     "invitations",
     "invitation_id",
     listing=invitations.listing,
     create=_invite,
     find=invitations.of_domain,
-    remove=_revoke,
+    remove=invitations.revoke,
 )
 
 

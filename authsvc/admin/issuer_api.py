@@ -3,32 +3,17 @@ wired by authsvc.admin.domain_collections on the admin API's blueprint; docs/tok
 
 from __future__ import annotations
 
-from typing import Any
-
 from authsvc.admin import issuers
-from authsvc.admin.actors import Actor
 from authsvc.admin.domain_collections import domain_collection
-from authsvc.core.models import Domain, TrustedIssuer
 
-
-def _put(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
-    """Add an issuer, or change the given fields of the one with this `issuer`."""
-    return issuers.put(actor, domain, data).as_json()
-
-
-def _remove(actor: Actor, row: TrustedIssuer) -> dict[str, Any]:
-    """Stop trusting the issuer (and issuing ID-JAGs for it)."""
-    issuers.remove(actor, row)
-    return row.as_json()
-
-
-# The issuers the domain trusts or issues ID-JAGs for, oldest first; a POST may change one: 200.
+# The issuers the domain trusts or issues ID-JAGs for, oldest first. A POST adds an issuer, or changes the
+# given fields of the one with this `issuer` (200); a DELETE stops trusting it (and issuing ID-JAGs for it).
 domain_collection(
     "trusted_issuers",
     "issuer_id",
     listing=issuers.listing,
-    create=_put,
+    create=issuers.put,
     find=issuers.of_domain,
-    remove=_remove,
+    remove=issuers.remove,
     create_status=200,
 )

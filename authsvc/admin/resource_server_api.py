@@ -4,37 +4,22 @@ read, change and removal (RFC 8707, RFC 9728; docs/mcp.md). Routes on the admin 
 
 from __future__ import annotations
 
-from typing import Any
-
 from flask import Response, jsonify
 
 from authsvc.admin import resource_servers
-from authsvc.admin.actors import Actor
 from authsvc.admin.api import body, bp
 from authsvc.admin.domain_collections import actor_and_domain, domain_collection
 from authsvc.core.headers import no_store
-from authsvc.core.models import Domain, ResourceServer
 
-
-def _create(actor: Actor, domain: Domain, data: Any) -> dict[str, Any]:
-    """Register a resource: a token asked for with its URI gets it as aud, and only its scopes."""
-    return resource_servers.create(actor, domain, data).as_json()
-
-
-def _remove(actor: Actor, server: ResourceServer) -> dict[str, Any]:
-    """Remove the resource: tokens are no longer issued for it."""
-    resource_servers.remove(actor, server)
-    return server.as_json()
-
-
-# The domain's protected resources, oldest first.
+# The domain's protected resources, oldest first. A POST registers one: a token asked for with its URI gets
+# it as aud, and only its scopes; a DELETE removes it: tokens are no longer issued for it.
 domain_collection(
     "resources",
     "resource_id",
     listing=resource_servers.listing,
-    create=_create,
+    create=resource_servers.create,
     find=resource_servers.of_domain,
-    remove=_remove,
+    remove=resource_servers.remove,
 )
 
 
