@@ -58,10 +58,12 @@ def authorize() -> Response:
     user = cast(User, user)
     application: Application = grant.client
     scope = grant.request.scope
-    # A metadata document's client is whoever serves the document: the user is asked every time.
+    # A metadata document's client is whoever serves the document, and an openly registered one whoever
+    # registered it: the user is asked every time.
     if (
         grant.authentication.asks_consent
         or application.metadata_document
+        or application.openly_registered
         or (application.consent and not _approved(user, application, scope))
     ):
         oidc_request.refuse_consent_page(grant)
@@ -236,10 +238,10 @@ def device_authorization() -> Response:
 
 
 @bp.post("/register")
-# A registration names no client yet: it counts against its address.
-@rate_limited(Rate.TOKEN_CLIENT, client=lambda: None)
+# A registration names no client yet: it counts against its address, also in a rate of registrations alone.
+@rate_limited(Rate.TOKEN_CLIENT, Rate.REGISTRATION_ADDRESS, client=lambda: None)
 def register() -> Response:
-    """RFC 7591: register a client with an initial access token (authsvc.oauth.registration)."""
+    """RFC 7591: register a client with an initial access token, or openly (authsvc.oauth.registration)."""
     current_domain()
     return authorization_server().create_endpoint_response("client_registration")
 
