@@ -12,6 +12,7 @@ from sqlalchemy import select
 from authsvc.core.models import Application, AuditRecord, Domain
 from tests.helpers import HOST, REDIRECT_URI, authorize, headers, location_params, pkce_pair
 from tests.helpers.client_registration import METADATA, REGISTER, register, stored
+from tests.helpers.console import as_admin, get, text
 from tests.helpers.pages import csrf_token
 from tests.helpers.sso import api
 
@@ -114,3 +115,15 @@ def test_the_cli_turns_open_registration_on_and_off(runner, world, domain):
     result = runner.invoke(args=["domains", "update", "--domain", HOST, "--open-registration", "off"])
     assert json.loads(result.stdout)["open_registration"] is False
     assert runner.invoke(args=["domains", "update", "--domain", HOST, "--open-registration", "yes"]).exit_code != 0
+
+
+def test_the_console_marks_an_openly_registered_application(client, world, domain):
+    world.update(Domain, domain.id, open_registration=True)
+    world.user(domain, "admin@example.com", admin=True, name="Admin")
+    client_id = register_openly(client).get_json()["client_id"]
+    as_admin(client)
+    applications = text(get(client, f"/domains/{domain.id}/applications"))
+    assert "without an initial access token (open registration)" in applications
+    [application] = world.query(select(Application).where(Application.client_id == client_id))
+    detail = text(get(client, f"/domains/{domain.id}/applications/{application.id}"))
+    assert 'id="registered"' in detail and "open registration" in detail
