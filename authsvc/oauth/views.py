@@ -9,6 +9,7 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.api import lookup
 from authsvc.auth import approvals, sessions
@@ -95,14 +96,30 @@ def _approved(user: User, application: Application, scope: str) -> bool:
 
 
 def _remember_approval(user: User, application: Application, scope: str) -> None:
+    user_id, application_id = user.id, application.id
+    if _add_to_approval(user_id, application_id, scope):
+        return
+    try:
+        db.session.add(Consent(user_id=user_id, application_id=application_id, scopes=scope))
+        db.session.commit()
+    except IntegrityError:
+        # The same person approved the same client at the same moment in another request (two tabs, a client
+        # that retried): that approval stands, and this one's scopes are added to it.
+        db.session.rollback()
+        if not _add_to_approval(user_id, application_id, scope):
+            raise
+
+
+def _add_to_approval(user_id: int, application_id: int, scope: str) -> bool:
+    """Add ``scope`` to the person's approval of the client, if there is one (committed); whether there was."""
     consent = db.session.scalar(
-        select(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
+        select(Consent).where(Consent.user_id == user_id, Consent.application_id == application_id)
     )
     if consent is None:
-        db.session.add(Consent(user_id=user.id, application_id=application.id, scopes=scope))
-    else:
-        consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
+        return False
+    consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
     db.session.commit()
+    return True
 
 
 def _password_grant() -> bool:
