@@ -94,7 +94,7 @@ def rows(
         Row("token exchange (RFC 8693)", "token_exchange", "client_credentials", short="exchange"),
         # A Client ID Metadata Document's client (MCP clients), its document cached: the code exchange alone.
         Row(
-            "code exchange, metadata document client (cached)",
+            "code exchange, CIMD client, cached",
             "metadata_document_exchange",
             "client_credentials",
             short="CIMD exchange",
