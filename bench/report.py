@@ -92,6 +92,13 @@ def rows(
         Row("client credentials, DPoP", "client_credentials_dpop", "client_credentials"),
         # RFC 8693: the subject token read and the act claim written, on top of the client credentials grant.
         Row("token exchange (RFC 8693)", "token_exchange", "client_credentials", short="exchange"),
+        # A Client ID Metadata Document's client (MCP clients), its document cached: the code exchange alone.
+        Row(
+            "code exchange, CIMD client, cached",
+            "metadata_document_exchange",
+            "client_credentials",
+            short="CIMD exchange",
+        ),
         Row(
             f"inspect, DPoP-bound token, {tokens_label(token_counts[0])} tokens",
             "inspect_dpop",

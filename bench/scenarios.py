@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 
 from bench import BenchError, scenarios_peers, seed
 from bench.load import Load
+from bench.metadata_documents import DocumentServer
 from bench.servers import Servers
 
 INSPECT_PATH = "/api/engine/v2/api_keys/inspect"
@@ -45,6 +46,7 @@ SCENARIOS = (
     "client_credentials_jwt",
     "client_credentials_dpop",
     "token_exchange",
+    "metadata_document_exchange",
     "inspect_dpop",
     "password_grant",
     "signin",
@@ -83,6 +85,7 @@ class Scenarios:
     def __init__(self, args: argparse.Namespace, servers: Servers) -> None:
         self.args = args
         self.servers = servers
+        self._documents: DocumentServer | None = None
 
     def keys(self) -> list[str]:
         """Measured keys in order; inspect_bearer once per token count."""
@@ -255,6 +258,22 @@ class Scenarios:
                 headers={"Authorization": f"Basic {basic}", "Content-Type": "application/x-www-form-urlencoded"},
                 connections=fast,
             )
+        if key == "metadata_document_exchange":
+            # The code exchange of a Client ID Metadata Document's client, its document cached (fetched once, at
+            # the first authorisation request): codes approved beforehand, enough for 800 exchanges a second.
+            documents = self.documents()
+            count = int(800 * self._slice_seconds())
+            return Load(
+                key,
+                port,
+                "once",
+                method="POST",
+                path="/auth/oauth/token",
+                body=documents.exchange_body(),
+                headers={"Content-Type": "application/x-www-form-urlencoded"},
+                secrets=documents.mint_codes(port, servers.session_cookie, count, self.args.workers),
+                connections=fast,
+            )
         if key == "inspect_dpop":
             # Inspect with a DPoP-bound token (client credentials with a proof): each request its own
             # proof for inspect's URL, with the token's hash (ath); the bearer row is its twin.
@@ -330,6 +349,12 @@ class Scenarios:
         # Discovery and the JWKS of a random one of the seeded domains: a cache per domain would show here.
         path = "/.well-known/openid-configuration" if kind == "discovery" else "/auth/oauth/jwks"
         return Load(key, port, "hosts", path=path, secrets=domain_set.hosts, connections=fast)
+
+    def documents(self) -> DocumentServer:
+        """The metadata document client's document, served from here once the row first needs it."""
+        if self._documents is None:
+            self._documents = DocumentServer()
+        return self._documents
 
     def _slice_seconds(self) -> float:
         return max(1.0, round(self.args.duration / self.args.rounds), self.args.warmup)

@@ -110,6 +110,8 @@ def migrate(env: dict[str, str]) -> None:
 def seed_records(env: dict[str, str], db: psycopg.Connection) -> Seed:
     flask(env, "domains", "create", "--name", "Bench", "--host", HOST)
     flask(env, "domains", "scopes", "add", "--domain", HOST, "openid")
+    # The metadata document client's row serves its document on loopback (bench/metadata_documents.py).
+    flask(env, "domains", "update", "--domain", HOST, "--client-metadata-allow-private-network")
     # The legacy mode (no PKCE): the benchmark's code flow is the specification's, sent literally.
     application = flask(
         env,

@@ -207,6 +207,8 @@ class Settings:
     # Per authenticated client: a request whose client did not authenticate counts per address instead,
     # and a failed authentication also against the client_id it named (refusing failures only).
     token_rate_limit: str = _setting("AUTHSVC_TOKEN_RATE_LIMIT", "300/minute", _rate)
+    # Client registrations (RFC 7591) per address, on top of the token rate (open registration takes no token).
+    registration_rate_limit: str = _setting("AUTHSVC_REGISTRATION_RATE_LIMIT", "30/minute", _rate)
     client_failure_rate_limit: str = _setting("AUTHSVC_CLIENT_FAILURE_RATE_LIMIT", "60/minute", _rate)
     client_failure_client_rate_limit: str = _setting("AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT", "300/minute", _rate)
     sso_start_rate_limit: str = _setting("AUTHSVC_SSO_START_RATE_LIMIT", "30/minute", _rate)

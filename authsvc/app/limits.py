@@ -9,9 +9,9 @@ and when it counts) and puts the declared ones on their views.
 - Request rates: password attempts (``/auth/signin``, the sign-in page, the
   password grant) per client address, failed ones per account, token requests
   per client (device authorisation requests and client registrations too; a registration's management
-  per the client it names and per address), SSO starts per client
-  address, and user codes entered at ``/auth/device`` per client address. Over the rate, a request gets
-  429 before any password is checked. Accounts are keyed on the domain's id,
+  per the client it names and per address), client registrations per address in a rate of their own, SSO
+  starts per client address, and user codes entered at ``/auth/device`` per client address. Over the
+  rate, a request gets 429 before any password is checked. Accounts are keyed on the domain's id,
   not on the Host header, so another port or host name for the domain counts
   against the same account.
 - Client authentication: a token, PAR or device authorisation request counts against its client
@@ -239,6 +239,7 @@ def _limits(app: Flask) -> dict[Rate, Limit]:
                 rates.device_verify_rate_limit,
                 exempt_when=lambda: not _attempt(Rate.DEVICE_VERIFY_ADDRESS),
             ),
+            limit(Rate.REGISTRATION_ADDRESS, rates.registration_rate_limit),
             limit(Rate.SCIM_CREDENTIAL, rates.scim_rate_limit, _bearer_credential),
             limit(Rate.ACCOUNT_MAIL_ADDRESS, rates.account_mail_client_rate_limit),
             limit(Rate.ACCOUNT_MAIL_RECIPIENT, rates.account_mail_rate_limit, mail_recipient),

@@ -78,6 +78,11 @@ def create_domain(name: str, host: str, scopes: str, profile: str) -> None:
     default=None,
     help="Fetch client metadata documents from loopback and private addresses too (a system admin's exception).",
 )
+@click.option(
+    "--open-registration",
+    type=click.Choice(["on", "off"]),
+    help="Dynamic client registration without an initial access token, as MCP clients register (default off).",
+)
 def update_domain(
     host: str,
     name: str | None,
@@ -88,6 +93,7 @@ def update_domain(
     client_metadata_documents: str | None,
     client_metadata_hosts: tuple[str, ...],
     client_metadata_allow_private_network: bool | None,
+    open_registration: str | None,
 ) -> None:
     """Change a domain; fapi2 needs every application of it to comply first."""
     domain = domain_by_host(host)
@@ -99,6 +105,7 @@ def update_domain(
         "new_device_notice": notice,
         "client_metadata_documents": client_metadata_documents,
         "client_metadata_allow_private_network": client_metadata_allow_private_network,
+        "open_registration": None if open_registration is None else open_registration == "on",
     }
     changes: dict[str, Any] = {k: v for k, v in given.items() if v is not None}
     if signup_email_domains:

@@ -52,6 +52,9 @@ class Rate(StrEnum):
     # User codes entered (RFC 8628 5.1: they can be guessed): only the requests ``attempt`` says enter one.
     DEVICE_VERIFY_ADDRESS = "device-verify-address"
     SCIM_CREDENTIAL = "scim-credential"
+    # Client registrations (RFC 7591) per address: each one writes an application, with or without an
+    # initial access token (a domain's open registration takes none).
+    REGISTRATION_ADDRESS = "registration-address"
     # Links sent by e-mail on request (a forgotten password, a verification link again): per client
     # address, and per recipient (whose domain the limiter finds first, as for a password attempt).
     ACCOUNT_MAIL_ADDRESS = "account-mail-address"

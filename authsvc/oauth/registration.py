@@ -2,7 +2,11 @@
 client's ``registration_client_uri`` (``/auth/oauth/register/<client_id>``), on Authlib's endpoints.
 
 Registering needs an initial access token that a domain admin issued
-(RegistrationToken: expiring, limited uses). The answer carries the client's
+(RegistrationToken: expiring, limited uses), unless the domain has open registration
+(``Domain.open_registration``, as MCP clients register): then a request without an
+Authorization header registers too, the client is marked ``openly_registered`` and
+its users are asked every time; a token presented is still checked. Registrations
+count against the address's rate (authsvc.oauth.views). The answer carries the client's
 ``registration_access_token``, which alone reads, replaces or deletes the
 registration afterwards. Both are kept only as digests. What a client may
 register: authsvc.oauth.client_metadata.
@@ -86,8 +90,23 @@ def _new_secret_if_needed(application: Application, method: str) -> str | None:
     return secret
 
 
+class OpenRegistration:
+    """The credential of a registration without an initial access token, in a domain with open registration."""
+
+
+def _registration_credential() -> RegistrationToken | OpenRegistration:
+    """The initial access token presented, or open registration when none is and the domain has it."""
+    if "Authorization" not in flask_request.headers and current_domain().open_registration:
+        return OpenRegistration()
+    token = RegistrationToken.find(current_domain().id, presented_token())
+    if token is None or not token.usable():
+        raise InvalidTokenError("The initial access token is unknown, expired, revoked or used up.", realm="authsvc")
+    return token
+
+
 class ClientRegistration(ClientRegistrationEndpoint):
-    """RFC 7591 3: register a client with an initial access token of the request's domain."""
+    """RFC 7591 3: register a client with an initial access token of the request's domain, or without one where
+    the domain has open registration."""
 
     def __init__(self, server: Any = None) -> None:
         super().__init__(server, claims_classes=[RegisteredClientMetadata])
@@ -95,13 +114,8 @@ class ClientRegistration(ClientRegistrationEndpoint):
     def create_endpoint_request(self, request: Any) -> RegistrationRequest:
         return RegistrationRequest()
 
-    def authenticate_token(self, request: RegistrationRequest) -> RegistrationToken:
-        token = RegistrationToken.find(current_domain().id, presented_token())
-        if token is None or not token.usable():
-            raise InvalidTokenError(
-                "The initial access token is unknown, expired, revoked or used up.", realm="authsvc"
-            )
-        return token
+    def authenticate_token(self, request: RegistrationRequest) -> RegistrationToken | OpenRegistration:
+        return _registration_credential()
 
     def get_server_metadata(self) -> dict[str, Any]:
         return registration_policy(current_domain())
@@ -114,18 +128,23 @@ class ClientRegistration(ClientRegistrationEndpoint):
         return {"client_id": self.generate_client_id(request)}
 
     def save_client(self, client_info: dict, client_metadata: dict, request: RegistrationRequest) -> Application:
-        token: RegistrationToken = request.credential
+        credential: RegistrationToken | OpenRegistration = request.credential
+        token = credential if isinstance(credential, RegistrationToken) else None
         domain = current_domain()
         application = Application(
-            domain_id=domain.id, client_id=client_info["client_id"], registration_token_id=token.id
+            domain_id=domain.id,
+            client_id=client_info["client_id"],
+            registration_token_id=token.id if token is not None else None,
+            openly_registered=token is None,
         )
         apply_metadata(application, client_metadata, fapi2=domain.fapi2)
-        # Registered by someone the domain's people have not met: they are asked before it gets a code.
+        # Registered by someone the domain's people have not met: they are asked before it gets a code (every
+        # time, when nobody vouched for it with an initial access token: authsvc.oauth.views).
         application.consent = True
         request.client_secret = _new_secret_if_needed(application, client_metadata["token_endpoint_auth_method"])
         request.registration_access_token = security.new_secret()
         application.registration_access_token_digest = security.digest(request.registration_access_token)
-        if not token.spend():
+        if token is not None and not token.spend():
             db.session.rollback()
             raise InvalidTokenError("The initial access token was used up meanwhile.", realm="authsvc")
         db.session.add(application)
@@ -135,7 +154,7 @@ class ClientRegistration(ClientRegistrationEndpoint):
         audit.record(
             "application.registered",
             domain_id=domain.id,
-            actor=f"registration_token:{token.id}",
+            actor=f"registration_token:{token.id}" if token is not None else "open_registration",
             target=f"application:{application.id}",
             details={"after": application.as_json(), "via": "rfc7591"},
             commit=False,

@@ -9,6 +9,7 @@ from authlib.oauth2.rfc6749 import AccessDeniedError
 from flask import Blueprint, Response, jsonify, make_response, redirect, request
 from flask.typing import ResponseReturnValue
 from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.api import lookup
 from authsvc.auth import approvals, sessions
@@ -58,10 +59,12 @@ def authorize() -> Response:
     user = cast(User, user)
     application: Application = grant.client
     scope = grant.request.scope
-    # A metadata document's client is whoever serves the document: the user is asked every time.
+    # A metadata document's client is whoever serves the document, and an openly registered one whoever
+    # registered it: the user is asked every time.
     if (
         grant.authentication.asks_consent
         or application.metadata_document
+        or application.openly_registered
         or (application.consent and not _approved(user, application, scope))
     ):
         oidc_request.refuse_consent_page(grant)
@@ -93,14 +96,30 @@ def _approved(user: User, application: Application, scope: str) -> bool:
 
 
 def _remember_approval(user: User, application: Application, scope: str) -> None:
+    user_id, application_id = user.id, application.id
+    if _add_to_approval(user_id, application_id, scope):
+        return
+    try:
+        db.session.add(Consent(user_id=user_id, application_id=application_id, scopes=scope))
+        db.session.commit()
+    except IntegrityError:
+        # The same person approved the same client at the same moment in another request (two tabs, a client
+        # that retried): that approval stands, and this one's scopes are added to it.
+        db.session.rollback()
+        if not _add_to_approval(user_id, application_id, scope):
+            raise
+
+
+def _add_to_approval(user_id: int, application_id: int, scope: str) -> bool:
+    """Add ``scope`` to the person's approval of the client, if there is one (committed); whether there was."""
     consent = db.session.scalar(
-        select(Consent).where(Consent.user_id == user.id, Consent.application_id == application.id)
+        select(Consent).where(Consent.user_id == user_id, Consent.application_id == application_id)
     )
     if consent is None:
-        db.session.add(Consent(user_id=user.id, application_id=application.id, scopes=scope))
-    else:
-        consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
+        return False
+    consent.scopes = " ".join(dict.fromkeys(consent.scopes.split() + scope.split()))
     db.session.commit()
+    return True
 
 
 def _password_grant() -> bool:
@@ -236,10 +255,10 @@ def device_authorization() -> Response:
 
 
 @bp.post("/register")
-# A registration names no client yet: it counts against its address.
-@rate_limited(Rate.TOKEN_CLIENT, client=lambda: None)
+# A registration names no client yet: it counts against its address, also in a rate of registrations alone.
+@rate_limited(Rate.TOKEN_CLIENT, Rate.REGISTRATION_ADDRESS, client=lambda: None)
 def register() -> Response:
-    """RFC 7591: register a client with an initial access token (authsvc.oauth.registration)."""
+    """RFC 7591: register a client with an initial access token, or openly (authsvc.oauth.registration)."""
     current_domain()
     return authorization_server().create_endpoint_response("client_registration")
 

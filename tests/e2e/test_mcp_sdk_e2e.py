@@ -1,19 +1,28 @@
-"""The service in front of an MCP server, proved with the official MCP Python SDK (``mcp`` from PyPI).
+"""The service in front of an MCP server, proved with the official MCP SDKs: Python (``mcp`` from PyPI)
+and TypeScript (``@modelcontextprotocol/sdk`` from npm, a pinned Node peer: devtools/npm_peers.py).
 
 The MCP server (tests/e2e/mcp/mcp_server.py, its own process) publishes RFC 9728 metadata naming the
-service and verifies tokens by introspection. The SDK's own OAuth client discovers the service from it,
+service and verifies tokens by introspection. Each SDK's own OAuth client discovers the service from it,
 registers by a Client ID Metadata Document (served by the test over TLS on loopback, its CA trusted by the
-service through SSL_CERT_FILE) or by dynamic registration, and runs the code flow with PKCE and ``resource``;
-the browser step is an HTTP client that signs in and answers the consent page.
+service through SSL_CERT_FILE) or, where the domain reads no documents, by open dynamic registration (no
+initial access token, as MCP clients register), and runs the code flow with PKCE and ``resource``; the
+browser step is an HTTP client that signs in and answers the consent page (for the TypeScript SDK, its
+script tests/e2e/mcp/ts_client.cjs).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import re
+import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
@@ -24,6 +33,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import AuthorizationCodeResult, OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
+from devtools import npm_peers
 from devtools.services import Process, free_port
 from tests.helpers import in_one_pass
 from tests.helpers.documents import Documents
@@ -37,6 +47,7 @@ PASSWORD = "mcp e2e password"
 EMAIL = "person@example.com"
 SCOPE = "mcp.tools"
 CALLBACK = "http://127.0.0.1:9/callback"
+TS_CLIENT = Path(__file__).resolve().parent / "mcp" / "ts_client.cjs"
 
 
 @pytest.fixture(scope="module")
@@ -50,6 +61,8 @@ def setup(schema, tmp_path_factory) -> Iterator[dict]:
         svc.cli("users", "create", "--domain", HOST, "--email", EMAIL, "--password", PASSWORD)
         # The documents are on loopback: a system admin's exception, as for identity providers.
         svc.cli("domains", "update", "--domain", HOST, "--client-metadata-allow-private-network")
+        # MCP clients that use no document register without an initial access token.
+        svc.cli("domains", "update", "--domain", HOST, "--open-registration", "on")
         created = svc.cli(
             "resources", "create", "--domain", HOST, "--uri", mcp_url, "--name", "Tools", "--scopes", SCOPE
         )
@@ -134,7 +147,7 @@ class Memory:
         self.client = client_info
 
 
-def call_tool(setup: dict, browser: Browser, *, metadata_url: str | None, registration_token: str = "") -> tuple:
+def call_tool(setup: dict, browser: Browser, *, metadata_url: str | None) -> tuple:
     """Connect the SDK's client to the MCP server, authorise it through the service, and call the tool."""
     storage = Memory()
     provider = OAuthClientProvider(
@@ -148,14 +161,8 @@ def call_tool(setup: dict, browser: Browser, *, metadata_url: str | None, regist
         client_metadata_url=metadata_url,
     )
 
-    async def with_initial_access_token(request: httpx2.Request) -> None:
-        # This service registers only with an initial access token (docs/mcp.md); the SDK sends none of its own.
-        if registration_token and request.url.path == "/auth/oauth/register":
-            request.headers["Authorization"] = f"Bearer {registration_token}"
-
     async def run() -> str:
-        hooks = {"request": [with_initial_access_token]}
-        async with httpx2.AsyncClient(auth=provider, event_hooks=hooks, timeout=30) as http:
+        async with httpx2.AsyncClient(auth=provider, timeout=30) as http:
             async with streamable_http_client(setup["mcp_url"], http_client=http) as (read, write):
                 async with ClientSession(read, write) as session:
                     await session.initialize()
@@ -201,20 +208,112 @@ def test_the_sdk_registers_by_its_metadata_document_and_calls_a_tool(setup):
     assert documents.fetched.count("/sdk/client.json") == 1
 
 
-def test_the_sdk_falls_back_to_dynamic_registration_where_documents_are_off(setup):
-    """A domain that reads no documents says so in its metadata; the SDK then registers (RFC 7591)."""
-    service = setup["service"]
+@contextmanager
+def documents_off(service) -> Iterator[None]:
+    """The domain reads no documents for a while: its metadata says so, and the SDKs register instead."""
     service.cli("domains", "update", "--domain", HOST, "--client-metadata-documents", "off")
     try:
         metadata = requests.get(service.url + "/.well-known/oauth-authorization-server", timeout=10).json()
         assert metadata["client_id_metadata_document_supported"] is False
-        token = service.cli("registration-tokens", "create", "--domain", HOST)["token"]
-        browser = Browser(service)
-        answer, storage = call_tool(
-            setup, browser, metadata_url=setup["documents"].base + "/unused.json", registration_token=token
-        )
-        assert storage.client is not None and not storage.client.client_id.startswith("https://")
-        assert answer.startswith(f"{storage.client.client_id} for ")
-        assert storage.tokens is not None and storage.tokens.scope == SCOPE
+        yield
     finally:
         service.cli("domains", "update", "--domain", HOST, "--client-metadata-documents", "any")
+
+
+def openly_registered(service, client_id: str) -> bool:
+    [application] = [a for a in service.cli("apps", "list", "--domain", HOST)["apps"] if a["client_id"] == client_id]
+    return application["openly_registered"] and application["registration_token"] is None
+
+
+def test_the_sdk_falls_back_to_dynamic_registration_where_documents_are_off(setup):
+    """A domain that reads no documents says so in its metadata; the SDK then registers (RFC 7591) with no
+    initial access token, under the domain's open registration, and its user is asked."""
+    service = setup["service"]
+    with documents_off(service):
+        browser = Browser(service)
+        answer, storage = call_tool(setup, browser, metadata_url=setup["documents"].base + "/unused.json")
+    assert storage.client is not None and not storage.client.client_id.startswith("https://")
+    assert openly_registered(service, storage.client.client_id)
+    assert answer.startswith(f"{storage.client.client_id} for ")
+    assert storage.tokens is not None and storage.tokens.scope == SCOPE
+    assert len(browser.consent_pages) == 1
+
+
+# The TypeScript SDK
+
+
+def ts_client(setup: dict, metadata_url: str | None) -> dict:
+    """Run tests/e2e/mcp/ts_client.cjs against the MCP server: what it printed (its answer, client, tokens,
+    authorisation requests and consent pages)."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is needed to run the MCP TypeScript SDK's client")
+    try:
+        modules = npm_peers.package_dir("@modelcontextprotocol/sdk").parent.parent
+    except npm_peers.PeersMissing as exc:
+        pytest.skip(str(exc))
+    options = {
+        "mcpUrl": setup["mcp_url"],
+        "serviceUrl": setup["service"].url,
+        "email": EMAIL,
+        "password": PASSWORD,
+        "callback": CALLBACK,
+        "clientMetadataUrl": metadata_url,
+    }
+    done = subprocess.run(
+        [node, str(TS_CLIENT), json.dumps(options)],
+        env={**os.environ, "NODE_PATH": str(modules)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def assert_code_flow_with_pkce_and_resource(setup: dict, run: dict, client_id: str) -> None:
+    [asked] = run["authorizationRequests"]
+    assert asked["client_id"] == client_id and asked["response_type"] == "code"
+    assert asked["code_challenge_method"] == "S256" and len(asked["code_challenge"]) == 43
+    assert asked["resource"] == setup["mcp_url"] and asked["scope"] == SCOPE
+    assert run["answer"].startswith(f"{client_id} for ")
+    assert run["answer"].endswith(f"with {SCOPE}")
+    # The token is for the MCP server alone, with its scope only; the user was asked once.
+    assert run["tokens"]["scope"] == SCOPE and run["tokens"]["token_type"].lower() == "bearer"
+    assert len(run["consentPages"]) == 1
+
+
+def test_the_typescript_sdk_names_itself_by_its_metadata_document_and_calls_a_tool(setup):
+    """The TypeScript SDK's clientMetadataUrl, where the service reads documents: no registration step."""
+    documents = setup["documents"]
+    url = documents.serve(
+        "/ts-sdk/client.json",
+        {
+            "client_id": documents.base + "/ts-sdk/client.json",
+            "client_name": "TS SDK client",
+            "redirect_uris": [CALLBACK],
+            "grant_types": ["authorization_code", "refresh_token"],
+            "response_types": ["code"],
+            "token_endpoint_auth_method": "none",
+        },
+    )
+    run = ts_client(setup, url)
+    assert run["client"]["client_id"] == url and "client_id_issued_at" not in run["client"]
+    assert_code_flow_with_pkce_and_resource(setup, run, url)
+    page = run["consentPages"][0]
+    assert "not verified" in page and "TS SDK client" in page
+    assert documents.fetched.count("/ts-sdk/client.json") == 1
+
+
+def test_the_typescript_sdk_falls_back_to_open_dynamic_registration_and_calls_a_tool(setup):
+    """Where documents are off the TypeScript SDK registers (RFC 7591) without an initial access token."""
+    service = setup["service"]
+    with documents_off(service):
+        run = ts_client(setup, setup["documents"].base + "/unused-ts.json")
+    client_id = run["client"]["client_id"]
+    # Registered: a client_id of the service's, issued now, with the metadata the SDK sent.
+    assert not client_id.startswith("https://") and abs(run["client"]["client_id_issued_at"] - time.time()) < 300
+    assert run["client"]["redirect_uris"] == [CALLBACK] and run["client"]["token_endpoint_auth_method"] == "none"
+    assert openly_registered(service, client_id)
+    assert_code_flow_with_pkce_and_resource(setup, run, client_id)
+    assert "TS SDK client" in run["consentPages"][0]

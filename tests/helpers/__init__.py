@@ -147,6 +147,7 @@ def base_config() -> dict:
         "AUTHSVC_CLIENT_FAILURE_RATE_LIMIT": "10000/minute",
         "AUTHSVC_CLIENT_FAILURE_CLIENT_RATE_LIMIT": "10000/minute",
         "AUTHSVC_SSO_START_RATE_LIMIT": "10000/minute",
+        "AUTHSVC_REGISTRATION_RATE_LIMIT": "10000/minute",
         # The peers the tests call are threads of this process, slow on a loaded machine (a SAML IdP's
         # first metadata loads XML schemas); the deadline's own tests set it to 1 s.
         "AUTHSVC_OUTBOUND_DEADLINE": 25,

@@ -205,6 +205,11 @@ class Application(Answer):
         description="The initial access token the application registered itself with (dynamic client "
         "registration, RFC 7591); null for an application an admin created.",
     )
+    openly_registered: bool = Field(
+        default=False,
+        description="Whether it registered itself without an initial access token (the domain's "
+        "`open_registration`): its users are asked every time it asks them.",
+    )
 
 
 class CreatedApplication(Application):

@@ -49,6 +49,10 @@ CLIENT_METADATA_PRIVATE = (
     "Whether client metadata documents may be fetched from loopback and private addresses (plain http on loopback "
     "only); only a system admin may set it true."
 )
+OPEN_REGISTRATION = (
+    "Whether clients may register themselves at /auth/oauth/register without an initial access token (RFC 7591, "
+    "as MCP clients do; docs/mcp.md); default false. Such clients always get the consent page."
+)
 SessionTtl = Field(default=None, description="Seconds a sign-in session lasts; null or 0 for AUTHSVC_SESSION_TTL.")
 
 
@@ -78,6 +82,7 @@ class DomainChange(Schema):
     client_metadata_documents: Omissible[ClientMetadata] = None
     client_metadata_hosts: Omissible[ClientMetadataHosts] = None
     client_metadata_allow_private_network: bool | None = Field(default=None, description=CLIENT_METADATA_PRIVATE)
+    open_registration: bool | None = Field(default=None, description=OPEN_REGISTRATION)
 
 
 class DomainScopes(Schema):
@@ -116,6 +121,7 @@ class Domain(Answer):
     client_metadata_documents: ClientMetadataMode = Field(description=CLIENT_METADATA_DESCRIPTION)
     client_metadata_hosts: list[str] = Field(description=CLIENT_METADATA_HOSTS)
     client_metadata_allow_private_network: bool = Field(description=CLIENT_METADATA_PRIVATE)
+    open_registration: bool = Field(description=OPEN_REGISTRATION)
 
 
 class DomainList(Page):

@@ -77,6 +77,8 @@ class Domain(Model):
     )
     client_metadata_hosts: Mapped[str] = mapped_column(Text, default="", server_default="")
     client_metadata_allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # Dynamic client registration (RFC 7591) without an initial access token, as MCP clients register.
+    open_registration: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
     @property
     def signup_open(self) -> bool:
@@ -119,6 +121,7 @@ class Domain(Model):
             "client_metadata_documents": self.client_metadata_documents,
             "client_metadata_hosts": self.client_metadata_hosts.split(),
             "client_metadata_allow_private_network": self.client_metadata_allow_private_network,
+            "open_registration": self.open_registration,
         }
 
 
@@ -179,6 +182,9 @@ class Application(Model):
     grant_types: Mapped[list[str] | None] = mapped_column(JSON)
     registration_token_id: Mapped[str | None] = mapped_column(ForeignKey("registration_token.id"))
     registration_access_token_digest: Mapped[str | None] = mapped_column(String(64))
+    # Registered without an initial access token (the domain's open registration): nobody vouches for it, so
+    # the user is asked every time, as for a metadata document's client.
+    openly_registered: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # A resource server: may introspect other applications' tokens (RFC 7662 2.1). Only an admin marks
     # one; a dynamically registered client never is one.
     introspect: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
@@ -300,6 +306,7 @@ class Application(Model):
             "token_exchange": dict(self.token_exchange) if self.token_exchange is not None else None,
             # The initial access token it registered itself with (RFC 7591), if it did.
             "registration_token": self.registration_token_id,
+            "openly_registered": self.openly_registered,
             "created_at": self.created_at,
         }
 

@@ -84,3 +84,41 @@ def test_after_a_lost_claim_the_reuses_revocation_and_its_record_are_one_transac
             db.session.commit()
     assert counted.sql_trips() == ["BEGIN", "UPDATE", "INSERT", "COMMIT"], counted
     assert len(world.query(select(Token).where(Token.family == original.family))) == 2  # no successor written
+
+
+def test_an_approval_racing_the_same_persons_approval_of_the_same_client_is_one_approval(app, client, setup, world):
+    """Two requests approving the same client for the same person (two tabs, a retry): the later one's INSERT
+    meets the earlier one's row; its scopes are added to that row and the person gets the code, not a 500."""
+    from authsvc.core.models import Application, Consent
+    from tests.helpers import authorize, location_params
+    from tests.helpers.pages import csrf_token
+
+    world.update(Application, setup.public_app.id, consent=True)
+    signin(client)
+    page = authorize(client, setup.public_app.client_id)
+    assert page.status_code == 200, page.get_data(as_text=True)
+    engine = create_engine(DATABASE_URL, isolation_level="AUTOCOMMIT")
+
+    # The other request's approval lands after this one found none, just before this one's INSERT.
+    def approve_elsewhere(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().startswith("INSERT INTO consent"):
+            with engine.connect() as other:
+                other.execute(
+                    text("INSERT INTO consent (user_id, application_id, scopes, created_at) VALUES (:u, :a, 'x', 0)"),
+                    {"u": setup.person.id, "a": setup.public_app.id},
+                )
+
+    with app.app_context():
+        event.listen(db.engine, "before_cursor_execute", approve_elsewhere)
+    try:
+        approved = client.post(
+            page.request.full_path, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers()
+        )
+    finally:
+        with app.app_context():
+            event.remove(db.engine, "before_cursor_execute", approve_elsewhere)
+        engine.dispose()
+    assert approved.status_code == 302, approved.get_data(as_text=True)
+    assert "code" in location_params(approved)
+    [consent] = world.query(select(Consent))
+    assert consent.scopes == "x public"

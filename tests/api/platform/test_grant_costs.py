@@ -12,11 +12,26 @@ from __future__ import annotations
 
 import re
 
-from tests.helpers import BACKEND, PASSWORD, REDIRECT_URI, authorize, get_code, headers, signin
+import pytest
+
+from authsvc.core.models import Domain
+from tests.helpers import (
+    BACKEND,
+    PASSWORD,
+    REDIRECT_URI,
+    authorize,
+    get_code,
+    headers,
+    location_params,
+    pkce_pair,
+    signin,
+)
 from tests.helpers.client_credentials import basic, bound_app
 from tests.helpers.counting import trips
 from tests.helpers.device import DEVICE_GRANT, start
+from tests.helpers.documents import Documents
 from tests.helpers.dpop import Holder
+from tests.helpers.pages import csrf_token
 
 POSTGRESQL = BACKEND == "postgresql"
 # A grant's writes, in one transaction: on PostgreSQL one statement (a data-modifying WITH,
@@ -80,6 +95,58 @@ def test_the_code_exchange_claims_the_code_in_one_round_trip(app, client, setup,
     # The code taken and marked spent (MULTI/EXEC); after the commit, whether a replay raced it.
     assert counted.store() == ["MULTI", "EXISTS"], counted
     assert counted.limiter() == limits(CLIENT_RATES)
+
+
+@pytest.fixture(scope="module")
+def documents(tmp_path_factory):
+    served = Documents(tmp_path_factory.mktemp("ca") / "ca.pem")
+    yield served
+    served.close()
+
+
+def approved_code(client, client_id: str, challenge: str) -> str:
+    """A code for a client that always gets the consent page: the page approved."""
+    page = authorize(client, client_id, code_challenge=challenge, code_challenge_method="S256")
+    assert page.status_code == 200, page.get_data(as_text=True)
+    approved = client.post(
+        page.request.full_path, data={"csrf_token": csrf_token(page), "approve": "1"}, headers=headers()
+    )
+    assert approved.status_code == 302, approved.get_data(as_text=True)
+    return location_params(approved)["code"]
+
+
+def test_a_metadata_document_clients_exchange_costs_what_a_registered_clients_does(
+    app, client, world, setup, documents, monkeypatch
+):
+    """While its document holds, a Client ID Metadata Document's client is its row, read as any client's: the
+    exchange fetches nothing and asks nothing more of SQL or Redis."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(documents.ca_file))
+    world.update(Domain, setup.domain.id, client_metadata_allow_private_network=True)
+    url = documents.serve(
+        "/costs/client.json",
+        {"client_id": documents.base + "/costs/client.json", "redirect_uris": [REDIRECT_URI]}
+        | {"client_name": "Doc client", "token_endpoint_auth_method": "none"},
+    )
+    signin(client)
+    verifier, challenge = pkce_pair()
+    first = exchange_with(client, url, approved_code(client, url, challenge), verifier)
+    assert first.status_code == 200, first.get_json()
+    code = approved_code(client, url, challenge)
+    with trips(app, monkeypatch) as counted:
+        response = exchange_with(client, url, code, verifier)
+    assert response.status_code == 200, response.get_json()
+    assert documents.fetched.count("/costs/client.json") == 1
+    # As a registered public client's exchange (above): the client with its domain; the user; the writes.
+    assert counted.sql_verbs() == ["SELECT", "SELECT", *EXCHANGE_WRITES], counted
+    if POSTGRESQL:
+        assert counted.sql_trips() == ["SELECT", "SELECT", "WITH"], counted
+    assert counted.store() == ["MULTI", "EXISTS"], counted
+    assert counted.limiter() == limits(CLIENT_RATES)
+
+
+def exchange_with(client, client_id: str, code: str, verifier: str):
+    params = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
+    return token(client, client_id=client_id, code_verifier=verifier, **params)
 
 
 def test_a_refresh_reads_the_token_with_its_client_and_user_in_one_statement(app, client, setup, monkeypatch):

@@ -1,0 +1,30 @@
+"""domain.open_registration: dynamic client registration without an initial access token; application.openly_registered
+
+Revision ID: a8e4c1f7d3b2
+Revises: d4f7b2c9e1a6
+Create Date: 2026-12-02 15:40:00.000000
+
+"""
+from alembic import op
+import sqlalchemy as sa
+
+
+# revision identifiers, used by Alembic.
+revision = 'a8e4c1f7d3b2'
+down_revision = 'd4f7b2c9e1a6'
+branch_labels = None
+depends_on = None
+
+
+def upgrade():
+    with op.batch_alter_table('domain', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('open_registration', sa.Boolean(), server_default=sa.false(), nullable=False))
+    with op.batch_alter_table('application', schema=None) as batch_op:
+        batch_op.add_column(sa.Column('openly_registered', sa.Boolean(), server_default=sa.false(), nullable=False))
+
+
+def downgrade():
+    with op.batch_alter_table('application', schema=None) as batch_op:
+        batch_op.drop_column('openly_registered')
+    with op.batch_alter_table('domain', schema=None) as batch_op:
+        batch_op.drop_column('open_registration')
