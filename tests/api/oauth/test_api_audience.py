@@ -61,7 +61,8 @@ def test_a_token_for_this_service_or_for_no_resource_is_accepted(client, admin_a
 
 
 def test_the_users_own_api_refuses_it_too(client, admin_app):
-    answer = client.get("/api/engine/v2/me", headers=headers(Authorization=f"Bearer {token_for(client, admin_app, MCP)}"))
+    bearer = headers(Authorization=f"Bearer {token_for(client, admin_app, MCP)}")
+    answer = client.get("/api/engine/v2/me", headers=bearer)
     assert answer.status_code == 401 and answer.get_json()["error"] == "invalid_token"
 
 
