@@ -6,6 +6,7 @@ provider is a second instance of the service on loopback (tests/helpers/enterpri
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from sqlalchemy import select
@@ -126,3 +127,36 @@ def test_creating_users_needs_id_jags_and_is_listed(ras, idp, tool):
     assert trust(ras, idp, "--id-jag").exit_code == 0
     listed = json.loads(ras.test_cli_runner().invoke(args=["issuers", "list", "--domain", HOST]).output)
     assert [row["create_users"] for row in listed["issuers"]] == [False]
+
+
+def test_only_a_vouched_for_email_claim_creates_a_user(ras, tool, key_server):
+    """A subject identifier is the issuer's own and an address it says is unverified proves nothing: neither
+    makes a user. An address is stored in its one form (lower case)."""
+    from joserfc import jwt
+    from joserfc.jwk import RSAKey
+
+    world, domain, _, auth = tool
+    key = RSAKey.generate_key(2048, parameters={"kid": "corp", "alg": "RS256"})
+    key_server.serve(key)
+    corp = "https://corp-idp.example.com"
+    world.save(TrustedIssuer(domain_id=domain.id, issuer=corp, jwks_uri=key_server.url, id_jag=True, create_users=True))
+
+    def assertion(number: int, **claims) -> str:
+        now = int(time.time())
+        base = {"iss": corp, "aud": RAS_ISSUER, "client_id": auth[0], "jti": f"jag-{number}", "iat": now}
+        return jwt.encode(
+            {"alg": "RS256", "kid": "corp", "typ": "oauth-id-jag+jwt"}, base | {"exp": now + 60} | claims, key
+        )
+
+    refused = [
+        assertion(1, sub="carol@corp.example"),
+        assertion(2, sub="c-1", email="carol@corp.example", email_verified=False),
+        assertion(3, sub="c-1", email="not an address"),
+    ]
+    for jag in refused:
+        answer = grant(ras, auth, jag)
+        assert answer.status_code == 400 and answer.get_json()["error"] == "invalid_grant"
+    assert users_named(world, domain, "carol@corp.example") == []
+    made = grant(ras, auth, assertion(4, sub="c-1", email="Carol@Corp.Example", email_verified=True))
+    assert made.status_code == 200, made.get_json()
+    assert [user.email for user in users_named(world, domain, "carol@corp.example")] == ["carol@corp.example"]
