@@ -39,6 +39,8 @@ def put(actor: Actor, domain: Domain, data: Any) -> TrustedIssuer:
     for name in ("subject_tokens", "id_jag"):
         if values.get(name) and not jwks_uri:
             problems[name] = "needs a jwks_uri: the issuer's keys verify its tokens"
+    if values.get("create_users") and not values.get("id_jag", row.id_jag if row else False):
+        problems["create_users"] = "needs id_jag: users are created from the issuer's ID-JAGs"
     if problems:
         raise ValidationFailed(problems)
     if row is None:

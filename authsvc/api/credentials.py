@@ -50,6 +50,7 @@ class Credential:
     dpop_jkt: str | None = None  # a DPoP-bound token's key (RFC 9449: cnf.jkt)
     profile: str = STANDARD_PROFILE  # its domain's security profile
     act: dict[str, Any] | None = None  # a token exchange's actor (RFC 8693 4.1)
+    resources: tuple[str, ...] = ()  # a token's resources (RFC 8707) as issued; none: for this service
 
     @property
     def admin(self) -> bool:
@@ -99,6 +100,7 @@ def find_token(value: str, host: str, default_host: str | None, readers: Readers
         dpop_jkt=row.dpop_jkt,
         profile=row.profile,
         act=row.act,
+        resources=tuple((row.audience or "").split()),
     )
 
 

@@ -36,6 +36,7 @@ from sqlalchemy.exc import TimeoutError as PoolTimeoutError
 from werkzeug.sansio.utils import get_host
 
 from authsvc.api import credentials, lookup, proofs
+from authsvc.api.protected_resource import PREFIX
 from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.models import FAPI2_PROFILE
 from authsvc.core.readers.pool import READERS, Readers
@@ -43,9 +44,8 @@ from authsvc.core.settings import settings
 from authsvc.core.tenancy import host_name
 from authsvc.web import deployment, logs, metrics
 
-# The platform API's prefix, where the blueprint (authsvc.api.views) is mounted, and inspect's rule under it:
-# the view's route and the fast path's match are this one path.
-PREFIX = "/api/engine/v2"
+# Inspect's rule under the platform API's prefix (authsvc.api.protected_resource): the view's route and the fast
+# path's match are this one path.
 RULE = "/api_keys/inspect"
 PATH = PREFIX + RULE
 ENDPOINT = "api.inspect"

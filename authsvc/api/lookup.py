@@ -16,6 +16,7 @@ from flask import request
 
 from authsvc.api import proofs
 from authsvc.api.credentials import Credential, find_api_key, find_token, note_use, use_to_note
+from authsvc.api.protected_resource import meant_for_this_service
 from authsvc.core.errors import ApiError
 from authsvc.core.models import (
     FAPI2_PROFILE,
@@ -99,13 +100,15 @@ def presented_token(domain: Domain) -> Token | None:
     return token
 
 
-def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> Credential:
+def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False, any_audience: bool = False) -> Credential:
     """The credential presented with the request, valid for its domain; else InvalidTokenError (401).
 
     ``domain``: the request's, when the caller has it already. Without it (inspect)
     the domain is matched by the request's host in the credential's own statement,
     which saves a round trip; an unknown host is still a 404.
     ``dpop_nonce``: a DPoP proof must carry the server's nonce (UserInfo; RFC 9449 9).
+    A token issued for other resources (RFC 8707) is refused: it is not meant for this service (RFC 9068 4),
+    unless ``any_audience`` (inspect and UserInfo answer about any token of the domain).
     """
     if domain is not None:
         host, default_host = domain.host, None
@@ -122,6 +125,8 @@ def authenticate(domain: Domain | None = None, *, dpop_nonce: bool = False) -> C
         credential = find_token(value, host, default_host)
         if credential is None:
             raise _refuse(domain, "The access token is invalid, expired or revoked.")
+        if not any_audience and not meant_for_this_service(credential.resources):
+            raise _invalid("The access token was issued for another resource (aud), not for this service.")
         # Where it came from first: a FAPI 2.0 domain's token in the query is refused for that (400), bound or not.
         _require_header(credential, "Authorization")
         check_binding(credential.dpop_jkt, scheme, value, nonce=dpop_nonce, fapi2=credential.profile == FAPI2_PROFILE)

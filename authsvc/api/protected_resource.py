@@ -3,7 +3,8 @@
 that only knows the API's URL finds this authorisation server, as MCP clients do (docs/mcp.md).
 
 A token without the scope a route needs is a 403 ``insufficient_scope`` naming that scope
-(authsvc.api.lookup.require_scopes).
+(authsvc.api.lookup.require_scopes). A token issued for other resources (RFC 8707) is not for this API
+(``meant_for_this_service``; RFC 9068 4): authsvc.api.lookup refuses it.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import re
 
 from flask import Blueprint, Response, jsonify, request
 
-from authsvc.api.fastpath import PREFIX
 from authsvc.core.tenancy import current_domain, issuer
+
+# The platform API's prefix, where its blueprints (authsvc.api.views, the admin API) are mounted: the resource.
+PREFIX = "/api/engine/v2"
 
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 bp = Blueprint("protected_resource", __name__, url_prefix=WELL_KNOWN)
@@ -26,6 +29,17 @@ def metadata_url() -> str:
     """Where the API's RFC 9728 metadata is, at this request's origin (RFC 9728 3.1: the well-known path
     inserted before the resource's path)."""
     return f"{issuer()}{WELL_KNOWN}{PREFIX}"
+
+
+def meant_for_this_service(resources: tuple[str, ...]) -> bool:
+    """Whether a token issued for ``resources`` (RFC 8707; none: the default, for this service) may be used at
+    this service's own API: without resources, or with the origin or the API among them (the resources this
+    service's RFC 9728 metadata describes, a trailing slash aside). A token for an MCP server is that server's."""
+    if not resources:
+        return True
+    own = issuer()
+    ours = {own, own + "/", own + PREFIX, own + PREFIX + "/"}
+    return any(resource in ours for resource in resources)
 
 
 def _metadata(resource: str) -> Response:

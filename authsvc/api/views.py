@@ -5,11 +5,12 @@ from __future__ import annotations
 from flask import Blueprint, Response, jsonify
 
 from authsvc.api import fastpath, lookup
+from authsvc.api.protected_resource import PREFIX
 from authsvc.core.headers import no_store
 from authsvc.core.policy import unbudgeted
 from authsvc.core.tenancy import current_domain, issuer
 
-bp = Blueprint("api", __name__, url_prefix=fastpath.PREFIX)
+bp = Blueprint("api", __name__, url_prefix=PREFIX)
 
 
 @bp.get(fastpath.RULE)
@@ -22,7 +23,7 @@ def inspect() -> Response:
     failed = fastpath.database_error_left()
     if failed is not None:
         raise failed
-    return jsonify(lookup.claims(lookup.authenticate(), issuer()))
+    return jsonify(lookup.claims(lookup.authenticate(any_audience=True), issuer()))
 
 
 @bp.get("/scopes")

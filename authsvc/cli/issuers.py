@@ -24,12 +24,26 @@ issuers = AppGroup("issuers", help="Other issuers: whose tokens the domain trust
 @click.option("--jwks-uri", required=True, help="Where its signing keys are (https; a public address).")
 @click.option("--subject-tokens", is_flag=True, help="Accept its JWTs as subject and actor tokens (RFC 8693).")
 @click.option("--id-jag", is_flag=True, help="Accept its ID-JAGs at the JWT bearer grant (RFC 7523).")
-def trust(host: str, issuer: str, jwks_uri: str, subject_tokens: bool, id_jag: bool) -> None:
+@click.option(
+    "--create-users",
+    is_flag=True,
+    help="With --id-jag: an ID-JAG whose email no user has creates that user (else it is refused).",
+)
+def trust(host: str, issuer: str, jwks_uri: str, subject_tokens: bool, id_jag: bool, create_users: bool) -> None:
     """Trust an issuer's tokens (added, or changed when the domain has it already)."""
     if not (subject_tokens or id_jag):
         raise click.UsageError("say what to accept: --subject-tokens, --id-jag or both")
-    data = {"issuer": issuer, "jwks_uri": jwks_uri, "subject_tokens": subject_tokens, "id_jag": id_jag}
-    with admin_rules({"jwks_uri": "--jwks-uri", "id_jag": "--id-jag", "subject_tokens": "--subject-tokens"}):
+    if create_users and not id_jag:
+        raise click.UsageError("--create-users needs --id-jag")
+    data = {
+        "issuer": issuer,
+        "jwks_uri": jwks_uri,
+        "subject_tokens": subject_tokens,
+        "id_jag": id_jag,
+        "create_users": create_users,
+    }
+    rules = {"jwks_uri": "--jwks-uri", "id_jag": "--id-jag", "subject_tokens": "--subject-tokens"}
+    with admin_rules({**rules, "create_users": "--create-users"}):
         row = admin_issuers.put(command_line(), domain_by_host(host), data)
     emit({"id": str(row.id)})
 

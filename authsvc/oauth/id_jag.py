@@ -7,21 +7,24 @@ in to one of its clients, for an audience it lists as a resource authorisation
 server (``issuers audience``). As a tool's authorisation server, a domain takes
 one at the JWT bearer grant (RFC 7523, ``JwtBearerGrant``) from an issuer it
 trusts for ID-JAGs (``issuers trust --id-jag``), and issues an access token for
-the user it names. docs/token-exchange.md.
+the user it names; an issuer trusted ``--create-users`` vouches for addresses, so
+its ID-JAG for an e-mail no user has creates that user. docs/token-exchange.md.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from authlib.oauth2.rfc6749 import InvalidGrantError, InvalidRequestError, InvalidScopeError, UnauthorizedClientError
 from authlib.oauth2.rfc6749.grants import BaseGrant, TokenEndpointMixin
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
 
 from authsvc.core import audit, security, store
-from authsvc.core.actors import of_client
-from authsvc.core.database import now
-from authsvc.core.models import JWT_BEARER_GRANT_TYPE, Application, User
+from authsvc.core.actors import of_client, of_trusted_issuer, of_user
+from authsvc.core.database import db, now
+from authsvc.core.models import JWT_BEARER_GRANT_TYPE, Application, TrustedIssuer, User
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.oauth import access_tokens, keys, profile, resources, trusted_issuers
@@ -103,7 +106,8 @@ class JwtBearerGrant(BaseGrant, TokenEndpointMixin):
         assertion = self.request.payload.data.get("assertion")
         if not assertion:
             raise InvalidRequestError("Missing 'assertion' in request.")
-        claims = self._verified(assertion)
+        verified = self._verified(assertion)
+        claims = verified.claims
         if claims.get("client_id") != client.client_id:
             raise InvalidGrantError("The ID-JAG was issued for another client (client_id).")
         resource = claims.get("resource")
@@ -116,8 +120,12 @@ class JwtBearerGrant(BaseGrant, TokenEndpointMixin):
         scope = resolve_scope(client, self.request.payload.scope or (granted if isinstance(granted, str) else None))
         if isinstance(granted, str) and not set(scope.split()) <= set(granted.split()):
             raise InvalidScopeError("A requested scope is not one the ID-JAG grants.")
-        user = trusted_issuers.user_of(current_domain(), claims)
-        if user is None:
+        domain = current_domain()
+        user = trusted_issuers.user_of(domain, claims)
+        new_email = None
+        if user is None and verified.issuer.create_users:
+            new_email = trusted_issuers.email_to_create(domain, claims)
+        if user is None and new_email is None:
             raise InvalidGrantError("The ID-JAG names no enabled user of this domain.")
         # One use: its jti is kept until it expires (with the clock skew allowed); claimed last, once everything
         # else holds.
@@ -129,11 +137,13 @@ class JwtBearerGrant(BaseGrant, TokenEndpointMixin):
             or not store.claim_once(key, int(claims["exp"]) + trusted_issuers.LEEWAY - now() + 1)
         ):
             raise InvalidGrantError("The ID-JAG has no jti or was already used.")
+        if user is None:
+            user = _created_user(verified.issuer, cast(str, new_email))
         self.request.client = client
         self.request.user = user
         self.request.scope = scope
 
-    def _verified(self, assertion: str) -> dict[str, Any]:
+    def _verified(self, assertion: str) -> trusted_issuers.Verified:
         try:
             unverified = trusted_issuers.unverified_claims(assertion)
             row = trusted_issuers.find(current_domain(), str(unverified.get("iss")))
@@ -151,9 +161,33 @@ class JwtBearerGrant(BaseGrant, TokenEndpointMixin):
         iat = claims.get("iat")
         if not isinstance(iat, int) or claims["exp"] - iat > settings().id_jag_max_lifetime:
             raise InvalidGrantError("The ID-JAG has no iat or lives longer than this server accepts.")
-        return claims
+        return verified
 
     def create_token_response(self) -> tuple[int, dict, list]:
         token = self.generate_token(user=self.request.user, scope=self.request.scope, include_refresh_token=False)
         self.save_token(token)
         return 200, token, self.TOKEN_RESPONSE_HEADER
+
+
+def _created_user(row: TrustedIssuer, email: str) -> User:
+    """A new user of the issuer's domain for ``email``, which the issuer vouches for: no password (the user signs
+    in at the enterprise's identity provider), audited as created by the issuer (``user.created``, a webhook event
+    like every creation). A concurrent grant that created it first wins; its user is this one."""
+    user = User(domain_id=row.domain_id, email=email, name="", email_verified=True)
+    db.session.add(user)
+    try:
+        db.session.flush()
+    except IntegrityError:
+        db.session.rollback()
+        found = db.session.scalar(select(User).where(User.domain_id == row.domain_id, User.email == email))
+        if found is None or found.disabled:
+            raise InvalidGrantError("The ID-JAG names no enabled user of this domain.") from None
+        return found
+    audit.record(
+        "user.created",
+        domain_id=row.domain_id,
+        actor=of_trusted_issuer(row.id),
+        target=of_user(user.id),
+        details={"after": user.as_json(), "via": "id_jag", "issuer": row.issuer},
+    )
+    return user

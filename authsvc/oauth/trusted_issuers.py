@@ -108,7 +108,7 @@ def verify(row: TrustedIssuer, token: str) -> Verified:
 
 def user_of(domain: Domain, claims: dict[str, Any]) -> User | None:
     """The enabled user of ``domain`` a trusted issuer's token names: by its ``email``, else by a ``sub`` that is
-    an e-mail address. Never created here."""
+    an e-mail address. Never created here (the JWT bearer grant creates one, ``email_to_create``)."""
     for name in ("email", "sub"):
         value = claims.get(name)
         if not isinstance(value, str) or "@" not in value or not _storable(value):
@@ -122,6 +122,21 @@ def user_of(domain: Domain, claims: dict[str, Any]) -> User | None:
             return user
         return None
     return None
+
+
+def email_to_create(domain: Domain, claims: dict[str, Any]) -> str | None:
+    """The address, in its stored form, of the user an ID-JAG may create: its ``email`` claim (never a ``sub``:
+    an issuer's subject identifiers are its own), vouched for by the trusted issuer (an ``email_verified`` of
+    false is not), valid by the service's one e-mail rule, and no user's of ``domain`` yet. None otherwise."""
+    value = claims.get("email")
+    if not isinstance(value, str) or claims.get("email_verified") is False or not _storable(value):
+        return None
+    try:
+        email = validation.email(value)
+    except validation.Invalid:
+        return None
+    taken = db.session.scalar(select(User.id).where(User.domain_id == domain.id, User.email == email))
+    return None if taken is not None else email
 
 
 def _storable(value: str) -> bool:

@@ -233,7 +233,7 @@ def userinfo() -> ResponseReturnValue:
     """OpenID Connect UserInfo: the claims the access token's scopes allow, for a token with ``openid``."""
     domain = current_domain()
     # 401 with WWW-Authenticate for a missing or bad token; a DPoP-bound one needs a proof with the nonce.
-    credential = lookup.authenticate(domain, dpop_nonce=True)
+    credential = lookup.authenticate(domain, dpop_nonce=True, any_audience=True)
     if credential.kind != "token":
         raise ApiError(
             401,

@@ -48,6 +48,9 @@ def application(actor: admin.Actor, domain: Domain, record_id: str) -> Response:
             "post_logout_redirect_uris": "\n".join(record.post_logout_redirect_uris or []),
             "id_token_signed_response_alg": record.id_token_signed_response_alg or "",
             "resources": "\n".join(record.resources or []),
+            "token_exchange": record.token_exchange is not None,
+            "token_exchange_impersonation": bool((record.token_exchange or {}).get("impersonation")),
+            "token_exchange_refresh_tokens": bool((record.token_exchange or {}).get("refresh_tokens")),
         }
     )
 

@@ -15,7 +15,7 @@ from wtforms import (
     TextAreaField,
 )
 from wtforms.fields.choices import SelectChoice
-from wtforms.validators import Length, NumberRange, Optional
+from wtforms.validators import Length, NumberRange, Optional, ValidationError
 
 from authsvc.core import clock
 from authsvc.core.models import API_KEY_PERMISSIONS
@@ -70,7 +70,24 @@ class ApplicationForm(PageForm):
         validators=[Length(max=2000)],
         description="Receives a Logout Token by POST when a user's session ends (https).",
     )
+    # Token exchange (RFC 8693; docs/token-exchange.md): the admin API's ``token_exchange`` policy.
+    token_exchange = BooleanField("May exchange tokens (RFC 8693; confidential applications only)")
+    token_exchange_impersonation = BooleanField("Impersonation: without an actor token, a token without act")
+    token_exchange_refresh_tokens = BooleanField("An exchanged token comes with a refresh token")
     submit = SubmitField("Save")
+
+    def validate_token_exchange(self, field: BooleanField) -> None:
+        if not field.data and (self.token_exchange_impersonation.data or self.token_exchange_refresh_tokens.data):
+            raise ValidationError("Impersonation and refresh tokens are options of token exchange: allow it too.")
+
+    def token_exchange_policy(self) -> dict[str, bool] | None:
+        """The admin API's ``token_exchange``: null (may not), or its two options."""
+        if not self.token_exchange.data:
+            return None
+        return {
+            "impersonation": bool(self.token_exchange_impersonation.data),
+            "refresh_tokens": bool(self.token_exchange_refresh_tokens.data),
+        }
 
     def values(self) -> dict[str, Any]:
         """The verbs' input: redirect URIs as a list, checkboxes as booleans, empty settings as null."""
@@ -90,6 +107,7 @@ class ApplicationForm(PageForm):
             "id_token_signed_response_alg": self.id_token_signed_response_alg.data or None,
             "post_logout_redirect_uris": _lines(self.post_logout_redirect_uris.data) or None,
             "backchannel_logout_uri": (self.backchannel_logout_uri.data or "").strip() or None,
+            "token_exchange": self.token_exchange_policy(),
         }
 
 
@@ -213,6 +231,63 @@ class ResourceServerForm(PageForm):
 
     def values(self) -> dict[str, Any]:
         return {"uri": self.uri.data or "", "name": self.name.data or "", "scopes": self.scopes.data or ""}
+
+
+class TrustIssuerForm(PageForm):
+    """Trust another issuer's tokens (docs/token-exchange.md#trusted-issuers); the same issuer again changes it."""
+
+    issuer = StringField(
+        "Issuer",
+        validators=[Length(max=2000)],
+        description="Its tokens' iss, compared exactly, e.g. https://idp.example.",
+    )
+    jwks_uri = StringField(
+        "JWKS URI", validators=[Length(max=2000)], description="Where its signing keys are (https, a public address)."
+    )
+    subject_tokens = BooleanField("Accept its JWTs as subject and actor tokens of a token exchange (RFC 8693)")
+    id_jag = BooleanField("Accept its ID-JAGs at the JWT bearer grant (RFC 7523): a company's identity provider")
+    create_users = BooleanField("With ID-JAGs: an ID-JAG for an e-mail no user has creates that user")
+    submit = SubmitField("Trust issuer")
+
+    def validate_subject_tokens(self, field: BooleanField) -> None:
+        if not (field.data or self.id_jag.data):
+            raise ValidationError("Say what to accept: its subject tokens, its ID-JAGs or both.")
+
+    def values(self) -> dict[str, Any]:
+        return {
+            "issuer": (self.issuer.data or "").strip(),
+            "jwks_uri": (self.jwks_uri.data or "").strip(),
+            "subject_tokens": bool(self.subject_tokens.data),
+            "id_jag": bool(self.id_jag.data),
+            "create_users": bool(self.create_users.data),
+        }
+
+
+class IdJagAudienceForm(PageForm):
+    """A resource authorisation server the domain issues ID-JAGs for, and its names of our applications."""
+
+    audience = StringField(
+        "Resource authorisation server",
+        validators=[Length(max=2000)],
+        description="Its issuer identifier: the ID-JAG's aud, e.g. https://tool-as.example.",
+    )
+    client_ids = TextAreaField(
+        "Client ids there",
+        description="One per line, OURS=THEIRS: an application's client_id at that server (the ID-JAG's client_id); "
+        "an application not named is known there by its own.",
+    )
+    submit = SubmitField("Add audience")
+
+    def validate_client_ids(self, field: TextAreaField) -> None:
+        if not all("=" in line for line in _lines(field.data)):
+            raise ValidationError("Write each as OURS=THEIRS, one per line.")
+
+    def values(self) -> dict[str, Any]:
+        values: dict[str, Any] = {"issuer": (self.audience.data or "").strip(), "id_jag_audience": True}
+        pairs = [line.split("=", 1) for line in _lines(self.client_ids.data)]
+        if pairs:
+            values["client_ids"] = {ours.strip(): theirs.strip() for ours, theirs in pairs}
+        return values
 
 
 class MicrosoftSsoForm(PageForm):

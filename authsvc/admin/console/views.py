@@ -12,6 +12,7 @@ from authsvc.admin.console import (
     security_profile,
     signing_keys,
     sso_providers,
+    trusted_issuers,
     users,
     webhooks,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "security_profile",
     "signing_keys",
     "sso_providers",
+    "trusted_issuers",
     "users",
     "webhooks",
 ]

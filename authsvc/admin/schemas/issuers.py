@@ -34,6 +34,11 @@ class TrustedIssuerChange(Schema):
     id_jag: bool | None = Field(
         default=None, description="Accept its ID-JAGs at the JWT bearer grant (RFC 7523): an enterprise's IdP."
     )
+    create_users: bool | None = Field(
+        default=None,
+        description="With `id_jag`: an ID-JAG whose `email` no user of the domain has creates that user (no "
+        "password; audited as created by the issuer). Off: such an ID-JAG is refused (`invalid_grant`).",
+    )
     id_jag_audience: bool | None = Field(
         default=None, description="Issue ID-JAGs for it: a resource authorisation server of the domain's users."
     )
@@ -51,6 +56,7 @@ class TrustedIssuer(Answer):
     jwks_uri: str | None
     subject_tokens: bool
     id_jag: bool
+    create_users: bool
     id_jag_audience: bool
     client_ids: dict[str, str]
     created_at: int = Field(description=EPOCH)

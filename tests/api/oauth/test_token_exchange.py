@@ -9,7 +9,6 @@ server, the ``app`` domain) fetches through the outbound guard. docs/token-excha
 from __future__ import annotations
 
 import json
-import threading
 import time
 from types import SimpleNamespace
 
@@ -17,7 +16,6 @@ import pytest
 from joserfc import jwt
 from joserfc.jwk import KeySet
 from sqlalchemy import select
-from werkzeug.serving import make_server
 
 from authsvc.core import store
 from authsvc.core.models import Application, AuditRecord, TrustedIssuer
@@ -25,7 +23,6 @@ from tests.helpers import (
     BACKEND,
     HOST,
     PASSWORD,
-    QUICK_SHUTDOWN,
     REDIRECT_URI,
     HttpsClient,
     World,
@@ -39,6 +36,7 @@ from tests.helpers import (
 from tests.helpers.client_credentials import bound_app
 from tests.helpers.counting import trips
 from tests.helpers.dpop import Holder
+from tests.helpers.enterprise_idp import identity_provider
 
 EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
 JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
@@ -73,23 +71,8 @@ def client(ras):
 @pytest.fixture
 def idp(ras, make_app):
     """The enterprise's identity provider: a second app of the service, served on loopback."""
-    app = make_app()  # the base settings: another app than ``ras``
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    threading.Thread(target=server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
-    world = World(app)
-    domain = world.domain(IDP_HOST, scopes=SCOPES)
-    agent, agent_secret = world.application(domain, confidential=True, scopes=SCOPES, token_exchange=EXCHANGER)
-    world.user(domain, "alice@corp.example", name="Alice")
-    yield SimpleNamespace(
-        app=app,
-        client=app.test_client(),
-        domain=domain,
-        agent=agent,
-        secret=agent_secret,
-        jwks_uri=f"http://127.0.0.1:{server.server_port}/auth/oauth/jwks",
-    )
-    server.shutdown()
-    server.server_close()
+    with identity_provider(make_app, "alice@corp.example") as made:
+        yield made
 
 
 @pytest.fixture
