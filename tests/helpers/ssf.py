@@ -16,6 +16,7 @@ from joserfc import jwt
 from joserfc.jwk import KeySet
 from werkzeug.serving import make_server
 
+from authsvc.outbox.sender import Sender
 from tests.helpers import HOST, QUICK_SHUTDOWN, headers
 
 PUSH = "urn:ietf:rfc:8935"
@@ -153,6 +154,11 @@ class PushReceiver:
         while len(self.received) < count and time.monotonic() < deadline:
             time.sleep(0.01)
         return self.received
+
+
+def ssf_sender(app, name: str = "test") -> Sender:
+    """The sender a worker runs for SETs: its own, a few at once, as the webhooks'."""
+    return Sender(app, name=name, kinds=["ssf"], workers=4)
 
 
 def events_of(received: list[dict]) -> list[str]:

@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from authsvc.outbox.sender import Sender
 from tests.helpers import webhooks
-from tests.helpers.ssf import PushReceiver, Served, Verifier, receiver_token
+from tests.helpers.ssf import PushReceiver, Served, Verifier, receiver_token, ssf_sender
 
 app = webhooks.app  # loopback receivers allowed, quick retries
 
@@ -48,11 +47,6 @@ def pushed(verifier):
     made.verifier = verifier
     yield made
     made.stop()
-
-
-def ssf_sender(app, name: str = "test") -> Sender:
-    """The sender a worker runs for SETs: its own, a few at once, as the webhooks'."""
-    return Sender(app, name=name, kinds=["ssf"], workers=4)
 
 
 @pytest.fixture
