@@ -2,7 +2,7 @@
 
 One rule for every change, as for webhooks (authsvc.webhooks.events): ``signals``
 reads an audit record as it joins its transaction and answers the events it
-is, each about one user. authsvc.ssf.queue turns them into SETs for the
+is, each about one user. authsvc.ssf.sets turns them into SETs for the
 streams that asked. docs/events.md lists what makes each event.
 """
 
