@@ -6,8 +6,9 @@ AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS, no redirects, the whole exchange
 within AUTHSVC_OUTBOUND_DEADLINE. A 2xx answer (RFC 8935 2.2: 202) delivers;
 a 400 is the receiver refusing this SET for good (RFC 8935 2.3): it is given
 up and kept as a dead letter; anything else, or no answer, is tried again.
-A SET whose stream was paused since it was queued waits with the stream's
-others until it is enabled; one whose stream is gone or disabled is dropped.
+A SET whose stream was paused, or turned to polling, since it was queued
+waits with the stream's others (authsvc.ssf.waiting); one whose stream is
+gone or disabled is dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from authsvc.core.settings import settings
 from authsvc.outbox.models import OutboxItem
 from authsvc.outbox.sender import GiveUp
 from authsvc.ssf import sets
-from authsvc.ssf.models import DISABLED, PAUSED, SsfStream
+from authsvc.ssf.models import DISABLED, PAUSED, PUSH, SsfStream
 
 ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer: enough for RFC 8935's error body
 USER_AGENT = "authsvc-ssf"
@@ -48,10 +49,11 @@ def deliver(item: OutboxItem) -> None:
 
     message = json.loads(item.read())
     stream = db.session.get(SsfStream, message["stream"])
-    if stream is None or stream.status == DISABLED or not stream.endpoint_url:
-        return  # deleted, disabled or turned to polling since: nobody to deliver to
-    if stream.status == PAUSED:
-        sets.hand_over(stream, message["claims"], "")  # waits with the stream's others (status PAUSED)
+    if stream is None or stream.status == DISABLED:
+        return  # deleted or disabled since: nobody to deliver to
+    if stream.status == PAUSED or stream.method != PUSH or not stream.endpoint_url:
+        # Paused, or turned to polling, since it was queued: it waits with the stream's others.
+        sets.hand_over(stream, message["claims"], "")
         db.session.commit()
         return
     domain = db.session.get(Domain, stream.domain_id)

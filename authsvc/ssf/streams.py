@@ -140,7 +140,10 @@ def update(receiver: Receiver, body: Any, replace: bool) -> SsfStream:
     """SSF 1.0 8.1.1.3 (PATCH: what the body names) and 8.1.1.4 (PUT: all of it)."""
     body = _object(body)
     stream = find(receiver, body.get("stream_id"))
+    polled = stream.method == POLL
     _configure(stream, body, replace)
+    if polled and stream.method == PUSH and stream.status == ENABLED:
+        waiting.release(stream)  # what was not polled yet is pushed now
     _audit(receiver, "ssf.stream_updated", stream, {"method": stream.method, "events": stream.requested})
     return stream
 

@@ -3,6 +3,8 @@ answers the oldest, signed with the domain's keys (verified here against the JWK
 
 from __future__ import annotations
 
+from sqlalchemy import select
+
 from tests.helpers.admin_api import call
 from tests.helpers.ssf import (
     ACCOUNT_DISABLED,
@@ -152,3 +154,30 @@ def test_a_paused_stream_holds_its_sets_and_a_disabled_one_drops_them(client, se
     status["status"] = "enabled"
     assert client.post("/ssf/status", json=status, headers=bearer(receiving.token)).status_code == 200
     assert poll(client, receiving, sid)["sets"] == {}
+
+
+def test_a_stream_turned_from_poll_to_push_pushes_what_was_not_polled(client, setup, keys, receiving, pushed, worker):
+    sid = poll_stream(client, receiving)
+    assert call(client, "patch", f"/users/{setup.person.id}", keys.admin_key, {"disabled": True}).status_code == 200
+    push = {"method": "urn:ietf:rfc:8935", "endpoint_url": pushed.url, "authorization_header": pushed.authorization}
+    changed = client.patch("/ssf/streams", json={"stream_id": sid, "delivery": push}, headers=bearer(receiving.token))
+    assert changed.status_code == 200
+    assert [list(claims["events"])[0] for claims in pushed.wait(2, timeout=5)] == [SESSION_REVOKED, ACCOUNT_DISABLED]
+
+
+def test_deleting_the_receiving_application_or_a_subject_user_deletes_their_ssf_rows(
+    client, setup, keys, receiving, world
+):
+    from authsvc.core.models import Application
+    from authsvc.ssf.models import SsfStream, SsfSubject, SsfWaiting
+
+    sid = poll_stream(client, receiving)
+    other = world.user(setup.domain, "other@example.com")
+    subject = {"stream_id": sid, "subject": {"format": "opaque", "id": str(other.id)}}
+    assert client.post("/ssf/subjects/remove", json=subject, headers=bearer(receiving.token)).status_code == 204
+    assert call(client, "patch", f"/users/{setup.person.id}", keys.admin_key, {"disabled": True}).status_code == 200
+    assert call(client, "delete", f"/users/{other.id}", keys.admin_key).status_code in (200, 204)
+    assert world.query(select(SsfSubject)) == []
+    [application] = world.query(select(Application).where(Application.client_id == receiving.client_id))
+    assert call(client, "delete", f"/oauth_apps/{application.id}", keys.admin_key).status_code in (200, 204)
+    assert world.query(select(SsfStream)) == [] and world.query(select(SsfWaiting)) == []
