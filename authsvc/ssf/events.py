@@ -35,6 +35,25 @@ SUPPORTED = (
     IDENTIFIER_CHANGED,
 )
 
+# The audit events that may be SSF events: a record of any other is none, decided without reading it.
+AUDIT_EVENTS = frozenset(
+    {
+        "scim.user.deactivated",
+        "scim.user.deleted",
+        "user.tokens_revoked",
+        "token.revoked",
+        "session.others_ended",
+        "user.password_changed",
+        "user.password_reset",
+        "mfa.enrolled",
+        "mfa.factor_removed",
+        "mfa.reset",
+        "user.updated",
+        "user.email_changed",
+        "user.deleted",
+    }
+)
+
 # CAEP 3.1 initiating_entity: who caused the change, by the record's actor.
 ADMIN, USER = "admin", "user"
 
@@ -96,7 +115,7 @@ def _admin_change(recorded: Recorded, user_id: int) -> list[Signal]:
 def signals(recorded: Recorded) -> list[Signal]:
     """The SSF events an audit record is, in the order a receiver should see them; [] for most records."""
     user_id = _user_id(recorded)
-    if user_id is None or recorded.domain_id is None:
+    if recorded.event not in AUDIT_EVENTS or user_id is None or recorded.domain_id is None:
         return []
     event, details = recorded.event, recorded.details
     if event == "scim.user.deactivated":

@@ -98,6 +98,8 @@ def _streams(domain_id: int, user_ids: set[int]) -> list[tuple[SsfStream, set[in
 
 def queue_sets(recorded: Recorded) -> None:
     """Queue, in the record's transaction, a SET of each of its events for each stream that takes it."""
+    if recorded.event not in events.AUDIT_EVENTS:
+        return  # most records (a token issued or refreshed): nothing more is read
     found = events.signals(recorded)
     if not found or recorded.domain_id is None:
         return
