@@ -70,7 +70,9 @@ def _stream_id(value: Any) -> str:
 
 def find(receiver: Receiver, stream_id: Any) -> SsfStream:
     """The receiver's stream ``stream_id``; 404 for any other (another receiver's alike)."""
-    stream = db.session.get(SsfStream, _stream_id(stream_id))
+    wanted = _stream_id(stream_id)
+    # A stream's id is 32 hex digits (SsfStream.create): anything else names none, and is never a query.
+    stream = db.session.get(SsfStream, wanted) if len(wanted) == 32 and wanted.isalnum() and wanted.isascii() else None
     if stream is None or stream.application_id != receiver.application_id:
         raise Refused(404, "not_found", "There is no such stream of this receiver.")
     return stream
