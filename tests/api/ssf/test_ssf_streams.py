@@ -211,3 +211,28 @@ def test_verification_is_at_most_once_each_interval(client, setup, receiving):
     assert client.post("/ssf/verify", json={"stream_id": sid}, headers=bearer(receiving.token)).status_code == 204
     again = client.post("/ssf/verify", json={"stream_id": sid}, headers=bearer(receiving.token))
     assert_ssf_error(again, 429, "too_many_requests")
+
+
+def test_a_receiver_registered_from_the_command_line_as_the_docs_say_creates_its_stream(client, runner, setup):
+    """docs/events.md: a confidential application bound to a service account, with the reserved `ssf` scope."""
+    import json
+
+    args = ["apps", "create", "--domain", "auth.example.com", "--name", "SIEM", "--confidential"]
+    result = runner.invoke(args=[*args, "--service-account", "service@example.com", "--scopes", "ssf"])
+    assert result.exit_code == 0, result.output
+    made = json.loads(result.stdout)
+    token = receiver_token(client, made["client_id"], made["client_secret"])
+    assert create(client, token).status_code == 201
+
+
+def test_dynamic_registration_never_grants_ssf(client, setup, world):
+    """A receiver learns of everyone's sessions and accounts: only a domain admin allows an application that."""
+    from authsvc.core.models import RegistrationToken
+    from tests.helpers.client_registration import METADATA, register
+
+    with world.app.app_context():
+        token, value = RegistrationToken.issue(setup.domain.id, expires_in=600, max_uses=2, created_by="test")
+    world.save(token)
+    assert register(client, value, {**METADATA, "scope": "public"}).status_code == 201
+    refused = register(client, value, {**METADATA, "scope": "public ssf"})
+    assert refused.status_code == 400 and "ssf" in refused.get_json()["error_description"]
