@@ -18,6 +18,7 @@ from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.headers import no_store, uncached
 from authsvc.core.policy import cross_site
+from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.ssf import streams, waiting
 from authsvc.ssf.models import METHODS
@@ -162,9 +163,9 @@ def verification() -> tuple[str, int]:
 @cross_site
 @no_store
 def poll(stream_id: str) -> Response:
-    """RFC 8936 2.4: acknowledge, and take what waits (at once: the answer never waits for new SETs)."""
+    """RFC 8936 2.4: acknowledge, and take what waits (waiting AUTHSVC_SSF_POLL_WAIT at most for one)."""
     stream = streams.find(_receiver(), stream_id)
     body = _body()
-    answer = waiting.poll(stream, {} if body is None else body)
+    answer = waiting.poll(stream, {} if body is None else body, settings().ssf_poll_wait)
     db.session.commit()
     return jsonify(answer)

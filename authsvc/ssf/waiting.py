@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -21,6 +22,8 @@ log = logging.getLogger(__name__)
 # RFC 8936 2.4: the most SETs one poll answers (a receiver asks for fewer with maxEvents).
 MOST = 100
 MAX_ACKS = 1000
+# Seconds between two looks for a SET while a poll waits for one.
+WAIT_STEP = 0.1
 
 
 def drop(stream: SsfStream) -> None:
@@ -44,7 +47,7 @@ def _jtis(value: Any, what: str) -> list[str]:
     return value
 
 
-def _request(body: Any) -> tuple[list[str], int, dict[str, Any]]:
+def _request(body: Any) -> tuple[list[str], int, dict[str, Any], bool]:
     """RFC 8936 2.4's request: what is acknowledged (ack, setErrs) and how many SETs to answer."""
     if not isinstance(body, dict):
         raise invalid("The body must be a JSON object.")
@@ -58,25 +61,35 @@ def _request(body: Any) -> tuple[list[str], int, dict[str, Any]]:
     immediately = body.get("returnImmediately", True)
     if not isinstance(immediately, bool):
         raise invalid("returnImmediately must be true or false.")
-    return acks + [str(jti) for jti in errors], min(most, MOST), errors
+    return acks + [str(jti) for jti in errors], min(most, MOST), errors, immediately
 
 
-def poll(stream: SsfStream, body: Any) -> dict[str, Any]:
+def _oldest(stream: SsfStream, most: int, wait: float) -> list[SsfWaiting]:
+    """Up to ``most`` + 1 waiting SETs, oldest first; with none, looked for again until ``wait`` seconds pass."""
+    deadline = time.monotonic() + wait
+    while True:
+        query = select(SsfWaiting).where(SsfWaiting.stream_id == stream.id).order_by(SsfWaiting.id).limit(most + 1)
+        rows = list(db.session.scalars(query))
+        if rows or time.monotonic() >= deadline:
+            return rows
+        db.session.commit()  # ends the read: the next one sees what was committed since
+        time.sleep(min(WAIT_STEP, max(deadline - time.monotonic(), 0)))
+
+
+def poll(stream: SsfStream, body: Any, wait: float = 0) -> dict[str, Any]:
     """RFC 8936 2.4: forget the acknowledged SETs (and those the receiver refused, setErrs: logged),
     then answer up to ``maxEvents`` of those waiting, oldest first, signed now; ``moreAvailable`` if
-    more wait. The caller commits. A paused stream answers none: they wait for it."""
-    done, most, errors = _request(body)
+    more wait. With none waiting and ``returnImmediately`` false, the answer waits up to ``wait``
+    seconds (AUTHSVC_SSF_POLL_WAIT) for one. A paused stream answers none: they wait for it."""
+    done, most, errors, immediately = _request(body)
     for jti, error in errors.items():
         log.warning("SSF stream %s: the receiver refused SET %s: %s", stream.id, str(jti)[:64], str(error)[:300])
     if done:
         db.session.execute(delete(SsfWaiting).where(SsfWaiting.stream_id == stream.id, SsfWaiting.jti.in_(done)))
+        db.session.commit()  # acknowledged, whatever the answer does next
     if stream.status != ENABLED or most == 0:
         return {"sets": {}, "moreAvailable": False}
-    rows = list(
-        db.session.scalars(
-            select(SsfWaiting).where(SsfWaiting.stream_id == stream.id).order_by(SsfWaiting.id).limit(most + 1)
-        )
-    )
+    rows = _oldest(stream, most, 0 if immediately else wait)
     domain = db.session.get(Domain, stream.domain_id)
     if domain is None:
         return {"sets": {}, "moreAvailable": False}

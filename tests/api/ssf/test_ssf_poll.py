@@ -181,3 +181,39 @@ def test_deleting_the_receiving_application_or_a_subject_user_deletes_their_ssf_
     [application] = world.query(select(Application).where(Application.client_id == receiving.client_id))
     assert call(client, "delete", f"/oauth_apps/{application.id}", keys.admin_key).status_code in (200, 204)
     assert world.query(select(SsfStream)) == [] and world.query(select(SsfWaiting)) == []
+
+
+def test_a_poll_that_asks_to_wait_is_answered_when_a_set_comes(make_app, setup, keys, world):
+    """RFC 8936 2.4 returnImmediately false: held (up to AUTHSVC_SSF_POLL_WAIT) until there is something."""
+    import threading
+    import time
+
+    from tests.helpers import HttpsClient
+    from tests.helpers.ssf import receiver_token
+    from tests.helpers.webhooks import CONFIG
+
+    app = make_app(**CONFIG, AUTHSVC_SSF_POLL_WAIT=5)
+    app.test_client_class = HttpsClient
+    client = app.test_client()
+    application, secret = world.application(
+        setup.domain, confidential=True, service_account_id=setup.service.id, redirect_uris=[], scopes="ssf"
+    )
+    token = receiver_token(client, application.client_id, secret)
+    made = client.post("/ssf/streams", json={"events_requested": [ACCOUNT_DISABLED]}, headers=bearer(token))
+    sid = made.get_json()["stream_id"]
+    started = time.monotonic()
+    immediate = client.post(f"/ssf/poll/{sid}", json={"returnImmediately": True}, headers=bearer(token))
+    assert immediate.get_json()["sets"] == {} and time.monotonic() - started < 2
+
+    def disable() -> None:
+        other = app.test_client()
+        call(other, "patch", f"/users/{setup.person.id}", keys.admin_key, {"disabled": True})
+
+    timer = threading.Timer(0.5, disable)
+    timer.start()
+    started = time.monotonic()
+    held = client.post(f"/ssf/poll/{sid}", json={"returnImmediately": False}, headers=bearer(token))
+    waited = time.monotonic() - started
+    timer.join()
+    assert len(held.get_json()["sets"]) == 1
+    assert 0.4 < waited < 4
