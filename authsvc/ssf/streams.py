@@ -18,13 +18,14 @@ from authsvc.core.database import db
 from authsvc.core.models import User
 from authsvc.core.settings import settings
 from authsvc.ssf import events, sets, waiting
-from authsvc.ssf.models import DISABLED, ENABLED, METHODS, POLL, PUSH, STATUSES, SsfStream, SsfSubject, SsfWaiting
+from authsvc.ssf.models import DISABLED, ENABLED, METHODS, POLL, PUSH, STATUSES, SsfStream, SsfSubject
 from authsvc.ssf.receivers import Receiver, Refused, invalid
 
 # SSF 1.0 8.1.4.2: seconds between two verification requests of a stream.
 MIN_VERIFICATION_INTERVAL = 5
 MAX_STATE = 500
 MAX_HEADER = 2000
+MAX_EVENTS = 50
 
 
 def _audit(receiver: Receiver, event: str, stream: SsfStream, details: dict[str, Any] | None = None) -> None:
@@ -84,8 +85,12 @@ def mine(receiver: Receiver) -> list[SsfStream]:
 
 
 def _events(value: Any) -> str:
-    if not isinstance(value, list) or not all(isinstance(event, str) and 0 < len(event) <= 300 for event in value):
-        raise invalid("events_requested must be a list of event type URIs.")
+    if (
+        not isinstance(value, list)
+        or len(value) > MAX_EVENTS
+        or not all(isinstance(event, str) and 0 < len(event) <= 300 for event in value)
+    ):
+        raise invalid(f"events_requested must be a list of at most {MAX_EVENTS} event type URIs.")
     return " ".join(dict.fromkeys(value))
 
 
@@ -153,7 +158,7 @@ def update(receiver: Receiver, body: Any, replace: bool) -> SsfStream:
 def remove(receiver: Receiver, stream_id: Any) -> None:
     """SSF 1.0 8.1.1.5: the stream, its subjects and what waits for it; its queued pushes are dropped."""
     stream = find(receiver, stream_id)
-    db.session.execute(delete(SsfWaiting).where(SsfWaiting.stream_id == stream.id))
+    waiting.drop(stream)
     db.session.execute(delete(SsfSubject).where(SsfSubject.stream_id == stream.id))
     _audit(receiver, "ssf.stream_deleted", stream)
     db.session.delete(stream)

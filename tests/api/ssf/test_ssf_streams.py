@@ -160,6 +160,7 @@ def test_a_second_stream_of_one_receiver_is_409(client, setup, receiving):
         "text",
         {"events_requested": "not a list"},
         {"events_requested": [1, 2]},
+        {"events_requested": ["urn:example:e"] * 51},
         {"delivery": {"method": "urn:example:carrier-pigeon"}},
         {"delivery": {"method": PUSH}},
         {"delivery": {"method": PUSH, "endpoint_url": "ftp://example.com/"}},
