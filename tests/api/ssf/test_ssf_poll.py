@@ -217,3 +217,17 @@ def test_a_poll_that_asks_to_wait_is_answered_when_a_set_comes(make_app, setup, 
     timer.join()
     assert len(held.get_json()["sets"]) == 1
     assert 0.4 < waited < 4
+
+
+def test_logout_everywhere_is_a_session_revoked_the_person_initiated(client, setup, receiving, verifier, world):
+    from tests.helpers import headers
+    from tests.helpers.console import password_grant
+
+    sid = poll_stream(client, receiving)
+    robot = world.user(setup.domain, "robot@example.com", service_account=True)
+    token = password_grant(client, setup.public_app.client_id, username="robot@example.com").get_json()
+    response = client.post("/auth/logout/all", headers=headers(Authorization=f"Bearer {token['access_token']}"))
+    assert response.status_code == 200
+    [claims] = verified(verifier, poll(client, receiving, sid))
+    assert claims["sub_id"]["sub"] == str(robot.id)
+    assert claims["events"][SESSION_REVOKED]["initiating_entity"] == "user"
