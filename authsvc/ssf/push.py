@@ -20,7 +20,7 @@ from authsvc.core.models import Domain
 from authsvc.core.settings import settings
 from authsvc.outbox.models import OutboxItem
 from authsvc.outbox.sender import GiveUp
-from authsvc.ssf import sets
+from authsvc.ssf import sets, waiting
 from authsvc.ssf.models import DISABLED, PAUSED, PUSH, SsfStream
 
 ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer: enough for RFC 8935's error body
@@ -52,9 +52,11 @@ def deliver(item: OutboxItem) -> None:
     if stream is None or stream.status == DISABLED:
         return  # deleted or disabled since: nobody to deliver to
     if stream.status == PAUSED or stream.method != PUSH or not stream.endpoint_url:
-        # Paused, or turned to polling, since it was queued: it waits with the stream's others.
-        sets.hand_over(stream, message["claims"], "")
-        db.session.commit()
+        # Paused, or turned to polling, since it was queued: it waits with the stream's others (once,
+        # should this item be handled again after a sender died before marking it done).
+        if not waiting.holds(stream, message["claims"]["jti"]):
+            sets.hand_over(stream, message["claims"], "")
+            db.session.commit()
         return
     domain = db.session.get(Domain, stream.domain_id)
     if domain is None:

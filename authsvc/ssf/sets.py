@@ -24,6 +24,7 @@ from authsvc.core import clock, security
 from authsvc.core.audit import Recorded
 from authsvc.core.database import db
 from authsvc.core.models import Domain
+from authsvc.oauth import keys
 from authsvc.ssf import events
 from authsvc.ssf.models import DISABLED, ENABLED, PUSH, SsfStream, SsfSubject, SsfWaiting
 
@@ -57,8 +58,6 @@ def user_subject(stream: SsfStream, user_id: int) -> dict[str, str]:
 
 def sign(domain: Domain, set_claims: dict[str, Any]) -> str:
     """The SET, signed with the domain's current key (published at its jwks_uri)."""
-    from authsvc.oauth import keys
-
     return keys.sign(domain, set_claims, typ=TOKEN_TYPE)
 
 

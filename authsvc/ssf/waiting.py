@@ -26,6 +26,12 @@ MAX_ACKS = 1000
 WAIT_STEP = 0.1
 
 
+def holds(stream: SsfStream, jti: str) -> bool:
+    """Whether the SET ``jti`` waits for ``stream`` already."""
+    found = db.session.scalar(select(SsfWaiting.id).where(SsfWaiting.stream_id == stream.id, SsfWaiting.jti == jti))
+    return found is not None
+
+
 def drop(stream: SsfStream) -> None:
     """Forget what waits for ``stream`` (it was disabled: nothing is kept)."""
     db.session.execute(delete(SsfWaiting).where(SsfWaiting.stream_id == stream.id))
