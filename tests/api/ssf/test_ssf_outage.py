@@ -104,3 +104,29 @@ def world_records(app):
         found = list(db.session.scalars(select(AuditRecord).where(AuditRecord.event == "outbox.given_up")))
         db.session.remove()
         return found
+
+
+def test_a_set_queued_before_its_stream_was_paused_waits_for_it_once(app, client, setup, keys, receiving, pushed):
+    sid = push_stream(client, receiving, pushed)
+    toggle(client, keys, setup.person.id, 1)  # queued in the outbox, not yet sent (no sender runs)
+    status = {"stream_id": sid, "status": "paused"}
+    assert client.post("/ssf/status", json=status, headers=bearer(receiving.token)).status_code == 200
+    # Handled twice (a sender that died before marking it done, and the one that took it over): held once.
+    from authsvc.core.database import db
+    from authsvc.ssf import push
+    from authsvc.ssf.models import SsfWaiting
+
+    [item] = ssf_items(app)
+    with app.app_context():
+        push.deliver(item)
+        push.deliver(item)
+        assert len(list(db.session.scalars(select(SsfWaiting)))) == 1
+        db.session.remove()
+    sender = ssf_sender(app)
+    sender.run_once()
+    assert pushed.received == [] and all(item.done_at for item in ssf_items(app))
+    status["status"] = "enabled"
+    assert client.post("/ssf/status", json=status, headers=bearer(receiving.token)).status_code == 200
+    while sender.run_once():
+        pass
+    assert events_of(pushed.wait(1, timeout=5)) == [ACCOUNT_DISABLED]
