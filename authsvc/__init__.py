@@ -32,6 +32,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.mail import messages as mail
     from authsvc.oauth import server
     from authsvc.outbox import sender as outbox
+    from authsvc.ssf import init_app as init_ssf
     from authsvc.web import deployment, i18n, logs, metrics, overload, pages, traces
     from authsvc.webhooks import init_app as init_webhooks
     from config.settings import from_environment
@@ -104,6 +105,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     outbox.init_app(app)
     mail.init_app(app)
     init_webhooks(app)
+    init_ssf(app)
     account_password.init_app(app)
     account_signup.init_app(app)
     account_notices.init_app(app)

@@ -257,6 +257,9 @@ class Settings:
     webhook_longest_wait: float = _setting("AUTHSVC_WEBHOOK_LONGEST_WAIT", 60, _float)
     webhook_workers: int = _setting("AUTHSVC_WEBHOOK_WORKERS", 4, _positive_int)
     webhook_secret_overlap: int = _setting("AUTHSVC_WEBHOOK_SECRET_OVERLAP", 24 * 3600, _positive_int)
+    # Shared Signals (docs/events.md): a poll asking to wait (RFC 8936 returnImmediately false) with nothing
+    # waiting holds its request this many seconds at most for a SET to come; 0 answers at once.
+    ssf_poll_wait: float = _setting("AUTHSVC_SSF_POLL_WAIT", 0, _float)
     # A forgotten password's link, and an address's verification link, last this many seconds.
     reset_ttl: int = _setting("AUTHSVC_RESET_TTL", 1800, _positive_int)
     verify_ttl: int = _setting("AUTHSVC_VERIFY_TTL", 3 * 24 * 3600, _positive_int)

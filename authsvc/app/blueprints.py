@@ -1,7 +1,7 @@
 """Every surface's blueprint, registered on the app.
 
 A package's main blueprint has the package's name ("auth", "account", "oauth", "sso", "api",
-"scim", "openapi"), so an endpoint's name says which package answers it. The others are named for
+"scim", "ssf", "openapi"), so an endpoint's name says which package answers it. The others are named for
 what they serve: "admin_api" and "console" (``authsvc.admin``), "mfa" and "mfa_settings"
 (``authsvc.auth.mfa``), "end_session", "device" and "well_known" (``authsvc.oauth``), "protected_resource"
 (``authsvc.api``: RFC 9728), "saml" and
@@ -28,6 +28,7 @@ from authsvc.auth.mfa import views as mfa
 from authsvc.oauth import device_page, end_session, metadata
 from authsvc.oauth import views as oauth
 from authsvc.scim import views as scim
+from authsvc.ssf import views as ssf
 from authsvc.sso import saml_views
 from authsvc.sso import views as sso
 from authsvc.web import branding, health
@@ -59,3 +60,4 @@ def init_app(app: Flask) -> None:
     health.show_servers_to(app, admin_api.system_admin_presented)
     app.register_blueprint(front_door.bp)
     app.register_blueprint(scim.bp)
+    app.register_blueprint(ssf.bp)

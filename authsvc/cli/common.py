@@ -82,7 +82,7 @@ def admin_rules(options: dict[str, str | None] | None = None, hints: dict[str, s
 
 RESERVED_SCOPES_HELP = (
     'Among the domain\'s, or reserved: "admin" (the admin API), "resource_token" (provider tokens), '
-    '"scim" (SCIM provisioning; a domain admin\'s key).'
+    '"scim" (SCIM provisioning; a domain admin\'s key), "ssf" (a Shared Signals receiver).'
 )
 
 # A lifetime in seconds; 0 on `apps update` means "back to the global setting".

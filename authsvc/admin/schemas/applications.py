@@ -38,7 +38,7 @@ Scopes = Annotated[
     Field(
         description="Space-separated scopes, each known to the domain or reserved (`admin`: the admin API; "
         "`resource_token`: delegated provider tokens; `scim`: SCIM provisioning with client credentials for a "
-        "bound domain admin account); default `public`."
+        "bound domain admin account; `ssf`: a Shared Signals receiver); default `public`."
     ),
 ]
 ServiceAccount = Annotated[

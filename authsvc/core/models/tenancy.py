@@ -42,6 +42,7 @@ RESERVED_SCOPES = {
     "admin": N_("Administer this domain with your admin or support rights: users, applications, API keys and SSO."),
     "resource_token": N_("Read your access tokens at external identity providers and act for you there."),
     "scim": N_("Provision this domain's users and groups over SCIM with your domain admin rights."),
+    "ssf": N_("Receive this domain's security events (Shared Signals: sessions revoked, accounts disabled)."),
 }
 
 
