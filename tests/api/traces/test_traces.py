@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.helpers import DATABASE_URL, PASSWORD, QUICK_SHUTDOWN, redis_url
+from tests.helpers import DATABASE_URL, PASSWORD, redis_url
+from tests.helpers.otlp import Collector, attributes
 from tests.helpers.python_run import run_python
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -52,49 +51,6 @@ if traced:
     traces_sdk.flush()
 print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id")}))
 """
-
-
-class Collector:
-    """An OTLP/HTTP trace receiver on loopback: decodes each export (protobuf) and keeps its spans."""
-
-    def __init__(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        self.spans: list = []
-        self.raw: list[bytes] = []
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                collector.raw.append(data)
-                export = ExportTraceServiceRequest.FromString(data)
-                for resource_spans in export.resource_spans:
-                    for scope_spans in resource_spans.scope_spans:
-                        collector.spans.extend(scope_spans.spans)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def attributes(span) -> dict:
-    found = {}
-    for item in span.attributes:
-        value = item.value
-        found[item.key] = value.string_value or value.int_value or value.bool_value
-    return found
 
 
 def flow(setup, **env):
