@@ -1,7 +1,8 @@
 """Traces across a single sign-on: the callback's calls to the OpenID provider (its token endpoint, its JWKS)
 are client spans of the callback's trace, and each carries a W3C traceparent with that trace's id to the
 provider, so that the provider's own traces join ours. Every log line written while the callback runs carries
-the same trace id (here: the HTTP client's lines about the calls, and SQLAlchemy's line for each statement).
+the same trace id (here: the HTTP client's lines about the calls, and SQLAlchemy's line for each statement;
+the lines of other threads, such as the outbox's senders, are not the callback's).
 A callback that arrives with a traceparent continues that trace, out to the provider.
 
 The provider is the loopback one of the SSO tests (tests/fakes/providers.py), which records the traceparent
@@ -29,7 +30,7 @@ SPAN_KIND_CLIENT = 3  # opentelemetry.proto.trace.v1.Span.SpanKind.SPAN_KIND_CLI
 # Two sign-ins through the provider in the fresh interpreter, the second with a traceparent on its callback;
 # the JSON log lines written during each callback, and what it needs to check.
 SIGN_INS = """
-import json, logging, os
+import json, logging, os, threading
 from urllib.parse import urlsplit
 import requests
 from tests.helpers import HttpsClient, base_config, headers
@@ -45,9 +46,11 @@ app = create_app(config)
 app.test_client_class = HttpsClient
 
 lines = []
+requests_thread = threading.get_ident()  # the test client serves the requests here; other threads are not theirs
 class Keep(logging.Handler):
     def emit(self, record):
-        lines.append(json.loads(JsonFormatter().format(record)))
+        if record.thread == requests_thread:
+            lines.append(json.loads(JsonFormatter().format(record)))
 root = logging.getLogger()
 root.addHandler(Keep(logging.DEBUG))
 root.setLevel(logging.DEBUG)

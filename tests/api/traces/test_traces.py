@@ -29,6 +29,13 @@ if os.environ.get("FLOW_REDIS"):
     config["REDIS_URL"] = os.environ["FLOW_REDIS"]
 app = create_app(config)
 app.test_client_class = HttpsClient
+# What gunicorn hands the app, kept to write the access line the way its worker does (below).
+environs = []
+served = app.wsgi_app
+def keep_environ(environ, start_response):
+    environs.append(environ)
+    return served(environ, start_response)
+app.wsgi_app = keep_environ
 client = app.test_client()
 signin(client)
 code = get_code(client, os.environ["FLOW_CLIENT"])
@@ -46,10 +53,26 @@ from authsvc.core import tracing
 from authsvc.web.logs import JsonFormatter
 with tracing.span("probe"):
     line = json.loads(JsonFormatter().format(logging.LogRecord("probe", 20, "", 0, "a line", None, None)))
+# gunicorn's access line for the exchange, written as a worker writes it: after the request's span ended.
+from datetime import timedelta
+from types import SimpleNamespace
+from gunicorn.config import Config
+from authsvc.web.access_log import AccessLogger
+gunicorn_config = Config()
+gunicorn_config.set("accesslog", os.devnull)
+access = AccessLogger(gunicorn_config)
+written = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        written.append(json.loads(JsonFormatter().format(record)))
+access.access_log.addHandler(Keep())
+sent = SimpleNamespace(status="200 OK", headers=list(answer.headers.items()), sent=len(answer.data))
+access.access(sent, None, environs[-1], timedelta(milliseconds=3))
 if traced:
     from authsvc.web import traces_sdk
     traces_sdk.flush()
-print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id")}))
+print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id"),
+                  "access": written[0].get("trace_id", "none") if written else None}))
 """
 
 
@@ -83,6 +106,7 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
     assert answer["status"] == 200 and answer["traced"]
     [probe] = [span for span in collector.spans if span.name == "probe"]
     assert answer["log"] == probe.trace_id.hex(), "a log line carries the current trace's id"
+    assert answer["access"] == TRACE_ID, "the access line carries its request's trace id"
     ours = [span for span in collector.spans if span.trace_id.hex() == TRACE_ID]
     [request] = [span for span in ours if span.parent_span_id.hex() == PARENT]
     seen = attributes(request)
@@ -99,4 +123,4 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
 
 def test_without_an_opentelemetry_variable_no_instrumentation_is_imported(setup):
     answer = flow(setup)
-    assert answer == {"status": 200, "code": answer["code"], "traced": False, "log": None}
+    assert answer == {"status": 200, "code": answer["code"], "traced": False, "log": None, "access": "none"}
