@@ -48,6 +48,10 @@ import sys
 traced = "authsvc.web.traces_sdk" in sys.modules or any(
     name.startswith("opentelemetry.instrumentation") for name in sys.modules
 )
+tracing_modules = sorted(
+    name for name in sys.modules
+    if name.startswith(("opentelemetry.instrumentation", "opentelemetry.exporter", "opentelemetry.sdk.trace"))
+)
 import logging
 from authsvc.core import tracing
 from authsvc.web.logs import JsonFormatter
@@ -72,7 +76,7 @@ if traced:
     from authsvc.web import traces_sdk
     traces_sdk.flush()
 print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id"),
-                  "access": written[0].get("trace_id", "none") if written else None}))
+                  "access": written[0].get("trace_id", "none") if written else None, "modules": tracing_modules}))
 """
 
 
@@ -103,7 +107,7 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
         )
     finally:
         collector.close()
-    assert answer["status"] == 200 and answer["traced"]
+    assert answer["status"] == 200 and answer["traced"] and "opentelemetry.sdk.trace" in answer["modules"]
     [probe] = [span for span in collector.spans if span.name == "probe"]
     assert answer["log"] == probe.trace_id.hex(), "a log line carries the current trace's id"
     assert answer["access"] == TRACE_ID, "the access line carries its request's trace id"
@@ -123,4 +127,11 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
 
 def test_without_an_opentelemetry_variable_no_instrumentation_is_imported(setup):
     answer = flow(setup)
-    assert answer == {"status": 200, "code": answer["code"], "traced": False, "log": None, "access": "none"}
+    assert answer == {
+        "status": 200,
+        "code": answer["code"],
+        "traced": False,
+        "log": None,
+        "access": "none",
+        "modules": [],
+    }, "neither the trace SDK, nor an exporter, nor an instrumentation package"
