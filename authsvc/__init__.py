@@ -70,6 +70,9 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     # answer, including a 429 from the limiter's own before_request.
     logs.init_app(app)
     metrics.init_app(app)
+    # Around Flask only (nothing of OpenTelemetry is imported unless OTEL_ variables ask): what the
+    # middlewares below answer themselves, inspect's fast path first, is not traced and pays nothing.
+    traces.init_app(app)
     # Before deployment: its ProxyFix must wrap the fast path too.
     fastpath.init_app(app)
     # Around the fast path and Flask: one database budget per request (authsvc.core.budget).
@@ -111,6 +114,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     account_notices.init_app(app)
     account_devices.init_app(app)
     cli.init_app(app)
-    # Last: its span wraps the whole app (nothing of OpenTelemetry is imported unless OTEL_ variables ask).
-    traces.init_app(app)
+    # The SQL spans, on the engines made above.
+    traces.init_database(app)
     return app

@@ -199,38 +199,56 @@ def count(serve_json: Path, redis_url: str) -> dict[str, float]:
     }
 
 
-def cpu_ms(request: Callable[[], object], runs: int, rounds: int = 3) -> float:
+def _nothing() -> None:
+    pass
+
+
+# ``settle`` (bench/traced_calls.py: the export of the spans the requests made) runs after the warm-up,
+# before the measured window, and at the window's end, inside it: its work is counted with the requests'.
+
+
+def cpu_ms(request: Callable[[], object], runs: int, rounds: int = 3, settle: Callable[[], object] = _nothing) -> float:
     """This process's CPU milliseconds per call of ``request``: the least of ``rounds`` rounds of ``runs`` calls."""
     best = float("inf")
     for _ in range(rounds):
+        settle()
         began = time.process_time()
         for _ in range(runs):
             request()
+        settle()
         best = min(best, (time.process_time() - began) / runs)
     return best * 1000
 
 
-def profiled(request: Callable[[], object], warmup: int, measured: int) -> pstats.Stats:
+def profiled(
+    request: Callable[[], object], warmup: int, measured: int, settle: Callable[[], object] = _nothing
+) -> pstats.Stats:
     """cProfile's statistics of ``measured`` calls of ``request``, after ``warmup`` unmeasured ones."""
     for _ in range(warmup):
         request()
+    settle()
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(measured):
         request()
+    settle()
     profile.disable()
     return pstats.Stats(profile)
 
 
-def instructions(key: str, request: Callable[[], object], measured: int, dump: int) -> int:
+def instructions(
+    key: str, request: Callable[[], object], measured: int, dump: int, settle: Callable[[], object] = _nothing
+) -> int:
     """Instructions (callgrind's Ir) of ``measured`` calls of ``request``; ``dump`` is this process's dump number."""
     pid = str(os.getpid())
     for _ in range(WARMUP):
         request()
+    settle()
     subprocess.run(["callgrind_control", "-z", pid], check=True, capture_output=True)
     subprocess.run(["callgrind_control", "-i", "on", pid], check=True, capture_output=True)
     for _ in range(measured):
         request()
+    settle()
     subprocess.run(["callgrind_control", "-i", "off", pid], check=True, capture_output=True)
     subprocess.run(["callgrind_control", "-d", key, pid], check=True, capture_output=True)
     totals = Path(f"callgrind.out.{pid}.{dump}").read_text().split("\ntotals:", 1)[1].split()[0]

@@ -13,6 +13,10 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
+# The WSGI environ's key for a traced request's trace id: gunicorn writes the access log line after the
+# request's span has ended, and reads it there (authsvc.web.access_log).
+ENVIRON_KEY = "authsvc.trace_id"
+
 _span: Callable[[str], AbstractContextManager[Any]] | None = None
 _trace_id: Callable[[], str | None] | None = None
 

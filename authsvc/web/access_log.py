@@ -17,6 +17,8 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
+from authsvc.core import tracing
+
 _REQUEST_ID = "x-request-id"
 
 
@@ -36,6 +38,9 @@ class AccessLogger(Logger):
             "M": request_time.seconds * 1000 + request_time.microseconds // 1000,
             "a": environ.get("HTTP_USER_AGENT", "-"),
         }
+        trace_id = environ.get(tracing.ENVIRON_KEY)
+        if trace_id:
+            atoms["{authsvc.trace_id}e"] = trace_id  # the request's, its span ended (authsvc.web.traces_sdk)
         headers = resp.headers.items() if hasattr(resp.headers, "items") else resp.headers
         for name, value in headers:
             if name.lower() == _REQUEST_ID:

@@ -40,6 +40,7 @@ _ACCESS_FIELDS = {
     "M": "duration_ms",
     "a": "user_agent",
     "{x-request-id}o": "request_id",
+    "{authsvc.trace_id}e": "trace_id",
 }
 _NUMERIC_FIELDS = {"status", "bytes", "duration_ms"}
 
@@ -89,12 +90,13 @@ class TextFormatter(ServiceFormatter):
                 f"{access.get('method', '-')} {access.get('path', '-')} {access.get('status', '-')} "
                 f"{access.get('bytes', 0)} B {access.get('duration_ms', '-')} ms"
             )
+            trace_id = access.get("trace_id")
         else:
             text = f"{record.name}: {record.getMessage()}"
             rid = request_id()
             if rid:
                 text += f" (request {rid})"
-        trace_id = tracing.trace_id()
+            trace_id = tracing.trace_id()
         if trace_id is not None:
             text += f" (trace {trace_id})"
         line = f"{when} {record.levelname.lower():<7} {text}"

@@ -33,8 +33,18 @@ def wanted(environ: Mapping[str, str]) -> bool:
 
 
 def init_app(app: Flask) -> None:
+    """Trace the requests Flask serves (authsvc.create_app calls it before the middlewares wrap Flask)."""
     if not wanted(os.environ):
         return
     from authsvc.web import traces_sdk  # OpenTelemetry itself: only here
 
     traces_sdk.start(app)
+
+
+def init_database(app: Flask) -> None:
+    """Trace the SQL statements of ``app``'s engines (once they are made)."""
+    if not wanted(os.environ):
+        return
+    from authsvc.web import traces_sdk
+
+    traces_sdk.trace_database(app)

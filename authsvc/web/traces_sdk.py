@@ -68,7 +68,11 @@ def _without_query(span: ReadableSpan) -> ReadableSpan:
 
 
 def _request_attributes(span: Any, environ: dict[str, Any]) -> None:
-    """The request's domain host; its client id and grant type are added with the answer (a form is read then)."""
+    """The request's domain host; its client id and grant type are added with the answer (a form is read then).
+    The trace id is kept in the environ for the access log line, written once the span has ended."""
+    context = span.get_span_context()
+    if context.is_valid:
+        environ[tracing.ENVIRON_KEY] = format(context.trace_id, "032x")
     if span.is_recording():
         span.set_attribute("authsvc.domain", (environ.get("HTTP_HOST") or "").split(":")[0][:253])
 
@@ -93,7 +97,12 @@ def _trace_id() -> str | None:
 
 
 def start(app: Flask) -> None:
-    """Trace ``app``'s requests and what they call; the process's provider and exporter are made once."""
+    """Trace ``app``'s requests and what they call; the process's provider and exporter are made once.
+
+    Flask's instrumentation wraps ``app.wsgi_app`` as it is now: called before the middlewares are put
+    in front of it (authsvc.create_app), so that what they answer themselves (inspect's fast path, an
+    overloaded worker's 503) pays nothing for it; a request's span starts in Flask's before_request.
+    """
     global _provider
     if _provider is None:
         _provider = TracerProvider()  # its resource and sampler from OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, ...
@@ -103,6 +112,10 @@ def start(app: Flask) -> None:
         RequestsInstrumentor().instrument()
         tracing.install(_span, _trace_id)
     FlaskInstrumentor().instrument_app(app, request_hook=_request_attributes, response_hook=_response_attributes)
+
+
+def trace_database(app: Flask) -> None:
+    """SQL statements' spans, on ``app``'s engines (made once the app's database is set up)."""
     with app.app_context():
         for engine in db.engines.values():
             # The package declares SQLAlchemy < 2.1; the engine events it listens to are 2.1's too.

@@ -58,6 +58,8 @@ class Provider:
         # ID tokens without a kid header (the JWKS still names its key).
         self.omit_kid = False
         self.discovery_requests = 0
+        # Each request's path and W3C traceparent header (None without one), as they arrived.
+        self.traceparents: list[tuple[str, str | None]] = []
         self.app = self._build()
         self.server = make_server("127.0.0.1", 0, self.app, threaded=True)
         self.url = f"http://127.0.0.1:{self.server.server_port}"
@@ -82,6 +84,10 @@ class Provider:
     def _build(self) -> Flask:  # noqa: C901 - the provider's endpoints and their faults, nested to share it
         app = Flask(f"provider-{id(self)}")
         provider = self
+
+        @app.before_request
+        def note_traceparent():
+            provider.traceparents.append((request.path, request.headers.get("traceparent")))
 
         @app.get("/.well-known/openid-configuration")
         @app.get("/elsewhere/.well-known/openid-configuration")

@@ -10,16 +10,19 @@ from wtforms import (
     IntegerField,
     PasswordField,
     SelectField,
+    SelectMultipleField,
     StringField,
     SubmitField,
     TextAreaField,
 )
 from wtforms.fields.choices import SelectChoice
 from wtforms.validators import Length, NumberRange, Optional, ValidationError
+from wtforms.widgets import CheckboxInput, ListWidget
 
 from authsvc.core import clock
 from authsvc.core.models import API_KEY_PERMISSIONS
 from authsvc.web.forms import PageForm
+from authsvc.webhooks.events import TYPES
 
 # The console (/auth/admin/). These forms check only CSRF and the shape of the
 # input; the rules (valid URIs, known scopes, unique e-mails) are decided once,
@@ -288,6 +291,19 @@ class IdJagAudienceForm(PageForm):
         if pairs:
             values["client_ids"] = {ours.strip(): theirs.strip() for ours, theirs in pairs}
         return values
+class WebhookForm(PageForm):
+    url = StringField(
+        "URL",
+        description="Where each event is POSTed: https to a public address.",
+    events = SelectMultipleField(
+        "Event types",
+        choices=[SelectChoice(kind) for kind in TYPES],
+        option_widget=CheckboxInput(),
+        widget=ListWidget(prefix_label=False),
+        validate_choice=False,  # the verb decides, and says why
+    submit = SubmitField("Create webhook")
+
+        return {"url": self.url.data or "", "events": list(self.events.data or [])}
 
 
 class MicrosoftSsoForm(PageForm):

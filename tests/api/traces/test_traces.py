@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from tests.helpers import DATABASE_URL, PASSWORD, QUICK_SHUTDOWN, redis_url
+from tests.helpers import DATABASE_URL, PASSWORD, redis_url
+from tests.helpers.otlp import Collector, attributes
 from tests.helpers.python_run import run_python
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -30,6 +29,13 @@ if os.environ.get("FLOW_REDIS"):
     config["REDIS_URL"] = os.environ["FLOW_REDIS"]
 app = create_app(config)
 app.test_client_class = HttpsClient
+# What gunicorn hands the app, kept to write the access line the way its worker does (below).
+environs = []
+served = app.wsgi_app
+def keep_environ(environ, start_response):
+    environs.append(environ)
+    return served(environ, start_response)
+app.wsgi_app = keep_environ
 client = app.test_client()
 signin(client)
 code = get_code(client, os.environ["FLOW_CLIENT"])
@@ -42,59 +48,36 @@ import sys
 traced = "authsvc.web.traces_sdk" in sys.modules or any(
     name.startswith("opentelemetry.instrumentation") for name in sys.modules
 )
+tracing_modules = sorted(
+    name for name in sys.modules
+    if name.startswith(("opentelemetry.instrumentation", "opentelemetry.exporter", "opentelemetry.sdk.trace"))
+)
 import logging
 from authsvc.core import tracing
 from authsvc.web.logs import JsonFormatter
 with tracing.span("probe"):
     line = json.loads(JsonFormatter().format(logging.LogRecord("probe", 20, "", 0, "a line", None, None)))
+# gunicorn's access line for the exchange, written as a worker writes it: after the request's span ended.
+from datetime import timedelta
+from types import SimpleNamespace
+from gunicorn.config import Config
+from authsvc.web.access_log import AccessLogger
+gunicorn_config = Config()
+gunicorn_config.set("accesslog", os.devnull)
+access = AccessLogger(gunicorn_config)
+written = []
+class Keep(logging.Handler):
+    def emit(self, record):
+        written.append(json.loads(JsonFormatter().format(record)))
+access.access_log.addHandler(Keep())
+sent = SimpleNamespace(status="200 OK", headers=list(answer.headers.items()), sent=len(answer.data))
+access.access(sent, None, environs[-1], timedelta(milliseconds=3))
 if traced:
     from authsvc.web import traces_sdk
     traces_sdk.flush()
-print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id")}))
+print(json.dumps({"status": answer.status_code, "code": code, "traced": traced, "log": line.get("trace_id"),
+                  "access": written[0].get("trace_id", "none") if written else None, "modules": tracing_modules}))
 """
-
-
-class Collector:
-    """An OTLP/HTTP trace receiver on loopback: decodes each export (protobuf) and keeps its spans."""
-
-    def __init__(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-        self.spans: list = []
-        self.raw: list[bytes] = []
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                data = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                collector.raw.append(data)
-                export = ExportTraceServiceRequest.FromString(data)
-                for resource_spans in export.resource_spans:
-                    for scope_spans in resource_spans.scope_spans:
-                        collector.spans.extend(scope_spans.spans)
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-        threading.Thread(target=self.server.serve_forever, kwargs=QUICK_SHUTDOWN, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-def attributes(span) -> dict:
-    found = {}
-    for item in span.attributes:
-        value = item.value
-        found[item.key] = value.string_value or value.int_value or value.bool_value
-    return found
 
 
 def flow(setup, **env):
@@ -124,9 +107,10 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
         )
     finally:
         collector.close()
-    assert answer["status"] == 200 and answer["traced"]
+    assert answer["status"] == 200 and answer["traced"] and "opentelemetry.sdk.trace" in answer["modules"]
     [probe] = [span for span in collector.spans if span.name == "probe"]
     assert answer["log"] == probe.trace_id.hex(), "a log line carries the current trace's id"
+    assert answer["access"] == TRACE_ID, "the access line carries its request's trace id"
     ours = [span for span in collector.spans if span.trace_id.hex() == TRACE_ID]
     [request] = [span for span in ours if span.parent_span_id.hex() == PARENT]
     seen = attributes(request)
@@ -143,4 +127,11 @@ def test_a_code_exchange_is_one_trace_with_its_request_sql_and_redis_spans(setup
 
 def test_without_an_opentelemetry_variable_no_instrumentation_is_imported(setup):
     answer = flow(setup)
-    assert answer == {"status": 200, "code": answer["code"], "traced": False, "log": None}
+    assert answer == {
+        "status": 200,
+        "code": answer["code"],
+        "traced": False,
+        "log": None,
+        "access": "none",
+        "modules": [],
+    }, "neither the trace SDK, nor an exporter, nor an instrumentation package"
