@@ -291,18 +291,24 @@ class IdJagAudienceForm(PageForm):
         if pairs:
             values["client_ids"] = {ours.strip(): theirs.strip() for ours, theirs in pairs}
         return values
+
+
 class WebhookForm(PageForm):
     url = StringField(
         "URL",
+        validators=[Length(max=2000)],
         description="Where each event is POSTed: https to a public address.",
+    )
     events = SelectMultipleField(
         "Event types",
         choices=[SelectChoice(kind) for kind in TYPES],
         option_widget=CheckboxInput(),
         widget=ListWidget(prefix_label=False),
         validate_choice=False,  # the verb decides, and says why
+    )
     submit = SubmitField("Create webhook")
 
+    def values(self) -> dict[str, Any]:
         return {"url": self.url.data or "", "events": list(self.events.data or [])}
 
 

@@ -1,7 +1,7 @@
 """ssf_stream, ssf_subject, ssf_waiting: the Shared Signals transmitter's streams, subjects and waiting SETs
 
 Revision ID: b7e3d1f9a2c5
-Revises: d4f7b2c9e1a6
+Revises: b8e3d1f6a2c4
 Create Date: 2026-12-02 15:50:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b7e3d1f9a2c5'
-down_revision = 'd4f7b2c9e1a6'
+down_revision = 'b8e3d1f6a2c4'
 branch_labels = None
 depends_on = None
 

@@ -1,7 +1,7 @@
 """trusted_issuer.create_users: an ID-JAG issuer's unknown users become users of the domain
 
 Revision ID: b8e3d1f6a2c4
-Revises: d4f7b2c9e1a6
+Revises: a8e4c1f7d3b2
 Create Date: 2026-12-02 15:30:00.000000
 
 Off for every issuer trusted so far: an unknown user stays refused until an
@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'b8e3d1f6a2c4'
-down_revision = 'd4f7b2c9e1a6'
+down_revision = 'a8e4c1f7d3b2'
 branch_labels = None
 depends_on = None
 
