@@ -37,6 +37,7 @@ from werkzeug.sansio.utils import get_host
 
 from authsvc.api import credentials, lookup, proofs
 from authsvc.api.protected_resource import PREFIX
+from authsvc.core import tracing
 from authsvc.core.errors import REDIS_DOWN
 from authsvc.core.models import FAPI2_PROFILE
 from authsvc.core.readers.pool import READERS, Readers
@@ -92,6 +93,7 @@ class InspectFastPath:
                 start_response("200 OK", headers)
                 self._answered.inc()
                 self._latency.observe(time.perf_counter() - started)
+                tracing.served(environ, PATH, "200 OK", started)
                 return [body]
         return self.wsgi_app(environ, start_response)
 

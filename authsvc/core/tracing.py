@@ -4,7 +4,7 @@
 environment asks for traces; until then ``span`` is a context manager that
 does nothing and ``trace_id`` is None, and OpenTelemetry is not even imported.
 A span of our own is made only where no instrumentation package makes one
-(bcrypt).
+(bcrypt, and a request a middleware answers below Flask: ``served``).
 """
 
 from __future__ import annotations
@@ -19,11 +19,23 @@ ENVIRON_KEY = "authsvc.trace_id"
 
 _span: Callable[[str], AbstractContextManager[Any]] | None = None
 _trace_id: Callable[[], str | None] | None = None
+_served: Callable[[dict[str, Any], str, str, float], None] | None = None
 
 
-def install(span: Callable[[str], AbstractContextManager[Any]], trace_id: Callable[[], str | None]) -> None:
-    global _span, _trace_id
-    _span, _trace_id = span, trace_id
+def install(
+    span: Callable[[str], AbstractContextManager[Any]],
+    trace_id: Callable[[], str | None],
+    served: Callable[[dict[str, Any], str, str, float], None],
+) -> None:
+    global _span, _trace_id, _served
+    _span, _trace_id, _served = span, trace_id, served
+
+
+def served(environ: dict[str, Any], route: str, status: str, started: float) -> None:
+    """The span of a request a middleware answered itself (inspect's fast path), when traces are on:
+    continuing the caller's traceparent, from ``started`` (``time.perf_counter()``) to now."""
+    if _served is not None:
+        _served(environ, route, status, started)
 
 
 def span(name: str) -> AbstractContextManager[Any]:
