@@ -1,9 +1,10 @@
 """Which audit records are webhook events, what an event's body holds, and queueing its deliveries.
 
 One rule for every event: ``queue_deliveries`` listens to each audit record
-as it joins its transaction (authsvc.core.audit.on_record); a record whose
-event ``event_type`` names is queued, in that transaction, for every enabled
-endpoint of its domain subscribed to the type. So an event exists once, and
+of an event ``FROM_AUDIT`` names as it joins its transaction
+(authsvc.core.audit.on_record: a record of any other event, a token's, never
+calls it); such a record is queued, in that transaction, for every enabled
+endpoint of its domain subscribed to its type. So an event exists once, and
 only if, the change it reports is committed; and a change audited later by a
 new code path is delivered without a word here, if its record's event is
 named below. docs/events.md lists the types and their bodies.
