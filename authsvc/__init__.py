@@ -23,7 +23,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from authsvc.account import notices as account_notices
     from authsvc.account import password as account_password
     from authsvc.account import signup as account_signup
-    from authsvc.api import fastpath
+    from authsvc.api import fastpath, protected_resource
     from authsvc.app import blueprints, client_failures, errors, limits
     from authsvc.core import budget, database, request_state, security, store
     from authsvc.core import settings as typed_settings
@@ -104,6 +104,8 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     budgeting.paths = budget.declared_paths(app)
     limits.init_app(app)
     client_failures.init_app(app)
+    # After every hook of the API's blueprints: the RFC 9728 challenge is the last word on their 401s.
+    protected_resource.init_app(app)
     # What the outbox's senders do: e-mail (where it can be sent), and what e-mail answers.
     outbox.init_app(app)
     mail.init_app(app)

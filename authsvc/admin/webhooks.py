@@ -16,7 +16,7 @@ from authsvc.core.errors import NotFound, ValidationFailed
 from authsvc.core.models import Domain
 from authsvc.core.settings import settings
 from authsvc.outbox import OutboxItem, claims
-from authsvc.webhooks.events import KIND
+from authsvc.webhooks.events import KIND, note_types
 from authsvc.webhooks.models import WebhookEndpoint
 
 MAX_DEAD_LETTERS = 500
@@ -42,6 +42,7 @@ def create_webhook(actor: Actor, domain: Domain, data: Any) -> tuple[WebhookEndp
     values = read(WebhookCreate, data)
     endpoint, secret = WebhookEndpoint.create(domain.id, _checked_url(values.url), values.events)
     db.session.add(endpoint)
+    note_types(domain.id)
     audit_change(actor, "webhook.created", domain.id, _target(endpoint), after=endpoint.as_json())
     db.session.commit()
     return endpoint, secret
@@ -74,6 +75,7 @@ def update_webhook(actor: Actor, endpoint: WebhookEndpoint, data: Any) -> Webhoo
         endpoint.events = " ".join(values["events"])
     if values.get("enabled") is not None:
         endpoint.enabled = values["enabled"]
+    note_types(endpoint.domain_id)
     audit_change(actor, "webhook.updated", endpoint.domain_id, _target(endpoint), before, endpoint.as_json())
     db.session.commit()
     return endpoint
@@ -93,6 +95,7 @@ def delete_webhook(actor: Actor, endpoint: WebhookEndpoint) -> None:
     require_change(actor, endpoint.domain_id)
     audit_change(actor, "webhook.deleted", endpoint.domain_id, _target(endpoint), before=endpoint.as_json())
     db.session.delete(endpoint)
+    note_types(endpoint.domain_id)
     db.session.commit()
 
 

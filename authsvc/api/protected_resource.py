@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, Flask, Response, jsonify, request
 
 from authsvc.core.tenancy import current_domain, issuer
 
@@ -69,11 +69,23 @@ def api_metadata() -> Response:
     return _metadata(issuer() + PREFIX)
 
 
-@bp.after_app_request
+def init_app(app: Flask) -> None:
+    """Name the metadata in the API's answers, and only there: the hook goes on each blueprint with a route under
+    the API's prefix (an endpoint without a blueprint would put it on the app), found from the app's routes, so a
+    request to any other surface (the token endpoint, sign-in) never calls it. After every other hook is
+    registered: first in the blueprint's list, it runs after the blueprint's own hooks, as an app's hook did."""
+    owners = {rule.endpoint.rpartition(".")[0] or None for rule in app.url_map.iter_rules() if _in_api(rule.rule)}
+    for owner in sorted(owners, key=str):
+        app.after_request_funcs.setdefault(owner, []).insert(0, name_the_metadata)
+
+
+def _in_api(path: str) -> bool:
+    return path == PREFIX or path.startswith(PREFIX + "/")
+
+
 def name_the_metadata(response: Response) -> Response:
     """Every 401 of the API names its metadata in each Bearer challenge (RFC 9728 5.1)."""
-    in_api = request.path == PREFIX or request.path.startswith(PREFIX + "/")
-    if response.status_code != 401 or not in_api:
+    if response.status_code != 401 or not _in_api(request.path):
         return response
     challenges = response.headers.getlist("WWW-Authenticate") or ['Bearer realm="authsvc"']
     named = []

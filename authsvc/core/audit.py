@@ -16,7 +16,7 @@ from __future__ import annotations
 import atexit
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -71,19 +71,28 @@ class Recorded:
     details: dict[str, Any]
 
 
-_listeners: list[Callable[[Recorded], None]] = []
+# Each listener with the audit events it takes; and every event some listener takes.
+_listeners: list[tuple[Callable[[Recorded], None], frozenset[str]]] = []
+_heard: frozenset[str] = frozenset()
 
 
-def on_record(listener: Callable[[Recorded], None]) -> None:
-    """Call ``listener`` with every record added to a transaction (by ``record`` or ``record_in_transaction``),
-    in that transaction; once however often it is registered."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+def on_record(listener: Callable[[Recorded], None], events: Collection[str]) -> None:
+    """Call ``listener`` with every record of one of ``events`` added to a transaction (by ``record`` or
+    ``record_in_transaction``), in that transaction; once however often it is registered. A record of an event
+    no listener takes costs a set lookup: a token's record (every grant writes one) is none of them."""
+    global _heard
+    if all(registered != listener for registered, _ in _listeners):
+        _listeners.append((listener, frozenset(events)))
+        _heard = _heard | frozenset(events)
 
 
-def _tell(recorded: Recorded) -> None:
-    for listener in _listeners:
-        listener(recorded)
+def _tell(event: str, domain_id: int | None, actor: str, target: str | None, details: dict[str, Any]) -> None:
+    if event not in _heard:
+        return
+    recorded = Recorded(event, domain_id, actor, target, details)
+    for listener, events in _listeners:
+        if event in events:
+            listener(recorded)
 
 
 def scrub(data: Any) -> Any:
@@ -134,7 +143,7 @@ def record(
         details=scrub(details or {}),
     )
     db.session.add(entry)
-    _tell(Recorded(event, domain_id, entry.actor, target, entry.details))
+    _tell(event, domain_id, entry.actor, target, entry.details)
     if commit:
         db.session.commit()
     return entry
@@ -165,7 +174,7 @@ def record_in_transaction(values: AuditValues) -> int:
     result = db.session().connection().execute(_INSERT, values)
     ident = int(result.inserted_primary_key[0])  # type: ignore[index]  # an INSERT of one row has its key
     note_inserted(ident, values)
-    _tell(Recorded(values["event"], values["domain_id"], values["actor"], values["target"], values["details"]))
+    _tell(values["event"], values["domain_id"], values["actor"], values["target"], values["details"])
     return ident
 
 

@@ -16,12 +16,12 @@ from flask import Flask
 from authsvc import webhooks
 from authsvc.core import audit
 from authsvc.outbox import sender
-from authsvc.ssf import push, sets
+from authsvc.ssf import events, push, sets
 
 
 def init_app(app: Flask) -> None:
     """Queue SETs with the records of every app, and push them with this app's senders, retried as webhooks."""
     from authsvc.core.settings import settings
 
-    audit.on_record(sets.queue_sets)
+    audit.on_record(sets.queue_sets, events.AUDIT_EVENTS)
     sender.handlers(app).register(sets.KIND, push.deliver, webhooks.retry, workers=settings(app).webhook_workers)

@@ -1,7 +1,7 @@
 """Security Event Tokens (RFC 8417) as SSF 1.0 profiles them, and queueing them for their streams.
 
-``queue_sets`` listens to every audit record as it joins its transaction
-(authsvc.core.audit.on_record), as the webhooks do: each SSF event the record is
+``queue_sets`` listens to the audit records of the events it can make as they
+join their transaction (authsvc.core.audit.on_record), as the webhooks do: each SSF event the record is
 (authsvc.ssf.events) becomes a SET's claims for every stream of the domain
 that asked for the event and has the user among its subjects. An enabled push
 stream's SET is an outbox item (authsvc.outbox: delivered at least once, in
@@ -97,8 +97,6 @@ def _streams(domain_id: int, user_ids: set[int]) -> list[tuple[SsfStream, set[in
 
 def queue_sets(recorded: Recorded) -> None:
     """Queue, in the record's transaction, a SET of each of its events for each stream that takes it."""
-    if recorded.event not in events.AUDIT_EVENTS:
-        return  # most records (a token issued or refreshed): nothing more is read
     found = events.signals(recorded)
     if not found or recorded.domain_id is None:
         return

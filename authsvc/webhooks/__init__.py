@@ -33,5 +33,5 @@ def init_app(app: Flask) -> None:
     """Queue deliveries with the records of every app, and deliver them with this app's senders."""
     from authsvc.core.settings import settings
 
-    audit.on_record(events.queue_deliveries)
+    audit.on_record(events.queue_deliveries, events.FROM_AUDIT)
     sender.handlers(app).register(events.KIND, delivery.deliver, retry, workers=settings(app).webhook_workers)

@@ -1,9 +1,10 @@
 """Which audit records are webhook events, what an event's body holds, and queueing its deliveries.
 
 One rule for every event: ``queue_deliveries`` listens to each audit record
-as it joins its transaction (authsvc.core.audit.on_record); a record whose
-event ``event_type`` names is queued, in that transaction, for every enabled
-endpoint of its domain subscribed to the type. So an event exists once, and
+of an event ``FROM_AUDIT`` names as it joins its transaction
+(authsvc.core.audit.on_record: a record of any other event, a token's, never
+calls it); such a record is queued, in that transaction, for every enabled
+endpoint of its domain subscribed to its type. So an event exists once, and
 only if, the change it reports is committed; and a change audited later by a
 new code path is delivered without a word here, if its record's event is
 named below. docs/events.md lists the types and their bodies.
@@ -16,12 +17,14 @@ import secrets
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import inspect, select, update
 
 from authsvc import outbox
 from authsvc.core import clock
 from authsvc.core.audit import Recorded
 from authsvc.core.database import db
+from authsvc.core.models import Domain
+from authsvc.core.request_state import state_if_in_request
 from authsvc.webhooks.models import WebhookEndpoint
 
 KIND = "webhook"
@@ -126,7 +129,10 @@ def body(event: str, recorded: Recorded) -> dict[str, Any]:
 
 
 def subscribers(domain_id: int, event: str) -> list[str]:
-    """The ids of the domain's enabled endpoints subscribed to ``event``."""
+    """The ids of the domain's enabled endpoints subscribed to ``event``; no read when the request's domain (read
+    with it) says that none is."""
+    if not _may_take(domain_id, event):
+        return []
     # Not flushed first: the caller's change is flushed when it commits, with any conflict it has.
     with db.session.no_autoflush:
         rows = db.session.execute(
@@ -135,6 +141,39 @@ def subscribers(domain_id: int, event: str) -> list[str]:
             )
         ).all()
     return [endpoint_id for endpoint_id, events in rows if event in events.split()]
+
+
+def _may_take(domain_id: int, event: str) -> bool:
+    """False when an enabled endpoint of the domain cannot take ``event``, as its row (``Domain.webhook_events``)
+    says: the request's domain, when it is the record's and its row is loaded. Else True (the endpoints are read).
+
+    The row was read in this request, after any change of the endpoints committed before the request began
+    (``note_types`` writes it in the change's transaction, under the row's lock): so a subscription takes effect
+    at the next request of every instance, and nothing is cached between requests."""
+    noted = state_if_in_request()
+    domain = noted.domain if noted is not None else None
+    if domain is None or domain.id != domain_id:
+        return True
+    loaded = inspect(domain).dict
+    if "webhook_events" not in loaded:  # expired by a commit of the request: not read again for this
+        return True
+    return event in (loaded["webhook_events"] or "").split()
+
+
+def note_types(domain_id: int) -> None:
+    """Write on the domain's row the types its enabled endpoints take, in the transaction of a change of them.
+
+    The row is locked first, before the change is flushed (PostgreSQL's FOR NO KEY UPDATE, which rows naming the
+    domain do not wait for; SQLite writes one transaction at a time), so that two changes of a domain's endpoints
+    at once each count the other's: the second reads the endpoints once the first committed."""
+    with db.session.no_autoflush:
+        db.session.execute(select(Domain.id).where(Domain.id == domain_id).with_for_update(key_share=True))
+    db.session.flush()
+    found = db.session.scalars(
+        select(WebhookEndpoint.events).where(WebhookEndpoint.domain_id == domain_id, WebhookEndpoint.enabled.is_(True))
+    )
+    types = " ".join(sorted({event for events in found for event in events.split()})) or None
+    db.session.execute(update(Domain).where(Domain.id == domain_id).values(webhook_events=types))
 
 
 def queue_deliveries(recorded: Recorded) -> None:

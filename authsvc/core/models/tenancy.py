@@ -80,6 +80,9 @@ class Domain(Model):
     client_metadata_allow_private_network: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     # Dynamic client registration (RFC 7591) without an initial access token, as MCP clients register.
     open_registration: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
+    # The event types its enabled webhooks take, space-separated; None when none (authsvc.webhooks.events). Read
+    # with the row, so an audit record of any other type asks nothing more; written with each change of them.
+    webhook_events: Mapped[str | None] = mapped_column(Text)
 
     @property
     def signup_open(self) -> bool:

@@ -12,6 +12,11 @@ from authsvc.core.models.accounts import User
 from authsvc.core.models.tenancy import Application
 from authsvc.core.permissions import Permission
 
+# A JSON column whose None is SQL NULL, not the JSON text ``null``: a grant that sets no value (most set no
+# ``act``, client credentials no ``amr``) binds it without serialising it, and a read of it parses nothing (the
+# two read back alike, as None). Not DDL: the column's type in the database is the same.
+_JSON_OR_NULL = JSON(none_as_null=True)
+
 
 class Token(Model):
     """An issued access token and its refresh token, held as digests.
@@ -67,7 +72,7 @@ class Token(Model):
     purgeable_at: Mapped[int] = mapped_column(Integer, index=True)
     # OpenID Connect: the sign-in behind the grant, for the ID tokens of later refreshes.
     auth_time: Mapped[int | None] = mapped_column(Integer)
-    amr: Mapped[list[str] | None] = mapped_column(JSON)
+    amr: Mapped[list[str] | None] = mapped_column(_JSON_OR_NULL)
     sid: Mapped[str | None] = mapped_column(String(64))
     # DPoP (RFC 9449): the RFC 7638 thumbprint of the key the tokens are bound to (cnf.jkt); None for bearer tokens.
     dpop_jkt: Mapped[str | None] = mapped_column(String(43))
@@ -76,7 +81,7 @@ class Token(Model):
     # The resources the grant allows (the authorisation's): a refresh may ask for fewer, never for others.
     resources: Mapped[str | None] = mapped_column(Text)
     # RFC 8693 4.1: who acts for the subject (a token exchange's delegation), nested for a chain; None otherwise.
-    act: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    act: Mapped[dict[str, Any] | None] = mapped_column(_JSON_OR_NULL)
 
     application: Mapped[Application] = relationship(lazy="joined")
     user: Mapped[User | None] = relationship(lazy="joined")

@@ -1,7 +1,7 @@
 """domain.open_registration: dynamic client registration without an initial access token; application.openly_registered
 
 Revision ID: a8e4c1f7d3b2
-Revises: d4f7b2c9e1a6
+Revises: b8e3d1f05a7c
 Create Date: 2026-12-02 15:40:00.000000
 
 """
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 # revision identifiers, used by Alembic.
 revision = 'a8e4c1f7d3b2'
-down_revision = 'd4f7b2c9e1a6'
+down_revision = 'b8e3d1f05a7c'
 branch_labels = None
 depends_on = None
 

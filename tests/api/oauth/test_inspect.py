@@ -115,6 +115,25 @@ def test_no_credential_is_401_with_a_bare_challenge(client, setup):
     assert response.headers["WWW-Authenticate"] == f'Bearer realm="authsvc", resource_metadata="{metadata}"'
 
 
+@pytest.mark.parametrize(
+    ("path", "named"),
+    [
+        ("/api/engine/v2/domains", True),  # the admin API
+        ("/api/engine/v2/me", True),  # the signed-in person's own
+        ("/auth/oauth/userinfo", False),  # OpenID Connect's, not the API's
+        ("/scim/v2/Users", False),  # SCIM's own resource
+    ],
+)
+def test_every_401_of_the_api_names_its_metadata_and_no_other_does(client, setup, path, named):
+    """RFC 9728 5.1: the API's metadata is the API's, whichever of its parts answers; elsewhere a challenge
+    naming it would send a client to the wrong resource's description."""
+    response = client.get(path, headers=headers())
+    assert response.status_code == 401
+    metadata = "https://auth.example.com/.well-known/oauth-protected-resource/api/engine/v2"
+    named_challenge = f'Bearer realm="authsvc", resource_metadata="{metadata}"'
+    assert response.headers["WWW-Authenticate"] == (named_challenge if named else 'Bearer realm="authsvc"')
+
+
 def test_revoked_token_is_401(client, setup, world, token):
     [row] = world.query(select(Token))
     world.update(Token, row.id, revoked_at=now())

@@ -13,7 +13,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from sqlalchemy import text
 
+from authsvc.core import security
+from authsvc.core.database import db
 from authsvc.core.models import Domain
 from tests.helpers import (
     BACKEND,
@@ -188,6 +191,20 @@ def test_client_credentials_read_the_client_and_its_service_account(app, client,
     assert re.search(r'LEFT OUTER JOIN "?user"? ', counted.sql[0]), counted
     assert counted.store() == [], counted
     assert counted.limiter() == limits(CLIENT_RATES)
+
+
+def test_a_token_that_names_no_actor_or_methods_stores_them_as_sql_null(app, client, world, setup):
+    """A grant with no ``act`` (all but token exchange) and no ``amr`` (client credentials) binds nothing to
+    serialise, and a read of the row (inspect, a refresh) has nothing to parse: NULL, not the JSON text null."""
+    application, secret = bound_app(world, setup)
+    auth = headers(Authorization=basic(application.client_id, secret))
+    issued = client.post("/auth/oauth/token", data={"grant_type": "client_credentials"}, headers=auth).get_json()
+    with app.app_context():
+        row = db.session.execute(
+            text("SELECT act IS NULL, amr IS NULL FROM token WHERE access_token_digest = :digest"),
+            {"digest": security.digest(issued["access_token"])},
+        ).one()
+    assert tuple(row) == (True, True)
 
 
 def test_a_device_poll_reads_its_three_keys_in_one_round_trip(app, client, world, setup, monkeypatch):

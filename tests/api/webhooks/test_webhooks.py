@@ -294,3 +294,32 @@ def test_the_console_shows_dead_letters_and_replays_one(make_app, client, setup,
     receiver.status = 200
     deliver(app)
     assert len(receiver.wait(1)) == 1
+
+
+def test_a_subscription_takes_effect_at_the_next_event_and_an_unsubscribed_one_reads_no_webhook(
+    app, client, setup, keys, receiver, monkeypatch
+):
+    """The domain's row, read with every request, says which types its webhooks take: an event of another
+    type costs no read of them, and a change of the subscriptions holds from the next request on."""
+    from tests.helpers import headers
+    from tests.helpers.counting import trips
+
+    def fail_a_sign_in() -> list[str]:
+        query = {"email": "person@example.com", "password": "wrong"}
+        with trips(app, monkeypatch) as counted:
+            assert client.post("/auth/signin", query_string=query, headers=headers()).status_code in (400, 401)
+        return [sql for sql in counted.sql if "webhook_endpoint" in sql]
+
+    assert fail_a_sign_in() == [] and deliveries(app) == []
+    hook = subscribe(client, keys, setup.domain, receiver.url, ["signin.failed"])
+    assert fail_a_sign_in() != [] and len(deliveries(app)) == 1
+    path = f"/domains/{setup.domain.id}/webhooks/{hook['id']}"
+    changed = call(client, "patch", path, keys.admin_key, {"events": ["signin.succeeded"]})
+    assert changed.status_code == 200, changed.get_json()
+    assert fail_a_sign_in() == [] and len(deliveries(app)) == 1
+    assert call(client, "delete", path, keys.admin_key).status_code == 200
+    with app.app_context():
+        from authsvc.core.database import db
+        from authsvc.core.models import Domain
+
+        assert db.session.get(Domain, setup.domain.id).webhook_events is None
