@@ -40,7 +40,7 @@ from typing import Any
 
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter
-from limits import parse
+from limits import parse_many
 
 from authsvc.account.blueprint import mail_recipient
 from authsvc.app.rate_checks import STRATEGY, Counted, Counter, guarded, ordered
@@ -195,17 +195,20 @@ def _bearer_credential() -> str:
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _limits(app: Flask) -> dict[Rate, Counted]:
+def _limits(app: Flask) -> dict[Rate, tuple[Counted, ...]]:
     """Every rate limit by its scope (its Redis key's name).
 
-    Each rate is the setting's value when the app is built, parsed then (``limits.parse``), not on
-    every request. Whether a limit applies to an endpoint is declared on its view
-    (authsvc.core.policy.rate_limited); what is left in ``exempt_when`` depends on the request itself.
+    Each rate is the setting's value when the app is built, parsed then (``limits.parse_many``: a
+    setting may hold several, ``30 per minute; 500/day``), not on every request. Whether a limit
+    applies to an endpoint is declared on its view (authsvc.core.policy.rate_limited); what is left
+    in ``exempt_when`` depends on the request itself.
     """
     rates = settings(app)
 
-    def limit(rate: Rate, value: str, key: Callable[[], str] = client_address, **when: Any) -> tuple[Rate, Counted]:
-        return rate, Counted(rate.value, parse(value), key, **when)
+    def limit(
+        rate: Rate, value: str, key: Callable[[], str] = client_address, **when: Any
+    ) -> tuple[Rate, tuple[Counted, ...]]:
+        return rate, tuple(Counted(rate.value, item, key, **when) for item in parse_many(value))
 
     return dict(
         [
@@ -298,7 +301,7 @@ def init_app(app: Flask) -> None:
     for blueprint in limited:
         hooks: list[Callable[[], Any]] = [_find_the_domain_first]
         if blueprint in blueprints:
-            hooks.append(_blueprint_check(counter, ordered([every[rate] for rate in blueprints[blueprint]])))
+            hooks.append(_blueprint_check(counter, ordered([c for rate in blueprints[blueprint] for c in every[rate]])))
         app.before_request_funcs.setdefault(blueprint, [])[:0] = hooks
         app.after_request_funcs.setdefault(blueprint, []).insert(0, counter.count_answered)
     _limit_views(app, counter, every, views)
@@ -311,7 +314,9 @@ def _blueprint_check(counter: Counter, limits: tuple[Counted, ...]) -> Callable[
     return check_blueprint_rates
 
 
-def _limit_views(app: Flask, counter: Counter, every: dict[Rate, Counted], views: dict[str, RateLimits]) -> None:
+def _limit_views(
+    app: Flask, counter: Counter, every: dict[Rate, tuple[Counted, ...]], views: dict[str, RateLimits]
+) -> None:
     """Put each endpoint's declared limits on its view.
 
     They are checked when the view is called: after the before_request hooks, and before the view
@@ -321,7 +326,7 @@ def _limit_views(app: Flask, counter: Counter, every: dict[Rate, Counted], views
     for endpoint in sorted(views):
         view = app.view_functions[endpoint]
         if view not in wrapped:
-            limits = ordered([every[rate] for rate in views[endpoint].rates])
+            limits = ordered([counted for rate in views[endpoint].rates for counted in every[rate]])
             wrapped[view] = guarded(counter, limits, app.ensure_sync(view))
         app.view_functions[endpoint] = wrapped[view]
 

@@ -22,7 +22,10 @@ from tests.helpers.admin_api import call
 ROOT = Path(__file__).resolve().parents[3]
 # segno: our QR codes; Flask-Migrate (Alembic, Mako, Pygments): a `flask db` command's own (authsvc/cli/migrations.py);
 # Pillow (PIL): the first logo uploaded (authsvc/core/logo.py).
-LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments", "PIL")
+LAZY = (
+    *("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments"),
+    "PIL",
+)
 # Modules (not packages: ``joserfc.errors`` and cryptography's package are light, and loaded).
 JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindings._rust")
 DEFERRED = (
@@ -159,7 +162,8 @@ with app.app_context():
     db.session.commit()
 client = app.test_client()
 read = {"create_app": sorted(localedata._cache)}
-inspect = client.get("/api/engine/v2/api_keys/inspect", base_url="https://localhost", headers={"Authorization": "Bearer x"})
+bearer = {"Authorization": "Bearer x"}
+inspect = client.get("/api/engine/v2/api_keys/inspect", base_url="https://localhost", headers=bearer)
 metadata = client.get("/.well-known/openid-configuration", base_url="https://localhost")
 read["inspect, metadata"] = sorted(localedata._cache)
 read["ui_locales_supported"] = metadata.get_json()["ui_locales_supported"]
