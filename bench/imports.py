@@ -3,7 +3,7 @@
 One fresh interpreter imports the stack one library at a time, in the order a
 worker meets them (the framework, the database, the store, the OAuth server,
 then what loads at first use: JOSE, the SCIM schemas, SAML, LDAP, passkeys,
-QR codes), and reads its resident memory (VmRSS) after each. A library's row is
+QR codes, logos), and reads its resident memory (VmRSS) after each. A library's row is
 what it added on top of the ones above it, so what two libraries share is
 counted once, with the first. docs/performance.md, "Memory by role".
 """
@@ -24,9 +24,10 @@ STACK = (
     ("SQLAlchemy", ("sqlalchemy", "sqlalchemy.orm")),
     ("psycopg (libpq, OpenSSL)", ("psycopg",)),
     ("Flask-SQLAlchemy", ("flask_sqlalchemy",)),
-    ("redis-py", ("redis",)),
+    ("redis-py, with OpenTelemetry's metrics SDK", ("redis",)),
     ("Authlib (OAuth 2.0 server)", ("authlib.integrations.flask_oauth2", "authlib.oauth2.rfc6749")),
-    ("Flask-Limiter", ("flask_limiter",)),
+    ("Flask-Limiter, limits", ("flask_limiter", "limits.strategies")),
+    ("Flask-Babel, Babel's core", ("flask_babel",)),
     ("Flask-WTF, WTForms", ("flask_wtf", "wtforms")),
     ("prometheus-client", ("prometheus_client",)),
     ("bcrypt", ("bcrypt",)),
@@ -41,6 +42,7 @@ STACK = (
     ("ldap3", ("ldap3",)),
     ("py_webauthn", ("webauthn",)),
     ("segno (QR codes)", ("segno",)),
+    ("Pillow (logos)", ("PIL.Image",)),
 )
 
 

@@ -39,9 +39,11 @@ from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, current_app, request
-from flask_limiter import Limit, Limiter
+from flask_limiter import Limiter
+from limits import parse_many
 
 from authsvc.account.blueprint import mail_recipient
+from authsvc.app.rate_checks import STRATEGY, Counted, Counter, guarded, ordered
 from authsvc.auth import lockouts
 from authsvc.core import security, validation
 from authsvc.core.policy import Rate, RateLimits, policy_of
@@ -57,8 +59,8 @@ PREFIX = lockouts.PREFIX
 # so the same for every app this process builds. Read by the limits of every limited request: a
 # module's dict, not the app's extensions through ``current_app``.
 _DECLARED: dict[str, RateLimits] = {}
-# The rates each limited blueprint declared for all its requests, by blueprint.
-_BLUEPRINT_RATES = "authsvc.limiter.blueprints"
+# The app's counter of rates (authsvc.app.rate_checks).
+_COUNTER = "authsvc.limiter.counter"
 
 
 # Request rates -----------------------------------------------------------
@@ -193,29 +195,20 @@ def _bearer_credential() -> str:
     return security.digest(request.headers.get("Authorization", ""))
 
 
-def _for_blueprints(rate: Rate, limit: Limit) -> Limit:
-    """``limit`` as a default one: it spares the requests of every blueprint that did not declare ``rate``."""
-    exempt = limit.exempt_when
-
-    def exempt_when() -> bool:
-        table: dict[str, tuple[Rate, ...]] = current_app.extensions[_BLUEPRINT_RATES]
-        return rate not in table.get(request.blueprint or "", ()) or (exempt is not None and exempt())
-
-    return dataclasses.replace(limit, exempt_when=exempt_when)
-
-
-def _limits(app: Flask) -> dict[Rate, Limit]:
+def _limits(app: Flask) -> dict[Rate, tuple[Counted, ...]]:
     """Every rate limit by its scope (its Redis key's name).
 
-    Each rate is the setting's value when the app is built: a string, parsed by Flask-Limiter, not a
-    callable it would ask on every request. Whether a limit applies to an endpoint is declared on
-    its view (authsvc.core.policy.rate_limited); what is left in ``exempt_when`` depends on the
-    request itself.
+    Each rate is the setting's value when the app is built, parsed then (``limits.parse_many``: a
+    setting may hold several, ``30 per minute; 500/day``), not on every request. Whether a limit
+    applies to an endpoint is declared on its view (authsvc.core.policy.rate_limited); what is left
+    in ``exempt_when`` depends on the request itself.
     """
     rates = settings(app)
 
-    def limit(rate: Rate, value: str, key: Callable[[], str] = client_address, **when: Any) -> tuple[Rate, Limit]:
-        return rate, Limit(value, key_function=key, scope=rate.value, shared=True, **when)
+    def limit(
+        rate: Rate, value: str, key: Callable[[], str] = client_address, **when: Any
+    ) -> tuple[Rate, tuple[Counted, ...]]:
+        return rate, tuple(Counted(rate.value, item, key, **when) for item in parse_many(value))
 
     return dict(
         [
@@ -263,7 +256,12 @@ def _declarations(app: Flask) -> tuple[dict[str, RateLimits], dict[str, tuple[Ra
 
 
 def init_app(app: Flask) -> None:
-    """Build the limiter and put each view's declared limits on it (once the blueprints are registered)."""
+    """Build the limiter's store and put each view's (and blueprint's) declared limits on it.
+
+    Flask-Limiter makes the store (Redis, or memory without it) and its ``reset``; its request hooks
+    are taken off again: authsvc.app.rate_checks checks each request against rates parsed once,
+    and only the endpoints that declared some.
+    """
     url = settings(app).redis_url
     options: dict[str, Any] = {}
     storage = "memory://"
@@ -275,19 +273,11 @@ def init_app(app: Flask) -> None:
     every = _limits(app)
     views, blueprints = _declarations(app)
     _DECLARED.update(views)
-    app.extensions[_BLUEPRINT_RATES] = blueprints
     limiter = Limiter(
         key_func=client_address,
-        # A blueprint's rates are its default ones: its own before_request (SCIM's authenticates)
-        # must come after them, and only a default limit is checked that early.
-        default_limits=[
-            _for_blueprints(rate, every[rate]) for rate in Rate if any(rate in rates for rates in blueprints.values())
-        ],
         storage_uri=storage,
         storage_options=options,
-        strategy="sliding-window-counter",
-        # Redis down: count in this process instead, and never fail a request
-        # because the counter could not be reached.
+        strategy=STRATEGY,
         in_memory_fallback_enabled=True,
         swallow_errors=True,
     )
@@ -299,54 +289,46 @@ def init_app(app: Flask) -> None:
     )
     before = [list(registry.get(None, ())) for registry in registries]
     limiter.init_app(app)
-    # Flask-Limiter hooks into every request of the app (it has no per-blueprint
-    # init), and its hooks cost about 50 us of CPU per request (measured in
-    # process, a no-op route: 202 -> 253 us; bench/README.md, "Public APIs on
-    # the hot path"). Only endpoints of these blueprints are limited, so its
-    # hooks move to them, ahead of the blueprints' own: every other request
-    # skips them. Its before_request (the default limits) goes to the
-    # blueprints that declared rates for all their requests only; _limit_views
-    # puts the other limits on their views.
-    limited = {endpoint.split(".")[0] for endpoint in views} | set(blueprints)
     for registry, earlier in zip(registries, before, strict=True):
-        added = [hook for hook in registry.get(None, ()) if hook not in earlier]
         registry[None] = earlier
-        for blueprint in limited:
-            hooks = list(added)
-            if registry is app.before_request_funcs:
-                hooks = [_find_the_domain_first] + (hooks if blueprint in blueprints else [])
-            registry.setdefault(blueprint, [])[:0] = hooks
+    counter = Counter(limiter.storage)
     app.extensions["authsvc.limiter"] = limiter
-    _limit_views(app, limiter, every, views)
+    app.extensions[_COUNTER] = counter
+    # Only endpoints of these blueprints are limited: every other request meets none of this.
+    # A blueprint's rates (SCIM's per credential) are checked before its own before_request
+    # (SCIM's authenticates); the rates counted only for some answers are counted after the
+    # blueprint's own after_request hooks (and before the per-client failures' count).
+    limited = {endpoint.split(".")[0] for endpoint in views} | set(blueprints)
+    for blueprint in limited:
+        hooks: list[Callable[[], Any]] = [_find_the_domain_first]
+        if blueprint in blueprints:
+            hooks.append(_blueprint_check(counter, ordered([c for rate in blueprints[blueprint] for c in every[rate]])))
+        app.before_request_funcs.setdefault(blueprint, [])[:0] = hooks
+        app.after_request_funcs.setdefault(blueprint, []).insert(0, counter.count_answered)
+    _limit_views(app, counter, every, views)
 
 
-def _limit_views(app: Flask, limiter: Limiter, every: dict[Rate, Limit], views: dict[str, RateLimits]) -> None:
+def _blueprint_check(counter: Counter, limits: tuple[Counted, ...]) -> Callable[[], None]:
+    def check_blueprint_rates() -> None:
+        counter.check(limits)
+
+    return check_blueprint_rates
+
+
+def _limit_views(
+    app: Flask, counter: Counter, every: dict[Rate, tuple[Counted, ...]], views: dict[str, RateLimits]
+) -> None:
     """Put each endpoint's declared limits on its view.
 
-    Flask-Limiter resolves and filters its default limits on every request it sees (all seven
-    here, each parsed from its string and hashed, then all but one or two exempted: about 1,300
-    Python calls per token request); a view's declared limits are only its own. They are checked
-    when the view is called: after the before_request hooks, as the default limits were (these
-    blueprints have none of their own), and before the view does anything.
+    They are checked when the view is called: after the before_request hooks, and before the view
+    does anything. One view served at several endpoints gets one wrapper.
     """
-    shared = {
-        rate: limiter.shared_limit(
-            limit.limit_provider,
-            rate.value,
-            key_func=limit.key_function,
-            exempt_when=limit.exempt_when,
-            deduct_when=limit.deduct_when,
-        )
-        for rate, limit in every.items()
-    }
     wrapped: dict[Callable[..., Any], Callable[..., Any]] = {}
     for endpoint in sorted(views):
         view = app.view_functions[endpoint]
         if view not in wrapped:
-            # Flask-Limiter keeps a view's limits by its name, and the wrapper of any one of them
-            # checks them all, in the order they were declared: one wrapper is kept, not a stack of
-            # them (each would cost the view's call through ensure_sync again).
-            wrapped[view] = [shared[rate](view) for rate in views[endpoint].rates][0]
+            limits = ordered([counted for rate in views[endpoint].rates for counted in every[rate]])
+            wrapped[view] = guarded(counter, limits, app.ensure_sync(view))
         app.view_functions[endpoint] = wrapped[view]
 
 
@@ -359,7 +341,7 @@ def client_authenticating_blueprints(app: Flask) -> list[str]:
 def retry_after() -> int:
     """Seconds until the rate limit this request broke lets a request through again."""
     try:
-        breached = current_app.extensions["authsvc.limiter"].current_limit
-        return max(1, math.ceil(breached.reset_at - time.time()))
+        reset_at = current_app.extensions[_COUNTER].reset_at()
+        return max(1, math.ceil(reset_at - time.time()))
     except Exception:  # noqa: BLE001 - the counter may be unreachable; a minute is a safe answer
         return 60

@@ -14,10 +14,12 @@ import hashlib
 import io
 import warnings
 from dataclasses import dataclass
-
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from authsvc.core.validation import Invalid
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 MAX_BYTES = 256 * 1024
 MAX_SIDE = 1024
@@ -38,6 +40,9 @@ def reencode(upload: bytes) -> Logo:
         raise Invalid("the logo is empty")
     if len(upload) > MAX_BYTES:
         raise Invalid(f"the logo is larger than 256 KiB ({MAX_BYTES} bytes)")
+    # Pillow (about 2.5 MB) loads with the first logo uploaded, not with every worker.
+    from PIL import Image, UnidentifiedImageError
+
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)

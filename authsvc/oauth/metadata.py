@@ -112,7 +112,7 @@ def provider_metadata(domain: Domain) -> OpenIDProviderMetadata:
             "id_token_signing_alg_values_supported": ["RS256", "ES256"],
             "claims_supported": CLAIMS_SUPPORTED,
             # Core 3.1.2.1 ui_locales picks the pages' language; the claims are stated in one language only.
-            "ui_locales_supported": [lang.tag for lang in i18n.languages().all],
+            "ui_locales_supported": i18n.languages().tags(),
             "claims_locales_supported": [i18n.DEFAULT],
             # The claims parameter is not read: what a token states follows from its scopes.
             "claims_parameter_supported": False,

@@ -16,14 +16,16 @@ A request's language is the first of these that names a shipped catalog
 A tag matches a catalog by its full name (``pt-BR`` is ``pt_BR``), then by its
 language alone (``de-CH`` is ``de``, ``pt`` is ``pt_BR``).
 
-Compiled catalogs are read once per worker and kept (Flask-Babel's cache of
-its domain), as are the shipped languages, their names and their direction:
-a page costs a few dictionary lookups. JSON errors are never translated; only
+Compiled catalogs are read once per worker, at the first page that needs them,
+and kept (Flask-Babel's cache of its domain), as are the shipped languages
+(their codes at the start; their names and direction, Babel's locale data,
+at the first page that shows them): a page costs a few dictionary lookups. JSON errors are never translated; only
 what a person reads is.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -63,25 +65,38 @@ class Language:
 
 @dataclass(frozen=True)
 class Languages:
-    """The shipped languages of this worker, read once from the catalogs' directories."""
+    """The shipped languages of this worker: their codes, read once from the catalogs' directories.
 
-    all: tuple[Language, ...]
+    Each one's own name and direction come from Babel's locale data (about 10 MB for the shipped
+    languages), read at the first page that shows them (``all``), not when the worker starts: a
+    worker that serves only APIs never reads it.
+    """
+
+    codes: tuple[str, ...]
+
+    @functools.cached_property
+    def all(self) -> tuple[Language, ...]:
+        return tuple(_language(code) for code in self.codes)
+
+    def tags(self) -> list[str]:
+        """The tags pages declare (``pt-BR``), in the catalogs' order: no locale data read."""
+        return [code.replace("_", "-") for code in self.codes]
 
     def get(self, code: str) -> Language | None:
-        return next((lang for lang in self.all if lang.code == code), None)
+        return next((lang for lang in self.all if lang.code == code), None) if code in self.codes else None
 
     def match(self, tag: str) -> str | None:
         """The shipped catalog ``tag`` names: by the full name, else by its language alone; None if none."""
         if not tag or len(tag) > _TAG_MAX:
             return None
         wanted = tag.strip().replace("-", "_").lower()
-        for lang in self.all:
-            if lang.code.lower() == wanted:
-                return lang.code
+        for code in self.codes:
+            if code.lower() == wanted:
+                return code
         primary = wanted.split("_", 1)[0]
-        for lang in self.all:
-            if lang.code.split("_", 1)[0].lower() == primary:
-                return lang.code
+        for code in self.codes:
+            if code.split("_", 1)[0].lower() == primary:
+                return code
         return None
 
     def first_match(self, tags: str | None) -> str | None:
@@ -125,8 +140,7 @@ def _shipped(app: Flask) -> Languages:
     for directory in catalog_directories(app):
         if directory.is_dir():
             codes.update(p.parent.parent.name for p in directory.glob("*/LC_MESSAGES/messages.mo"))
-    ordered = [DEFAULT, *sorted(codes - {DEFAULT})]
-    return Languages(tuple(_language(code) for code in ordered))
+    return Languages((DEFAULT, *sorted(codes - {DEFAULT})))
 
 
 def init_app(app: Flask) -> None:

@@ -343,6 +343,16 @@ def test_sso_starts_are_rate_limited_per_address(limited, oidc_id):
     assert sso_start(client, oidc_id, address="192.0.2.7")[1].status_code == 302
 
 
+def test_a_setting_of_several_rates_holds_a_request_to_each(limited, oidc_id):
+    # Flask-Limiter's notation: rates separated by ";", each counted; past the longer one, its wait.
+    client = limited(AUTHSVC_SSO_START_RATE_LIMIT="5/minute; 2/hour")
+    assert [sso_start(client, oidc_id)[1].status_code for _ in range(2)] == [302, 302]
+    refused = sso_start(client, oidc_id)[1]
+    retry_after = assert_429(refused, "rate_limited")
+    assert 61 < retry_after <= 3601
+    assert "2 per 1 hour" in refused.get_json()["error_description"]
+
+
 def test_an_address_holds_a_bounded_number_of_unfinished_sso_flows(limited, oidc_id):
     client = limited(AUTHSVC_SSO_FLOWS_PER_ADDRESS=2)
     first, started = sso_start(client, oidc_id)

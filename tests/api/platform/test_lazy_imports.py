@@ -20,8 +20,12 @@ from tests.helpers import in_one_pass
 from tests.helpers.admin_api import call
 
 ROOT = Path(__file__).resolve().parents[3]
-# segno: our QR codes; Flask-Migrate (Alembic, Mako, Pygments): a `flask db` command's own (authsvc/cli/migrations.py).
-LAZY = ("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments")
+# segno: our QR codes; Flask-Migrate (Alembic, Mako, Pygments): a `flask db` command's own (authsvc/cli/migrations.py);
+# Pillow (PIL): the first logo uploaded (authsvc/core/logo.py).
+LAZY = (
+    *("saml2", "ldap3", "webauthn", "qrcode", "segno", "pydantic", "flask_migrate", "alembic", "mako", "pygments"),
+    "PIL",
+)
 # Modules (not packages: ``joserfc.errors`` and cryptography's package are light, and loaded).
 JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindings._rust")
 DEFERRED = (
@@ -142,3 +146,40 @@ def test_the_admin_schemas_still_answer_once_loaded(client, keys):
     response = call(client, "post", "/users", keys.admin_key, json={"email": 5, "admin": "yes"})
     assert response.status_code == 422, response.get_json()
     assert set(response.get_json()["fields"]) >= {"email", "admin"}
+
+
+LOCALE_DATA = """
+import json
+from babel import localedata
+from authsvc import create_app
+from authsvc.core.database import db
+from authsvc.core.models import Domain
+
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+with app.app_context():
+    db.create_all()
+    db.session.add(Domain(name="localhost", host="localhost", scopes="public"))
+    db.session.commit()
+client = app.test_client()
+read = {"create_app": sorted(localedata._cache)}
+bearer = {"Authorization": "Bearer x"}
+inspect = client.get("/api/engine/v2/api_keys/inspect", base_url="https://localhost", headers=bearer)
+metadata = client.get("/.well-known/openid-configuration", base_url="https://localhost")
+read["inspect, metadata"] = sorted(localedata._cache)
+read["ui_locales_supported"] = metadata.get_json()["ui_locales_supported"]
+page = client.get("/auth/login", base_url="https://localhost", headers={"Accept-Language": "de"})
+read["sign-in page"] = sorted(localedata._cache)
+read["page"] = page.status_code, 'lang="de"' in page.get_data(as_text=True)
+print(json.dumps(read))
+"""
+
+
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
+def test_babels_locale_data_is_read_at_the_first_page_not_by_an_api_worker(tmp_path):
+    # The shipped languages' own names and directions (Babel's locale data, about 10 MB): the language
+    # switcher's; an API request (inspect, the discovery document's ui_locales_supported) reads none.
+    read = json.loads(_probe(tmp_path, LOCALE_DATA))
+    assert read["create_app"] == read["inspect, metadata"] == []
+    assert {"de", "en", "fr"} <= set(read["ui_locales_supported"])
+    assert read["page"] == [200, True]
+    assert {"de", "en", "fr"} <= set(read["sign-in page"])
