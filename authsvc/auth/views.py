@@ -247,6 +247,16 @@ def logout_all() -> Response:
         if not form.validate_on_submit():
             raise ApiError(400, "invalid_request", "The CSRF token is missing or invalid.")
     revoked = sessions.end_everything(user, via="logout_all", actor=actors.of_user(user.id))
+    # Recorded even when no token was live: every session ended is an event of its own (webhooks' and
+    # Shared Signals' session-revoked), beside the tokens' record.
+    audit.record(
+        "session.ended",
+        domain_id=user.domain_id,
+        actor=actors.of_user(user.id),
+        target=actors.of_user(user.id),
+        details={"via": "logout_all", "revoked_tokens": revoked},
+        commit=False,
+    )
     db.session.commit()
     if lookup.presented():
         response = jsonify(revoked_tokens=revoked)

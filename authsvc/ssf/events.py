@@ -41,8 +41,8 @@ AUDIT_EVENTS = frozenset(
         "scim.user.deactivated",
         "scim.user.deleted",
         "user.tokens_revoked",
-        "token.revoked",
         "session.others_ended",
+        "session.ended",
         "user.password_changed",
         "user.password_reset",
         "mfa.enrolled",
@@ -121,7 +121,7 @@ def signals(recorded: Recorded) -> list[Signal]:
     if event == "scim.user.deactivated":
         # SCIM deprovisioning (active false, or DELETE): every session and token ended, the account disabled.
         return [Signal(SESSION_REVOKED, user_id, _caep(recorded, user_id)), Signal(ACCOUNT_DISABLED, user_id)]
-    if event == "user.tokens_revoked" or (event == "token.revoked" and details.get("via") == "logout_all"):
+    if event == "user.tokens_revoked" or (event == "session.ended" and details.get("via") == "logout_all"):
         return [Signal(SESSION_REVOKED, user_id, _caep(recorded, user_id))]
     if event == "session.others_ended":
         return [Signal(SESSION_REVOKED, user_id, _caep(recorded, user_id))]

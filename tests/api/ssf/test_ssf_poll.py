@@ -231,3 +231,17 @@ def test_logout_everywhere_is_a_session_revoked_the_person_initiated(client, set
     [claims] = verified(verifier, poll(client, receiving, sid))
     assert claims["sub_id"]["sub"] == str(robot.id)
     assert claims["events"][SESSION_REVOKED]["initiating_entity"] == "user"
+
+
+def test_logout_everywhere_without_a_live_token_is_still_a_session_revoked(client, setup, receiving, verifier):
+    """Every session ended is the event, whether or not a token was live to revoke."""
+    from tests.helpers import headers, signin
+    from tests.helpers.pages import csrf_token
+
+    sid = poll_stream(client, receiving)
+    signin(client)
+    page = client.get("/auth/login", headers=headers())
+    assert client.post("/auth/logout/all", data={"csrf_token": csrf_token(page)}, headers=headers()).status_code == 303
+    [claims] = verified(verifier, poll(client, receiving, sid))
+    assert claims["sub_id"]["sub"] == str(setup.person.id)
+    assert claims["events"][SESSION_REVOKED]["initiating_entity"] == "user"
