@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import docs
+from tests.helpers import docs, in_one_pass
+
+# Files only (the code, the documents, a subprocess of its own), no database or store: the same on either pass.
+pytestmark = in_one_pass("sqlite")
 
 
 @pytest.mark.parametrize("page", docs.pages(), ids=lambda page: page.name)
