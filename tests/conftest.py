@@ -42,6 +42,7 @@ from tests.helpers import (
     clear_of_a_minute_boundary,
     client_registration,
     console,
+    docs,
     empty_database,
     ldap,
     oidc_logout,
@@ -151,7 +152,8 @@ SPREAD = {
 # collection, they came before tests/e2e's modules of one or two long tests (a failover drill, the SCIM
 # compliance run, the run command: 1-2 minutes each on a loaded machine), which then started at a
 # pass's end and ended it alone; now they fill the end of a pass, a worker taking the next as it frees.
-FIRST = ("tests/e2e/test_docs_run.py",)
+DOCS = "tests/e2e/test_docs_run.py"
+FIRST = (DOCS,)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without it (-p no:xdist) pytest would refuse to start
@@ -162,7 +164,12 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.split("::", 1)[0] in (*SPREAD, *FIRST):
+            path = nodeid.split("::", 1)[0]
+            # The pages that continue from api.md's setup or cli.md's domain share a unit (one worker): those
+            # sections then run once a pass, not once a worker.
+            if path == DOCS and nodeid.endswith(tuple(f"[{page}]" for page in docs.CONTINUES)):
+                return f"{DOCS}::setups"
+            if path in (*SPREAD, *FIRST):
                 return nodeid
             return super()._split_scope(nodeid)
 

@@ -1,14 +1,14 @@
 """The documentation runs as pasted: each page's shell blocks, in order, against ``./scripts/run``'s service.
 
 A test a page, so that the pages spread over the workers (``FIRST`` in tests/conftest.py: each page is a unit
-of its own, handed out before every module). One service a worker (the README's command, on a free port, with
-an instance directory of its own) and one bash session a page, as a reader pasting its blocks into a terminal.
-A page continues from what it says it continues from (``CONTINUES``): the README's flows for every page, and
-api.md's setup or cli.md's domain for the pages that use them. Those sections run once a service, in that
-order, in a terminal of their own, before the first page that needs them; each page's session starts with the
-variables and functions they set. The conventions (output shown, ``…``, skip markers) are in
-tests/helpers/docs.py and docs/development.md. Each page's counts of blocks run and skipped show in the run's
-summary.
+of its own, handed out before every module; those that continue from api.md's setup or cli.md's domain are
+one). One service a worker (the README's command, on a free port, with an instance directory of its own) and
+one bash session a page, as a reader pasting its blocks into a terminal. A page continues from what it says it
+continues from (``docs.CONTINUES``): the README's flows for every page, and api.md's setup or cli.md's domain
+for the pages that use them. Those sections run once a service, in that order, in a terminal of their own,
+before the first page that needs them; each page's session starts with the variables and functions they set.
+The conventions (output shown, ``…``, skip markers) are in tests/helpers/docs.py and docs/development.md. Each
+page's counts of blocks run and skipped show in the run's summary.
 """
 
 from __future__ import annotations
@@ -28,21 +28,7 @@ pytestmark = [
     in_one_pass("sqlite"),
 ]
 
-README = ROOT / "README.md"
-# The sections pages continue from, in the order a reader meets them: (page, the anchor of its section or
-# None for the whole page). Each runs once a service; what one creates, no other page creates again.
-FLOWS = (README, None)
-API_SETUP = (ROOT / "docs/api.md", "http-api")
-CLI_DOMAIN = (ROOT / "docs/cli.md", "setting-up-a-domain")
-SETUPS = (FLOWS, API_SETUP, CLI_DOMAIN)
-# What a page continues from, besides the README's flows, as its opening paragraph says.
-CONTINUES = {
-    "docs/api.md": (API_SETUP,),
-    "docs/cli.md": (CLI_DOMAIN,),
-    "docs/mfa.md": (API_SETUP, CLI_DOMAIN),
-    "docs/oidc.md": (CLI_DOMAIN,),
-    "docs/operations.md": (CLI_DOMAIN,),
-}
+README, FLOWS, SETUPS, CONTINUES = docs.README, docs.FLOWS, docs.SETUPS, docs.CONTINUES
 PAGES = docs.pages()
 
 

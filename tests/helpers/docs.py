@@ -34,6 +34,24 @@ _MARKER = re.compile(r"^<!--\s*doc-test:\s*(?P<what>[\w-]+)\s*(?:\((?P<why>.*)\)
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
+# What tests/e2e/test_docs_run.py runs before a page.
+README = ROOT / "README.md"
+# The sections pages continue from, in the order a reader meets them: (page, the anchor of its section or
+# None for the whole page). Each runs once a service; what one creates, no other page creates again.
+FLOWS = (README, None)
+API_SETUP = (ROOT / "docs/api.md", "http-api")
+CLI_DOMAIN = (ROOT / "docs/cli.md", "setting-up-a-domain")
+SETUPS = (FLOWS, API_SETUP, CLI_DOMAIN)
+# What a page continues from, besides the README's flows, as its opening paragraph says.
+CONTINUES = {
+    "docs/api.md": (API_SETUP,),
+    "docs/cli.md": (CLI_DOMAIN,),
+    "docs/mfa.md": (API_SETUP, CLI_DOMAIN),
+    "docs/oidc.md": (CLI_DOMAIN,),
+    "docs/operations.md": (CLI_DOMAIN,),
+}
+
+
 def pages() -> list[Path]:
     return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
