@@ -42,6 +42,7 @@ from tests.helpers import (
     clear_of_a_minute_boundary,
     client_registration,
     console,
+    docs,
     empty_database,
     ldap,
     oidc_logout,
@@ -143,14 +144,16 @@ SPREAD = {
 }
 
 
-# Modules that run long in one piece go to the first free workers: loadscope hands out the modules
-# with the most tests first, and a two-test module of minutes (every page of the documentation, one
-# after the other) handed out last would end the pass alone. The SPREAD tests (short, hundreds, each a
-# unit of one test) go last, after every module: among the other one-test units, in the order of
+# Modules of long tests that share a slow set-up per worker: each test is a unit of its own, and these units go
+# to the first free workers, before every module (loadscope hands out the modules with the most tests first, and
+# units of one test last, where a test of minutes would end the pass alone). The documentation's pages (a test a
+# page, one ./scripts/run a worker) were one test of 268 s, on one worker. The SPREAD tests (short, hundreds,
+# each a unit of one test) go last, after every module: among the other one-test units, in the order of
 # collection, they came before tests/e2e's modules of one or two long tests (a failover drill, the SCIM
 # compliance run, the run command: 1-2 minutes each on a loaded machine), which then started at a
 # pass's end and ended it alone; now they fill the end of a pass, a worker taking the next as it frees.
-FIRST = ("tests/e2e/test_docs_run.py",)
+DOCS = "tests/e2e/test_docs_run.py"
+FIRST = (DOCS,)
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: without it (-p no:xdist) pytest would refuse to start
@@ -161,19 +164,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
 
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.split("::", 1)[0] in SPREAD:
+            path = nodeid.split("::", 1)[0]
+            # The pages that continue from api.md's setup or cli.md's domain share a unit (one worker): those
+            # sections then run once a pass, not once a worker.
+            if path == DOCS and nodeid.endswith(tuple(f"[{page}]" for page in docs.CONTINUES)):
+                return f"{DOCS}::setups"
+            if path in (*SPREAD, *FIRST):
                 return nodeid
             return super()._split_scope(nodeid)
 
-        spread_last = False
+        ordered = False
 
         def _assign_work_unit(self, node) -> None:  # noqa: ANN001 - xdist's WorkerController
-            if not self.spread_last:
-                self.spread_last = True
+            if not self.ordered:
+                self.ordered = True
                 for scope in [scope for scope in self.workqueue if scope.split("::", 1)[0] in SPREAD]:
                     self.workqueue.move_to_end(scope)
-            for scope in FIRST:
-                if scope in self.workqueue:
+                for scope in reversed([scope for scope in self.workqueue if scope.split("::", 1)[0] in FIRST]):
                     self.workqueue.move_to_end(scope, last=False)
             super()._assign_work_unit(node)
 

@@ -6,8 +6,10 @@ import pytest
 import requests
 
 from devtools.services import Gunicorn, free_port
+from tests.helpers import in_one_pass
 
-pytestmark = pytest.mark.slow
+# A bare app, no database or store: the same on either pass.
+pytestmark = [pytest.mark.slow, in_one_pass("sqlite")]
 
 
 def test_a_flask_app_without_the_outbox_boots_and_serves_under_the_service_settings(tmp_path):

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,6 +32,24 @@ from tests.helpers.servers import ROOT
 SHELL = {"sh", "bash", "shell"}
 _MARKER = re.compile(r"^<!--\s*doc-test:\s*(?P<what>[\w-]+)\s*(?:\((?P<why>.*)\))?\s*-->$")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+# What tests/e2e/test_docs_run.py runs before a page.
+README = ROOT / "README.md"
+# The sections pages continue from, in the order a reader meets them: (page, the anchor of its section or
+# None for the whole page). Each runs once a service; what one creates, no other page creates again.
+FLOWS = (README, None)
+API_SETUP = (ROOT / "docs/api.md", "http-api")
+CLI_DOMAIN = (ROOT / "docs/cli.md", "setting-up-a-domain")
+SETUPS = (FLOWS, API_SETUP, CLI_DOMAIN)
+# What a page continues from, besides the README's flows, as its opening paragraph says.
+CONTINUES = {
+    "docs/api.md": (API_SETUP,),
+    "docs/cli.md": (CLI_DOMAIN,),
+    "docs/mfa.md": (API_SETUP, CLI_DOMAIN),
+    "docs/oidc.md": (CLI_DOMAIN,),
+    "docs/operations.md": (CLI_DOMAIN,),
+}
 
 
 def pages() -> list[Path]:
@@ -122,6 +141,20 @@ class Block:
         return f"{self.page.name}:{self.line}"
 
 
+def sections(page: Path) -> dict[int, str]:
+    """Each line's section: the anchor of the nearest heading above it (lines before any: "")."""
+    found, current, seen = {}, "", {}
+    for number, line in enumerate(_prose(page.read_text()), 1):
+        heading = re.match(r"^#{1,6}\s+(.*)$", line)
+        if heading:
+            name = slug(heading.group(1))
+            count = seen.get(name, 0)
+            seen[name] = count + 1
+            current = name if count == 0 else f"{name}-{count}"
+        found[number] = current
+    return found
+
+
 def blocks(page: Path) -> list[Block]:
     """The page's fenced blocks, each shell block with the output shown after it."""
     lines = page.read_text().splitlines()
@@ -199,6 +232,13 @@ class Session:
         self.pending = b""
         # Any command of a block that fails, even mid-block, is reported (a reader would see it).
         self._send("exec 2>&1; trap 'echo \"__doc_failed__ $? $BASH_COMMAND\"' ERR\n")
+        self.names = set(self.run("compgen -v")[0].split())
+
+    def state(self) -> str:
+        """The variables and functions the blocks set so far, as bash declarations another session can source."""
+        names = sorted(set(self.run("compgen -v")[0].split()) - self.names - {"_"})
+        variables = self.run(f"declare -p {' '.join(names)}")[0] if names else ""
+        return f"{variables}\n{self.run('declare -f')[0]}\n"
 
     def _send(self, text: str) -> None:
         assert self.process.stdin is not None
@@ -256,15 +296,21 @@ def reader_environment(**env: str) -> dict[str, str]:
     return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ.get("HOME", str(ROOT)), **env}
 
 
-def run_page(page: Path, env: dict[str, str], port: int | None = None, session: Session | None = None) -> Report:
-    """Run ``page``'s shell blocks in order in one session (a new one in environment ``env``, or
-    ``session``, which the page continues); what ran, what was skipped and why, what failed."""
+def run_page(
+    page: Path,
+    env: dict[str, str],
+    port: int | None = None,
+    session: Session | None = None,
+    only: Callable[[Block], bool] = lambda block: True,
+) -> Report:
+    """Run ``page``'s shell blocks (those ``only`` keeps) in order in one session (a new one in environment
+    ``env``, or ``session``, which the page continues); what ran, what was skipped and why, what failed."""
     report = Report()
     own = session is None
     session = session or Session(env)
     try:
         for block in blocks(page):
-            if block.lang not in SHELL:
+            if block.lang not in SHELL or not only(block):
                 continue
             if block.marker == "skip":
                 report.skipped.append(f"{block.where} ({block.reason or 'no reason given'})")

@@ -13,6 +13,10 @@ from pathlib import Path
 import pytest
 
 from bench import cli, targets
+from tests.helpers import in_one_pass
+
+# Files only (the code, the documents, a subprocess of its own), no database or store: the same on either pass.
+pytestmark = in_one_pass("sqlite")
 
 RECORDED = Path(__file__).resolve().parents[1] / "data" / "bench-2026-11-25.json"
 

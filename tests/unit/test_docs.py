@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import docs
+from tests.helpers import docs, in_one_pass
+
+# Files only (the code, the documents, a subprocess of its own), no database or store: the same on either pass.
+pytestmark = in_one_pass("sqlite")
 
 
 @pytest.mark.parametrize("page", docs.pages(), ids=lambda page: page.name)
@@ -94,3 +97,28 @@ def test_a_block_in_a_list_step_runs_without_its_indent(tmp_path):
     [block] = docs.blocks(page)
     assert (block.lang, block.text, block.expected) == ("sh", "echo 'in a step'\n", "in a step\n")
     assert docs.run_page(page, docs.reader_environment()) == docs.Report(ran=["page.md:3"])
+
+
+def test_a_new_session_continues_from_what_another_set(tmp_path):
+    """A page's terminal starts with the variables and functions the sections it continues from set."""
+    first = docs.Session(docs.reader_environment())
+    try:
+        first.run('GREETING="hello\nthere"\ntwice() { echo "$1$1"; }\n')
+        state = first.state()
+    finally:
+        first.close()
+    second = docs.Session(docs.reader_environment())
+    try:
+        assert second.run(state)[1] == []
+        assert second.run('echo "$GREETING"; twice ab') == ("hello\nthere\nabab", [])
+    finally:
+        second.close()
+
+
+def test_a_section_is_the_blocks_under_its_heading(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n```sh\necho setup\n```\n\n## Later\n\n```sh\necho later\n```\n")
+    setup = {block.line for block in docs.blocks(page) if docs.sections(page)[block.line] == "page"}
+    assert setup == {3}
+    report = docs.run_page(page, docs.reader_environment(), only=lambda block: block.line not in setup)
+    assert report == docs.Report(ran=["page.md:9"])

@@ -13,6 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import in_one_pass
+
+# Files only (the code, the documents, a subprocess of its own), no database or store: the same on either pass.
+pytestmark = in_one_pass("sqlite")
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "authsvc"
 

@@ -10,6 +10,11 @@ import re
 import tokenize
 from pathlib import Path
 
+from tests.helpers import in_one_pass
+
+# Files only (the code, the documents, a subprocess of its own), no database or store: the same on either pass.
+pytestmark = in_one_pass("sqlite")
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("authsvc", "config", "bench", "devtools")
 # Not in quotes: "authsvc.redis" is a key of app.extensions, not a module.
