@@ -1,0 +1,47 @@
+"""What the transmitter refuses, always in RFC 8935 2.4's {"err", "description"}: a token meant for another
+resource, bytes no route can take, a method a route has not, a push Authorization header that is not visible
+ASCII; and two receivers' requests racing for one stream or one subject."""
+
+from __future__ import annotations
+
+from tests.helpers import headers
+from tests.helpers.ssf import POLL, bearer
+
+STREAMS = "/ssf/streams"
+MCP = "https://other.example/mcp"
+
+
+def create(client, token: str, body: dict):
+    return client.post(STREAMS, json=body, headers=bearer(token))
+
+
+def assert_ssf_error(response, status: int, err: str | None = None) -> dict:
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) == {"err", "description"} and body["description"]
+    if err is not None:
+        assert body["err"] == err
+    return body
+
+
+def test_a_token_issued_for_another_resource_is_401(client, setup, world):
+    """A token whose audience (RFC 8707 resource) is another server, an MCP server's say, is not the
+    transmitter's, as at the service's API."""
+    application, secret = world.application(
+        setup.domain,
+        confidential=True,
+        service_account_id=setup.service.id,
+        redirect_uris=[],
+        scopes="ssf",
+        resources=[MCP],
+    )
+
+    def token(resource: str) -> str:
+        data = {"grant_type": "client_credentials", "scope": "ssf", "resource": resource}
+        answer = client.post("/auth/oauth/token", data=data, headers=headers(), auth=(application.client_id, secret))
+        assert answer.status_code == 200, answer.get_json()
+        return answer.get_json()["access_token"]
+
+    for_mcp = token(MCP)
+    assert_ssf_error(client.post(STREAMS, json={"delivery": {"method": POLL}}, headers=bearer(for_mcp)), 401)
+    assert_ssf_error(client.get(STREAMS, headers=bearer(for_mcp)), 401, "authentication_failed")
