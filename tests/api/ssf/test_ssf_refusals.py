@@ -5,7 +5,7 @@ ASCII; and two receivers' requests racing for one stream or one subject."""
 from __future__ import annotations
 
 from tests.helpers import headers
-from tests.helpers.ssf import POLL, bearer
+from tests.helpers.ssf import POLL, PUSH, bearer
 
 STREAMS = "/ssf/streams"
 MCP = "https://other.example/mcp"
@@ -45,3 +45,14 @@ def test_a_token_issued_for_another_resource_is_401(client, setup, world):
     for_mcp = token(MCP)
     assert_ssf_error(client.post(STREAMS, json={"delivery": {"method": POLL}}, headers=bearer(for_mcp)), 401)
     assert_ssf_error(client.get(STREAMS, headers=bearer(for_mcp)), 401, "authentication_failed")
+
+
+def test_a_push_authorization_header_must_be_visible_ascii(client, setup, receiving):
+    """The header a push carries is sent as given: visible ASCII with spaces inside, nothing else (no control
+    character, no leading space, no byte beyond ASCII)."""
+    for header in ["Bearer \u65e5\u672c", " lead", "a\x0bb", "a\x85b", "a\tb", "a\x7fb", "a\r\nb: c"]:
+        delivery = {"method": PUSH, "endpoint_url": "https://example.com/ssf", "authorization_header": header}
+        body = assert_ssf_error(create(client, receiving.token, {"delivery": delivery}), 400, "invalid_request")
+        assert "authorization_header" in body["description"]
+    delivery = {"method": PUSH, "endpoint_url": "https://example.com/ssf", "authorization_header": "Bearer a~b c!"}
+    assert create(client, receiving.token, {"delivery": delivery}).status_code == 201
