@@ -135,11 +135,16 @@ def _configure(stream: SsfStream, body: dict[str, Any], replace: bool) -> None:
         stream.description = _description(body.get("description"))
 
 
+def conflict() -> Refused:
+    """A receiver's second stream (SSF 1.0 8.1.1.1 allows the refusal)."""
+    return Refused(409, "conflict", "This receiver has a stream already: update it, or delete it first.")
+
+
 def create(receiver: Receiver, issuer: str, body: Any) -> SsfStream:
     """SSF 1.0 8.1.1.1: the receiver's stream, polled unless ``delivery`` says push."""
     body = _object(body)
     if mine(receiver):
-        raise Refused(409, "conflict", "This receiver has a stream already: update it, or delete it first.")
+        raise conflict()
     stream = SsfStream.create(receiver.domain.id, receiver.application_id, issuer, receiver.client_id)
     _configure(stream, body, replace=True)
     db.session.add(stream)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
+from sqlalchemy.exc import IntegrityError
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core import validation
@@ -92,7 +93,12 @@ def configuration() -> Response:
 def create_stream() -> tuple[Response, int]:
     receiver = _receiver()
     stream = streams.create(receiver, issuer(), _body())
-    db.session.commit()
+    try:
+        db.session.commit()
+    except IntegrityError:
+        # Another request of this receiver made its stream first (one per application, a unique key).
+        db.session.rollback()
+        raise streams.conflict() from None
     return jsonify(_configuration(stream)), 201
 
 
@@ -135,19 +141,32 @@ def status() -> Response:
     return jsonify(streams.status(stream))
 
 
+def _change_subject(included: bool) -> None:
+    """Add or leave out a subject. Two requests naming one subject at once may both find no row and insert
+    it: the second, refused by the unique (stream, user) key, is done again, and finds and sets the first's."""
+    receiver, body = _receiver(), _body()
+    for attempt in range(2):
+        streams.change_subject(receiver, body, included=included)
+        try:
+            db.session.commit()
+            return
+        except IntegrityError:
+            db.session.rollback()
+            if attempt:
+                raise
+
+
 @bp.post("/ssf/subjects/add")
 @cross_site
 def add_subject() -> tuple[str, int]:
-    streams.change_subject(_receiver(), _body(), included=True)
-    db.session.commit()
+    _change_subject(included=True)
     return "", 200
 
 
 @bp.post("/ssf/subjects/remove")
 @cross_site
 def remove_subject() -> tuple[str, int]:
-    streams.change_subject(_receiver(), _body(), included=False)
-    db.session.commit()
+    _change_subject(included=False)
     return "", 204
 
 

@@ -4,7 +4,14 @@ ASCII; and two receivers' requests racing for one stream or one subject."""
 
 from __future__ import annotations
 
-from tests.helpers import headers
+import threading
+
+import pytest
+import requests
+from sqlalchemy import select
+
+from authsvc.ssf.models import SsfSubject
+from tests.helpers import BACKEND, headers
 from tests.helpers.ssf import POLL, PUSH, bearer
 
 STREAMS = "/ssf/streams"
@@ -56,3 +63,52 @@ def test_a_push_authorization_header_must_be_visible_ascii(client, setup, receiv
         assert "authorization_header" in body["description"]
     delivery = {"method": PUSH, "endpoint_url": "https://example.com/ssf", "authorization_header": "Bearer a~b c!"}
     assert create(client, receiving.token, {"delivery": delivery}).status_code == 201
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite takes one writer at a time: the requests never race there")
+def test_racing_requests_for_one_stream_make_one_and_the_others_are_409(served, receiving):
+    """Requests of one receiver creating its stream at once: one is made, every other is 409 conflict (the
+    second stream's refusal), never a 500."""
+    answers = racing(served, receiving, "/ssf/streams", lambda: {"delivery": {"method": POLL}})
+    assert sorted(status for status, _ in answers) == [201] + [409] * (RACERS - 1), answers
+    for status, body in answers:
+        if status == 409:
+            assert body == {"err": "conflict", "description": body["description"]}
+
+
+@pytest.mark.skipif(BACKEND != "postgresql", reason="SQLite takes one writer at a time: the requests never race there")
+def test_racing_requests_adding_one_subject_all_succeed(client, served, receiving, setup, world):
+    """Adding a subject is idempotent: requests adding one person at once all succeed, and one row says so."""
+    sid = create(client, receiving.token, {"delivery": {"method": POLL}}).get_json()["stream_id"]
+    user = setup.person
+    body = {"stream_id": sid, "subject": {"format": "opaque", "id": str(user.id)}}
+    answers = racing(served, receiving, "/ssf/subjects/add", lambda: body)
+    assert [status for status, _ in answers] == [200] * RACERS, answers
+    rows = world.query(select(SsfSubject).where(SsfSubject.stream_id == sid))
+    assert [(row.user_id, row.included) for row in rows] == [(user.id, True)]
+
+
+RACERS = 6
+
+
+def racing(served, receiving, path: str, body) -> list[tuple[int, dict | None]]:
+    """``RACERS`` POSTs of ``body`` to ``path`` over sockets, released at once; their statuses and bodies."""
+    answers: list[tuple[int, dict | None]] = []
+    start = threading.Barrier(RACERS)
+
+    def post() -> None:
+        start.wait()
+        answer = requests.post(
+            served.base + path,
+            json=body(),
+            headers={"Host": served.host, "Authorization": f"Bearer {receiving.token}"},
+            timeout=20,
+        )
+        answers.append((answer.status_code, answer.json() if answer.content else None))
+
+    threads = [threading.Thread(target=post) for _ in range(RACERS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return answers
