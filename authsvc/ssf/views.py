@@ -18,32 +18,38 @@ from werkzeug.exceptions import HTTPException
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.headers import no_store, uncached
-from authsvc.core.policy import cross_site
+from authsvc.core.policy import cross_site, writes_errors
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.ssf import streams, waiting
 from authsvc.ssf.models import METHODS
 from authsvc.ssf.receivers import Receiver, Refused, authenticate, invalid
 
-bp = Blueprint("ssf", __name__)
+
+def refusal(status: int, err: str, description: str) -> Response:
+    """RFC 8935 2.4's error body, uncached; every refusal of the transmitter's is one (the app's error
+    handlers write theirs with it too: ``writes_errors``)."""
+    response = jsonify(err=err, description=description)
+    response.status_code = status
+    return uncached(response)
+
+
+bp = writes_errors(refusal)(Blueprint("ssf", __name__))
 
 CONFIGURATION_PATH = "/ssf/streams"
 
 
 @bp.errorhandler(Refused)
 def refused(exc: Refused) -> Response:
-    response = jsonify(err=exc.err, description=exc.description)
-    response.status_code = exc.status
+    response = refusal(exc.status, exc.err, exc.description)
     if exc.status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer scope="ssf"'
-    return uncached(response)
+    return response
 
 
 @bp.errorhandler(HTTPException)
 def http_error(exc: HTTPException) -> Response:
-    response = jsonify(err="invalid_request", description=exc.description or exc.name)
-    response.status_code = exc.code or 400
-    return uncached(response)
+    return refusal(exc.code or 400, "invalid_request", exc.description or exc.name)
 
 
 def _receiver() -> Receiver:

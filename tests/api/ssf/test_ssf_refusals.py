@@ -112,3 +112,17 @@ def racing(served, receiving, path: str, body) -> list[tuple[int, dict | None]]:
     for thread in threads:
         thread.join()
     return answers
+
+
+def test_what_the_app_refuses_on_a_transmitters_route_is_in_its_format(client, setup, receiving):
+    """A path value no record can hold (NUL), a method the route has not and a query string with a raw byte are
+    refused before any view runs, by the app: on the transmitter's routes, in its own format all the same."""
+    auth = bearer(receiving.token)
+    assert_ssf_error(client.post("/ssf/poll/%00", json={}, headers=auth), 404, "not_found")
+    wrong_method = client.put("/ssf/verify", headers=auth)
+    assert_ssf_error(wrong_method, 405)
+    assert wrong_method.headers["Allow"].split(", ").count("POST") == 1
+    assert_ssf_error(client.get("/ssf/streams?stream_id=\xff", headers=auth), 400, "invalid_request")
+    # Elsewhere the app's own format stands.
+    elsewhere = client.put("/auth/oauth/token", headers=headers())
+    assert elsewhere.status_code == 405 and set(elsewhere.get_json()) == {"error", "error_description"}
