@@ -3,7 +3,8 @@
 A path value no record can hold (NUL, a lone surrogate) is refused here, once, before any view or hook
 reads it: ``No such record``, 404, in the format of the surface asked: JSON, a page where the view
 declared ``@shows_pages`` (authsvc.core.policy), a SCIM error (SCIM's blueprint answers its own errors,
-authsvc.scim.handlers).
+authsvc.scim.handlers), the surface's own where it declared ``@writes_errors`` (Shared Signals). Such a
+surface's other refusals answered here (a method its route has not, a malformed query string) are its own too.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from authsvc.core.errors import (
     unavailable,
 )
 from authsvc.core.headers import NO_REFERRER, uncached
-from authsvc.core.policy import policy_of
+from authsvc.core.policy import Policy, policy_of
 from authsvc.core.settings import settings
 from authsvc.core.validation import storable_text
 from authsvc.oauth.server import authorization_server
@@ -83,8 +84,41 @@ def refuse_unstorable_path_values() -> None:
         raise UnstorablePathValue()
 
 
+def _surface() -> tuple[Policy, Policy]:
+    """What the view asked, and its blueprint, declared. A method the route has not chose no view: then the
+    route's own (the view one of its methods would have)."""
+    endpoint = request.endpoint
+    missed = request.routing_exception
+    if endpoint is None and isinstance(missed, MethodNotAllowed) and missed.valid_methods:
+        endpoint = _endpoint_for(next(iter(missed.valid_methods)))
+    view = current_app.view_functions.get(endpoint or "")
+    blueprint = current_app.blueprints.get((endpoint or "").rpartition(".")[0])
+    return policy_of(view), policy_of(blueprint)
+
+
+def _endpoint_for(method: str) -> str | None:
+    adapter = current_app.create_url_adapter(request)
+    try:
+        return adapter.match(method=method)[0] if adapter is not None else None
+    except HTTPException:
+        return None
+
+
+def _own_format(status: int, error: str, description: str, headers: dict[str, str] | None) -> Response | None:
+    """The refusal as the surface writes its own (``@writes_errors``), or None where it has none."""
+    view, blueprint = _surface()
+    writer = view.errors or blueprint.errors
+    if writer is None:
+        return None
+    response = writer(status, error, description)
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
 def handle_api_error(exc: ApiError) -> Response:
-    return json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
+    own = _own_format(exc.status, exc.error, exc.description, exc.headers)
+    return own or json_error(exc.status, exc.error, exc.description, exc.headers, exc.extra)
 
 
 def handle_feature_error(exc: Exception) -> Response:
@@ -99,9 +133,8 @@ def handle_unstorable_path_value(exc: UnstorablePathValue) -> Response:
     have them (an unknown host, a body past the limit), the JSON answer stands in.
     """
     refusal = answer(exc)
-    view = current_app.view_functions.get(request.endpoint or "")
-    blueprint = current_app.blueprints.get(request.blueprint or "")
-    if policy_of(view).pages or policy_of(blueprint).pages:
+    view, blueprint = _surface()
+    if view.pages or blueprint.pages:
         try:
             return page("message.html", refusal.status, title=title(refusal), message=refusal.description)
         except _UNRENDERED:
@@ -143,10 +176,11 @@ def handle_http_error(exc: HTTPException) -> Response:
     description = exc.description or exc.name
     if exc.code == 413:
         description = f"The request body is larger than {settings().max_body_bytes} bytes."
-    response = json_error(exc.code or 500, _http_error_name(exc), description)
+    headers = {}
     if isinstance(exc, MethodNotAllowed) and exc.valid_methods:
-        response.headers["Allow"] = ", ".join(exc.valid_methods)
-    return response
+        headers["Allow"] = ", ".join(exc.valid_methods)
+    status, error = exc.code or 500, _http_error_name(exc)
+    return _own_format(status, error, description, headers) or json_error(status, error, description, headers)
 
 
 def handle_outage(exc: Exception) -> Response:

@@ -9,6 +9,9 @@
   budget per request (authsvc.core.budget); on a blueprint, every path under its URL prefix.
 - ``@shows_pages``: it answers people with pages, so a refusal the app's error handlers answer for it
   (a path value no record can hold, authsvc.app.errors) is a page, not JSON.
+- ``@writes_errors(writer)``: its refusals have a format of their own (Shared Signals' ``{"err",
+  "description"}``), so a refusal the app's error handlers answer for it (a path value no record can
+  hold, a method the route has not, a malformed query string) is written by ``writer``.
 
 A declaration is kept on the function (or blueprint) itself, the way Flask keeps
 ``provide_automatic_options``: the wrappers views get (``functools.wraps``) copy it along, and
@@ -23,11 +26,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, TypeVar
 
-from flask import request
+from flask import Response, request
 
 _ATTRIBUTE = "authsvc_policy"
 
 Target = TypeVar("Target")
+# A surface's refusal: its status, error code and description, written in the surface's own format.
+ErrorWriter = Callable[[int, str, str], Response]
 
 
 class Rate(StrEnum):
@@ -107,6 +112,7 @@ class Policy:
     cross_site: bool = False
     budgeted: bool = True
     pages: bool = False
+    errors: ErrorWriter | None = None
 
 
 NONE = Policy()
@@ -148,6 +154,12 @@ def unbudgeted(target: Target) -> Target:
 def shows_pages(target: Target) -> Target:
     """Its answers are pages for people: a refusal answered for it by the app's error handlers is one too."""
     return _declare(target, pages=True)
+
+
+def writes_errors(writer: ErrorWriter) -> Callable[[Target], Target]:
+    """Its refusals are written by ``writer`` (status, error code, description): a refusal answered for it by
+    the app's error handlers is too, instead of JSON ``{"error", "error_description"}``."""
+    return lambda target: _declare(target, errors=writer)
 
 
 def posted() -> bool:

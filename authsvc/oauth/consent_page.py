@@ -5,6 +5,10 @@ The application's logo is shown as an image only when an admin set it (re-encode
 host: authsvc.web.branding). A ``logo_uri`` the client declared at dynamic registration is never fetched,
 neither here nor at registration: the page names its host, marked as not verified, beside a plain
 placeholder. The redirect's host is the exact redirect URI's (already matched against the registration).
+
+A client nobody vouched for, a Client ID Metadata Document's or one registered openly (dynamic registration
+without an initial access token), has a name it chose itself: the page says it is not verified, and names
+where it comes from (the document's host) or, for an openly registered client, where the answer goes.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ class ConsentView:
     # The host serving the client's metadata document, for a client that is one: its name is not verified.
     document_host: str | None
     redirect_host: str
+    # Nobody vouched for the name (a metadata document's client, or an openly registered one).
+    unverified_name: bool
     lines: list[scope_text.ScopeText]
 
     @property
@@ -48,5 +54,6 @@ def consent_view(domain: Domain, application: Application, scope: str, redirect_
         declared_logo_host=declared,
         document_host=urlsplit(application.client_id).hostname if application.metadata_document else None,
         redirect_host=urlsplit(target).netloc,
+        unverified_name=bool(application.metadata_document or application.openly_registered),
         lines=scope_text.consent_lines(domain, scope.split()),
     )

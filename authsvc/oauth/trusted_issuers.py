@@ -126,10 +126,12 @@ def user_of(domain: Domain, claims: dict[str, Any]) -> User | None:
 
 def email_to_create(domain: Domain, claims: dict[str, Any]) -> str | None:
     """The address, in its stored form, of the user an ID-JAG may create: its ``email`` claim (never a ``sub``:
-    an issuer's subject identifiers are its own), vouched for by the trusted issuer (an ``email_verified`` of
-    false is not), valid by the service's one e-mail rule, and no user's of ``domain`` yet. None otherwise."""
+    an issuer's subject identifiers are its own), vouched for by the trusted issuer (``email_verified`` absent or
+    JSON true; false or any value not a boolean, such as "false", 0 or null, is not), valid by the service's one
+    e-mail rule, and no user's of ``domain`` yet. None otherwise."""
     value = claims.get("email")
-    if not isinstance(value, str) or claims.get("email_verified") is False or not _storable(value):
+    vouched = claims.get("email_verified", True) is True
+    if not isinstance(value, str) or not vouched or not _storable(value):
         return None
     try:
         email = validation.email(value)

@@ -15,6 +15,7 @@ from flask import request
 from sqlalchemy import select
 
 from authsvc.api import credentials
+from authsvc.api.protected_resource import meant_for_this_service
 from authsvc.core.database import db
 from authsvc.core.models import Application, Domain
 
@@ -54,6 +55,9 @@ def authenticate(domain: Domain) -> Receiver:
     credential = credentials.find_token(_bearer(), domain.host, None)
     if credential is None or credential.client_id is None:
         raise Refused(401, "authentication_failed", "The access token is invalid, expired or revoked.")
+    if not meant_for_this_service(credential.resources):
+        # A token for another resource (RFC 8707; an MCP server's, say) is that resource's, as at the API.
+        raise Refused(401, "authentication_failed", "The access token was issued for another resource (aud).")
     if credential.dpop_jkt is not None:
         raise Refused(401, "authentication_failed", "This token is bound to a DPoP key; send a bearer token.")
     if SCOPE not in credential.scopes:

@@ -8,6 +8,7 @@ will not do; the caller commits. Changes are audit records (``ssf.stream_created
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -26,6 +27,9 @@ MIN_VERIFICATION_INTERVAL = 5
 MAX_STATE = 500
 MAX_HEADER = 2000
 MAX_EVENTS = 50
+# A push Authorization header's value: visible ASCII, spaces inside (RFC 9110 5.5 field-value, without obs-text),
+# so that it is sent as given (no control character, no byte another encoding would change).
+_HEADER_VALUE = re.compile(r"[\x21-\x7e][\x20-\x7e]*")
 
 
 def _audit(receiver: Receiver, event: str, stream: SsfStream, details: dict[str, Any] | None = None) -> None:
@@ -111,8 +115,8 @@ def _delivery(stream: SsfStream, value: Any) -> None:
         raise invalid(str(exc)) from None
     if header is not None and (not isinstance(header, str) or not header.strip() or len(header) > MAX_HEADER):
         raise invalid(f"delivery.authorization_header must be a string of at most {MAX_HEADER} characters.")
-    if header is not None and any(ch in header for ch in "\r\n"):
-        raise invalid("delivery.authorization_header must be one line.")
+    if header is not None and not _HEADER_VALUE.fullmatch(header):
+        raise invalid("delivery.authorization_header must be visible ASCII (spaces inside), on one line.")
     stream.method, stream.endpoint_url, stream.authorization_header = PUSH, url, header
 
 
@@ -131,11 +135,16 @@ def _configure(stream: SsfStream, body: dict[str, Any], replace: bool) -> None:
         stream.description = _description(body.get("description"))
 
 
+def conflict() -> Refused:
+    """A receiver's second stream (SSF 1.0 8.1.1.1 allows the refusal)."""
+    return Refused(409, "conflict", "This receiver has a stream already: update it, or delete it first.")
+
+
 def create(receiver: Receiver, issuer: str, body: Any) -> SsfStream:
     """SSF 1.0 8.1.1.1: the receiver's stream, polled unless ``delivery`` says push."""
     body = _object(body)
     if mine(receiver):
-        raise Refused(409, "conflict", "This receiver has a stream already: update it, or delete it first.")
+        raise conflict()
     stream = SsfStream.create(receiver.domain.id, receiver.application_id, issuer, receiver.client_id)
     _configure(stream, body, replace=True)
     db.session.add(stream)

@@ -12,37 +12,44 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request, url_for
+from sqlalchemy.exc import IntegrityError
 from werkzeug.exceptions import HTTPException
 
 from authsvc.core import validation
 from authsvc.core.database import db
 from authsvc.core.headers import no_store, uncached
-from authsvc.core.policy import cross_site
+from authsvc.core.policy import cross_site, writes_errors
 from authsvc.core.settings import settings
 from authsvc.core.tenancy import current_domain, issuer
 from authsvc.ssf import streams, waiting
 from authsvc.ssf.models import METHODS
 from authsvc.ssf.receivers import Receiver, Refused, authenticate, invalid
 
-bp = Blueprint("ssf", __name__)
+
+def refusal(status: int, err: str, description: str) -> Response:
+    """RFC 8935 2.4's error body, uncached; every refusal of the transmitter's is one (the app's error
+    handlers write theirs with it too: ``writes_errors``)."""
+    response = jsonify(err=err, description=description)
+    response.status_code = status
+    return uncached(response)
+
+
+bp = writes_errors(refusal)(Blueprint("ssf", __name__))
 
 CONFIGURATION_PATH = "/ssf/streams"
 
 
 @bp.errorhandler(Refused)
 def refused(exc: Refused) -> Response:
-    response = jsonify(err=exc.err, description=exc.description)
-    response.status_code = exc.status
+    response = refusal(exc.status, exc.err, exc.description)
     if exc.status == 401:
         response.headers["WWW-Authenticate"] = 'Bearer scope="ssf"'
-    return uncached(response)
+    return response
 
 
 @bp.errorhandler(HTTPException)
 def http_error(exc: HTTPException) -> Response:
-    response = jsonify(err="invalid_request", description=exc.description or exc.name)
-    response.status_code = exc.code or 400
-    return uncached(response)
+    return refusal(exc.code or 400, "invalid_request", exc.description or exc.name)
 
 
 def _receiver() -> Receiver:
@@ -92,7 +99,12 @@ def configuration() -> Response:
 def create_stream() -> tuple[Response, int]:
     receiver = _receiver()
     stream = streams.create(receiver, issuer(), _body())
-    db.session.commit()
+    try:
+        db.session.commit()
+    except IntegrityError:
+        # Another request of this receiver made its stream first (one per application, a unique key).
+        db.session.rollback()
+        raise streams.conflict() from None
     return jsonify(_configuration(stream)), 201
 
 
@@ -135,19 +147,32 @@ def status() -> Response:
     return jsonify(streams.status(stream))
 
 
+def _change_subject(included: bool) -> None:
+    """Add or leave out a subject. Two requests naming one subject at once may both find no row and insert
+    it: the second, refused by the unique (stream, user) key, is done again, and finds and sets the first's."""
+    receiver, body = _receiver(), _body()
+    for attempt in range(2):
+        streams.change_subject(receiver, body, included=included)
+        try:
+            db.session.commit()
+            return
+        except IntegrityError:
+            db.session.rollback()
+            if attempt:
+                raise
+
+
 @bp.post("/ssf/subjects/add")
 @cross_site
 def add_subject() -> tuple[str, int]:
-    streams.change_subject(_receiver(), _body(), included=True)
-    db.session.commit()
+    _change_subject(included=True)
     return "", 200
 
 
 @bp.post("/ssf/subjects/remove")
 @cross_site
 def remove_subject() -> tuple[str, int]:
-    streams.change_subject(_receiver(), _body(), included=False)
-    db.session.commit()
+    _change_subject(included=False)
     return "", 204
 
 

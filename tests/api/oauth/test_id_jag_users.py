@@ -130,8 +130,9 @@ def test_creating_users_needs_id_jags_and_is_listed(ras, idp, tool):
 
 
 def test_only_a_vouched_for_email_claim_creates_a_user(ras, tool, key_server):
-    """A subject identifier is the issuer's own and an address it says is unverified proves nothing: neither
-    makes a user. An address is stored in its one form (lower case)."""
+    """A subject identifier is the issuer's own and an address it does not vouch for proves nothing: neither
+    makes a user. ``email_verified`` may be absent or JSON true; any other value (false, "false", "true", 0, 1,
+    null) is not a vouching. An address is stored in its one form (lower case)."""
     from joserfc import jwt
     from joserfc.jwk import RSAKey
 
@@ -152,6 +153,10 @@ def test_only_a_vouched_for_email_claim_creates_a_user(ras, tool, key_server):
         assertion(1, sub="carol@corp.example"),
         assertion(2, sub="c-1", email="carol@corp.example", email_verified=False),
         assertion(3, sub="c-1", email="not an address"),
+        *(
+            assertion(10 + n, sub="c-1", email="carol@corp.example", email_verified=value)
+            for n, value in enumerate(["false", "true", 0, 1, None, {}])
+        ),
     ]
     for jag in refused:
         answer = grant(ras, auth, jag)

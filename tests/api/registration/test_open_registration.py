@@ -127,3 +127,24 @@ def test_the_console_marks_an_openly_registered_application(client, world, domai
     [application] = world.query(select(Application).where(Application.client_id == client_id))
     detail = text(get(client, f"/domains/{domain.id}/applications/{application.id}"))
     assert 'id="registered"' in detail and "open registration" in detail
+
+
+def test_the_consent_page_marks_an_openly_registered_clients_name_and_logo_as_not_verified(
+    client, world, domain, setup_person, issue
+):
+    """Whoever registered openly chose the name and the logo: the consent page says neither is verified and names
+    the host the answer goes to, as for a metadata document's client. A client registered with an admin's initial
+    access token gets no such warning."""
+    world.update(Domain, domain.id, open_registration=True)
+    _, challenge = pkce_pair()
+    ask = {"code_challenge": challenge, "code_challenge_method": "S256"}
+    openly = register_openly(client, PUBLIC | {"logo_uri": "https://logos.example.net/l.png"}).get_json()
+    text = authorize(client, openly["client_id"], **ask).get_data(as_text=True)
+    assert 'id="unverified-client"' in text
+    assert "The name <strong>Partner app</strong> was given by whoever registered the application" in text
+    assert "<strong>not verified</strong>: your answer goes to <strong>app.example.com</strong>" in text
+    assert "names a logo at logos.example.net: not verified" in text
+    _, token = issue()
+    vouched = register(client, token, PUBLIC).get_json()
+    text = authorize(client, vouched["client_id"], **ask).get_data(as_text=True)
+    assert "Partner app" in text and 'id="unverified-client"' not in text
