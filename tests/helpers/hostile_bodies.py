@@ -29,4 +29,4 @@ ANY_JSON = st.recursive(
 )
 
 
-SWEEP_EXAMPLES = fuzz_examples(24)
+SWEEP_EXAMPLES = fuzz_examples(20)

@@ -65,7 +65,7 @@ JSON_VALUES = st.recursive(
 )
 PARAMETER_NAMES = st.one_of(st.sampled_from(PARAMETERS), TEXT)
 # Examples per route: enough for every run to probe each route; raise it for a deeper search.
-EXAMPLES = fuzz_examples(10)
+EXAMPLES = fuzz_examples(8)
 
 
 def _routes() -> list[tuple[str, str]]:

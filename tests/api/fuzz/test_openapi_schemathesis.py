@@ -31,7 +31,7 @@ WITH_INPUT = [
     if {"parameters", "requestBody", "security"} & set(DOCUMENT["paths"][path][method])
 ]
 # Per operation and mode (tests.helpers.fuzz_examples: fewer on the SQLite pass).
-EXAMPLES = fuzz_examples(5)
+EXAMPLES = fuzz_examples(4)
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
