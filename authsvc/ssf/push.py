@@ -17,19 +17,14 @@ import json
 
 from authsvc.core.database import db
 from authsvc.core.models import Domain
-from authsvc.core.settings import settings
 from authsvc.outbox.models import OutboxItem
 from authsvc.outbox.sender import GiveUp
 from authsvc.ssf import sets, waiting
 from authsvc.ssf.models import DISABLED, PAUSED, PUSH, SsfStream
+from authsvc.webhooks.delivery import Undelivered, post
 
-ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer: enough for RFC 8935's error body
 USER_AGENT = "authsvc-ssf"
 MEDIA_TYPE = "application/secevent+jwt"
-
-
-class Undelivered(Exception):  # noqa: N818 - what happened, as the outbox records it
-    """The receiver did not accept the SET (no answer, or neither 2xx nor 400): it is tried again."""
 
 
 def _refusal(body: bytes) -> str:
@@ -45,8 +40,6 @@ def _refusal(body: bytes) -> str:
 
 def deliver(item: OutboxItem) -> None:
     """POST the item's SET to its stream's endpoint; raises Undelivered (tried again) or GiveUp (kept)."""
-    from authsvc.core import outbound  # imports requests: only a process that delivers needs it
-
     message = json.loads(item.read())
     stream = db.session.get(SsfStream, message["stream"])
     if stream is None or stream.status == DISABLED:
@@ -66,20 +59,7 @@ def deliver(item: OutboxItem) -> None:
     if authorization:
         headers["Authorization"] = authorization
     token = sets.sign(domain, message["claims"])
-    config = settings()
-    with outbound.guard(
-        None,
-        allow_private=config.backchannel_allow_private_networks,
-        seconds=config.outbound_deadline,
-        max_bytes=ANSWER_READ_BYTES,
-        keep_body=True,
-    ) as http:
-        try:
-            response = http.post(stream.endpoint_url, data=token.encode("ascii"), headers=headers)
-        except Exception as exc:  # noqa: BLE001 - any failure of the peer is recorded, by its class (no URL)
-            if outbound.refused(exc):
-                raise GiveUp("refused by the outbound rules (AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS)") from None
-            raise Undelivered(exc.__class__.__name__) from None
+    response = post(stream.endpoint_url, token.encode("ascii"), headers, keep_body=True)
     if response.status_code == 400:
         raise GiveUp(_refusal(response.content))
     if not 200 <= response.status_code < 300:

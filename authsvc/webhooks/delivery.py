@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 from standardwebhooks import Webhook
 
@@ -24,12 +25,12 @@ from authsvc.outbox.models import OutboxItem
 from authsvc.outbox.sender import GiveUp
 from authsvc.webhooks.models import WebhookEndpoint
 
-ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer, read and dropped: the status says it all
+ANSWER_READ_BYTES = 64 * 1024  # of a receiver's answer: enough for an error body (RFC 8935 2.4's)
 USER_AGENT = "authsvc-webhooks"
 
 
 class Undelivered(Exception):  # noqa: N818 - what happened, as the outbox records it
-    """The receiver did not accept the delivery (no answer, or not 2xx): it is tried again."""
+    """The receiver did not accept the delivery (no answer, or an answer that says to try again)."""
 
 
 def signature(secrets: list[str], message_id: str, at: int, body: str) -> str:
@@ -38,10 +39,30 @@ def signature(secrets: list[str], message_id: str, at: int, body: str) -> str:
     return " ".join(Webhook(secret).sign(message_id, moment, body) for secret in secrets)
 
 
-def deliver(item: OutboxItem) -> None:
-    """POST the item's event to its endpoint; raises Undelivered (tried again) or GiveUp (refused by the rules)."""
+def post(url: str, body: bytes, headers: dict[str, str], keep_body: bool) -> Any:
+    """POST ``body`` to a receiver through the outbound rules (deadline, answer size, private networks); its
+    answer (``requests.Response``), or Undelivered (no answer: tried again) or GiveUp (refused by the rules).
+    Every delivery of the outbox to a receiver goes through here: webhooks and Shared Signals' push."""
     from authsvc.core import outbound  # imports requests: only a process that delivers needs it
 
+    config = settings()
+    with outbound.guard(
+        None,
+        allow_private=config.backchannel_allow_private_networks,
+        seconds=config.outbound_deadline,
+        max_bytes=ANSWER_READ_BYTES,
+        keep_body=keep_body,
+    ) as http:
+        try:
+            return http.post(url, data=body, headers=headers)
+        except Exception as exc:  # noqa: BLE001 - any failure of the peer is recorded, by its class (no URL)
+            if outbound.refused(exc):
+                raise GiveUp("refused by the outbound rules (AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS)") from None
+            raise Undelivered(exc.__class__.__name__) from None
+
+
+def deliver(item: OutboxItem) -> None:
+    """POST the item's event to its endpoint; raises Undelivered (tried again) or GiveUp (refused by the rules)."""
     message = json.loads(item.read())
     endpoint = db.session.get(WebhookEndpoint, message["endpoint"])
     if endpoint is None or not endpoint.enabled:
@@ -54,19 +75,6 @@ def deliver(item: OutboxItem) -> None:
         "webhook-timestamp": str(at),
         "webhook-signature": signature(endpoint.signing_secrets(), message["id"], at, message["body"]),
     }
-    config = settings()
-    with outbound.guard(
-        None,
-        allow_private=config.backchannel_allow_private_networks,
-        seconds=config.outbound_deadline,
-        max_bytes=ANSWER_READ_BYTES,
-        keep_body=False,
-    ) as http:
-        try:
-            response = http.post(endpoint.url, data=message["body"].encode("utf-8"), headers=headers)
-        except Exception as exc:  # noqa: BLE001 - any failure of the peer is recorded, by its class (no URL)
-            if outbound.refused(exc):
-                raise GiveUp("refused by the outbound rules (AUTHSVC_BACKCHANNEL_ALLOW_PRIVATE_NETWORKS)") from None
-            raise Undelivered(exc.__class__.__name__) from None
+    response = post(endpoint.url, message["body"].encode("utf-8"), headers, keep_body=False)
     if not 200 <= response.status_code < 300:
         raise Undelivered(f"HTTP {response.status_code}")
