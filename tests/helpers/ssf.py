@@ -179,3 +179,13 @@ def receiver_token(client, client_id: str, secret: str, scope: str = "ssf") -> s
     )
     assert response.status_code == 200, response.get_json()
     return response.get_json()["access_token"]
+
+
+def assert_ssf_error(response, status: int, err: str | None = None) -> dict:
+    """An SSF refusal (RFC 8935 2.4): ``status``, a body of exactly ``err`` and ``description``; its body."""
+    assert response.status_code == status, response.get_data(as_text=True)
+    body = response.get_json()
+    assert set(body) == {"err", "description"} and body["description"]
+    if err is not None:
+        assert body["err"] == err
+    return body

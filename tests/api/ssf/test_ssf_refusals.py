@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from authsvc.ssf.models import SsfSubject
 from tests.helpers import BACKEND, headers
-from tests.helpers.ssf import POLL, PUSH, bearer
+from tests.helpers.ssf import POLL, PUSH, assert_ssf_error, bearer
 
 STREAMS = "/ssf/streams"
 MCP = "https://other.example/mcp"
@@ -20,15 +20,6 @@ MCP = "https://other.example/mcp"
 
 def create(client, token: str, body: dict):
     return client.post(STREAMS, json=body, headers=bearer(token))
-
-
-def assert_ssf_error(response, status: int, err: str | None = None) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) == {"err", "description"} and body["description"]
-    if err is not None:
-        assert body["err"] == err
-    return body
 
 
 def test_a_token_issued_for_another_resource_is_401(client, setup, world):

@@ -9,7 +9,16 @@ from sqlalchemy import select
 
 from authsvc.core.models import AuditRecord
 from tests.helpers import OTHER_HOST, headers
-from tests.helpers.ssf import ACCOUNT_DISABLED, ALL_EVENTS, POLL, PUSH, SESSION_REVOKED, bearer, receiver_token
+from tests.helpers.ssf import (
+    ACCOUNT_DISABLED,
+    ALL_EVENTS,
+    POLL,
+    PUSH,
+    SESSION_REVOKED,
+    assert_ssf_error,
+    bearer,
+    receiver_token,
+)
 
 STREAMS = "/ssf/streams"
 
@@ -18,15 +27,6 @@ def create(client, token: str, body: dict | None = None):
     return client.post(
         STREAMS, json=body if body is not None else {"events_requested": ALL_EVENTS}, headers=bearer(token)
     )
-
-
-def assert_ssf_error(response, status: int, err: str | None = None) -> dict:
-    assert response.status_code == status, response.get_data(as_text=True)
-    body = response.get_json()
-    assert set(body) == {"err", "description"} and body["description"]
-    if err is not None:
-        assert body["err"] == err
-    return body
 
 
 def test_the_configuration_document_names_every_endpoint_under_the_domains_issuer(client, setup, world):
