@@ -69,10 +69,19 @@ def _rows(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {row["key"]: row for row in result.get("table", [])}
 
 
+def failed(row: dict[str, Any]) -> bool:
+    """Whether some of the row's requests got an answer it does not expect: its rate is not the work it names.
+
+    (A twin that issued no refresh token to rotate to once answered most of its refreshes 400 quickly, and
+    ours looked 2.5x faster than it.)
+    """
+    return row.get("ok", row.get("requests", 0)) < row.get("requests", 0) or bool(row.get("socket_errors"))
+
+
 def ratio(rows: dict[str, dict[str, Any]], key: str, baseline: str) -> float | None:
     """``key``'s req/s over ``baseline``'s: the median of the rounds' ratios (a burst hits both alike)."""
     row, base = rows.get(key), rows.get(baseline)
-    if row is None or base is None:
+    if row is None or base is None or failed(row) or failed(base):
         return None
     pairs = [r / b for r, b in zip(row.get("rounds_rps", []), base.get("rounds_rps", []), strict=False) if b]
     if pairs and len(row["rounds_rps"]) == len(base["rounds_rps"]):
@@ -83,6 +92,9 @@ def ratio(rows: dict[str, dict[str, Any]], key: str, baseline: str) -> float | N
 def _at_least(rows: dict[str, dict[str, Any]], label: str, key: str, baseline: str, minimum: float) -> Outcome:
     value = ratio(rows, key, baseline)
     target = f"{label} >= {minimum} x {baseline}"
+    broken = [k for k in (key, baseline) if k in rows and failed(rows[k])]
+    if broken:
+        return Outcome(target, f"not measured: {', '.join(broken)} had failed requests", False)
     if value is None:
         return Outcome(target, "not measured", False)
     return Outcome(target, f"{value:.3f}", value >= minimum)

@@ -150,6 +150,9 @@ def create_app() -> Flask:
     app = Flask(__name__)
     app.config["SECRET_KEY"] = os.environ["SECRET_KEY"]
     app.config["SQLALCHEMY_DATABASE_URI"] = sqlalchemy_url(os.environ["DATABASE_URL"])
+    # The example server's setting (its app.py): without it Authlib issues no refresh token at all, so the
+    # code exchange would skip the refresh token ours issues, and a refresh would get no token to rotate to.
+    app.config["OAUTH2_REFRESH_TOKEN_GENERATOR"] = True
     db.init_app(app)
     authorization.init_app(app)
     authorization.register_grant(grants.ClientCredentialsGrant)

@@ -200,6 +200,16 @@ def test_a_run_without_a_targets_rows_fails_as_not_measured(tmp_path, recorded, 
     assert "NOT MET  inspect at 10M tokens >= 0.95 x 10k: not measured" in out
 
 
+def test_a_baseline_whose_requests_failed_judges_nothing(tmp_path, recorded, capsys):
+    """A twin answering most refreshes 400 is fast for the wrong reason: the ratio to it is no measurement."""
+    result = meeting_every_target(recorded)
+    row(result, "twin_refresh").update(requests=4440, ok=1197, statuses={"200": 1197, "400": 3243})
+    assert targets.check(write(tmp_path, result)) == 1
+    out = capsys.readouterr().out
+    assert "NOT MET  refresh grant >= 0.8 x twin_refresh: not measured: twin_refresh had failed requests" in out
+    assert "NOT MET  refresh grant >= 1.5 x dot_refresh" not in out
+
+
 def test_every_row_is_judged_against_the_bare_routes_worker_of_the_same_run(tmp_path, recorded, capsys):
     """A heavier stack (a bare worker at 70 MB) moves the bound with it: 114 MB is then within 45 MB."""
     result = meeting_every_target(recorded)
