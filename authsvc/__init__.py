@@ -20,7 +20,7 @@ class Commands(AppGroup):
     """``app.cli``: the ``flask --app app ...`` commands (authsvc.cli), loaded when a command line first asks for one.
 
     Flask looks a command up (``get_command``) or lists them (``list_commands``, for ``--help``) on the app's
-    group; the commands and the administration verbs they call (about a megabyte) are loaded then, so that a
+    group; the commands and the administration verbs they call (1.6 MB) are loaded then, so that a
     web worker, which never runs one, goes without them (docs/performance.md, "Memory by role").
     """
 
