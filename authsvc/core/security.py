@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
-import bcrypt
 from flask import Flask, current_app
 
 from authsvc.core import tracing
@@ -108,6 +107,10 @@ def decrypt(ciphertext: str) -> str:
 
 
 def hash_password(password: str) -> str:
+    # bcrypt (half a megabyte) at the first password hashed or checked: a worker that serves only API
+    # requests never loads it (docs/performance.md, "Memory by role").
+    import bcrypt
+
     with tracing.span("bcrypt.hashpw"):
         return bcrypt.hashpw(_password_bytes(password), bcrypt.gensalt(_keys().bcrypt_rounds)).decode("ascii")
 
@@ -118,6 +121,8 @@ def check_password(password: str, password_hash: str | None) -> bool:
     An unknown user, or one with no password, costs one bcrypt check like a
     known one, so that timing does not tell which e-mail addresses exist.
     """
+    import bcrypt  # as in hash_password
+
     with tracing.span("bcrypt.checkpw"):
         if password_hash is None:
             keys = _keys()

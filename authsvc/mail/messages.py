@@ -18,7 +18,6 @@ is the same message to the server and to the reader's client.
 from __future__ import annotations
 
 import email
-import email.policy
 import email.utils
 from email.message import EmailMessage
 from typing import Any
@@ -96,11 +95,17 @@ def _logo_url(domain: Domain, brand: Brand) -> str | None:
 def queue(domain: Domain, to: str, template: str, subject: Any, locale: str = "en", **context: Any) -> OutboxItem:
     """Compose a message (in ``locale``) and add it to the caller's transaction: it is sent once, and only if,
     that commits."""
+    # email.policy brings the header parser and registry (about half a megabyte) that only messages use: imported
+    # with the first message, not by a worker that sends none (docs/performance.md, "Memory by role").
+    import email.policy
+
     message = compose(domain, to, template, subject, locale, **context)
     return outbox.queue(KIND, message.as_string(policy=email.policy.SMTP), domain_id=domain.id)
 
 
 def _send(chosen: transports.Transport, item: OutboxItem) -> None:
+    import email.policy  # as in ``queue``
+
     message = email.message_from_string(item.read(), _class=EmailMessage, policy=email.policy.default)
     try:
         chosen.send(message)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import smtplib
 import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -60,6 +59,9 @@ class Smtp:
         )
 
     def send(self, message: EmailMessage) -> None:
+        # Imported at the first message sent over SMTP, not by every worker (docs/performance.md, "Memory by role").
+        import smtplib
+
         server: smtplib.SMTP
         if self.implicit_tls:
             server = smtplib.SMTP_SSL(self.host, self.port, timeout=self.timeout, context=_tls())

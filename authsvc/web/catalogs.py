@@ -14,9 +14,6 @@ import logging
 import os
 from pathlib import Path
 
-from babel.messages.mofile import write_mo
-from babel.messages.pofile import read_po
-
 log = logging.getLogger(__name__)
 
 CATALOGS = Path(__file__).resolve().parent.parent / "translations"
@@ -27,6 +24,11 @@ def compile_catalog(po: Path) -> Path:
     mo = po.with_suffix(".mo")
     if mo.exists() and mo.stat().st_mtime >= po.stat().st_mtime:
         return mo
+    # Babel's catalog reader and writer, only for a catalog to compile: a start whose catalogs are current
+    # goes without them (docs/performance.md, "Memory by role").
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
     with po.open("rb") as source:
         catalog = read_po(source, locale=po.parent.parent.name)
     # Workers starting together each write their own file; the last rename wins, with the same bytes.

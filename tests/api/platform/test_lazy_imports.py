@@ -4,6 +4,10 @@ joserfc's keys, JWS and JWTs load cryptography (about 10 MB with joserfc): a
 worker that serves opaque bearer tokens (inspect, the code flow and refresh
 without ``openid``, client credentials with a secret) never loads them; the
 first request that signs or verifies a JWS, or asks for ``openid``, does.
+
+The ``flask`` commands (authsvc.cli), e-mail's header machinery and SMTP, Babel's catalog
+compiler and bcrypt load when a command line, a message, a stale catalog or a password needs
+them: a worker that serves only inspect loads none of them (docs/performance.md, "Memory by role").
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from authsvc.web import catalogs
 from tests.helpers import in_one_pass
 from tests.helpers.admin_api import call
 
@@ -28,8 +33,13 @@ LAZY = (
 )
 # Modules (not packages: ``joserfc.errors`` and cryptography's package are light, and loaded).
 JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindings._rust")
+# Modules of packages the app loads in part: the commands, e-mail's header parser and registry (email.policy),
+# Babel's catalog reader and writer (authsvc.web.catalogs, only for a stale catalog).
+# bcrypt: the first password hashed or checked (authsvc.core.security).
+COMMANDS_MAIL_PASSWORDS = ("authsvc.cli", "email.policy", "email.headerregistry", "smtplib", "babel.messages", "bcrypt")
 DEFERRED = (
     *JOSE,
+    *COMMANDS_MAIL_PASSWORDS,
     "authlib.oidc.core",  # ID tokens: authsvc.oauth.id_tokens
     "authlib.oauth2.rfc7523",  # private_key_jwt: authsvc.oauth.private_key_jwt
     "authlib.oauth2.rfc7591",  # dynamic registration: authsvc.oauth.registration
@@ -100,8 +110,88 @@ def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 @pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
-def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_or_jose(tmp_path, web_worker):
+def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_jose_commands_or_mail(
+    tmp_path, web_worker
+):
+    catalogs.compile_stale()  # as every start does: a stale catalog would load Babel's compiler in the probe
     assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
+
+
+COMMANDS = """
+import json, sys
+from authsvc import create_app
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+loaded = {"create_app": "authsvc.cli" in sys.modules}
+listed = app.test_cli_runner().invoke(args=["--help"])
+loaded["help"] = "authsvc.cli" in sys.modules
+print(json.dumps({"loaded": loaded, "help": listed.output}))
+"""
+
+
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
+def test_the_commands_load_when_a_command_line_asks_for_them(tmp_path):
+    # ``flask --app app --help`` lists the app's commands (Flask asks its group): they are all there.
+    probed = json.loads(_probe(tmp_path, COMMANDS, web_worker=False))
+    assert probed["loaded"] == {"create_app": False, "help": True}
+    for command in ("domains", "apps", "users", "api-keys", "tokens", "keys", "sso", "db"):
+        assert f"  {command} " in probed["help"], command
+
+
+# A domain, a service account with an API key and a client credentials client, made by the commands and
+# the token endpoint (which load and configure what they need), in one interpreter.
+SEED_INSPECT = """
+import json
+from authsvc import create_app
+from authsvc.core.database import db
+app = create_app({"SQLALCHEMY_DATABASE_URI": %r, "SECRET_KEY": "probe"})
+with app.app_context():
+    db.create_all()
+cli = app.test_cli_runner()
+def run(*args):
+    done = cli.invoke(args=list(args))
+    assert done.exit_code == 0, done.output
+    return json.loads(done.output.strip().splitlines()[-1])
+run("domains", "create", "--name", "Probe", "--host", "localhost")
+run("users", "create", "--domain", "localhost", "--email", "service@probe.test", "--password", "probe-pass-1234",
+    "--name", "Service", "--service-account")
+key = run("api-keys", "create", "--domain", "localhost", "--user", "service@probe.test", "--name", "probe")["key"]
+client = run("apps", "create", "--domain", "localhost", "--name", "Machine", "--confidential",
+             "--service-account", "service@probe.test")
+answer = app.test_client().post("/auth/oauth/token", base_url="https://localhost", data={
+    "grant_type": "client_credentials", "client_id": client["client_id"], "client_secret": client["client_secret"]})
+print(json.dumps({"key": key, "token": answer.get_json()["access_token"]}))
+"""
+
+# A worker that serves only inspect, a bearer token and an API key (its last use noted, as due), in another.
+INSPECT_ONLY = """
+import json, sys
+from authsvc import create_app
+app = create_app({"SQLALCHEMY_DATABASE_URI": %r, "SECRET_KEY": "probe"})
+seeded = %r
+client = app.test_client()
+before = set(sys.modules)
+statuses = []
+for headers in ({"Authorization": "Bearer " + seeded["token"]}, {"X-API-Key": seeded["key"]}) * 2:
+    answer = client.get("/api/engine/v2/api_keys/inspect", base_url="https://localhost", headers=headers)
+    statuses.append(answer.status_code)
+print(json.dumps({
+    "statuses": statuses,
+    "deferred": sorted(m for m in %r if m in sys.modules),
+    "loaded_by_inspect": sorted(m for m in set(sys.modules) - before if m.startswith("authsvc")),
+}))
+"""
+
+
+@in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
+def test_a_worker_that_serves_only_inspect_loads_no_command_mail_or_bcrypt(tmp_path):
+    # A valid bearer token and a valid API key, as the platform's API requests present them: inspect
+    # compares digests, sends nothing and runs no command.
+    database = f"sqlite:///{tmp_path / 'inspect.sqlite'}"
+    seeded = json.loads(_probe(tmp_path, SEED_INSPECT % database))
+    probed = json.loads(_probe(tmp_path, INSPECT_ONLY % (database, seeded, DEFERRED)))
+    assert probed["statuses"] == [200, 200, 200, 200]
+    assert probed["deferred"] == []
+    assert probed["loaded_by_inspect"] == []
 
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
