@@ -11,7 +11,7 @@ reads it), then the request line, peeked (``MSG_PEEK``, so that a connection
 that is served reaches gunicorn's parser whole). One that waited past the
 bound gets the same 503 the WSGI check writes, as bytes made once, and is
 closed after its request was read, so the client reads the answer rather
-than a reset. A few system calls: a tenth of what the WSGI check costs.
+than a reset. A few system calls: a seventh of the WSGI check's CPU (bench/shed_cost.py).
 
 What is not shed here falls through to gunicorn and then to the WSGI check,
 which still applies its rule: a request whose bytes arrived late, a threaded
