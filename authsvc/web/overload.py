@@ -44,6 +44,7 @@ _LAST_DATA_RECV_OFFSET = 52
 _TCP_INFO = getattr(socket, "TCP_INFO", None)
 NEVER_SHED = ("/healthz", "/readyz", "/metrics")
 EXTENSION = "authsvc.overload"
+_ID_SLOT = "request-id-slot-00000000"  # a valid request id, where each answer's goes in the bytes made once
 
 Wsgi = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -81,6 +82,7 @@ class QueueTimeout:
         ).encode()
         self.hsts_max_age = hsts_max_age
         self.proxy_hops = proxy_hops
+        self.raw: dict[tuple[bool, bool], tuple[bytes, bytes]] = {}
         # Built in the worker once its app is (gunicorn forks before the app is made): what arrived before
         # this moment waited for the worker to start, not behind other requests, and is served.
         self.ready = time.monotonic()
@@ -116,9 +118,15 @@ class QueueTimeout:
 
     def raw_answer(self, path: str, request_id: str, secure: bool) -> bytes:
         """The 503 as bytes on the wire, closing the connection (for authsvc/web/shedding_worker.py)."""
-        body, headers = self.answer(path, request_id, secure)
-        lines = ["HTTP/1.1 503 Service Unavailable", *(f"{k}: {v}" for k, v in headers), "Connection: close"]
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+        key = (path.startswith("/scim/"), secure)
+        if key not in self.raw:  # made once each: only the request id differs from one to the next
+            body, headers = self.answer(path, _ID_SLOT, secure)
+            lines = ["HTTP/1.1 503 Service Unavailable", *(f"{k}: {v}" for k, v in headers), "Connection: close"]
+            head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+            before, _, after = head.partition(_ID_SLOT.encode())
+            self.raw[key] = (before, after + body)
+        before, after = self.raw[key]
+        return before + logs.choose_request_id(request_id).encode("latin-1") + after
 
     def forwarded_https(self, forwarded_proto: str) -> bool:
         """Whether a request with this X-Forwarded-Proto reached the trusted proxy over https (as ProxyFix reads it)."""

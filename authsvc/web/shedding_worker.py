@@ -93,7 +93,7 @@ class SheddingWorker(SyncWorker):
         path = _path(head)
         if path is None or self.bound.never_shed(path):
             return False
-        secure = self.bound.forwarded_https(_header(_FORWARDED_PROTO, head))
+        secure = self.bound.proxy_hops > 0 and self.bound.forwarded_https(_header(_FORWARDED_PROTO, head))
         answer = self.bound.raw_answer(path, _header(_REQUEST_ID, head), secure)
         try:
             # Read what the client sent (it all arrived: it waited past the bound since its last byte), so
