@@ -17,6 +17,10 @@ bind = f"0.0.0.0:{os.environ.get('PORT', '5000')}"
 _embedded_store = not (os.environ.get("REDIS_URL") or os.environ.get("REDIS_SENTINELS"))
 workers = 1 if _embedded_store else int(os.environ.get("WEB_CONCURRENCY", min(4, multiprocessing.cpu_count() * 2)))
 threads = int(os.environ.get("GUNICORN_THREADS", "4" if _embedded_store else "1"))
+# gunicorn's sync worker, which answers a connection that waited past AUTHSVC_QUEUE_TIMEOUT with its 503
+# right after accept, before parsing it (a seventh of the cost: authsvc/web/shedding_worker.py). With
+# threads, gunicorn's threaded worker (gthread), where the WSGI check alone sheds (authsvc/web/overload.py).
+worker_class = "authsvc.web.shedding_worker.SheddingWorker" if threads == 1 else "gthread"
 
 # Connections waiting for a worker. Above gunicorn's 2048 (the kernel caps it at net.core.somaxconn):
 # under overload the queue must hold what arrives within AUTHSVC_QUEUE_TIMEOUT, so that the excess is

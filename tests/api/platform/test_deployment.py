@@ -122,6 +122,15 @@ def test_gunicorn_takes_its_workers_from_web_concurrency():
     assert gunicorn_settings(WEB_CONCURRENCY="3")["workers"] == 1
 
 
+def test_gunicorn_sync_workers_shed_at_accept_and_threaded_ones_are_gunicorns_own():
+    # One thread a worker (with Redis, the default): the sync worker that answers an overdue connection at accept.
+    with_redis = gunicorn_settings(REDIS_URL="redis://redis.internal:6379/0")
+    assert with_redis["worker_class"] == "authsvc.web.shedding_worker.SheddingWorker"
+    assert gunicorn_settings(GUNICORN_THREADS="1")["worker_class"] == "authsvc.web.shedding_worker.SheddingWorker"
+    # Threads (the in-process store's default): gunicorn's threaded worker, shedding in WSGI only.
+    assert gunicorn_settings()["worker_class"] == "gthread"
+
+
 def test_gunicorn_logs_json_and_keeps_request_limits():
     settings = gunicorn_settings(AUTHSVC_MAX_HEADER_BYTES="4096")
     assert settings["logconfig_dict"]["formatters"]["json"]["()"] == "authsvc.web.logs.JsonFormatter"
