@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from authsvc.cli import COMMANDS
 from tests.helpers import in_one_pass
 from tests.helpers.admin_api import call
 
@@ -38,11 +39,17 @@ DEFERRED = (
     "authsvc.oauth.registration",
 )
 
+# A command group's module: imported when that group runs (authsvc/cli/__init__.py), not by building the app.
+CLI_GROUPS = tuple(f"authsvc.cli.{module}" for module, _ in COMMANDS.values())
+
 PROBE = """
 import json, sys
 from authsvc import create_app
-create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in %r or m in %r)))
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+built = sorted(m for m in sys.modules if m.split(".")[0] in %r or m in %r)
+# Then one command group runs (its help: no database needed): its module, and no other group's, loads.
+assert app.test_cli_runner().invoke(args=["keys", "--help"]).exit_code == 0
+print(json.dumps({"built": built, "keys --help": sorted(m for m in sys.modules if m in %r)}))
 """
 
 # Requests in the order a worker might first see them; after each, the deferred modules loaded.
@@ -100,8 +107,12 @@ def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 @pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
-def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_or_jose(tmp_path, web_worker):
-    assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
+def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_jose_or_command_groups(
+    tmp_path, web_worker
+):
+    probed = json.loads(_probe(tmp_path, PROBE % (LAZY, (*DEFERRED, *CLI_GROUPS), CLI_GROUPS), web_worker))
+    assert probed["built"] == []
+    assert probed["keys --help"] == ["authsvc.cli.keys"]
 
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
