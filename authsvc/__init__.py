@@ -6,9 +6,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-import click
 from flask import Flask
-from flask.cli import AppGroup
 
 __all__ = ["create_app"]
 
@@ -16,39 +14,11 @@ __all__ = ["create_app"]
 WEB_WORKER_ENV = "AUTHSVC_WEB_WORKER"
 
 
-class Commands(AppGroup):
-    """``app.cli``: the ``flask --app app ...`` commands (authsvc.cli), loaded when a command line first asks for one.
-
-    Flask looks a command up (``get_command``) or lists them (``list_commands``, for ``--help``) on the app's
-    group; the commands and the administration verbs they call (1.6 MB) are loaded then, so that a
-    web worker, which never runs one, goes without them (docs/performance.md, "Memory by role").
-    """
-
-    def __init__(self, app: Flask) -> None:
-        super().__init__(app.name)
-        self.app = app
-        self.loaded = False
-
-    def load(self) -> None:
-        if not self.loaded:
-            self.loaded = True
-            from authsvc import cli
-
-            cli.init_app(self.app)
-
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        self.load()
-        return super().get_command(ctx, cmd_name)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        self.load()
-        return super().list_commands(ctx)
-
-
 def create_app(config: dict[str, Any] | None = None) -> Flask:
     """Build the application: settings from the environment, then ``config`` on top."""
     # Imported here, not at the top: ``import authsvc.web.logs`` (gunicorn's log
     # config) or ``authsvc.core.models`` (Alembic) must not load the whole service.
+    from authsvc import cli
     from authsvc.account import devices as account_devices
     from authsvc.account import notices as account_notices
     from authsvc.account import password as account_password
@@ -68,8 +38,6 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     from config.settings import from_environment
 
     app = Flask(__name__, instance_relative_config=False)
-    # Before any blueprint adds its commands to it.
-    app.cli = Commands(app)
     # app.config counts its changes, so that the typed settings follow one made after the start.
     app.config = typed_settings.Config(app.config.root_path, app.config)
     app.config.update(from_environment())
@@ -147,6 +115,7 @@ def create_app(config: dict[str, Any] | None = None) -> Flask:
     account_signup.init_app(app)
     account_notices.init_app(app)
     account_devices.init_app(app)
+    cli.init_app(app)
     # The SQL spans, on the engines made above.
     traces.init_database(app)
     return app

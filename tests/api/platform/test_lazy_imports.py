@@ -5,7 +5,7 @@ worker that serves opaque bearer tokens (inspect, the code flow and refresh
 without ``openid``, client credentials with a secret) never loads them; the
 first request that signs or verifies a JWS, or asks for ``openid``, does.
 
-The ``flask`` commands (authsvc.cli), e-mail's header machinery and SMTP, Babel's catalog
+The ``flask`` command groups (authsvc/cli/), e-mail's header machinery and SMTP, Babel's catalog
 compiler and bcrypt load when a command line, a message, a stale catalog or a password needs
 them: a worker that serves only inspect loads none of them (docs/performance.md, "Memory by role").
 """
@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from authsvc.cli import COMMANDS
 from authsvc.web import catalogs
 from tests.helpers import in_one_pass
 from tests.helpers.admin_api import call
@@ -36,7 +37,7 @@ JOSE = ("joserfc.jwk", "joserfc.jws", "joserfc.jwt", "cryptography.hazmat.bindin
 # Modules of packages the app loads in part: the commands, e-mail's header parser and registry (email.policy),
 # Babel's catalog reader and writer (authsvc.web.catalogs, only for a stale catalog).
 # bcrypt: the first password hashed or checked (authsvc.core.security).
-COMMANDS_MAIL_PASSWORDS = ("authsvc.cli", "email.policy", "email.headerregistry", "smtplib", "babel.messages", "bcrypt")
+COMMANDS_MAIL_PASSWORDS = ("email.policy", "email.headerregistry", "smtplib", "babel.messages", "bcrypt")
 DEFERRED = (
     *JOSE,
     *COMMANDS_MAIL_PASSWORDS,
@@ -48,11 +49,17 @@ DEFERRED = (
     "authsvc.oauth.registration",
 )
 
+# A command group's module: imported when that group runs (authsvc/cli/__init__.py), not by building the app.
+CLI_GROUPS = tuple(f"authsvc.cli.{module}" for module, _ in COMMANDS.values())
+
 PROBE = """
 import json, sys
 from authsvc import create_app
-create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
-print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in %r or m in %r)))
+app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
+built = sorted(m for m in sys.modules if m.split(".")[0] in %r or m in %r)
+# Then one command group runs (its help: no database needed): its module, and no other group's, loads.
+assert app.test_cli_runner().invoke(args=["keys", "--help"]).exit_code == 0
+print(json.dumps({"built": built, "keys --help": sorted(m for m in sys.modules if m in %r)}))
 """
 
 # Requests in the order a worker might first see them; after each, the deferred modules loaded.
@@ -110,29 +117,31 @@ def _probe(tmp_path: Path, code: str, web_worker: bool = True) -> str:
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
 @pytest.mark.parametrize("web_worker", [True, False], ids=["gunicorn worker", "flask command"])
-def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_jose_commands_or_mail(
+def test_building_the_app_imports_no_saml_ldap_webauthn_qr_codes_pydantic_migrations_jose_mail_or_command_groups(
     tmp_path, web_worker
 ):
     catalogs.compile_stale()  # as every start does: a stale catalog would load Babel's compiler in the probe
-    assert json.loads(_probe(tmp_path, PROBE % (LAZY, DEFERRED), web_worker)) == []
+    probed = json.loads(_probe(tmp_path, PROBE % (LAZY, (*DEFERRED, *CLI_GROUPS), CLI_GROUPS), web_worker))
+    assert probed["built"] == []
+    assert probed["keys --help"] == ["authsvc.cli.keys"]
 
 
-COMMANDS = """
+HELP = """
 import json, sys
 from authsvc import create_app
 app = create_app({"SQLALCHEMY_DATABASE_URI": "sqlite://", "SECRET_KEY": "probe"})
-loaded = {"create_app": "authsvc.cli" in sys.modules}
+groups = %r
+built = [m for m in groups if m in sys.modules]
 listed = app.test_cli_runner().invoke(args=["--help"])
-loaded["help"] = "authsvc.cli" in sys.modules
-print(json.dumps({"loaded": loaded, "help": listed.output}))
+print(json.dumps({"built": built, "help": listed.output}))
 """
 
 
 @in_one_pass("sqlite")  # a fresh interpreter with its own settings: the same on either pass
-def test_the_commands_load_when_a_command_line_asks_for_them(tmp_path):
+def test_the_commands_are_all_listed_by_help(tmp_path):
     # ``flask --app app --help`` lists the app's commands (Flask asks its group): they are all there.
-    probed = json.loads(_probe(tmp_path, COMMANDS, web_worker=False))
-    assert probed["loaded"] == {"create_app": False, "help": True}
+    probed = json.loads(_probe(tmp_path, HELP % (CLI_GROUPS,), web_worker=False))
+    assert probed["built"] == []
     for command in ("domains", "apps", "users", "api-keys", "tokens", "keys", "sso", "db"):
         assert f"  {command} " in probed["help"], command
 
