@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import requests
+from playwright.sync_api import expect
 
 from tests.helpers import in_one_pass
 from tests.helpers.browser import chromium
@@ -41,7 +42,7 @@ def test_a_person_resets_a_forgotten_password_in_chromium(service, smtp_server):
         page.click("text=Forgot your password?")
         page.fill("input[name=email]", "person@example.com")
         page.click("button[type=submit]")
-        assert "Check your inbox" in page.content()
+        expect(page.locator("body")).to_contain_text("Check your inbox")
 
         [message] = smtp_server.wait_for("person@example.com", timeout=15)
         link = link_in(message)
@@ -52,13 +53,13 @@ def test_a_person_resets_a_forgotten_password_in_chromium(service, smtp_server):
         page.fill("input[name=password]", NEW_PASSWORD)
         page.fill("input[name=confirm]", NEW_PASSWORD)
         page.click("button[type=submit]")
-        assert "Password changed" in page.content()
+        expect(page.locator("body")).to_contain_text("Password changed")
 
         page.click('a.button:text-is("Sign in")')
         page.fill("input[name=email]", "person@example.com")
         page.fill("input[name=password]", NEW_PASSWORD)
         page.click("button[type=submit]")
-        assert "You are signed in" in page.content()
+        expect(page.locator("body")).to_contain_text("You are signed in")
     changed = smtp_server.wait_for("person@example.com", count=2, timeout=15)
     assert [m["Subject"] for m in changed] == ["Reset your password", "Your password was changed"]
 
@@ -97,14 +98,15 @@ def test_an_invited_person_joins_in_chromium_and_is_signed_in(service, smtp_serv
         page = browser.new_context().new_page()
         page.goto(link)
         assert page.url == f"{base}/auth/invitation", "the secret left the address bar"
-        assert "invited@example.com" in page.content()
+        expect(page.locator("body")).to_contain_text("invited@example.com")
         page.fill("input[name=password]", NEW_PASSWORD)
         page.fill("input[name=confirm]", NEW_PASSWORD)
         page.click("text=Set the password and join")
-        assert "You are signed in" in page.content() and "invited@example.com" in page.content()
+        expect(page.locator("body")).to_contain_text("You are signed in")
+        expect(page.locator("body")).to_contain_text("invited@example.com")
         # The link made its account once: opened again, it says so.
         page.goto(link)
-        assert "This invitation does not work" in page.content()
+        expect(page.locator("body")).to_contain_text("This invitation does not work")
     listed = requests.get(
         f"{base}/api/engine/v2/domains/{domain['id']}/invitations", headers={"X-API-Key": key}, timeout=10
     ).json()["items"]
@@ -122,7 +124,7 @@ def test_a_person_signs_up_in_chromium_and_signs_in_once_the_address_is_confirme
         page.fill("input[name=password]", NEW_PASSWORD)
         page.fill("input[name=confirm]", NEW_PASSWORD)
         page.click("button[type=submit]")
-        assert "Check your inbox" in page.content()
+        expect(page.locator("body")).to_contain_text("Check your inbox")
 
         [message] = smtp_server.wait_for("signed-up@example.com", timeout=15)
         link = link_in(message)
@@ -132,16 +134,16 @@ def test_a_person_signs_up_in_chromium_and_signs_in_once_the_address_is_confirme
         page.fill("input[name=email]", "signed-up@example.com")
         page.fill("input[name=password]", NEW_PASSWORD)
         page.click("button[type=submit]")
-        assert "Confirm your e-mail address first" in page.content()
+        expect(page.locator("body")).to_contain_text("Confirm your e-mail address first")
 
         page.goto(link)
         page.click("button[type=submit]")
-        assert "Address confirmed" in page.content()
+        expect(page.locator("body")).to_contain_text("Address confirmed")
         page.goto(f"{base}/auth/login")
         page.fill("input[name=email]", "signed-up@example.com")
         page.fill("input[name=password]", NEW_PASSWORD)
         page.click("button[type=submit]")
-        assert "You are signed in" in page.content()
+        expect(page.locator("body")).to_contain_text("You are signed in")
 
 
 def _sign_in(page, base: str, password: str, then: str = "/auth/account") -> None:
@@ -169,7 +171,7 @@ def test_a_person_ends_another_session_and_changes_the_password_on_the_account_p
         row = page.locator("ul.sessions li", has_text="Chrome on Windows")
         with page.expect_navigation():
             row.locator("button").click()
-        assert "The session ended." in page.content()
+        expect(page.locator("body")).to_contain_text("The session ended.")
         assert page.locator("ul.sessions li").count() == 1
         other.goto(f"{base}/auth/account")
         assert "/auth/login" in other.url, "the ended session's browser is asked to sign in"
@@ -179,7 +181,7 @@ def test_a_person_ends_another_session_and_changes_the_password_on_the_account_p
         page.fill("input[name=confirm]", NEW_PASSWORD)
         with page.expect_navigation():
             page.click("button:text-is('Change password')")
-        assert "Your password was changed" in page.content()
+        expect(page.locator("body")).to_contain_text("Your password was changed")
         page.goto(f"{base}/auth/account")
         assert page.url == f"{base}/auth/account", "this browser stays signed in"
     changed = smtp_server.wait_for("worker@example.com", count=2, timeout=15)
