@@ -8,6 +8,8 @@ still lists every group with its help, and loads them all to do so.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
+from functools import partial
 from typing import Any, cast
 
 import click
@@ -48,24 +50,34 @@ def load(name: str) -> click.Command:
     return command
 
 
-class _Lazy(click.Group):
-    """Stands for the command ``name`` until it runs: then its module is imported and the command itself runs.
+def _group(name: str, parent: click.Context | None) -> click.Command:
+    """``load(name)`` as ``_Lazy`` calls it: a group of ours needs nothing of the command line it runs in."""
+    return load(name)
 
-    A group, so that Click hands it its arguments unparsed (``make_context``); its help is the command's own.
+
+class _Lazy(click.Group):
+    """Stands for a command until it runs: then ``load`` gives the command itself, which runs.
+
+    A group, so that Click hands it its arguments unparsed (``make_context``). Its help is its own when
+    given (``db``: listing it must not load Flask-Migrate), else the command's, loaded to list it.
     """
+
+    def __init__(self, name: str, load: Callable[[click.Context | None], click.Command], **attrs: Any) -> None:
+        super().__init__(name, **attrs)
+        self.load = load
 
     def make_context(
         self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
     ) -> click.Context:
-        assert self.name is not None
-        return load(self.name).make_context(info_name, args, parent, **extra)
+        return self.load(parent).make_context(info_name, args, parent, **extra)
 
     def get_short_help_str(self, limit: int = 45) -> str:
-        assert self.name is not None
-        return load(self.name).get_short_help_str(limit)
+        if self.help is not None:
+            return super().get_short_help_str(limit)
+        return self.load(None).get_short_help_str(limit)
 
 
 def init_app(app: Flask) -> None:
     for name in COMMANDS:
-        app.cli.add_command(_Lazy(name))
-    migrations.init_app(app)
+        app.cli.add_command(_Lazy(name, partial(_group, name)))
+    app.cli.add_command(_Lazy("db", migrations.commands, help="Perform database migrations (Flask-Migrate)."))

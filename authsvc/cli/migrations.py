@@ -8,7 +8,6 @@ in-process (the tests' databases), ``install(app)`` and then call ``flask_migrat
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import click
 from flask import Flask
@@ -27,17 +26,9 @@ def install(app: Flask) -> None:
         Migrate(app, db, directory=str(DIRECTORY), render_as_batch=True)
 
 
-class _Commands(click.Group):
-    """The ``db`` group: it stands for Flask-Migrate's, which it loads once asked to run (``--help`` too)."""
-
-    def make_context(
-        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
-    ) -> click.Context:
-        app = (parent or click.Context(self)).ensure_object(ScriptInfo).load_app()
-        install(app)
-        group = app.cli.commands["db"]  # Flask-Migrate's, put there by install
-        return group.make_context(info_name, args, parent, **extra)
-
-
-def init_app(app: Flask) -> None:
-    app.cli.add_command(_Commands("db", help="Perform database migrations (Flask-Migrate)."))
+def commands(parent: click.Context | None) -> click.Command:
+    """Flask-Migrate's ``db`` group, installed on the app that ``parent``'s command line loads (authsvc.cli's
+    ``_Lazy`` calls this when ``flask --app app db ...`` runs)."""
+    app = (parent or click.Context(click.Group())).ensure_object(ScriptInfo).load_app()
+    install(app)
+    return app.cli.commands["db"]  # Flask-Migrate's, put there by install
