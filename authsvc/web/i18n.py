@@ -18,8 +18,8 @@ language alone (``de-CH`` is ``de``, ``pt`` is ``pt_BR``).
 
 Compiled catalogs are read once per worker, at the first page that needs them,
 and kept (Flask-Babel's cache of its domain), as are the shipped languages
-(their codes at the start; their names and direction, Babel's locale data,
-at the first page that shows them): a page costs a few dictionary lookups. JSON errors are never translated; only
+(their codes at the start; their own names and directions from ``OWN_NAMES``,
+not Babel's locale data): a page costs a few dictionary lookups. JSON errors are never translated; only
 what a person reads is.
 """
 
@@ -67,9 +67,8 @@ class Language:
 class Languages:
     """The shipped languages of this worker: their codes, read once from the catalogs' directories.
 
-    Each one's own name and direction come from Babel's locale data (about 10 MB for the shipped
-    languages), read at the first page that shows them (``all``), not when the worker starts: a
-    worker that serves only APIs never reads it.
+    Each one's own name and direction come from ``OWN_NAMES``; only a catalog missing there is
+    looked up in Babel's locale data, at the first page that shows it (``all``).
     """
 
     codes: tuple[str, ...]
@@ -118,7 +117,30 @@ class LocaleNote:
     english: bool = False
 
 
+# Each shipped catalog's own name and whether it is written right to left, as Babel's locale data
+# (CLDR) gives them: the switcher shows them on every page, and reading them from Babel loads each
+# language's whole locale data (about 11 MB for these seven, kept by Babel for the worker's life).
+# tests/api/i18n/test_languages.py checks every shipped catalog against Babel.
+OWN_NAMES: dict[str, tuple[str, bool]] = {
+    "en": ("English", False),
+    "ar": ("العربية", True),
+    "de": ("Deutsch", False),
+    "es": ("Español", False),
+    "fr": ("Français", False),
+    "ja": ("日本語", False),
+    "pt_BR": ("Português (Brasil)", False),
+}
+
+
 def _language(code: str) -> Language:
+    known = OWN_NAMES.get(code)
+    if known is not None:
+        return Language(code=code, tag=code.replace("_", "-"), name=known[0], rtl=known[1])
+    return babels_language(code)
+
+
+def babels_language(code: str) -> Language:
+    """``code``'s own name and direction from Babel's locale data (what ``OWN_NAMES`` holds for the shipped)."""
     locale = Locale.parse(code)
     name = locale.get_display_name(locale) or code
     return Language(

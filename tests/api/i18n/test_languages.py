@@ -12,6 +12,7 @@ import re
 from sqlalchemy import select
 
 from authsvc.core.models import Domain, DomainBranding, User
+from authsvc.web import i18n
 from tests.helpers import HOST, authorize, headers, in_one_pass, signin
 from tests.helpers.pages import csrf_token
 
@@ -44,6 +45,15 @@ def test_without_a_preference_the_page_is_english(client, setup):
 def test_arabic_is_laid_out_right_to_left(client, setup):
     page = sign_in_page(client, **{"Accept-Language": "ar-EG"})
     assert html_tag(page) == '<html lang="ar" dir="rtl">'
+
+
+def test_every_shipped_language_is_named_as_babels_locale_data_names_it(app):
+    """The switcher's names and directions are a table (Babel's data for them costs a worker about 11 MB):
+    a catalog added, or a Babel upgrade that renames one, must show here, not on a page."""
+    shipped = i18n.languages(app).codes
+    assert set(i18n.OWN_NAMES) == set(shipped)
+    for code in shipped:
+        assert i18n.languages(app).get(code) == i18n.babels_language(code)
 
 
 def test_ui_locales_of_the_authorisation_request_wins_over_accept_language(client, setup):
