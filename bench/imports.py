@@ -2,7 +2,7 @@
 
 One fresh interpreter imports the stack one library at a time, in the order a
 worker meets them (the framework, the database, the store, the OAuth server,
-then what loads at first use: JOSE, the SCIM schemas, SAML, LDAP, passkeys,
+then what loads at first use: JOSE, outbound HTTP, the SCIM schemas, SAML, LDAP, passkeys,
 QR codes, logos), and reads its resident memory (VmRSS) after each. A library's row is
 what it added on top of the ones above it, so what two libraries share is
 counted once, with the first. docs/performance.md, "Memory by role".
@@ -37,6 +37,7 @@ STACK = (
         ("authsvc.cli", "authsvc.api.fastpath", "authsvc.app.blueprints", "authsvc.oauth.server", "config.settings"),
     ),
     ("joserfc, cryptography's JOSE (ID tokens, DPoP)", ("joserfc.jwt", "joserfc.jwk", "joserfc.jws")),
+    ("requests, urllib3, charset-normalizer (outbound)", ("requests", "requests_hardened")),
     ("pydantic, scim2-models (SCIM, admin schemas)", ("pydantic", "scim2_models")),
     ("pysaml2", ("saml2", "saml2.client")),
     ("ldap3", ("ldap3",)),
