@@ -16,7 +16,8 @@ and when it counts) and puts the declared ones on their views.
   against the same account.
 - Client authentication: a token, PAR or device authorisation request counts against its client
   only once the client has authenticated (a public client: once it was answered), so that nobody
-  locks a client out by naming it. A request
+  locks a client out by naming it; the client's rate is tested (and a confidential client's request
+  counted) when the client has authenticated, before the grant does anything. A request
   that did not authenticate its client counts against its address; a failed authentication also
   against the client_id it named, in a higher rate past which failures (only) are refused.
 - SSO flows: an address may hold at most ``AUTHSVC_SSO_FLOWS_PER_ADDRESS``
@@ -221,7 +222,14 @@ def _limits(app: Flask) -> dict[Rate, tuple[Counted, ...]]:
                 # Only failures are counted; a request over the rate is refused all the same.
                 deduct_when=_refused,
             ),
-            limit(Rate.TOKEN_CLIENT, rates.token_rate_limit, requesting_client, deduct_when=_counts_for_the_client),
+            limit(
+                Rate.TOKEN_CLIENT,
+                rates.token_rate_limit,
+                requesting_client,
+                deduct_when=_counts_for_the_client,
+                # Where the view authenticates its client: settled once it knows the client (_client_known).
+                until_client=authenticates_client,
+            ),
             limit(Rate.CLIENT_FAILURE_ADDRESS, rates.client_failure_rate_limit, deduct_when=_unauthenticated),
             limit(Rate.CLIENT_NAMING_ADDRESS, rates.token_rate_limit),
             limit(Rate.SSO_START_ADDRESS, rates.sso_start_rate_limit),
@@ -294,6 +302,7 @@ def init_app(app: Flask) -> None:
     counter = Counter(limiter.storage)
     app.extensions["authsvc.limiter"] = limiter
     app.extensions[_COUNTER] = counter
+    clients.when_identified(_client_known)
     # Only endpoints of these blueprints are limited: every other request meets none of this.
     # A blueprint's rates (SCIM's per credential) are checked before its own before_request
     # (SCIM's authenticates); the rates counted only for some answers are counted after the
@@ -330,6 +339,11 @@ def _limit_views(
             limits = ordered([counted for rate in views[endpoint].rates for counted in every[rate]])
             wrapped[view] = guarded(counter, limits, app.ensure_sync(view))
         app.view_functions[endpoint] = wrapped[view]
+
+
+def _client_known(confidential: bool) -> None:
+    """The view knows its client (authsvc.oauth.clients.identified): the client's rate, settled (rate_checks)."""
+    current_app.extensions[_COUNTER].settle_client(confidential)
 
 
 def client_authenticating_blueprints(app: Flask) -> list[str]:

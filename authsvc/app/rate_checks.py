@@ -11,6 +11,14 @@ shortest window first; as declared among equal ones), stopping at the first it i
 
 A rate that counts only some answers (``deduct_when``) is tested before the view and counted
 after it (``count_answered``, an after-request hook); the others are counted before the view.
+A rate that waits for the client (``until_client``: the client's own rate, where the view
+authenticates its client) is neither: it is settled when the view knows its client
+(``settle_client``, called through authsvc.oauth.clients.identified). A confidential client that
+authenticated is counted there, in the one round trip that tests and counts (``hit``), where a test
+before the view and a count after it took two; a public client is tested there and counted after
+the view, as before. A request whose client never authenticates is not counted against it (nobody
+spends a client's rate by naming it), and a view that never gets to its client counts it after the
+view by ``deduct_when``, as before.
 Redis unreachable: the counting goes on in this process's memory, and Redis is asked again
 after 1, 2, 4 ... 32 s, as Flask-Limiter's in-memory fallback does; a failure to count never
 fails a request.
@@ -54,6 +62,9 @@ class Counted:
     exempt_when: Callable[[], bool] | None = None
     # Counted after the view, when it answers True for the response; tested before it.
     deduct_when: Callable[[Response], bool] | None = None
+    # When it answers True, settled once the view knows the request's client (Counter.settle_client), not before
+    # the view.
+    until_client: Callable[[], bool] | None = None
 
 
 class Exceeded(RateLimitExceeded):
@@ -70,6 +81,8 @@ class Checked:
     """What a request's checks left for after the view: the rates to count then, and the one it was over."""
 
     deductions: list[tuple[Counted, str]] = field(default_factory=list)
+    # The rates that wait for the client (``until_client``), until it is known.
+    waiting: list[tuple[Counted, str]] = field(default_factory=list)
     breached: tuple[Counted, str] | None = None
 
 
@@ -112,17 +125,36 @@ class Counter:
 
     def check(self, limits: tuple[Counted, ...]) -> None:
         """Count the request against ``limits`` (or test those counted after the view); over one: Exceeded."""
+
+        def forget() -> None:
+            checked = part(Checked)
+            checked.deductions.clear()
+            checked.waiting.clear()
+
+        self._run(lambda strategy: self._evaluate(limits, strategy), forget)
+
+    def settle_client(self, confidential: bool) -> None:
+        """The view knows its client: count a ``confidential`` one that authenticated against the rates that
+        waited for it (test a public one's: it counts after the view, if answered); over one: Exceeded."""
+        checked = part(Checked)
+        waiting, checked.waiting = tuple(checked.waiting), []
+        if waiting:
+            self._run(lambda strategy: self._settle(waiting, confidential, strategy), lambda: None)
+
+    def _run(self, evaluate: Callable[[SlidingWindowCounterRateLimiter], None], forget: Callable[[], None]) -> None:
+        """``evaluate`` on the shared store's strategy; when that store fails, ``forget`` what it noted and
+        evaluate on the local one. Never fails the request over a count."""
         try:
-            self._evaluate(limits, self.strategy())
+            evaluate(self.strategy())
         except RateLimitExceeded:
             raise
         except Exception:
             if not self.failed():
                 log.exception("could not check the request's rates")
                 return
-            part(Checked).deductions.clear()
+            forget()
             try:
-                self._evaluate(limits, self.local)
+                evaluate(self.local)
             except RateLimitExceeded:
                 raise
             except Exception:
@@ -137,20 +169,37 @@ class Counter:
             if not key:
                 log.error("skipping limit %s: no key for this request", limit.item)
                 continue
+            if limit.until_client is not None and limit.until_client():
+                checked.waiting.append((limit, key))
+                continue
             if limit.deduct_when is not None:
                 checked.deductions.append((limit, key))
                 allowed = strategy.test(limit.item, key, limit.scope)
             else:
                 allowed = strategy.hit(limit.item, key, limit.scope)
             if not allowed:
-                log.info("ratelimit %s (%s) exceeded: %s", limit.item, key, limit.scope)
-                checked.breached = (limit, key)
-                raise Exceeded(limit)
+                _over(checked, limit, key)
+
+    def _settle(
+        self, waiting: tuple[tuple[Counted, str], ...], confidential: bool, strategy: SlidingWindowCounterRateLimiter
+    ) -> None:
+        checked = part(Checked)
+        tested = []
+        for limit, key in waiting:
+            if confidential:
+                allowed = strategy.hit(limit.item, key, limit.scope)
+            else:
+                tested.append((limit, key))
+                allowed = strategy.test(limit.item, key, limit.scope)
+            if not allowed:
+                _over(checked, limit, key)
+        checked.deductions.extend(tested)
 
     def count_answered(self, response: Response) -> Response:
         """After the view: count the rates that count only some answers, where this one counts."""
         checked = part(Checked)
-        for limit, key in checked.deductions:
+        # The rates still waiting: the view never got to its client (or never authenticated it).
+        for limit, key in [*checked.deductions, *checked.waiting]:
             if limit.deduct_when is not None and limit.deduct_when(response):
                 try:
                     self.strategy().hit(limit.item, key, limit.scope)
@@ -167,6 +216,12 @@ class Counter:
         limit, key = breached
         # As Flask-Limiter's RequestLimit.reset_at: the window's reset time, a second after.
         return int(self.strategy().get_window_stats(limit.item, key, limit.scope).reset_time + 1)
+
+
+def _over(checked: Checked, limit: Counted, key: str) -> None:
+    log.info("ratelimit %s (%s) exceeded: %s", limit.item, key, limit.scope)
+    checked.breached = (limit, key)
+    raise Exceeded(limit)
 
 
 def ordered(limits: list[Counted]) -> tuple[Counted, ...]:

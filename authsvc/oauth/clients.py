@@ -10,6 +10,7 @@ a private_key_jwt client's keys are authsvc.oauth.client_assertion_keys'.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -139,6 +140,30 @@ def note_authentication(succeeded: bool) -> None:
     noted = part(ClientRequest)
     if not succeeded or noted.authenticated is None:
         noted.authenticated = succeeded
+
+
+# Called with whether the client is confidential once a view knows its client (``identified``): the request
+# rates register their check of the client's rate here (authsvc.app.limits), which may refuse the request (429).
+_IDENTIFIED: list[Callable[[bool], None]] = []
+
+
+def when_identified(hook: Callable[[bool], None]) -> None:
+    """Call ``hook`` with whether the client is confidential whenever a view has identified its client."""
+    if hook not in _IDENTIFIED:
+        _IDENTIFIED.append(hook)
+
+
+def identified(client: Application) -> None:
+    """The view knows its client: a confidential one authenticated, a public one named (it proves nothing).
+
+    Only a confidential client is "authenticated" for the request rates: anyone could spend a public
+    client's rate with made-up codes (authsvc.app.limits). The hooks (``when_identified``) run here,
+    before the grant does anything, and may refuse the request.
+    """
+    if client.confidential:
+        note_authentication(True)
+    for hook in _IDENTIFIED:
+        hook(client.confidential)
 
 
 def client_authenticated() -> bool | None:

@@ -29,7 +29,7 @@ from authsvc.oauth.clients import AUTH_METHODS, CONFIDENTIAL_AUTH_METHODS
 from authsvc.oauth.oidc import SignInClaims
 from authsvc.oauth.parameters import MergedRequest, grant_state
 from authsvc.tokens import spent_codes
-from authsvc.tokens.issue import Issued, Lineage, Outcome
+from authsvc.tokens.issue import Issued, Lineage, Outcome, new_family
 
 log = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ class AuthorizationCodeGrant(grants.AuthorizationCodeGrant):
         # spent the code checks for it after committing its tokens (save_token): if
         # that check ran before the record, its commit came before this revocation,
         # which then finds the tokens.
-        family = security.new_secret()
+        family = new_family()
         spent_ttl = settings().spent_code_ttl
         issued = codes.claim(code, family, spent_ttl)
         if issued is None:

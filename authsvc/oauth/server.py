@@ -29,6 +29,7 @@ from authsvc.oauth.clients import (
     authenticate_private_key_jwt,
     basic_client_id,
     client_of_request_domain,
+    identified,
     note_authentication,
     presented_auth_methods,
     refresh_token_ttl,
@@ -95,10 +96,8 @@ class AuthorizationServer(_AuthorizationServer):
         except OAuth2Error:  # invalid_client, or an assertion refused as invalid_request
             note_authentication(False)
             raise
-        # A public client (RFC 6749 2.1) proves nothing by naming itself, so it is not "authenticated" for
-        # the request rates: anyone could spend its rate with made-up codes (authsvc.app.limits).
-        if client.confidential:
-            note_authentication(True)
+        # Its rate checked (a confidential client's request counted) before anything else: over it, 429.
+        identified(client)
         # The client's own settings, checked once it has proved who it is.
         profile.check_client_request(client, request, endpoint)
         # The token endpoint's and PAR's proof, checked before the client was known (GrantState.dpop).

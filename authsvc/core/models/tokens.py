@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from authsvc.core.database import IDS_NEVER_REUSED, Model, now
@@ -16,6 +16,7 @@ from authsvc.core.permissions import Permission
 # ``act``, client credentials no ``amr``) binds it without serialising it, and a read of it parses nothing (the
 # two read back alike, as None). Not DDL: the column's type in the database is the same.
 _JSON_OR_NULL = JSON(none_as_null=True)
+_HAS_REFRESH, _HAS_USER = text("refresh_token_digest IS NOT NULL"), text("user_id IS NOT NULL")
 
 
 class Token(Model):
@@ -46,14 +47,25 @@ class Token(Model):
                 "act",
             ],
         ),
+        # Partial: a token without a refresh token (client credentials, token exchange) or without a user (a
+        # client with no service account) adds no entry that no reader finds: each asks for a value, which
+        # implies IS NOT NULL (migration c4a9e2f7b1d3).
+        Index(
+            "ix_token_refresh_token_digest",
+            "refresh_token_digest",
+            unique=True,
+            postgresql_where=_HAS_REFRESH,
+            sqlite_where=_HAS_REFRESH,
+        ),
+        Index("ix_token_user_id", "user_id", postgresql_where=_HAS_USER, sqlite_where=_HAS_USER),
         IDS_NEVER_REUSED,
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
     application_id: Mapped[int] = mapped_column(ForeignKey("application.id"), index=True)
-    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"), index=True)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("user.id"))
     access_token_digest: Mapped[str] = mapped_column(String(64))
-    refresh_token_digest: Mapped[str | None] = mapped_column(String(64), unique=True)
+    refresh_token_digest: Mapped[str | None] = mapped_column(String(64))
     family: Mapped[str] = mapped_column(String(64))
     # 64: urn:ietf:params:oauth:grant-type:device_code is 44 characters.
     grant_type: Mapped[str] = mapped_column(String(64))

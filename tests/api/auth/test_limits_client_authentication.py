@@ -106,3 +106,29 @@ def test_bad_grants_naming_a_public_client_do_not_lock_it_out(limited, setup):
     data = {"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT_URI}
     exchanged = client.post(TOKEN, data={**data, "client_id": setup.public_app.client_id}, headers=headers())
     assert exchanged.status_code == 200, exchanged.get_json()
+
+
+def test_a_client_over_its_rate_is_refused_only_once_it_has_authenticated(limited, robot):
+    """The client's rate counts its authenticated requests, and it is checked where the client has just
+    authenticated (one round trip that tests and counts): a wrong secret is told it is wrong, and counts
+    against its address, whether or not the client is over its rate."""
+    application, secret = robot
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="1/minute", AUTHSVC_CLIENT_FAILURE_RATE_LIMIT="2/minute")
+    assert credentials(client, application.client_id, secret).status_code == 200
+    assert credentials(client, application.client_id, secret).status_code == 429
+    assert credentials(client, application.client_id, "wrong").status_code == 401
+    assert credentials(client, application.client_id, "wrong").status_code == 401
+    assert credentials(client, application.client_id, "wrong").status_code == 429  # the address's failures
+
+
+def test_a_public_client_over_its_rate_is_refused_before_its_grant_runs(limited, setup):
+    """A public client's answered requests count after the view; the next one over the rate is refused as soon as
+    the grant has read the client, before the code is looked at."""
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="1/minute")
+    signin(client)
+    data = {"grant_type": "authorization_code", "redirect_uri": REDIRECT_URI, "client_id": setup.public_app.client_id}
+    first = client.post(TOKEN, data={**data, "code": get_code(client, setup.public_app.client_id)}, headers=headers())
+    assert first.status_code == 200, first.get_json()
+    refused = client.post(TOKEN, data={**data, "code": get_code(client, setup.public_app.client_id)}, headers=headers())
+    assert refused.status_code == 429, refused.get_json()
+    assert int(refused.headers["Retry-After"]) >= 1
