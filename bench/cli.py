@@ -320,6 +320,16 @@ class Run:
                 }
                 for i in servers.instances
             },
+            "domain_sets": {
+                str(d.count): {
+                    "port": d.server.port,
+                    "master_pid": d.server.process.pid,
+                    "workers": d.server.workers(),
+                    "database": d.db.url,
+                    "session_cookie": d.cookie,
+                }
+                for d in servers.domain_sets
+            },
             "bare_port": servers.bare.port,
             "client_id": records.client_id,
             "machine_client_id": records.machine_client_id,

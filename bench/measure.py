@@ -36,6 +36,15 @@ def choose_generator(args: argparse.Namespace, run_dir: Path) -> Wrk | PythonLoa
     return PythonLoad()
 
 
+def rounds_order(keys: list[str], r: int) -> list[str]:
+    """The scenarios of round ``r`` (from 0): ``keys`` in order, and reversed every other round, so that no row
+    always follows the same one (what a slice leaves behind, a checkpoint, a vacuum, is not always the same
+    row's); the bcrypt-bound rows stay after the fast ones (bench/README.md, "Ten thousand domains")."""
+    fast = [k for k in keys if not bcrypt_bound(k)]
+    slow = [k for k in keys if bcrypt_bound(k)]
+    return fast + slow if r % 2 == 0 else fast[::-1] + slow[::-1]
+
+
 class Measurement:
     """The measured rounds of every scenario: their results and CPU use, and whether any failed."""
 
@@ -48,6 +57,7 @@ class Measurement:
         self.generator = generator
         # The servers' CPU includes the PostgreSQL backends of the run's databases.
         databases = [i.db.name for i in servers.instances] + ([servers.peer.db.name] if servers.peer else [])
+        databases += [d.db.name for d in servers.domain_sets]  # the tenancy rows' copies
         self.meter = CpuMeter(servers.main.conn, databases, servers.ha_roots)
         self.rounds: dict[str, list[Result]] = {}
         self.cpu: dict[str, list[CpuUse]] = {}
@@ -85,7 +95,7 @@ class Measurement:
         bcrypt_slice = max(1.0, round(args.bcrypt_duration / args.rounds))
         for r in range(args.rounds):
             say(f"round {r + 1} of {args.rounds}: {slice_:.0f} s per scenario, {bcrypt_slice:.0f} s if bcrypt-bound")
-            for key in keys:
+            for key in rounds_order(keys, r):
                 if r == 0 and args.warmup > 0 and key != "bcrypt":
                     self.run_once(key, args.warmup)
                 self.raise_priority()

@@ -17,7 +17,7 @@ from typing import Any, cast
 from authlib.oauth2.rfc6749 import InvalidClientError, OAuth2Request
 from authlib.oauth2.rfc6749.authenticate_client import authenticate_client_secret_basic as _client_secret_basic
 from authlib.oauth2.rfc6749.util import extract_basic_authorization
-from sqlalchemy import FromClause, Integer, Select, Table, bindparam, select
+from sqlalchemy import ColumnElement, FromClause, Integer, Select, Table, bindparam, select
 from sqlalchemy.orm.attributes import set_committed_value
 
 from authsvc.core import dependents, tenancy
@@ -27,7 +27,7 @@ from authsvc.core.readers import entities
 from authsvc.core.readers.pool import read_one
 from authsvc.core.request_state import part
 from authsvc.core.settings import settings
-from authsvc.core.tenancy import REQUEST_DOMAIN, current_domain, request_domain_parameters
+from authsvc.core.tenancy import REQUEST_DOMAIN, REQUEST_HOST, current_domain, request_domain_parameters
 from authsvc.tokens import revocation
 
 # Dynamic registration's endpoint (RFC 7591 3), here so that the metadata names it without
@@ -50,9 +50,11 @@ _CLIENT_KEYS, _DOMAIN_KEYS = entities.keys(_client), entities.keys(_domain)
 _CLIENT_COLUMNS, _DOMAIN_COLUMNS = entities.columns(_client, "a_"), entities.columns(_domain, "d_")
 
 
-def _client_statement(domain_known: bool, account: bool) -> Select[Any]:
+def _client_statement(domain: ColumnElement[bool] | None, account: bool) -> Select[Any]:
+    """The client by ``client_id``: read with its domain, which the rule ``domain`` finds by the request's host;
+    with None, of the domain the session holds already (``domain_id``)."""
     source: FromClause
-    if domain_known:  # the domain is in the session: its id is the condition, and nothing of it is read
+    if domain is None:  # the domain is in the session: its id is the condition, and nothing of it is read
         columns, source = _CLIENT_COLUMNS, _client
         condition = _client.c.domain_id == bindparam("domain_id", type_=Integer)
     else:
@@ -60,16 +62,22 @@ def _client_statement(domain_known: bool, account: bool) -> Select[Any]:
             (*_CLIENT_COLUMNS, *_DOMAIN_COLUMNS),
             _client.join(_domain, _domain.c.id == _client.c.domain_id),
         )
-        condition = REQUEST_DOMAIN
+        condition = domain
     if account:
         columns = (*columns, *entities.USER_COLUMNS)
         source = source.outerjoin(_user, _user.c.id == _client.c.service_account_id)
     return select(*columns).select_from(source).where(_client.c.client_id == bindparam("client_id"), condition)
 
 
-# Built once (a statement made per request costs its construction and its cache key each time).
+# Built once (a statement made per request costs its construction and its cache key each time), by how the
+# domain is found: "known" (in the session), "host" (no default domain configured: tenancy.REQUEST_HOST, without
+# REQUEST_DOMAIN's subquery, an index probe of the domain table more a request at 10,000 domains; bench/README.md,
+# "Ten thousand domains") or "default" (REQUEST_DOMAIN).
+_DOMAIN_RULES: dict[str, ColumnElement[bool] | None] = {"known": None, "host": REQUEST_HOST, "default": REQUEST_DOMAIN}
 _STATEMENTS = {
-    (known, account): _client_statement(known, account) for known in (True, False) for account in (True, False)
+    (rule, account): _client_statement(condition, account)
+    for rule, condition in _DOMAIN_RULES.items()
+    for account in (True, False)
 }
 
 
@@ -110,13 +118,14 @@ def _client_of_request_domain(client_id: str) -> Application | None:
     account = part(ClientRequest).with_service_account
     parameters: dict[str, str | None]
     if domain is not None:
-        parameters = {"client_id": client_id, "domain_id": str(domain.id)}
+        rule, parameters = "known", {"client_id": client_id, "domain_id": str(domain.id)}
     else:
         parameters = {"client_id": client_id, **request_domain_parameters()}
+        rule = "default" if parameters["default_host"] else "host"
     session = db.session()
     if session.new or session.dirty:
         session.flush()  # as the ORM's query would (autoflush): the read sees this request's changes
-    row = read_one(_STATEMENTS[domain is not None, account], parameters)
+    row = read_one(_STATEMENTS[rule, account], parameters)
     if row is None:
         if domain is None:
             current_domain()  # an unknown host is a 404, not an unknown client
