@@ -132,3 +132,28 @@ def test_a_public_client_over_its_rate_is_refused_before_its_grant_runs(limited,
     refused = client.post(TOKEN, data={**data, "code": get_code(client, setup.public_app.client_id)}, headers=headers())
     assert refused.status_code == 429, refused.get_json()
     assert int(refused.headers["Retry-After"]) >= 1
+
+
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        # The user name percent-encoded: Authlib decodes it, so it is the same client.
+        lambda client_id, secret: basic("".join(f"%{ord(c):02X}" for c in client_id), secret),
+        # A character base64 does not have, after the base64: Authlib's decoder skips it.
+        lambda client_id, secret: basic(client_id, secret) + "*",
+    ],
+    ids=["percent-encoded name", "stray character"],
+)
+def test_a_client_over_its_rate_is_refused_however_it_spells_its_name(limited, robot, authorization):
+    application, secret = robot
+    client = limited(AUTHSVC_TOKEN_RATE_LIMIT="2/minute")
+    for _ in range(2):
+        assert credentials(client, application.client_id, secret).status_code == 200
+    spelled = client.post(
+        TOKEN,
+        data={"grant_type": "client_credentials"},
+        headers=headers(Authorization=authorization(application.client_id, secret)),
+        environ_base={"REMOTE_ADDR": "192.0.2.1"},
+    )
+    assert spelled.status_code == 429
+    assert spelled.headers["Retry-After"]
