@@ -39,7 +39,6 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from authlib.oauth2.rfc6749.util import extract_basic_authorization
 from flask import Flask, Response, current_app, request
 from flask_limiter import Limiter
 from limits import parse_many
@@ -170,17 +169,12 @@ def requesting_client() -> str:
 def _named_client() -> str | None:
     """The client a token request names: HTTP Basic's user name, ``client_id``, or an assertion's subject.
 
-    The Basic user name is read as Authlib reads it to authenticate the client (its base64 decoded
-    leniently, then percent-decoded): read any other way, ``%61bc`` or a stray character after the
-    base64 would authenticate as ``abc`` while counting in a bucket of its own, a fresh rate each time.
+    The Basic user name is read as the token endpoint reads it to authenticate the client
+    (``clients.basic_client_id``: Authlib's lenient base64, then percent-decoded): read any other
+    way, ``%61bc`` or a stray character after the base64 would authenticate as ``abc`` while
+    counting in a bucket of its own, a fresh rate each time.
     """
-    try:
-        username, _ = extract_basic_authorization(request.headers)
-    except ValueError:  # base64 of bytes that are not UTF-8: no name, the view refuses it
-        username = None
-    if username:
-        return username
-    return _parameter("client_id") or _assertion_subject()
+    return clients.basic_client_id(request) or _parameter("client_id") or _assertion_subject()
 
 
 def _assertion_subject() -> str | None:
