@@ -13,13 +13,28 @@ from __future__ import annotations
 from types import ModuleType
 
 from flask import Blueprint, Response
+from flask.blueprints import BlueprintSetupState
 from werkzeug.exceptions import HTTPException
+from werkzeug.routing import PathConverter
 
 from authsvc.core.errors import ApiError
 from authsvc.core.policy import Rate, rate_limited
 
 # Every request counts per credential, before the blueprint's own before_request authenticates it.
 bp = rate_limited(Rate.SCIM_CREDENTIAL)(Blueprint("scim", __name__, url_prefix="/scim/v2"))
+
+
+class _AnyRest(PathConverter):
+    """The rest of the path, whatever its characters: Werkzeug's ``path`` stops at a newline after a slash
+    (its ``.`` does not match one), and such a path would get the service's 404, not SCIM's."""
+
+    regex = r"[\s\S]+?"
+    part_isolating = False  # Werkzeug would guess True: the pattern names no slash
+
+
+@bp.record_once
+def _converter(state: BlueprintSetupState) -> None:
+    state.app.url_map.converters["scim_rest"] = _AnyRest
 
 
 def _handlers() -> ModuleType:
@@ -158,6 +173,6 @@ def search_everything() -> Response:
     return _handlers().search_everything()
 
 
-@bp.route("/<path:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
+@bp.route("/<scim_rest:anything>", methods=["GET", "POST", "PUT", "PATCH", "DELETE"])
 def not_found(anything: str) -> Response:
     return _handlers().not_found(anything)

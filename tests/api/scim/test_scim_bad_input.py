@@ -7,6 +7,7 @@ Each test walks its whole class of inputs in one app: the cases are cheap, an ap
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 
@@ -21,6 +22,17 @@ UNSTORABLE = ["a\u0000b", "\ud800", "x\udfffy"]
 def _raw(body: dict) -> str:
     # json.dumps writes NUL and lone surrogates as \u escapes, as a client's encoder would.
     return json.dumps(body)
+
+
+@pytest.mark.parametrize("resource", ["Users", "Groups"])
+def test_an_id_with_slashes_or_newlines_is_a_scim_404_not_a_redirect(scim, resource):
+    # Percent-encoded in the path as a client sends them: a slash then a newline once routed past SCIM's
+    # catch-all (a JSON 404 of the service's), and a doubled slash was redirected to its merged form (an HTML 308).
+    for raw in ["/\n", "a/\n", "/", "a//b", "//"]:
+        for method in ("GET", "DELETE"):
+            response = scim.send(method, f"/{resource}/{quote(raw, safe='')}")
+            assert_scim_error(response, 404)
+            assert "Location" not in response.headers
 
 
 @pytest.mark.parametrize("resource", ["Users", "Groups"])
