@@ -42,7 +42,6 @@ from tests.helpers import (
     clear_of_a_minute_boundary,
     client_registration,
     console,
-    docs,
     empty_database,
     ldap,
     oidc_logout,
@@ -144,11 +143,13 @@ SPREAD = {
 }
 
 
-# Modules of long tests that share a slow set-up per worker: each test is a unit of its own, and these units go
-# to the first free workers, before every module (loadscope hands out the modules with the most tests first, and
-# units of one test last, where a test of minutes would end the pass alone). The documentation's pages (a test a
-# page, one ./scripts/run a worker) were one test of 268 s, on one worker. The SPREAD tests (short, hundreds,
-# each a unit of one test) go last, after every module: among the other one-test units, in the order of
+# Modules of long tests that share a slow set-up per worker: one unit, handed to the first free worker before
+# every module (loadscope hands out the modules with the most tests first, and units of one test last, where a
+# test of minutes would end the pass alone). The documentation's pages (a test a page, one ./scripts/run and one
+# run of the README's flows and of the sections pages continue from, for every worker that takes a page): spread
+# over three workers, each paid the service and those sections again, 115 CPU-seconds against 78 on one, in the
+# same 82 s of wall time alone; on one worker, first, they end long before the pass does. The SPREAD tests (short,
+# hundreds, each a unit of one test) go last, after every module: among the other one-test units, in the order of
 # collection, they came before tests/e2e's modules of one or two long tests (a failover drill, the SCIM
 # compliance run, the run command: 1-2 minutes each on a loaded machine), which then started at a
 # pass's end and ended it alone; now they fill the end of a pass, a worker taking the next as it frees.
@@ -165,11 +166,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     class Scheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            # The pages that continue from api.md's setup or cli.md's domain share a unit (one worker): those
-            # sections then run once a pass, not once a worker.
-            if path == DOCS and nodeid.endswith(tuple(f"[{page}]" for page in docs.CONTINUES)):
-                return f"{DOCS}::setups"
-            if path in (*SPREAD, *FIRST):
+            if path in SPREAD:
                 return nodeid
             return super()._split_scope(nodeid)
 

@@ -1,8 +1,8 @@
 """The documentation runs as pasted: each page's shell blocks, in order, against ``./scripts/run``'s service.
 
-A test a page, so that the pages spread over the workers (``FIRST`` in tests/conftest.py: each page is a unit
-of its own, handed out before every module; those that continue from api.md's setup or cli.md's domain are
-one). One service a worker (the README's command, on a free port, with an instance directory of its own) and
+A test a page, all one unit of the scheduler (``FIRST`` in tests/conftest.py: handed out before every module, to
+one worker, so that the service and the sections pages continue from run once a pass). One service a worker (the
+README's command, on a free port, with an instance directory of its own) and
 one bash session a page, as a reader pasting its blocks into a terminal. A page continues from what it says it
 continues from (``docs.CONTINUES``): the README's flows for every page, and api.md's setup or cli.md's domain
 for the pages that use them. Those sections run once a service, in that order, in a terminal of their own,
