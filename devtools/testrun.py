@@ -147,6 +147,7 @@ def run(args: list[str]) -> int:
         # beside the PostgreSQL one).
         passes = ",".join(env["AUTHSVC_TEST_BACKEND"] for _, env in planned)
         planned = [(name, {**env, "AUTHSVC_TEST_PASSES": passes}) for name, env in planned]
+        run.warm(args)
         run.passes(planned, args, side_by_side=len(planned) > 1 and apart(args))
         run.types_result()
         return run.results.summary()
