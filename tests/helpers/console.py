@@ -56,7 +56,7 @@ def submit(client, path, data=None, host=HOST, page=None, token=None):
 
 
 def audit(world, event):
-    return world.query(select(AuditRecord).where(AuditRecord.event == event))
+    return world.query(select(AuditRecord).where(AuditRecord.event == event).order_by(AuditRecord.id))
 
 
 def password_grant(client, client_id, secret=None, username="service@example.com", password=PASSWORD):

@@ -211,7 +211,8 @@ def test_the_command_line_and_the_admin_api_set_sign_up(client, setup, runner, w
     needs_domains = api(client, "patch", path, key, {"signup": "restricted"})
     assert needs_domains.status_code == 422 and "signup_email_domains" in needs_domains.get_json()["fields"]
     assert api(client, "patch", path, key, {"signup": "sometimes"}).status_code == 422
-    updates = world.query(select(AuditRecord).where(AuditRecord.event == "domain.updated"))
+    # In the order written: PostgreSQL returns rows in no set order without ORDER BY.
+    updates = world.query(select(AuditRecord).where(AuditRecord.event == "domain.updated").order_by(AuditRecord.id))
     assert [r.details["after"]["signup"] for r in updates] == ["restricted", "open"]
 
 
