@@ -230,9 +230,6 @@ def _handler_for(exc: Exception) -> Callable[[Any], Response]:
 
 
 def init_app(app: Flask) -> None:
-    # A path with doubled slashes routes as written, before any blueprint adds its rules: Werkzeug would
-    # redirect it to its merged form with an HTML 308, in no surface's format.
-    app.url_map.merge_slashes = False
     app.before_request(refuse_a_malformed_query_string)
     app.before_request(refuse_unstorable_path_values)
     for exception, handler in HANDLERS.items():

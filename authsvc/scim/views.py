@@ -26,7 +26,9 @@ bp = rate_limited(Rate.SCIM_CREDENTIAL)(Blueprint("scim", __name__, url_prefix="
 
 class _AnyRest(PathConverter):
     """The rest of the path, whatever its characters: Werkzeug's ``path`` stops at a newline after a slash
-    (its ``.`` does not match one), and such a path would get the service's 404, not SCIM's."""
+    (its ``.`` does not match one), and such a path got the service's 404, not SCIM's; or, with a doubled
+    slash (``/Users//%0A``), Werkzeug's HTML 308 to the path with its slashes merged, which it tries only
+    when nothing matched the path as sent."""
 
     regex = r"[\s\S]+?"
     part_isolating = False  # Werkzeug would guess True: the pattern names no slash

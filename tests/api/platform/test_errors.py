@@ -194,14 +194,6 @@ def test_unknown_paths_and_methods_are_json(client, setup):
     assert "POST" in response.headers["Allow"]
 
 
-def test_a_path_with_doubled_slashes_is_a_json_404_not_a_redirect(client, setup):
-    # Werkzeug would answer an HTML 308 to the merged path; an API client gets its surface's 404 instead.
-    for path in ("//auth/oauth/token", "/auth//oauth/token", "/auth/oauth//introspect"):
-        response = client.post(path, headers=headers())
-        assert_json_error(response, 404, "not_found")
-        assert "Location" not in response.headers
-
-
 @pytest.mark.parametrize(
     "params",
     [
