@@ -1,8 +1,9 @@
 """The test command's body (``./scripts/test [pytest args...]`` makes .venv, then runs this).
 
 Finds or starts PostgreSQL and Redis (``devtools.services``), runs the lint (ruff check,
-ruff format --check, lint-imports; mypy beside the passes), then runs the suite twice, each pass
-with the given pytest arguments:
+ruff format --check, lint-imports; mypy beside the passes), in a fresh clone writes pytest's
+rewritten tests once (``Run.warm``), then runs the suite twice, each pass with the given pytest
+arguments:
 
 1. postgresql + redis      (the production setup)
 2. sqlite + embedded store (the zero-dependency setup)

@@ -1,7 +1,8 @@
 """The steps of a test command's run (devtools/testrun.py): the lint (ruff check, lint-imports, ruff format
---check, then mypy beside the passes), the pytest passes, started with a clean environment, pytest-xdist's workers
-(``xdist_args``) and a JUnit report each, and run side by side (``apart``: when each worker of each would have
-its own Redis) or one after the other; ``Pass`` follows one pass's output and ends it on a signal (``Stopped``).
+--check, then mypy beside the passes), the warm-up of a fresh clone (``Run.warm``), the pytest passes, started
+with a clean environment, pytest-xdist's workers (``xdist_args``) and a JUnit report each, and run side by side
+(``apart``: when each worker of each would have its own Redis) or one after the other; ``Pass`` follows one
+pass's output and ends it on a signal (``Stopped``).
 """
 
 from __future__ import annotations
