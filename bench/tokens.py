@@ -151,9 +151,16 @@ def grow(
         insert(conn, chunks)
     if batch.count:
         # What autovacuum does in a steady state: statistics and the visibility map (index-only scans).
+        # Then a checkpoint: in a steady state the load's gigabytes are written out, where after the
+        # seeding the server writes them during the first rounds that measure the largest database.
         was, conn.autocommit = conn.autocommit, True
         try:
             conn.execute("VACUUM (ANALYZE) token")
+            try:
+                conn.execute("CHECKPOINT")
+            except psycopg.errors.InsufficientPrivilege:  # neither a superuser nor pg_checkpoint's member
+                if say:
+                    say("  no CHECKPOINT (the role may not): the first rounds share the server with its writes")
         finally:
             conn.autocommit = was
     return batch
