@@ -24,7 +24,7 @@ from tests.helpers.servers import ROOT, free_port
 pytestmark = [
     pytest.mark.slow,
     # The service is scripts/run's own (SQLite and the in-process store) whatever the pass: run it once a command,
-    # on the SQLite pass (the accessibility tour, as long, is the PostgreSQL pass's).
+    # on the SQLite pass (as the browser tours are: the API tests check the storage on both backends).
     in_one_pass("sqlite"),
 ]
 
