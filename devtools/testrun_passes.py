@@ -23,6 +23,13 @@ PYTHON = sys.executable
 # Settings of a developer's own that must not leak into a pass: the tests
 # configure the app from the TEST_* variables only.
 SCRUBBED = ("DATABASE_URL", "REDIS_URL", "TEST_DATABASE_URL", "TEST_REDIS_URL", "AUTHSVC_TEST_REAL_REDIS_URL")
+
+
+def clean_environment() -> dict[str, str]:
+    """This process's environment without the developer's own settings (``SCRUBBED``)."""
+    return {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+
+
 # The tests mostly wait (on servers, browsers, subprocesses), so more workers than
 # cores pays: 4 on 2 cores for a pass alone, 3 a pass when both run at once. Each worker
 # has its own database, Redis and tmp dir (tests/conftest.py).
@@ -207,9 +214,8 @@ class Run:
         if args or not _rewrites_missing():
             return
         say("warming: one collection writes the rewritten tests for every worker (a fresh clone)")
-        clean = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
         argv = [PYTHON, "-m", "pytest", "--collect-only", "-q", "-p", "no:xdist", "-p", "no:cacheprovider"]
-        env = {**clean, "AUTHSVC_TEST_BACKEND": "sqlite"}
+        env = {**clean_environment(), "AUTHSVC_TEST_BACKEND": "sqlite"}
         # Its result does not matter: a module that fails to collect fails in the passes, with its reason.
         wait_for(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
 
@@ -241,7 +247,7 @@ class Run:
         # args so that a --junitxml of their own wins (the last one does).
         report = reports / f"junit-{slug}.xml"
         report.unlink(missing_ok=True)
-        clean = {k: v for k, v in os.environ.items() if k not in SCRUBBED}
+        clean = clean_environment()
         argv = [PYTHON, "-m", "pytest", f"--junitxml={report}", *xdist_args(args, workers), *args]
         log = reports / f"output-{slug}.log" if kept else None
         output = open(log, "wb") if log else None  # noqa: SIM115 - closed as soon as the child has it

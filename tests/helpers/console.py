@@ -56,6 +56,7 @@ def submit(client, path, data=None, host=HOST, page=None, token=None):
 
 
 def audit(world, event):
+    """The audit records of ``event``, in the order written (PostgreSQL keeps no order without ORDER BY)."""
     return world.query(select(AuditRecord).where(AuditRecord.event == event).order_by(AuditRecord.id))
 
 

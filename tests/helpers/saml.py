@@ -19,11 +19,10 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
-from sqlalchemy import select
 
-from authsvc.core.models import AuditRecord
 from tests.fakes.saml_idp import SamlIdp, xmlsec_available
 from tests.helpers import HOST, headers
+from tests.helpers.console import audit as audit_events
 
 needs_xmlsec = pytest.mark.skipif(
     not xmlsec_available(), reason="xmlsec1 is not installed (Debian package xmlsec1; scripts/test installs it as root)"
@@ -94,10 +93,6 @@ def sign_in(app, client, idp, provider_id: str, **query):
     if posted.status_code != 303:
         return posted, None
     return posted, client.get(posted.headers["Location"], headers=headers())
-
-
-def audit_events(world, event: str) -> list[AuditRecord]:
-    return world.query(select(AuditRecord).where(AuditRecord.event == event).order_by(AuditRecord.id))
 
 
 def refusal_reasons(world) -> list[str]:

@@ -15,6 +15,7 @@ from sqlalchemy import select
 
 from authsvc.core.models import AuditRecord, Domain, User
 from tests.helpers import HOST, PASSWORD, HttpsClient, World, headers
+from tests.helpers.console import audit
 from tests.helpers.pages import csrf_token, submit_login
 from tests.helpers.smtp import deliver, emptied, link_in, mail_config, outbox_items, text_of
 from tests.helpers.sso import api
@@ -211,8 +212,7 @@ def test_the_command_line_and_the_admin_api_set_sign_up(client, setup, runner, w
     needs_domains = api(client, "patch", path, key, {"signup": "restricted"})
     assert needs_domains.status_code == 422 and "signup_email_domains" in needs_domains.get_json()["fields"]
     assert api(client, "patch", path, key, {"signup": "sometimes"}).status_code == 422
-    # In the order written: PostgreSQL returns rows in no set order without ORDER BY.
-    updates = world.query(select(AuditRecord).where(AuditRecord.event == "domain.updated").order_by(AuditRecord.id))
+    updates = audit(world, "domain.updated")  # in the order written
     assert [r.details["after"]["signup"] for r in updates] == ["restricted", "open"]
 
 
